@@ -1,0 +1,228 @@
+"""The bridge's lifecycle: era detection, the mode it picks, and every event routed to it.
+
+Must not translate messages itself: once both eras are known a mode handler (P, A or B)
+owns the traffic. `handle` never raises; a bug is logged as `bridge.error`, not a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from bridge.core.batch import Batches
+from bridge.core.config import CoreConfig
+from bridge.core.context import Context, counter_ids
+from bridge.core.eras import INVALID_REQUEST, Era, detect_era
+from bridge.core.events import (
+    CLIENT,
+    SERVER,
+    Action,
+    ChildExited,
+    ChildStarted,
+    Event,
+    MessageReceived,
+    NotifyReady,
+    PeerClosed,
+    RestartChild,
+    ShutdownRequested,
+    Stop,
+    TimerFired,
+)
+from bridge.core.jsonrpc import Inbound, parse_inbound
+from bridge.core.mode_a import ModeA
+from bridge.core.mode_b import ModeB
+from bridge.core.passthrough import PassThrough
+from bridge.core.probe import Probe
+
+EX_OK = 0
+EX_UNAVAILABLE = 69
+
+
+class Handler(Protocol):
+    mode: str
+
+    @property
+    def client_batching(self) -> bool: ...
+    def on_client(self, inbound: Inbound) -> None: ...
+    def on_server(self, inbound: Inbound) -> None: ...
+    def on_timer(self, key: Any) -> None: ...
+    def fail_pending(self, reason: str) -> None: ...
+
+
+class Bridge:
+    """One bridge between one client and one server process. Feed it events, run its actions."""
+
+    def __init__(self, config: CoreConfig | None = None, *,
+                 mint_id: Callable[[], str] | None = None, secret: bytes = b"") -> None:
+        self.ctx = Context(config or CoreConfig(), mint_id or counter_ids())
+        self.secret = secret
+        self.client_era: Era | None = None
+        self.handler: Handler | None = None
+        self.probe = Probe(self.ctx)
+        self.batches = Batches()
+        self._queue: list[Inbound] = []
+        self._stopped = False
+        self._restarts = 0
+
+    @property
+    def mode(self) -> str | None:
+        return self.handler.mode if self.handler is not None else None
+
+    def next_deadline(self) -> float | None:
+        return self.ctx.timers.next_deadline()
+
+    def handle(self, event: Event, now: float) -> list[Action]:
+        ctx = self.ctx
+        ctx.now = now
+        actions: list[Action] = []
+        ctx.actions = actions
+        if self._stopped:
+            return actions
+        try:
+            self._dispatch(event)
+        except Exception as exc:  # a bug must cost one message, not the bridge
+            ctx.log("error", "bridge.error", error=repr(exc), event=type(event).__name__)
+        if self.batches.open:
+            self.batches.collect(actions)
+        return actions
+
+    # Events -----------------------------------------------------------------------------
+
+    def _dispatch(self, event: Event) -> None:
+        if type(event) is MessageReceived:
+            if event.side == CLIENT:
+                self._on_client_line(event.message)
+            else:
+                self._on_server_line(event.message)
+        elif type(event) is TimerFired:
+            self._on_timers()
+        elif type(event) is ChildStarted:
+            self._on_child_started()
+        elif type(event) is ChildExited:
+            self._on_child_exited(event.code)
+        elif type(event) is PeerClosed:
+            self._on_peer_closed(event.side)
+        elif type(event) is ShutdownRequested:
+            self._stop(EX_OK, "mcp-rosetta is shutting down")
+
+    def _on_client_line(self, line: bytes) -> None:
+        handler = self.handler
+        inbound = parse_inbound(line, batching=handler is not None and handler.client_batching)
+        if inbound.kind == "batch":
+            self._on_client_batch(inbound)
+        elif handler is not None:
+            handler.on_client(inbound)
+        else:
+            self._before_mode(inbound)
+
+    def _on_client_batch(self, inbound: Inbound) -> None:
+        assert inbound.items is not None and self.handler is not None
+        self.batches.start(inbound.items, self.ctx)
+        for item in inbound.items:
+            self.handler.on_client(item)
+
+    def _on_server_line(self, line: bytes) -> None:
+        inbound = parse_inbound(line)
+        if self.probe.waiting:
+            self.probe.on_server(inbound)
+            if self.probe.era is not None:
+                self._choose_mode()
+        elif self.handler is not None:
+            if self.probe.is_late_answer(inbound):
+                self.ctx.log("info", "probe.late_answer")
+            else:
+                self.handler.on_server(inbound)
+        else:
+            self.ctx.log("info", "message.dropped", side=SERVER, reason="no client yet")
+
+    def _on_timers(self) -> None:
+        for key in self.ctx.timers.pop_due(self.ctx.now):
+            if key == Probe.TIMER:
+                self.probe.on_timeout()
+                self._choose_mode()
+            elif self.handler is not None:
+                self.handler.on_timer(key)
+
+    def _on_child_started(self) -> None:
+        self.probe.start(restarted=self._restarts > 0)
+        if self.probe.era is not None:
+            self._choose_mode()
+
+    def _on_child_exited(self, code: int) -> None:
+        self.ctx.log("warning" if code else "info", "child.exited", code=code)
+        if self.probe.waiting and self._restarts == 0:
+            # stdio.mdx: some legacy servers exit on an unexpected first message.
+            self._restarts += 1
+            self.probe.abandon()
+            self.ctx.actions.append(RestartChild())
+            return
+        self._stop(EX_UNAVAILABLE, f"the server exited (code {code})")
+
+    def _on_peer_closed(self, side: str) -> None:
+        if side == CLIENT:
+            self.ctx.log("info", "client.closed")
+            self._stop(EX_OK, "the client closed its input")
+        elif not self.probe.waiting:
+            self._stop(EX_UNAVAILABLE, "the server closed its output")
+
+    # Era detection ------------------------------------------------------------------------
+
+    def _before_mode(self, inbound: Inbound) -> None:
+        """A client message before the mode is known: learn the client's era, or queue."""
+        if self.client_era is None and not self._learn_client_era(inbound):
+            return
+        self._queue.append(inbound)
+        self._choose_mode()
+
+    def _learn_client_era(self, inbound: Inbound) -> bool:
+        message = inbound.message
+        if inbound.kind == "invalid":
+            self.ctx.reject(CLIENT, inbound)
+            return False
+        if inbound.kind != "request":
+            self.ctx.log("info", "message.dropped", side=CLIENT, reason="before the first request")
+            return False
+        era = detect_era(message)
+        if era == "legacy" and message["method"] != "initialize":
+            if message["method"] == "ping":  # lifecycle.mdx: ping is allowed before initialize
+                self.ctx.reply(CLIENT, message["id"], {})
+            else:
+                self.ctx.reply_error(
+                    CLIENT, message["id"], INVALID_REQUEST,
+                    "The first request must be initialize (legacy MCP) or carry "
+                    '_meta["io.modelcontextprotocol/protocolVersion"] (MCP 2026-07-28)')
+            return False
+        self.client_era = era
+        self.ctx.log("info", "era.detected", side=CLIENT, era=era)
+        return True
+
+    def _choose_mode(self) -> None:
+        server_era = self.probe.era
+        if self.handler is not None or self.client_era is None or server_era is None:
+            return
+        if self.client_era == server_era:
+            self.handler = PassThrough(self.ctx, server_era)
+        elif self.client_era == "legacy":
+            self.handler = ModeA(self.ctx, self.probe)
+        else:
+            self.handler = ModeB(self.ctx, self.probe, self.secret)
+        self.ctx.log("info", "mode.chosen", mode=self.handler.mode,
+                     client_era=self.client_era, server_era=server_era)
+        self.ctx.actions.append(NotifyReady())
+        queued, self._queue = self._queue, []
+        for inbound in queued:
+            self.handler.on_client(inbound)
+
+    # Shutdown -----------------------------------------------------------------------------
+
+    def _stop(self, code: int, reason: str) -> None:
+        """Answer every request still waiting (exactly one response each), then stop."""
+        if self.handler is not None:
+            self.handler.fail_pending(reason)
+        for inbound in self._queue:
+            if inbound.kind == "request":
+                self.ctx.reply_error(CLIENT, inbound.message["id"], -32603, reason,
+                                     {"source": "mcp-rosetta"})
+        self._queue = []
+        self.ctx.actions.append(Stop(code))
+        self._stopped = True

@@ -1,0 +1,65 @@
+"""Capability objects translated between the eras (TRANSLATION.md §7.3).
+
+Must not decide what the bridge can deliver (listen streams, logging): callers narrow the
+translated capabilities to what they actually implement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Server capability keys both eras share; `tasks` and `extensions` are era-specific.
+_SHARED_SERVER_KEYS = ("logging", "completions", "prompts", "resources", "tools", "experimental")
+
+
+def client_caps_to_modern(legacy: Any) -> dict[str, Any]:
+    """A legacy `initialize` capability set as a modern per-request one.
+
+    roots loses `listChanged` (modern roots has no sub-fields, client/roots.mdx); tasks is
+    dropped (an extension in the modern era, which the bridge does not declare).
+    """
+    if not isinstance(legacy, dict):
+        return {}
+    modern: dict[str, Any] = {}
+    for key, value in legacy.items():
+        if key == "tasks":
+            continue
+        if key == "roots":
+            modern["roots"] = {}
+        else:
+            modern[key] = value
+    return modern
+
+
+def server_caps_to_legacy(modern: Any, version: str) -> dict[str, Any]:
+    """A modern server's capabilities as a legacy `InitializeResult.capabilities`.
+
+    `listChanged` and `subscribe` are removed: the caller adds back what its listen stream
+    can really deliver (subscriptions.mdx). `completions` is unknown before 2025-03-26.
+    """
+    if not isinstance(modern, dict):
+        return {}
+    legacy: dict[str, Any] = {}
+    for key in _SHARED_SERVER_KEYS:
+        if key in modern:
+            legacy[key] = modern[key]
+    for key in ("tools", "prompts", "resources"):
+        value = legacy.get(key)
+        if isinstance(value, dict):
+            legacy[key] = {k: v for k, v in value.items() if k not in ("listChanged", "subscribe")}
+    if version < "2025-03-26":
+        legacy.pop("completions", None)
+    return legacy
+
+
+def server_caps_to_modern(legacy: Any) -> dict[str, Any]:
+    """A legacy server's capabilities as a modern `DiscoverResult.capabilities`."""
+    if not isinstance(legacy, dict):
+        return {}
+    return {key: legacy[key] for key in _SHARED_SERVER_KEYS if key in legacy}
+
+
+def has_flag(caps: Any, area: str, flag: str) -> bool:
+    """Whether `caps[area][flag]` is true (e.g. tools.listChanged)."""
+    value = caps.get(area) if isinstance(caps, dict) else None
+    return isinstance(value, dict) and value.get(flag) is True

@@ -1,0 +1,47 @@
+"""The settings the core acts on, as one immutable record with documented defaults.
+
+Must not read files or the environment: bridge/config.py builds this from TOML and flags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bridge import __version__
+
+ServerEra = Literal["auto", "modern", "legacy"]
+
+
+def _bridge_info() -> dict[str, Any]:
+    return {"name": "mcp-rosetta", "version": __version__}
+
+
+@dataclass(frozen=True, slots=True)
+class CoreConfig:
+    server_era: ServerEra = "auto"
+    """auto: probe with server/discover (stdio.mdx §Backward Compatibility); else pin it."""
+    probe_timeout: float = 5.0
+    """Seconds to wait for the probe's answer before taking the server as legacy."""
+    request_timeout: float = 0.0
+    """Seconds a forwarded request may wait for its answer; 0 waits for ever."""
+    bridge_info: dict[str, Any] = field(default_factory=_bridge_info)
+    """The Implementation the bridge names when a peer's own is unknown."""
+    default_log_level: str | None = None
+    """Mode A: logLevel stamped before the legacy client's first logging/setLevel."""
+    mrtr_max_rounds: int = 16
+    """Mode A: input_required rounds one call may take before it fails."""
+    mrtr_timeout: float = 600.0
+    """Mode A: seconds a whole input_required loop may take (user think time included)."""
+    mrtr_max_requests: int = 16
+    """Mode A: input requests one round may carry."""
+    mrtr_backoff: tuple[float, float] = (0.05, 5.0)
+    """Mode A: first and largest delay before retrying a requestState-only result."""
+    listen_backoff: tuple[float, float] = (0.5, 30.0)
+    """Mode A: first and largest delay before re-opening a listen stream the server ended."""
+    parked_timeout: float = 900.0
+    """Mode B: seconds a parked call waits for the modern client's retry before it is cancelled."""
+    park_window: float = 0.05
+    """Mode B: seconds to gather a legacy server's concurrent input requests into one round."""
+    debug_logs: bool = False
+    """Emit per-message debug log events (costly; off unless the log level is debug)."""

@@ -1,0 +1,73 @@
+"""What every part of the core shares while handling one event: the outbox, time, ids, timers.
+
+Must not know any protocol method: it only collects actions and hands out ids and deadlines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from bridge.core.config import CoreConfig
+from bridge.core.events import Action, Log, Send, Side
+from bridge.core.jsonrpc import Inbound, error_response, result_response
+from bridge.core.timers import Timers
+
+# Bridge-minted ids live in their own namespace so a peer's ids can never collide with them
+# (TRANSLATION.md §11.1).
+ID_PREFIX = "rosetta-"
+
+
+def counter_ids(prefix: str = ID_PREFIX) -> Callable[[], str]:
+    """A deterministic id factory: rosetta-1, rosetta-2, ..."""
+    count = 0
+
+    def mint() -> str:
+        nonlocal count
+        count += 1
+        return f"{prefix}{count}"
+
+    return mint
+
+
+class Context:
+    """The outbox and services of one `Bridge`; mode handlers act only through it."""
+
+    __slots__ = ("actions", "config", "log_enabled", "mint_id", "now", "timers")
+
+    def __init__(self, config: CoreConfig, mint_id: Callable[[], str]) -> None:
+        self.config = config
+        self.mint_id = mint_id
+        self.timers = Timers()
+        self.actions: list[Action] = []
+        self.now = 0.0
+        self.log_enabled = config.debug_logs
+
+    def send(self, side: Side, message: Any) -> None:
+        self.actions.append(Send(side, message))
+
+    def reply(self, side: Side, id: Any, result: dict[str, Any]) -> None:
+        self.actions.append(Send(side, result_response(id, result)))
+
+    def reply_error(self, side: Side, id: Any, code: int, message: str, data: Any = None) -> None:
+        self.actions.append(Send(side, error_response(id, code, message, data)))
+
+    def reject(self, side: Side, inbound: Inbound) -> None:
+        """Invalid input: tell the client if it can be told (JSON-RPC §5), log it either way."""
+        self.log("warning", "message.invalid", side=side, reason=inbound.reason)
+        if side == "client" and inbound.code is not None:
+            self.reply_error("client", inbound.id, inbound.code, f"Invalid message: {inbound.reason}")
+
+    def log(self, level: str, event: str, **fields: Any) -> None:
+        self.actions.append(Log(level, event, fields))
+
+    def debug(self, event: str, **fields: Any) -> None:
+        """A per-message log line, built only when debug logging is on (hot path)."""
+        if self.log_enabled:
+            self.actions.append(Log("debug", event, fields))
+
+    def schedule(self, key: Hashable, delay: float) -> None:
+        self.timers.schedule(key, self.now + delay)
+
+    def cancel_timer(self, key: Hashable) -> None:
+        self.timers.cancel(key)

@@ -1,0 +1,169 @@
+"""Results and notifications made fit for a legacy revision (TRANSLATION.md §7.1, §10.3).
+
+Must not touch a message in place: every change is made on a copy, and only of the parts
+that change, so what the bridge does not know passes through as it came.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bridge.core.codec import encode
+from bridge.core.eras import MODERN_RESULT_META_KEYS
+
+# Fields only a modern result carries (basic/index.mdx §ResultType, caching.mdx).
+MODERN_RESULT_FIELDS = ("resultType", "ttlMs", "cacheScope")
+
+_V0325 = "2025-03-26"
+_V0618 = "2025-06-18"
+_V1125 = "2025-11-25"
+
+
+def strip_modern_result(result: dict[str, Any]) -> dict[str, Any]:
+    """`result` without resultType, cache hints and modern `_meta` keys (a shallow copy)."""
+    out = {k: v for k, v in result.items() if k not in MODERN_RESULT_FIELDS}
+    meta = out.get("_meta")
+    if isinstance(meta, dict) and not MODERN_RESULT_META_KEYS.isdisjoint(meta):
+        kept = {k: v for k, v in meta.items() if k not in MODERN_RESULT_META_KEYS}
+        if kept:
+            out["_meta"] = kept
+        else:
+            del out["_meta"]
+    return out
+
+
+def implementation_for(info: dict[str, Any], version: str) -> dict[str, Any]:
+    """An Implementation (clientInfo/serverInfo) with only the fields `version` defines."""
+    drop: set[str] = set()
+    if version < _V0618:
+        drop.add("title")
+    if version < _V1125:
+        drop.update(("icons", "description", "websiteUrl"))
+    if not drop.intersection(info):
+        return info
+    return {k: v for k, v in info.items() if k not in drop}
+
+
+def _metadata_for(item: Any, version: str) -> Any:
+    """A Tool/Resource/Prompt/argument without the descriptive fields `version` lacks."""
+    if not isinstance(item, dict):
+        return item
+    drop: list[str] = []
+    if version < _V0618:
+        drop += ["title", "_meta"]
+    if version < _V1125:
+        drop.append("icons")
+    if not any(key in item for key in drop):
+        return item
+    return {k: v for k, v in item.items() if k not in drop}
+
+
+def _content_for(block: Any, version: str) -> Any:
+    """A content block the revision can parse: resource links and audio become text."""
+    if not isinstance(block, dict):
+        return block
+    kind = block.get("type")
+    if kind == "resource_link" and version < _V0618:
+        label = block.get("name") or block.get("title") or ""
+        return {"type": "text", "text": f"{block.get('uri', '')} ({label})"}
+    if kind == "audio" and version < _V0325:
+        return {"type": "text", "text": f"[audio {block.get('mimeType', '')} omitted]"}
+    if version < _V0618:
+        return _metadata_for(block, version)
+    return block
+
+
+def _contents_for(blocks: Any, version: str) -> Any:
+    if not isinstance(blocks, list) or version >= _V0618:
+        return blocks
+    return [_content_for(block, version) for block in blocks]
+
+
+def _tool_for(tool: Any, version: str) -> Any:
+    if not isinstance(tool, dict):
+        return tool
+    out = dict(tool)
+    out.pop("execution", None)  # tasks are not bridged (TRANSLATION.md §4.3)
+    schema = out.get("outputSchema")
+    # Legacy revisions require an object root; before 2025-06-18 there is no outputSchema.
+    if schema is not None and (version < _V0618 or not _is_object_schema(schema)):
+        del out["outputSchema"]
+    if version < _V0325:
+        out.pop("annotations", None)
+    return _metadata_for(out, version)
+
+
+def _is_object_schema(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "object"
+
+
+def _list_for(key: str, item_for: Callable[[Any, str], Any]) -> Callable[[dict[str, Any], str], dict[str, Any]]:
+    def downgrade(result: dict[str, Any], version: str) -> dict[str, Any]:
+        items = result.get(key)
+        if isinstance(items, list):
+            result[key] = [item_for(item, version) for item in items]
+        return result
+
+    return downgrade
+
+
+def _prompt_for(prompt: Any, version: str) -> Any:
+    prompt = _metadata_for(prompt, version)
+    if isinstance(prompt, dict) and isinstance(prompt.get("arguments"), list) and version < _V0618:
+        prompt = dict(prompt)
+        prompt["arguments"] = [_metadata_for(arg, version) for arg in prompt["arguments"]]
+    return prompt
+
+
+def _call_tool_result(result: dict[str, Any], version: str) -> dict[str, Any]:
+    structured = result.get("structuredContent", None)
+    if "structuredContent" in result and (version < _V0618 or not isinstance(structured, dict)):
+        # Modern structuredContent may be any JSON value (SEP-2106); legacy wants an object
+        # or nothing. tools.mdx: structured content SHOULD also come as serialized text.
+        del result["structuredContent"]
+        content = result.get("content")
+        blocks = list(content) if isinstance(content, list) else []
+        if not any(isinstance(b, dict) and b.get("type") == "text" for b in blocks):
+            blocks.append({"type": "text", "text": encode(structured).decode().rstrip("\n")})
+        result["content"] = blocks
+    if "content" in result:
+        result["content"] = _contents_for(result["content"], version)
+    return result
+
+
+def _get_prompt_result(result: dict[str, Any], version: str) -> dict[str, Any]:
+    messages = result.get("messages")
+    if isinstance(messages, list) and version < _V0618:
+        result["messages"] = [_prompt_message_for(m, version) for m in messages]
+    return result
+
+
+def _prompt_message_for(message: Any, version: str) -> Any:
+    if not isinstance(message, dict) or "content" not in message:
+        return message
+    return {**message, "content": _content_for(message["content"], version)}
+
+
+_BY_METHOD: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
+    "tools/list": _list_for("tools", _tool_for),
+    "tools/call": _call_tool_result,
+    "prompts/list": _list_for("prompts", _prompt_for),
+    "prompts/get": _get_prompt_result,
+    "resources/list": _list_for("resources", _metadata_for),
+    "resources/templates/list": _list_for("resourceTemplates", _metadata_for),
+}
+
+
+def result_for_legacy(result: dict[str, Any], method: str | None, version: str) -> dict[str, Any]:
+    """A modern result as a legacy server of revision `version` would have sent it."""
+    out = strip_modern_result(result)
+    by_method = _BY_METHOD.get(method) if method is not None else None
+    return by_method(out, version) if by_method is not None else out
+
+
+def progress_for_legacy(params: dict[str, Any], version: str) -> dict[str, Any]:
+    """Progress params for a revision: `message` only exists since 2025-03-26."""
+    if version < _V0325 and "message" in params:
+        return {k: v for k, v in params.items() if k != "message"}
+    return params

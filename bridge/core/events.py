@@ -1,0 +1,96 @@
+"""What happened (events, in the past tense) and what to do (actions, imperatives).
+
+Must not contain behaviour: these are plain records passed between the shell and the core.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Side = Literal["client", "server"]
+CLIENT: Side = "client"
+SERVER: Side = "server"
+
+
+# Events -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MessageReceived:
+    """A peer wrote one line (raw bytes, without the newline)."""
+
+    side: Side
+    message: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ChildStarted:
+    """The server process is running and its pipes are open."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildExited:
+    """The server process ended with `code` (negative: killed by that signal)."""
+
+    code: int
+
+
+@dataclass(frozen=True, slots=True)
+class PeerClosed:
+    """A peer closed its output: the client's stdin or the server's stdout reached EOF."""
+
+    side: Side
+
+
+@dataclass(frozen=True, slots=True)
+class TimerFired:
+    """The deadline `next_deadline()` gave has passed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownRequested:
+    """A signal (SIGTERM, SIGINT) asked the bridge to stop."""
+
+
+Event = MessageReceived | ChildStarted | ChildExited | PeerClosed | TimerFired | ShutdownRequested
+
+
+# Actions ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Write `message` (a JSON-RPC object, or a list for a 2025-03-26 batch) to `side`."""
+
+    side: Side
+    message: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Log:
+    """Emit a structured log event named `subject.verb`."""
+
+    level: str
+    event: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RestartChild:
+    """Stop the server process if it runs and start a fresh one; ChildStarted follows."""
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyReady:
+    """Tell the service manager the bridge is serving (systemd READY=1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Shut down: close the child's stdin, wait, SIGTERM, SIGKILL; then exit with `code`."""
+
+    code: int
+
+
+Action = Send | Log | RestartChild | NotifyReady | Stop

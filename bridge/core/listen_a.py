@@ -1,0 +1,254 @@
+"""Mode A's listen streams: legacy unsolicited notifications made of `subscriptions/listen`.
+
+Must not let the legacy client see any of it: the listen requests, acknowledgements, stream
+ends and subscription tags stay between the bridge and the server. Rules: subscriptions.mdx,
+cancellation.mdx; TRANSLATION.md §6.4.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bridge.core.capabilities import has_flag
+from bridge.core.envelope import stamp_envelope
+from bridge.core.eras import INVALID_PARAMS, META_SUBSCRIPTION_ID, METHOD_NOT_FOUND
+from bridge.core.events import CLIENT, SERVER
+from bridge.core.jsonrpc import notification
+from bridge.core.router import Pending
+
+if TYPE_CHECKING:
+    from bridge.core.mode_a import ModeA
+
+Message = dict[str, Any]
+
+# Legacy list_changed notification -> listen filter flag and server capability area.
+LIST_CHANGES = {
+    "notifications/tools/list_changed": ("toolsListChanged", "tools"),
+    "notifications/prompts/list_changed": ("promptsListChanged", "prompts"),
+    "notifications/resources/list_changed": ("resourcesListChanged", "resources"),
+}
+SESSION = "session"  # the stream for list changes, as opposed to one per resource URI
+
+
+class Stream:
+    """One listen request: what it asks for, what the server honoured, who waits on it."""
+
+    __slots__ = ("acked", "asked", "attempts", "honored", "id", "uri", "waiters")
+
+    def __init__(self, uri: str | None, asked: Message) -> None:
+        self.uri = uri
+        self.asked = asked  # the listen filter sent
+        self.id: str | None = None
+        self.acked = False
+        self.honored: Message = {}  # the filter the server acknowledged
+        self.attempts = 0
+        self.waiters: list[Any] = []  # client ids of resources/subscribe awaiting the ack
+
+
+class Listener:
+    """The session stream (list changes) and one stream per subscribed URI (no gaps)."""
+
+    def __init__(self, mode: ModeA) -> None:
+        self.mode = mode
+        self.ctx = mode.ctx
+        self.session: Stream | None = None
+        self.by_uri: dict[str, Stream] = {}
+        self.by_id: dict[str, Stream] = {}
+        self.subscribe_ok = False
+
+    # The session stream, opened while initialize waits ------------------------------------
+
+    def open_session(self) -> bool:
+        """Open the session stream if the server has anything to stream. True: wait for ack."""
+        caps = self.mode.server_caps
+        wanted = {flag: True for flag, area in LIST_CHANGES.values() if has_flag(caps, area, "listChanged")}
+        if not wanted and not has_flag(caps, "resources", "subscribe"):
+            return False
+        self.session = Stream(None, wanted)
+        self._open(self.session)
+        self.ctx.schedule(("listen", "ack", SESSION), self.ctx.config.probe_timeout)
+        return True
+
+    def advertise(self, caps: Message) -> None:
+        """Put back into the legacy capabilities what the acknowledged streams deliver."""
+        session = self.session
+        if session is None or not session.acked:
+            return
+        for flag, area in LIST_CHANGES.values():
+            if session.honored.get(flag) is True and isinstance(caps.get(area), dict):
+                caps[area] = {**caps[area], "listChanged": True}
+        if self.subscribe_ok and isinstance(caps.get("resources"), dict):
+            caps["resources"] = {**caps["resources"], "subscribe": True}
+
+    def _open(self, stream: Stream) -> None:
+        params = stamp_envelope({"notifications": stream.asked},
+                                client_capabilities=self.mode.client_caps,
+                                client_info=self.mode.client_info)
+        stream.id = self.mode.router.issue(SERVER, "subscriptions/listen", params, "listen", stream)
+        stream.acked = False
+        self.by_id[stream.id] = stream
+
+    def _on_ack(self, stream: Stream, params: Message) -> None:
+        honored = params.get("notifications")
+        honored = honored if isinstance(honored, dict) else {}
+        stream.acked = True
+        stream.attempts = 0
+        if stream.uri is None:
+            self._on_session_ack(stream, honored)
+        else:
+            self._on_uri_ack(stream, honored)
+
+    def _on_session_ack(self, stream: Stream, honored: Message) -> None:
+        # The server may honour less than asked (subscriptions.mdx): deliver only that, and
+        # ask only for that when the stream is re-opened.
+        stream.honored = {k: True for k, v in honored.items() if v is True and k in stream.asked}
+        stream.asked = stream.honored
+        if self.mode.initialize_id is not None:
+            self.subscribe_ok = has_flag(self.mode.server_caps, "resources", "subscribe")
+            self.ctx.cancel_timer(("listen", "ack", SESSION))
+            self.mode.answer_initialize()
+
+    def _on_uri_ack(self, stream: Stream, honored: Message) -> None:
+        uris = honored.get("resourceSubscriptions")
+        waiters, stream.waiters = stream.waiters, []
+        if isinstance(uris, list) and stream.uri in uris:
+            for waiter in waiters:
+                self.ctx.reply(CLIENT, waiter, {})
+            return
+        self._drop(stream)
+        for waiter in waiters:
+            self.ctx.reply_error(CLIENT, waiter, INVALID_PARAMS,
+                                 f"The server does not offer updates for {stream.uri}")
+
+    # resources/subscribe and resources/unsubscribe, answered here --------------------------
+
+    def subscribe(self, message: Message) -> None:
+        uri = (message.get("params") or {}).get("uri")
+        if not self.subscribe_ok:
+            self.ctx.reply_error(CLIENT, message["id"], METHOD_NOT_FOUND,
+                                 "Method not found: the server offers no resource subscriptions")
+        elif not isinstance(uri, str):
+            self.ctx.reply_error(CLIENT, message["id"], INVALID_PARAMS, "uri must be a string")
+        elif uri in self.by_uri:
+            stream = self.by_uri[uri]
+            if stream.acked:
+                self.ctx.reply(CLIENT, message["id"], {})  # subscribing twice changes nothing
+            else:
+                stream.waiters.append(message["id"])
+        else:
+            # One stream per URI: adding a URI never closes a stream, so no update is missed.
+            stream = Stream(uri, {"resourceSubscriptions": [uri]})
+            stream.waiters.append(message["id"])
+            self.by_uri[uri] = stream
+            self._open(stream)
+
+    def unsubscribe(self, message: Message) -> None:
+        uri = (message.get("params") or {}).get("uri")
+        stream = self.by_uri.get(uri) if isinstance(uri, str) else None
+        if stream is not None:
+            for waiter in stream.waiters:
+                self.ctx.reply_error(CLIENT, waiter, INVALID_PARAMS, f"Unsubscribed from {uri}")
+            self._drop(stream)
+            if stream.id is not None:
+                self.mode.router.cancel(SERVER, stream.id)  # cancellation.mdx: ends the stream
+        self.ctx.reply(CLIENT, message["id"], {})
+
+    def _drop(self, stream: Stream) -> None:
+        if stream.uri is not None:
+            self.by_uri.pop(stream.uri, None)
+        if stream.id is not None:
+            self.by_id.pop(stream.id, None)
+        self.ctx.cancel_timer(("listen", "reopen", stream.uri or SESSION))
+
+    # What the server sends on the streams -------------------------------------------------
+
+    def on_notification(self, message: Message) -> bool:
+        """Handle a stream notification from the server; False if it is not one."""
+        method = message["method"]
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if method == "notifications/cancelled":
+            stream = self.by_id.get(params.get("requestId"))  # type: ignore[arg-type]
+            if stream is not None:
+                self.mode.router.pending[SERVER].pop(stream.id or "", None)
+                self._ended(stream)
+            return True
+        meta = params.get("_meta")
+        sub_id = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        stream = self.by_id.get(sub_id) if isinstance(sub_id, str) else None
+        if stream is None:
+            return method in LIST_CHANGES or method.startswith("notifications/subscriptions") \
+                or method == "notifications/resources/updated"  # untagged or stale: dropped
+        if method == "notifications/subscriptions/acknowledged":
+            self._on_ack(stream, params)
+        elif method in LIST_CHANGES:
+            if stream.uri is None and stream.honored.get(LIST_CHANGES[method][0]) is True:
+                self.ctx.send(CLIENT, notification(method, _untagged(params)))
+        elif method == "notifications/resources/updated":
+            if stream.uri is not None and stream.uri in self.by_uri:
+                self.ctx.send(CLIENT, notification(method, _untagged(params)))
+        return True
+
+    def on_closed(self, row: Pending, message: Message) -> None:
+        """The listen request got its answer: the server ended the stream, or refused it."""
+        stream: Stream = row.data
+        if self.by_id.get(row.data.id) is not stream:
+            return
+        if "error" in message:
+            self._refused(stream, message["error"])
+        else:
+            self._ended(stream)
+
+    def _refused(self, stream: Stream, error: Message) -> None:
+        self.ctx.log("info", "listen.refused", uri=stream.uri, code=error.get("code"))
+        self._drop(stream)
+        if stream.uri is None:
+            # No listen support: the legacy client gets no listChanged, not an error loop.
+            if self.mode.initialize_id is not None:
+                self.ctx.cancel_timer(("listen", "ack", SESSION))
+                self.mode.answer_initialize()
+            self.session = None
+            return
+        for waiter in stream.waiters:
+            self.ctx.reply_error(CLIENT, waiter, error.get("code", INVALID_PARAMS),
+                                 str(error.get("message", "subscription refused")))
+
+    def _ended(self, stream: Stream) -> None:
+        """Re-open a stream the server ended, with back-off; the client never knows."""
+        if stream.id is not None:
+            self.by_id.pop(stream.id, None)
+        first, largest = self.ctx.config.listen_backoff
+        delay = min(largest, first * 2**stream.attempts)
+        stream.attempts += 1
+        self.ctx.log("info", "listen.ended", uri=stream.uri, reopen_in=delay)
+        self.ctx.schedule(("listen", "reopen", stream.uri or SESSION), delay)
+
+    def on_timer(self, key: tuple[str, str, str]) -> None:
+        if key[1] == "ack":
+            self._session_ack_timeout()
+            return
+        stream = self.session if key[2] == SESSION else self.by_uri.get(key[2])
+        if stream is not None:
+            self._open(stream)
+
+    def _session_ack_timeout(self) -> None:
+        session = self.session
+        if session is None or self.mode.initialize_id is None:
+            return
+        self.ctx.log("warning", "listen.no_ack")
+        self._drop(session)
+        if session.id is not None:
+            self.mode.router.cancel(SERVER, session.id)
+        self.session = None
+        self.mode.answer_initialize()
+
+
+def _untagged(params: Message) -> Message | None:
+    """The notification params without the stream tag (and without `_meta` if emptied)."""
+    meta = params.get("_meta")
+    out = {k: v for k, v in params.items() if k != "_meta"}
+    if isinstance(meta, dict):
+        kept = {k: v for k, v in meta.items() if k != META_SUBSCRIPTION_ID}
+        if kept:
+            out["_meta"] = kept
+    return out or None

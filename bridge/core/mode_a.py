@@ -1,0 +1,343 @@
+"""Mode A: a legacy client in front of a modern server; the bridge is a legacy server.
+
+Must not hold the input-request loop or the listen streams itself (inputs_a.py and
+listen_a.py do); this module answers what the modern era removed, stamps the `_meta`
+envelope on every request, and normalizes answers down to the client's revision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bridge.core.capabilities import client_caps_to_modern
+from bridge.core.context import Context
+from bridge.core.downgrade import progress_for_legacy, result_for_legacy
+from bridge.core.handshake import initialize_result
+from bridge.core.envelope import stamp_envelope
+from bridge.core.eras import (
+    BATCHING_VERSION,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LATEST_LEGACY_VERSION,
+    LEGACY_PROTOCOL_VERSIONS,
+    LEGACY_RESOURCE_NOT_FOUND,
+    LOG_SEVERITY,
+    METHOD_NOT_FOUND,
+    MODERN_PROTOCOL_VERSION,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+from bridge.core.events import CLIENT, SERVER
+from bridge.core.inputs_a import ELIGIBLE, InputLoop
+from bridge.core.jsonrpc import Inbound
+from bridge.core.listen_a import Listener
+from bridge.core.probe import Probe
+from bridge.core.router import Pending, Router
+
+Message = dict[str, Any]
+
+
+class ModeA:
+    """The legacy server a legacy client sees, made of a modern server."""
+
+    mode = "A"
+
+    def __init__(self, ctx: Context, probe: Probe) -> None:
+        self.ctx = ctx
+        self.router = Router(ctx)
+        self.discover = probe.discover
+        self.probe_error = probe.error
+        self.version = LATEST_LEGACY_VERSION
+        self.initialize_id: Any = None  # set while initialize waits for the listen ack
+        self.initialized = False
+        self.client_caps_legacy: dict[str, Any] = {}
+        self.client_caps: dict[str, Any] = {}
+        self.client_info: dict[str, Any] | None = None
+        self.log_level = ctx.config.default_log_level
+        self.progress_seen: dict[Any, float] = {}
+        self.inputs = InputLoop(self)
+        self.listener = Listener(self)
+        self._local: dict[str, Callable[[Message], None]] = {
+            "initialize": self._initialize,
+            "ping": self._ping,
+            "logging/setLevel": self._set_level,
+            "resources/subscribe": self.listener.subscribe,
+            "resources/unsubscribe": self.listener.unsubscribe,
+        }
+        self._answers: dict[str, Callable[[Pending, Message], None]] = {
+            "forward": self._on_forward_answer,
+            "round": self.inputs.on_round_answer,
+            "listen": self.listener.on_closed,
+            "discover": self._on_rediscover,
+        }
+
+    @property
+    def client_batching(self) -> bool:
+        return self.version == BATCHING_VERSION
+
+    @property
+    def server_caps(self) -> dict[str, Any]:
+        caps = self.discover.get("capabilities") if self.discover else None
+        return caps if isinstance(caps, dict) else {}
+
+    def envelope(self, params: Message | None) -> Message:
+        """`params` as the modern server needs them: the per-request `_meta` stamped on."""
+        return stamp_envelope(params, client_capabilities=self.client_caps,
+                              client_info=self.client_info, log_level=self.log_level)
+
+    # From the client ----------------------------------------------------------------------
+
+    def on_client(self, inbound: Inbound) -> None:
+        kind = inbound.kind
+        message = inbound.message
+        if kind == "request":
+            method = message["method"]
+            local = self._local.get(method)
+            if local is not None:
+                local(message)
+            elif method.startswith("tasks/"):
+                # Tasks are not bridged and never advertised (TRANSLATION.md §4.3).
+                self.ctx.reply_error(CLIENT, message["id"], METHOD_NOT_FOUND,
+                                     f"Method not found: {method}")
+            else:
+                self.forward(message)
+        elif kind == "notification":
+            self._on_client_notification(message)
+        elif kind == "response":
+            row = self.router.take(CLIENT, message)
+            if row is not None:
+                self.inputs.on_client_answer(row, message)
+        else:
+            self.ctx.reject(CLIENT, inbound)
+
+    def forward(self, message: Message) -> None:
+        params = message.get("params")
+        message["params"] = self.envelope(params)
+        token = _progress_token(params)
+        self.router.forward(SERVER, message, data=(params, token, False))
+
+    def _on_client_notification(self, message: Message) -> None:
+        method = message["method"]
+        if method == "notifications/cancelled":
+            self._cancel(message.get("params") or {})
+        elif method == "notifications/initialized":
+            self.initialized = True
+        elif method == "notifications/roots/list_changed":
+            self.inputs.roots_changed()
+        else:
+            # Modern clients send no other notification (ClientNotification, 2026-07-28).
+            self.ctx.debug("notification.dropped", side=CLIENT, method=method)
+
+    def _cancel(self, params: Message) -> None:
+        request_id = params.get("requestId")
+        if self.inputs.cancel(request_id):
+            return
+        bid = self.router.find(SERVER, request_id)
+        if bid is not None:
+            row = self.router.cancel(SERVER, bid, params.get("reason"))
+            if row is not None:
+                self._forget_progress(row)
+
+    # Requests the modern era removed, answered here (TRANSLATION.md §4.1) ------------------
+
+    def _initialize(self, message: Message) -> None:
+        if self.initialize_id is not None or self.initialized:
+            self.ctx.reply_error(CLIENT, message["id"], INVALID_REQUEST, "Already initialized")
+            return
+        params = message.get("params") or {}
+        refusal = self._unservable(params.get("protocolVersion"))
+        if refusal is not None:
+            self.ctx.reply_error(CLIENT, message["id"], INVALID_PARAMS, *refusal)
+            return
+        asked = params.get("protocolVersion")
+        # lifecycle.mdx §Version Negotiation: echo a supported version, else the latest.
+        self.version = asked if asked in LEGACY_PROTOCOL_VERSIONS else LATEST_LEGACY_VERSION
+        caps = params.get("capabilities")
+        self.client_caps_legacy = caps if isinstance(caps, dict) else {}
+        self.client_caps = client_caps_to_modern(caps)
+        info = params.get("clientInfo")
+        self.client_info = info if isinstance(info, dict) else None
+        self.initialize_id = message["id"]
+        if not self.listener.open_session():
+            self.answer_initialize()
+
+    def _unservable(self, asked: Any) -> tuple[str, Any] | None:
+        """Why the server cannot be offered to a legacy client at all, if it cannot."""
+        if self.discover is None:
+            supported = (self.probe_error or {}).get("data", {}).get("supported")
+            return (f"mcp-rosetta: the server speaks only protocol versions {supported}; "
+                    f"mcp-rosetta speaks {MODERN_PROTOCOL_VERSION} to it",
+                    {"supported": list(LEGACY_PROTOCOL_VERSIONS), "requested": asked,
+                     "serverSupportedVersions": supported})
+        supported = self.discover.get("supportedVersions", [])
+        if MODERN_PROTOCOL_VERSION in supported:
+            return None
+        return (f"mcp-rosetta: the server supports {supported}, none of which it can bridge "
+                f"(it speaks {MODERN_PROTOCOL_VERSION})",
+                {"supported": list(LEGACY_PROTOCOL_VERSIONS), "requested": asked,
+                 "serverSupportedVersions": supported})
+
+    def answer_initialize(self) -> None:
+        """Reply to the pending initialize, with exactly the capabilities deliverable."""
+        result = initialize_result(self.discover or {}, self.version, self.ctx.config.bridge_info)
+        self.listener.advertise(result["capabilities"])
+        self.ctx.reply(CLIENT, self.initialize_id, result)
+        self.ctx.log("info", "client.initialized", mode="A", version=self.version,
+                     client=(self.client_info or {}).get("name"))
+        self.initialize_id = None
+        self.initialized = True
+
+    def _ping(self, message: Message) -> None:
+        self.ctx.reply(CLIENT, message["id"], {})
+
+    def _set_level(self, message: Message) -> None:
+        level = (message.get("params") or {}).get("level")
+        if "logging" not in self.server_caps:
+            self.ctx.reply_error(CLIENT, message["id"], METHOD_NOT_FOUND,
+                                 "Method not found: the server does not offer logging")
+        elif level not in LOG_SEVERITY:
+            self.ctx.reply_error(CLIENT, message["id"], INVALID_PARAMS,
+                                 f"Invalid log level: {level!r}")
+        else:
+            # logging.mdx (2026-07-28): the level rides on each request from now on.
+            self.log_level = level
+            self.ctx.reply(CLIENT, message["id"], {})
+
+    # From the server ----------------------------------------------------------------------
+
+    def on_server(self, inbound: Inbound) -> None:
+        kind = inbound.kind
+        message = inbound.message
+        if kind == "response":
+            row = self.router.take(SERVER, message)
+            if row is not None:
+                self._answers[row.purpose](row, message)
+        elif kind == "notification":
+            self._on_server_notification(message)
+        elif kind == "request":
+            # stdio.mdx: "The server MUST NOT write JSON-RPC requests to stdout."
+            self.ctx.log("warning", "server.request_refused", method=message["method"])
+            self.ctx.reply_error(SERVER, message["id"], METHOD_NOT_FOUND,
+                                 "Modern servers must not send requests on stdio")
+        else:
+            self.ctx.log("warning", "message.invalid", side=SERVER, reason=inbound.reason)
+
+    def _on_server_notification(self, message: Message) -> None:
+        method = message["method"]
+        if method == "notifications/progress":
+            self._relay_progress(message)
+        elif method == "notifications/message":
+            self.ctx.send(CLIENT, message)
+        elif not self.listener.on_notification(message):
+            self.ctx.debug("notification.dropped", side=SERVER, method=method)
+
+    def _relay_progress(self, message: Message) -> None:
+        """Forward progress, never backwards: a retried round may restart it (§11.8)."""
+        params = message.get("params")
+        if not isinstance(params, dict):
+            return
+        token = params.get("progressToken")
+        value = params.get("progress")
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return
+        key = (type(token), token)
+        last = self.progress_seen.get(key)
+        if last is not None and value <= last:
+            return
+        self.progress_seen[key] = value
+        message["params"] = progress_for_legacy(params, self.version)
+        self.ctx.send(CLIENT, message)
+
+    def forget_progress_token(self, token: Any) -> None:
+        if token is not None:
+            self.progress_seen.pop((type(token), token), None)
+
+    def _forget_progress(self, row: Pending) -> None:
+        if isinstance(row.data, tuple):
+            self.forget_progress_token(row.data[1])
+
+    def _on_forward_answer(self, row: Pending, message: Message) -> None:
+        self.ctx.cancel_timer(("timeout", message["id"]))
+        result = message.get("result")
+        if result is not None and result.get("resultType") == "input_required" \
+                and row.method in ELIGIBLE:
+            self.inputs.begin(row, result)  # progress keeps its high-water mark over rounds
+            return
+        self._forget_progress(row)
+        if "error" in message:
+            self.relay_error(row, message)
+            return
+        kind = result.get("resultType", "complete")
+        if kind != "complete":
+            # input_required only answers tools/call, resources/read, prompts/get (mrtr.mdx).
+            self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR,
+                                 f"mcp-rosetta: the server answered {row.method} with "
+                                 f"resultType {kind!r}, which this method cannot carry")
+            return
+        message["result"] = result_for_legacy(result, row.method, self.version)
+        message["id"] = row.origin_id
+        self.ctx.send(CLIENT, message)
+
+    def relay_error(self, row: Pending, message: Message) -> None:
+        """An error answer, mapped for a legacy client (TRANSLATION.md §3.4)."""
+        error = message["error"]
+        if error.get("code") == UNSUPPORTED_PROTOCOL_VERSION and self._retry_version(row, error):
+            return
+        if row.method == "resources/read" and _means_not_found(error):
+            error = {**error, "code": LEGACY_RESOURCE_NOT_FOUND}
+        self.ctx.send(CLIENT, {"jsonrpc": "2.0", "id": row.origin_id, "error": error})
+
+    def _retry_version(self, row: Pending, error: Message) -> bool:
+        """-32022 mid-session: rediscover, and retry once if our version is still there."""
+        self.router.issue(SERVER, "server/discover", self.envelope(None), "discover")
+        supported = (error.get("data") or {}).get("supported") or []
+        params, token, retried = row.data if isinstance(row.data, tuple) else (None, None, True)
+        if MODERN_PROTOCOL_VERSION in supported and not retried:
+            message = {"jsonrpc": "2.0", "id": row.origin_id, "method": row.method,
+                       "params": self.envelope(params)}
+            self.router.forward(SERVER, message, data=(params, token, True))
+            return True
+        self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR,
+                             f"mcp-rosetta: the server no longer supports "
+                             f"{MODERN_PROTOCOL_VERSION}; it supports {supported}",
+                             {"supported": supported})
+        return True
+
+    def _on_rediscover(self, row: Pending, message: Message) -> None:
+        result = message.get("result")
+        if isinstance(result, dict) and "supportedVersions" in result:
+            self.discover = result
+            self.ctx.log("info", "server.rediscovered", versions=result["supportedVersions"])
+
+    # Lifecycle ----------------------------------------------------------------------------
+
+    def on_timer(self, key: Any) -> None:
+        if key[0] == "timeout":
+            self.router.expire(key[1])
+        elif key[0] == "mrtr":
+            self.inputs.on_timer(key)
+        elif key[0] == "listen":
+            self.listener.on_timer(key)
+
+    def fail_pending(self, reason: str) -> None:
+        self.router.fail_all(reason)
+        self.inputs.fail_all(reason)
+        if self.initialize_id is not None:
+            self.ctx.reply_error(CLIENT, self.initialize_id, INTERNAL_ERROR, reason)
+            self.initialize_id = None
+
+
+def _progress_token(params: Any) -> Any:
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("progressToken") if isinstance(meta, dict) else None
+
+
+def _means_not_found(error: Message) -> bool:
+    # server/resources.mdx (2026-07-28) moved "not found" to -32602; legacy clients were told
+    # -32002. -32602 also means bad params, so only rewrite what says it is a missing resource.
+    if error.get("code") != INVALID_PARAMS:
+        return False
+    data = error.get("data")
+    return (isinstance(data, dict) and "uri" in data) or "not found" in str(
+        error.get("message", "")).lower()

@@ -1,0 +1,116 @@
+"""Correlation rows: requests in flight on each face, under ids the bridge minted.
+
+Must not translate: it rewrites ids and remembers where an answer must go, nothing else.
+Every mode remaps ids on both faces because the bridge injects requests of its own
+(TRANSLATION.md §11.1); the peer's original id is restored with its JSON type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bridge.core.context import Context
+from bridge.core.eras import INTERNAL_ERROR
+from bridge.core.events import CLIENT, SERVER, Side
+from bridge.core.jsonrpc import notification
+
+# The origin of a request the bridge made itself: no peer waits for its answer.
+BRIDGE = object()
+
+
+class Pending:
+    """One request in flight: who asked (`origin_id`), what, and why (`purpose`, `data`)."""
+
+    __slots__ = ("data", "method", "origin_id", "purpose")
+
+    def __init__(self, origin_id: Any, method: str, purpose: str, data: Any = None) -> None:
+        self.origin_id = origin_id
+        self.method = method
+        self.purpose = purpose
+        self.data = data
+
+
+def other(side: Side) -> Side:
+    return SERVER if side == CLIENT else CLIENT
+
+
+class Router:
+    """Rows keyed by the id the bridge used toward each side."""
+
+    __slots__ = ("ctx", "pending")
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.pending: dict[Side, dict[str, Pending]] = {CLIENT: {}, SERVER: {}}
+
+    def forward(self, to: Side, message: dict[str, Any], purpose: str = "forward",
+                data: Any = None) -> str:
+        """Send a peer's request on to `to` under a fresh id; the row remembers the original."""
+        bid = self.ctx.mint_id()
+        self.pending[to][bid] = Pending(message["id"], message["method"], purpose, data)
+        message["id"] = bid
+        self.ctx.send(to, message)
+        timeout = self.ctx.config.request_timeout
+        if timeout > 0 and to == SERVER and purpose == "forward":
+            self.ctx.schedule(("timeout", bid), timeout)
+        return bid
+
+    def issue(self, to: Side, method: str, params: dict[str, Any] | None, purpose: str,
+              data: Any = None, origin_id: Any = BRIDGE) -> str:
+        """Send a request of the bridge's own making to `to`."""
+        bid = self.ctx.mint_id()
+        self.pending[to][bid] = Pending(origin_id, method, purpose, data)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": bid, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.ctx.send(to, message)
+        return bid
+
+    def take(self, side: Side, message: dict[str, Any]) -> Pending | None:
+        """The row a response from `side` answers, removed; None (logged) if unknown."""
+        row = self.pending[side].pop(message["id"], None) if isinstance(message["id"], str) else None
+        if row is None:
+            self.ctx.log("warning", "response.unmatched", side=side, id=message["id"])
+        return row
+
+    def find(self, to: Side, origin_id: Any) -> str | None:
+        """The bridge id of the request `origin_id` made toward `to` (for cancellation).
+
+        A scan, not an index: cancellations are rare and the hot path stays one dict op.
+        """
+        kind = type(origin_id)
+        for bid, row in self.pending[to].items():
+            if type(row.origin_id) is kind and row.origin_id == origin_id:
+                return bid
+        return None
+
+    def cancel(self, to: Side, bid: str, reason: str | None = None) -> Pending | None:
+        """Forget a row and tell `to` to stop working on it (cancellation.mdx)."""
+        row = self.pending[to].pop(bid, None)
+        self.ctx.cancel_timer(("timeout", bid))
+        params: dict[str, Any] = {"requestId": bid}
+        if reason:
+            params["reason"] = reason
+        self.ctx.send(to, notification("notifications/cancelled", params))
+        return row
+
+    def expire(self, bid: str) -> None:
+        """A forwarded request outlived request_timeout: answer its origin, cancel it."""
+        row = self.pending[SERVER].get(bid)
+        if row is None:
+            return
+        self.cancel(SERVER, bid, "mcp-rosetta request timeout")
+        seconds = self.ctx.config.request_timeout
+        self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR,
+                             f"mcp-rosetta: no answer from the server within {seconds:g} s",
+                             {"source": "mcp-rosetta", "method": row.method})
+        self.ctx.log("warning", "request.timed_out", method=row.method, server_id=bid)
+
+    def fail_all(self, reason: str) -> None:
+        """Answer every client request still waiting on the server with an error."""
+        rows = self.pending[SERVER]
+        self.pending[SERVER] = {}
+        for row in rows.values():
+            if row.origin_id is not BRIDGE and row.purpose == "forward":
+                self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR, reason,
+                                     {"source": "mcp-rosetta", "method": row.method})

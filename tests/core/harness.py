@@ -1,0 +1,145 @@
+"""A driver for transcript tests of the core: messages in, messages out, time by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bridge.core.bridge import Bridge
+from bridge.core.codec import encode
+from bridge.core.config import CoreConfig
+from bridge.core.context import counter_ids
+from bridge.core.eras import (
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    META_SUBSCRIPTION_ID,
+    MODERN_PROTOCOL_VERSION,
+)
+from bridge.core.events import (
+    Action,
+    ChildExited,
+    ChildStarted,
+    Log,
+    MessageReceived,
+    PeerClosed,
+    Send,
+    ShutdownRequested,
+    TimerFired,
+)
+
+Message = dict[str, Any]
+
+DISCOVER_RESULT: Message = {
+    "resultType": "complete",
+    "supportedVersions": [MODERN_PROTOCOL_VERSION],
+    "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "logging": {},
+                     "completions": {}},
+    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "ModernSrv", "version": "2.0",
+                                                     "title": "Modern", "icons": []}},
+    "instructions": "Use the tools.",
+    "ttlMs": 60000,
+    "cacheScope": "public",
+}
+
+
+def modern_meta(caps: Message | None = None) -> Message:
+    return {META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES: caps or {}}
+
+
+class Harness:
+    """One Bridge, a hand-driven clock, and the actions it produced, split by kind."""
+
+    def __init__(self, config: CoreConfig | None = None) -> None:
+        self.bridge = Bridge(config or CoreConfig(), mint_id=counter_ids())
+        self.now = 0.0
+        self.logs: list[Log] = []
+
+    def _run(self, event: Any) -> list[Action]:
+        actions = self.bridge.handle(event, self.now)
+        self.logs += [a for a in actions if isinstance(a, Log)]
+        errors = [a for a in actions if isinstance(a, Log) and a.event == "bridge.error"]
+        assert not errors, errors
+        return actions
+
+    def start(self) -> list[Action]:
+        return self._run(ChildStarted())
+
+    def client(self, message: Any) -> list[Action]:
+        raw = message if isinstance(message, bytes) else encode(message).rstrip(b"\n")
+        return self._run(MessageReceived("client", raw))
+
+    def server(self, message: Any) -> list[Action]:
+        raw = message if isinstance(message, bytes) else encode(message).rstrip(b"\n")
+        return self._run(MessageReceived("server", raw))
+
+    def advance(self, seconds: float) -> list[Action]:
+        self.now += seconds
+        return self._run(TimerFired())
+
+    def exit_child(self, code: int = 1) -> list[Action]:
+        return self._run(ChildExited(code))
+
+    def close(self, side: str) -> list[Action]:
+        return self._run(PeerClosed(side))  # type: ignore[arg-type]
+
+    def shutdown(self) -> list[Action]:
+        return self._run(ShutdownRequested())
+
+
+def sent(actions: list[Action], side: str) -> list[Any]:
+    return [a.message for a in actions if isinstance(a, Send) and a.side == side]
+
+
+def one(actions: list[Action], side: str) -> Any:
+    messages = sent(actions, side)
+    assert len(messages) == 1, messages
+    return messages[0]
+
+
+def initialize(version: str = "2025-11-25", caps: Message | None = None, id: Any = 0) -> Message:
+    return {"jsonrpc": "2.0", "id": id, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": caps or {},
+                       "clientInfo": {"name": "OldClient", "version": "1.0"}}}
+
+
+def mode_a(version: str = "2025-11-25", caps: Message | None = None,
+           discover: Message | None = None, config: CoreConfig | None = None,
+           ack: Message | None = None) -> tuple[Harness, Message]:
+    """A bridge in mode A after initialize; returns it and the InitializeResult.
+
+    If the server's capabilities ask for a listen stream, it is acknowledged with `ack`
+    (default: everything asked).
+    """
+    h = Harness(config)
+    probe = one(h.start(), "server")
+    h.client(initialize(version, caps))
+    actions = h.server({"jsonrpc": "2.0", "id": probe["id"], "result": discover or DISCOVER_RESULT})
+    to_client = sent(actions, "client")
+    if not to_client:
+        listen = one(actions, "server")
+        assert listen["method"] == "subscriptions/listen"
+        honored = ack if ack is not None else listen["params"]["notifications"]
+        actions = h.server({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                            "params": {"_meta": {META_SUBSCRIPTION_ID: listen["id"]},
+                                       "notifications": honored}})
+        to_client = sent(actions, "client")
+    assert len(to_client) == 1 and "result" in to_client[0], to_client
+    h.client({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return h, to_client[0]["result"]
+
+
+def request(id: Any, method: str, params: Message | None = None) -> Message:
+    message: Message = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def answer(to: Message, result: Message) -> Message:
+    return {"jsonrpc": "2.0", "id": to["id"], "result": result}
+
+
+def fail(to: Message, code: int, text: str, data: Any = None) -> Message:
+    error: Message = {"code": code, "message": text}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": to["id"], "error": error}

@@ -1,0 +1,75 @@
+"""Mode P: same era on both sides; only ids change."""
+
+from __future__ import annotations
+
+from tests.core.harness import DISCOVER_RESULT, Harness, answer, fail, initialize, modern_meta, one, request, sent
+
+
+def legacy_pair(version: str = "2025-06-18") -> tuple[Harness, dict]:
+    h = Harness()
+    probe = one(h.start(), "server")
+    h.client(initialize(version))
+    forwarded = one(h.server(fail(probe, -32601, "Method not found")), "server")
+    reply = one(h.server(answer(forwarded, {"protocolVersion": version, "capabilities": {},
+                                            "serverInfo": {"name": "old", "version": "1"}})),
+                "client")
+    return h, reply
+
+
+def test_legacy_pair_relays_the_handshake_untouched() -> None:
+    h, reply = legacy_pair()
+    assert reply == {"jsonrpc": "2.0", "id": 0, "result": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "serverInfo": {"name": "old", "version": "1"}}}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert one(h.client(note), "server") == note
+
+
+def test_server_requests_and_answers_are_remapped_both_ways() -> None:
+    h, _ = legacy_pair()
+    asked = one(h.server(request(42, "sampling/createMessage", {"messages": []})), "client")
+    assert asked["id"] != 42 and asked["method"] == "sampling/createMessage"
+    returned = one(h.client(answer(asked, {"role": "assistant", "content": {}})), "server")
+    assert returned == {"jsonrpc": "2.0", "id": 42, "result": {"role": "assistant", "content": {}}}
+
+
+def test_client_ids_keep_their_type_and_unknown_fields_survive() -> None:
+    h, _ = legacy_pair()
+    forwarded = one(h.client(request("1", "tools/call", {"name": "t", "x-extra": [1]})), "server")
+    assert forwarded["params"] == {"name": "t", "x-extra": [1]}
+    reply = one(h.server(answer(forwarded, {"content": [], "weird": True})), "client")
+    assert reply == {"jsonrpc": "2.0", "id": "1", "result": {"content": [], "weird": True}}
+
+
+def test_cancellation_is_remapped_in_both_directions() -> None:
+    h, _ = legacy_pair()
+    forwarded = one(h.client(request(5, "tools/call", {"name": "slow"})), "server")
+    cancel = one(h.client({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                           "params": {"requestId": 5}}), "server")
+    assert cancel["params"]["requestId"] == forwarded["id"]
+    asked = one(h.server(request(77, "roots/list")), "client")
+    cancel = one(h.server({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                           "params": {"requestId": 77}}), "client")
+    assert cancel["params"]["requestId"] == asked["id"]
+
+
+def test_2025_03_26_batches_pass_as_single_messages_and_return_as_an_array() -> None:
+    h, _ = legacy_pair("2025-03-26")
+    actions = h.client([request(1, "tools/list"), request(2, "prompts/list")])
+    first, second = sent(actions, "server")
+    assert sent(h.server(answer(second, {"prompts": []})), "client") == []
+    reply = one(h.server(answer(first, {"tools": []})), "client")
+    assert reply == [{"jsonrpc": "2.0", "id": 2, "result": {"prompts": []}},
+                     {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}]
+
+
+def test_modern_pair_passes_requests_untouched_but_for_the_id() -> None:
+    h = Harness()
+    probe = one(h.start(), "server")
+    message = request(3, "tools/list", {"_meta": modern_meta({"sampling": {}})})
+    actions = h.client(message)
+    assert sent(actions, "server") == []
+    forwarded = one(h.server(answer(probe, DISCOVER_RESULT)), "server")
+    assert forwarded == {**message, "id": forwarded["id"]}
+    result = {"resultType": "complete", "tools": [], "ttlMs": 5, "cacheScope": "public"}
+    assert one(h.server(answer(forwarded, result)), "client") == answer(message, result)
