@@ -63,3 +63,37 @@ def has_flag(caps: Any, area: str, flag: str) -> bool:
     """Whether `caps[area][flag]` is true (e.g. tools.listChanged)."""
     value = caps.get(area) if isinstance(caps, dict) else None
     return isinstance(value, dict) and value.get(flag) is True
+
+
+def input_capability(method: str, params: Any) -> tuple[str, ...]:
+    """The client capability path an input request needs (TRANSLATION.md §5.6).
+
+    roots/list needs `roots`; sampling needs `sampling`, and `sampling.tools` for tool use or
+    `sampling.context` for includeContext (client/sampling.mdx); elicitation needs the mode's
+    sub-capability, `elicitation.form` unless the mode is url (client/elicitation.mdx).
+    """
+    params = params if isinstance(params, dict) else {}
+    if method == "roots/list":
+        return ("roots",)
+    if method == "sampling/createMessage":
+        if "tools" in params or "toolChoice" in params:
+            return ("sampling", "tools")
+        if params.get("includeContext") in ("thisServer", "allServers"):
+            return ("sampling", "context")
+        return ("sampling",)
+    return ("elicitation", "url") if params.get("mode") == "url" else ("elicitation", "form")
+
+
+def declares(caps: Any, path: tuple[str, ...]) -> bool:
+    """Whether `caps` declares the capability at `path` (e.g. ("elicitation", "url")).
+
+    client/elicitation.mdx §Capabilities: an empty `elicitation` object means form mode.
+    """
+    if path == ("elicitation", "form") and isinstance(caps, dict) and caps.get("elicitation") == {}:
+        return True
+    node: Any = caps
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            return False
+    return True

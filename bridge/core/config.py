@@ -29,7 +29,7 @@ class CoreConfig:
     """The Implementation the bridge names when a peer's own is unknown."""
     default_log_level: str | None = None
     """Mode A: logLevel stamped before the legacy client's first logging/setLevel."""
-    mrtr_max_rounds: int = 16
+    mrtr_max_rounds: int = 32
     """Mode A: input_required rounds one call may take before it fails."""
     mrtr_timeout: float = 600.0
     """Mode A: seconds a whole input_required loop may take (user think time included)."""
@@ -43,5 +43,11 @@ class CoreConfig:
     """Mode B: seconds a parked call waits for the modern client's retry before it is cancelled."""
     park_window: float = 0.05
     """Mode B: seconds to gather a legacy server's concurrent input requests into one round."""
+    handshake_timeout: float = 10.0
+    """Mode B: seconds each step of the bridge's own legacy handshake (initialize, then a
+    settling ping) may take before the server is given up (initialize) or taken as ready."""
+    url_elicitation_wait: float = 30.0
+    """Mode B: after the client accepts the URL elicitations a legacy -32042 asked for, seconds
+    to wait for the server's notifications/elicitation/complete before re-sending the call."""
     debug_logs: bool = False
     """Emit per-message debug log events (costly; off unless the log level is debug)."""

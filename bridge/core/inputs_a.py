@@ -46,7 +46,8 @@ class Call:
         self.answers: Message = {}
         self.asked: dict[str, str] = {}  # bridge id toward the client -> input key
         self.waiting_elicitations = 0
-        self.last_urls: dict[str, Message] = {}  # url -> the answer that accepted it
+        # url -> the answer that accepted it, for URLs accepted in the previous round only
+        self.last_urls: dict[str, Message] = {}
         self.pending_urls: dict[str, str] = {}  # input key -> url, for this round
 
 
@@ -59,6 +60,9 @@ class InputLoop:
         self.router = mode.router
         self.calls: dict[str, Call] = {}
         self.roots_cache: Message | None = None
+        # Counts the client's roots/list_changed notices: an answer to a question asked
+        # before the latest notice may predate the change, so it is not cached.
+        self.roots_epoch = 0
         # Elicitations reach the user one at a time, whichever call asks (a dialog each).
         self.elicitations: deque[tuple[Call, str, Message]] = deque()
         self.elicitation_open = False
@@ -106,12 +110,15 @@ class InputLoop:
                      elapsed_ms=round((self.ctx.now - call.started) * 1000))
         call.answers = {}
         call.pending_urls = {}
+        # §5.9 spares the user a URL only in consecutive rounds: what the round before this
+        # one accepted is consulted, then forgotten unless this round asks for it again.
+        previous, call.last_urls = call.last_urls, {}
         if not requests:
             self._retry_later(call)  # requestState only: load shedding, retry with back-off
             return
         repeated = False
         for key, request in requests.items():
-            repeated |= self._dispatch(call, key, request)
+            repeated |= self._dispatch(call, key, request, previous)
         self._pump_elicitations()
         if not call.asked and not call.waiting_elicitations:
             self._retry_later(call) if repeated else self._send_round(call)
@@ -123,11 +130,14 @@ class InputLoop:
         if state is not None and not isinstance(state, str):
             return "requestState must be a string"
         if requests is None:
-            return None if state is not None else "input_required with neither inputRequests nor requestState"
+            if state is None:
+                return "input_required with neither inputRequests nor requestState"
+            return None
         if not isinstance(requests, dict):
             return "inputRequests must be an object"
         if len(requests) > config.mrtr_max_requests:
-            return f"the server asked for {len(requests)} inputs in one round (limit {config.mrtr_max_requests})"
+            return (f"the server asked for {len(requests)} inputs in one round "
+                    f"(limit {config.mrtr_max_requests})")
         for key, request in requests.items():
             problem = self._gate(request)
             if problem is not None:
@@ -148,7 +158,8 @@ class InputLoop:
         return (f"the server asked for {method} needing capability {'.'.join(needed)}, "
                 f"which the client did not declare (a server bug)")
 
-    def _dispatch(self, call: Call, key: str, request: Message) -> bool:
+    def _dispatch(self, call: Call, key: str, request: Message,
+                  previous: dict[str, Message]) -> bool:
         """Ask the client for one input, or answer it from what is known. True if repeated."""
         method = request["method"]
         params = dict(request.get("params") or {})
@@ -157,16 +168,18 @@ class InputLoop:
             return False
         if method == "elicitation/create":
             url = params.get("url") if params.get("mode") == "url" else None
-            if url is not None and url in call.last_urls:
+            if url is not None and url in previous:
                 # §5.9: the user already consented to this URL last round; do not ask again.
-                call.answers[key] = call.last_urls[url]
+                call.answers[key] = call.last_urls[url] = previous[url]
                 return True
             if url is not None:
                 call.pending_urls[key] = url
             call.waiting_elicitations += 1
             self.elicitations.append((call, key, self._legacy_elicitation(params)))
             return False
-        self._ask(call, key, method, self._legacy_sampling(params) if method.startswith("sampling") else params)
+        if method == "sampling/createMessage":
+            params = self._legacy_sampling(params)
+        self._ask(call, key, method, params)
         return False
 
     def _legacy_elicitation(self, params: Message) -> Message:
@@ -189,7 +202,8 @@ class InputLoop:
         return {**params, "messages": messages}
 
     def _ask(self, call: Call, key: str, method: str, params: Message) -> None:
-        bid = self.router.issue(CLIENT, method, params, "input", data=(call, key))
+        bid = self.router.issue(CLIENT, method, params, "input",
+                                data=(call, key, self.roots_epoch))
         call.asked[bid] = key
 
     def _pump_elicitations(self) -> None:
@@ -202,7 +216,7 @@ class InputLoop:
     # Answers from the client --------------------------------------------------------------
 
     def on_client_answer(self, row: Pending, message: Message) -> None:
-        call, key = row.data
+        call, key, epoch = row.data
         if row.method == "elicitation/create":
             self.elicitation_open = False
             call.waiting_elicitations -= 1
@@ -213,16 +227,18 @@ class InputLoop:
         if "error" in message:
             self._abort_on_client_error(call, key, row.method, message["error"])
         else:
-            self._record(call, key, row.method, message["result"])
+            self._record(call, key, row.method, message["result"], epoch)
         self._pump_elicitations()
 
-    def _record(self, call: Call, key: str, method: str, result: Any) -> None:
+    def _record(self, call: Call, key: str, method: str, result: Any, epoch: int) -> None:
         call.answers[key] = result
-        if method == "roots/list" and _declares_roots_changes(self.mode.client_caps_legacy):
+        if method == "roots/list" and epoch == self.roots_epoch \
+                and _declares_roots_changes(self.mode.client_caps_legacy):
             self.roots_cache = result
         url = call.pending_urls.get(key)
         if url is not None and isinstance(result, dict) and result.get("action") == "accept":
-            call.last_urls = {url: result}
+            # Added, not replaced: a round may carry several URLs, each consented to.
+            call.last_urls[url] = result
         if not call.asked and not call.waiting_elicitations:
             self._send_round(call)
 
@@ -235,6 +251,7 @@ class InputLoop:
 
     def roots_changed(self) -> None:
         self.roots_cache = None
+        self.roots_epoch += 1
 
     def _send_round(self, call: Call) -> None:
         params = dict(call.params)
@@ -260,8 +277,8 @@ class InputLoop:
             return False
         if call.server_id is not None:
             self.router.cancel(SERVER, call.server_id, "cancelled by the client")
+        self._finish(call)  # first: withdrawing pumps the elicitation queue (see there)
         self._withdraw_questions(call)
-        self._finish(call)
         self.ctx.log("info", "mrtr.cancelled", client_id=origin_id, round=call.round)
         return True
 
@@ -273,6 +290,12 @@ class InputLoop:
         return None
 
     def _withdraw_questions(self, call: Call) -> None:
+        """Cancel what the client is still asked for an ended call, and free the dialog.
+
+        The call must already be out of `self.calls`: the pump below hands the dialog to the
+        next queued elicitation, and must skip this call's own queued ones, which would
+        otherwise reach the user after the call was cancelled or failed.
+        """
         # cancellation.mdx (legacy): the bridge, as server, may cancel its own requests.
         for bid in list(call.asked):
             row = self.router.cancel(CLIENT, bid, "the call was cancelled")
@@ -293,8 +316,8 @@ class InputLoop:
             self._fail(call, f"the input loop took longer than {self.ctx.config.mrtr_timeout:g} s")
 
     def _fail(self, call: Call, problem: str, data: Any = None) -> None:
+        self._finish(call)  # first: withdrawing pumps the elicitation queue (see there)
         self._withdraw_questions(call)
-        self._finish(call)
         self.ctx.log("warning", "mrtr.failed", client_id=call.origin_id, problem=problem)
         self.ctx.reply_error(CLIENT, call.origin_id, INTERNAL_ERROR, f"mcp-rosetta: {problem}",
                              data if data is not None else {"source": "mcp-rosetta"})
@@ -316,7 +339,8 @@ def _capability_for(method: str, params: Message) -> tuple[str, ...]:
     if method == "roots/list":
         return ("roots",)
     if method == "sampling/createMessage":
-        return ("sampling", "tools") if "tools" in params or "toolChoice" in params else ("sampling",)
+        tools = "tools" in params or "toolChoice" in params
+        return ("sampling", "tools") if tools else ("sampling",)
     return ("elicitation", "url") if params.get("mode") == "url" else ("elicitation", "form")
 
 

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from bridge.core.capabilities import has_flag
 from bridge.core.envelope import stamp_envelope
-from bridge.core.eras import INVALID_PARAMS, META_SUBSCRIPTION_ID, METHOD_NOT_FOUND
+from bridge.core.eras import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    META_SUBSCRIPTION_ID,
+    METHOD_NOT_FOUND,
+)
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.jsonrpc import notification
 from bridge.core.router import Pending
@@ -61,12 +66,12 @@ class Listener:
     def open_session(self) -> bool:
         """Open the session stream if the server has anything to stream. True: wait for ack."""
         caps = self.mode.server_caps
-        wanted = {flag: True for flag, area in LIST_CHANGES.values() if has_flag(caps, area, "listChanged")}
+        wanted = {flag: True for flag, area in LIST_CHANGES.values()
+                  if has_flag(caps, area, "listChanged")}
         if not wanted and not has_flag(caps, "resources", "subscribe"):
             return False
         self.session = Stream(None, wanted)
         self._open(self.session)
-        self.ctx.schedule(("listen", "ack", SESSION), self.ctx.config.probe_timeout)
         return True
 
     def advertise(self, caps: Message) -> None:
@@ -87,12 +92,16 @@ class Listener:
         stream.id = self.mode.router.issue(SERVER, "subscriptions/listen", params, "listen", stream)
         stream.acked = False
         self.by_id[stream.id] = stream
+        # subscriptions.mdx: the ack comes first. Every open is timed, not only the session's
+        # during initialize: an unacknowledged subscribe would otherwise never be answered.
+        self.ctx.schedule(("listen", "ack", _name(stream)), self.ctx.config.probe_timeout)
 
     def _on_ack(self, stream: Stream, params: Message) -> None:
         honored = params.get("notifications")
         honored = honored if isinstance(honored, dict) else {}
         stream.acked = True
         stream.attempts = 0
+        self.ctx.cancel_timer(("listen", "ack", _name(stream)))
         if stream.uri is None:
             self._on_session_ack(stream, honored)
         else:
@@ -105,7 +114,6 @@ class Listener:
         stream.asked = stream.honored
         if self.mode.initialize_id is not None:
             self.subscribe_ok = has_flag(self.mode.server_caps, "resources", "subscribe")
-            self.ctx.cancel_timer(("listen", "ack", SESSION))
             self.mode.answer_initialize()
 
     def _on_uri_ack(self, stream: Stream, honored: Message) -> None:
@@ -116,6 +124,8 @@ class Listener:
                 self.ctx.reply(CLIENT, waiter, {})
             return
         self._drop(stream)
+        # The listen request stays open on the server though it carries nothing: end it.
+        self._cancel(stream)
         for waiter in waiters:
             self.ctx.reply_error(CLIENT, waiter, INVALID_PARAMS,
                                  f"The server does not offer updates for {stream.uri}")
@@ -148,9 +158,10 @@ class Listener:
         if stream is not None:
             for waiter in stream.waiters:
                 self.ctx.reply_error(CLIENT, waiter, INVALID_PARAMS, f"Unsubscribed from {uri}")
+            # cancellation.mdx: this ends the stream. One the server already ended (waiting
+            # to be re-opened) is not cancelled: only requests in progress may be.
+            self._cancel(stream)
             self._drop(stream)
-            if stream.id is not None:
-                self.mode.router.cancel(SERVER, stream.id)  # cancellation.mdx: ends the stream
         self.ctx.reply(CLIENT, message["id"], {})
 
     def _drop(self, stream: Stream) -> None:
@@ -158,7 +169,13 @@ class Listener:
             self.by_uri.pop(stream.uri, None)
         if stream.id is not None:
             self.by_id.pop(stream.id, None)
-        self.ctx.cancel_timer(("listen", "reopen", stream.uri or SESSION))
+        self.ctx.cancel_timer(("listen", "reopen", _name(stream)))
+        self.ctx.cancel_timer(("listen", "ack", _name(stream)))
+
+    def _cancel(self, stream: Stream) -> None:
+        """End the stream's listen request on the server, if it is still open there."""
+        if stream.id is not None and stream.id in self.mode.router.pending[SERVER]:
+            self.mode.router.cancel(SERVER, stream.id)
 
     # What the server sends on the streams -------------------------------------------------
 
@@ -184,9 +201,9 @@ class Listener:
         elif method in LIST_CHANGES:
             if stream.uri is None and stream.honored.get(LIST_CHANGES[method][0]) is True:
                 self.ctx.send(CLIENT, notification(method, _untagged(params)))
-        elif method == "notifications/resources/updated":
-            if stream.uri is not None and stream.uri in self.by_uri:
-                self.ctx.send(CLIENT, notification(method, _untagged(params)))
+        elif method == "notifications/resources/updated" and stream.uri is not None \
+                and stream.uri in self.by_uri:
+            self.ctx.send(CLIENT, notification(method, _untagged(params)))
         return True
 
     def on_closed(self, row: Pending, message: Message) -> None:
@@ -205,7 +222,6 @@ class Listener:
         if stream.uri is None:
             # No listen support: the legacy client gets no listChanged, not an error loop.
             if self.mode.initialize_id is not None:
-                self.ctx.cancel_timer(("listen", "ack", SESSION))
                 self.mode.answer_initialize()
             self.session = None
             return
@@ -217,30 +233,47 @@ class Listener:
         """Re-open a stream the server ended, with back-off; the client never knows."""
         if stream.id is not None:
             self.by_id.pop(stream.id, None)
+        self.ctx.cancel_timer(("listen", "ack", _name(stream)))
         first, largest = self.ctx.config.listen_backoff
         delay = min(largest, first * 2**stream.attempts)
         stream.attempts += 1
         self.ctx.log("info", "listen.ended", uri=stream.uri, reopen_in=delay)
-        self.ctx.schedule(("listen", "reopen", stream.uri or SESSION), delay)
+        self.ctx.schedule(("listen", "reopen", _name(stream)), delay)
 
     def on_timer(self, key: tuple[str, str, str]) -> None:
-        if key[1] == "ack":
-            self._session_ack_timeout()
-            return
         stream = self.session if key[2] == SESSION else self.by_uri.get(key[2])
-        if stream is not None:
+        if stream is None:
+            return
+        if key[1] == "ack":
+            self._ack_timeout(stream)
+        else:
             self._open(stream)
 
-    def _session_ack_timeout(self) -> None:
-        session = self.session
-        if session is None or self.mode.initialize_id is None:
-            return
-        self.ctx.log("warning", "listen.no_ack")
-        self._drop(session)
-        if session.id is not None:
-            self.mode.router.cancel(SERVER, session.id)
-        self.session = None
-        self.mode.answer_initialize()
+    def _ack_timeout(self, stream: Stream) -> None:
+        """No acknowledgement in time: whoever waits on the stream is answered; never a hang."""
+        self.ctx.log("warning", "listen.no_ack", uri=stream.uri)
+        self._cancel(stream)
+        if stream.uri is None and self.mode.initialize_id is not None:
+            # initialize waits on it: answer without what the stream would have delivered.
+            self._drop(stream)
+            self.session = None
+            self.mode.answer_initialize()
+        elif stream.waiters:
+            # A first subscribe: the client is told, and not subscribed.
+            waiters, stream.waiters = stream.waiters, []
+            self._drop(stream)
+            for waiter in waiters:
+                self.ctx.reply_error(CLIENT, waiter, INTERNAL_ERROR,
+                                     f"mcp-rosetta: the server did not acknowledge the "
+                                     f"subscription to {stream.uri}")
+        else:
+            # A re-open of a stream the client counts on: try again later, with back-off.
+            self._ended(stream)
+
+
+def _name(stream: Stream) -> str:
+    """The stream's name in timer keys: its URI, or the session's."""
+    return stream.uri if stream.uri is not None else SESSION
 
 
 def _untagged(params: Message) -> Message | None:

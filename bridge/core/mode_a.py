@@ -115,6 +115,10 @@ class ModeA:
         params = message.get("params")
         message["params"] = self.envelope(params)
         token = _progress_token(params)
+        if token is not None:
+            # Only tokens of live requests may carry progress to the client: once a request
+            # ends or is cancelled, nothing more for it reaches the client (stdio.mdx).
+            self.progress_seen.setdefault((type(token), token), float("-inf"))
         self.router.forward(SERVER, message, data=(params, token, False))
 
     def _on_client_notification(self, message: Message) -> None:
@@ -243,7 +247,7 @@ class ModeA:
             return
         key = (type(token), token)
         last = self.progress_seen.get(key)
-        if last is not None and value <= last:
+        if last is None or value <= last:
             return
         self.progress_seen[key] = value
         message["params"] = progress_for_legacy(params, self.version)
@@ -265,7 +269,7 @@ class ModeA:
             self.inputs.begin(row, result)  # progress keeps its high-water mark over rounds
             return
         self._forget_progress(row)
-        if "error" in message:
+        if result is None:
             self.relay_error(row, message)
             return
         kind = result.get("resultType", "complete")
@@ -314,7 +318,9 @@ class ModeA:
 
     def on_timer(self, key: Any) -> None:
         if key[0] == "timeout":
-            self.router.expire(key[1])
+            row = self.router.expire(key[1])
+            if row is not None:
+                self._forget_progress(row)
         elif key[0] == "mrtr":
             self.inputs.on_timer(key)
         elif key[0] == "listen":

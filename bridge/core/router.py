@@ -94,17 +94,18 @@ class Router:
         self.ctx.send(to, notification("notifications/cancelled", params))
         return row
 
-    def expire(self, bid: str) -> None:
+    def expire(self, bid: str) -> Pending | None:
         """A forwarded request outlived request_timeout: answer its origin, cancel it."""
         row = self.pending[SERVER].get(bid)
         if row is None:
-            return
+            return None
         self.cancel(SERVER, bid, "mcp-rosetta request timeout")
         seconds = self.ctx.config.request_timeout
         self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR,
                              f"mcp-rosetta: no answer from the server within {seconds:g} s",
                              {"source": "mcp-rosetta", "method": row.method})
         self.ctx.log("warning", "request.timed_out", method=row.method, server_id=bid)
+        return row
 
     def fail_all(self, reason: str) -> None:
         """Answer every client request still waiting on the server with an error."""

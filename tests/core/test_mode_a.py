@@ -118,6 +118,7 @@ def test_logging_set_level_without_server_logging_is_method_not_found() -> None:
 
 def test_log_messages_and_progress_are_forwarded() -> None:
     h, _ = mode_a("2024-11-05")
+    h.client(request(1, "tools/call", {"name": "slow", "_meta": {"progressToken": 5}}))
     log = {"jsonrpc": "2.0", "method": "notifications/message",
            "params": {"level": "info", "data": "hello"}}
     assert one(h.server(log), "client") == log
