@@ -1,0 +1,10 @@
+"""`python -m bridge`: the same as the `mcp-rosetta` command.
+
+Must not do anything else.
+"""
+
+import sys
+
+from bridge.cli import main
+
+sys.exit(main())

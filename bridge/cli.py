@@ -1,0 +1,111 @@
+"""The `mcp-rosetta` command: parse flags, load the config, run the bridge or the demo.
+
+Must not hold bridge logic; its only output is --help/--version and one-line errors on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from bridge import __version__
+from bridge.config import load_settings, seconds
+from bridge.core.eras import LOG_LEVELS
+from bridge.errors import BridgeError, UsageError
+from bridge.shell.logs import LEVELS, LOG_FORMATS
+
+USAGE = """\
+mcp-rosetta [options] -- COMMAND [ARGS...]
+       mcp-rosetta demo [--full]"""
+
+DESCRIPTION = """\
+A stdio bridge between the two eras of the Model Context Protocol. Start it in place of an
+MCP server; it starts COMMAND as its child and translates, so a client that opens with
+`initialize` can use a 2026-07-28-only server (and the other way round)."""
+
+EPILOG = """\
+examples:
+  mcp-rosetta -- python -m my_server --port 0
+  mcp-rosetta --config /etc/mcp-rosetta/weather.toml
+  mcp-rosetta demo
+
+Flags override the config file. Exit status: 0 clean, 64 usage, 69 server unavailable,
+78 bad config."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments"):
+            message += "; the server command goes after --"
+        raise UsageError(f"{message} (see mcp-rosetta --help)")
+
+
+def _seconds_flag(text: str) -> float:
+    try:
+        return seconds(float(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mcp-rosetta", usage=USAGE, description=DESCRIPTION, epilog=EPILOG,
+                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    p.add_argument("--version", action="version", version=f"mcp-rosetta {__version__}")
+    p.add_argument("--config", metavar="FILE", help="TOML config (see config/mcp-rosetta.toml)")
+    p.add_argument("--server-era", choices=("auto", "modern", "legacy"),
+                   help="auto probes with server/discover (default); or pin the server's era")
+    p.add_argument("--probe-timeout", type=_seconds_flag, metavar="SECONDS",
+                   help="wait this long for the probe before taking the server as legacy (5)")
+    p.add_argument("--request-timeout", type=_seconds_flag, metavar="SECONDS",
+                   help="fail a forwarded request unanswered after this long; 0 = never (0)")
+    p.add_argument("--default-log-level", choices=LOG_LEVELS, metavar="LEVEL",
+                   help="MCP logLevel asked of a modern server before the client sets one")
+    p.add_argument("--log-level", choices=tuple(LEVELS), help="bridge log level (info)")
+    p.add_argument("--log-format", choices=LOG_FORMATS,
+                   help="stderr log format; auto = console on a TTY, else JSON lines")
+    return p
+
+
+def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
+    keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
+            "log_level", "log_format")
+    values = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    if command:
+        values["command"] = tuple(command)
+    return values
+
+
+def _split(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Options before the first "--", the server command after it."""
+    if "--" in argv:
+        at = list(argv).index("--")
+        return list(argv[:at]), list(argv[at + 1:])
+    return list(argv), []
+
+
+def _run(argv: Sequence[str]) -> int:
+    if argv[:1] == ["demo"]:
+        from bridge.demo.run import main as demo
+
+        return demo(list(argv[1:]))
+    options, command = _split(argv)
+    args = parser().parse_args(options)
+    settings = load_settings(args.config, _overrides(args, command))
+    if not settings.shell.command:
+        raise UsageError("no server command: mcp-rosetta [options] -- COMMAND [ARGS...]")
+    from bridge.shell.runner import run_stdio
+
+    return run_stdio(settings.core, settings.shell)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    try:
+        return _run(sys.argv[1:] if argv is None else argv)
+    except BridgeError as exc:
+        sys.stderr.write(f"mcp-rosetta: {exc}\n")
+        return exc.code
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0

@@ -1,0 +1,162 @@
+"""The configuration file and flags: read TOML, validate every key, build CoreConfig + ShellConfig.
+
+Must not start anything or touch the protocol: a bad file is a ConfigError (exit 78) naming
+the key, a bad flag value a UsageError (exit 64); nothing else happens here.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.core.config import CoreConfig
+from bridge.core.eras import LOG_LEVELS
+from bridge.errors import BridgeError, ConfigError
+from bridge.shell.logs import LEVELS, LOG_FORMATS
+from bridge.shell.settings import ShellConfig
+from bridge.shell.supervisor import Timing
+
+Check = Callable[[Any], Any]
+"""Returns the value to use, or raises ValueError with what was expected."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    core: CoreConfig
+    shell: ShellConfig
+
+
+def choice(*options: str) -> Check:
+    def check(value: Any) -> str:
+        if value not in options:
+            raise ValueError(f"expected one of {', '.join(options)}")
+        return str(value)
+
+    return check
+
+
+def seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError("expected a number of seconds")
+    if value < 0:
+        raise ValueError("expected seconds >= 0")
+    return float(value)
+
+
+def count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError("expected an integer >= 1")
+    return value
+
+
+def milliseconds(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("expected an integer number of milliseconds >= 0")
+    return value
+
+
+def backoff(value: Any) -> tuple[float, float]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise ValueError("expected [first, largest] in seconds")
+    first, largest = (seconds(v) for v in value)
+    if not 0 < first <= largest:
+        raise ValueError("expected 0 < first <= largest")
+    return first, largest
+
+
+def command(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise ValueError('expected a non-empty array of strings, e.g. ["python", "-m", "server"]')
+    return tuple(value)
+
+
+def implementation(value: Any) -> dict[str, str]:
+    # MCP Implementation (schema.ts): name and version required; a few display fields.
+    if not isinstance(value, dict):
+        raise ValueError("expected a table with name and version")
+    unknown = set(value) - {"name", "version", "title", "description", "websiteUrl"}
+    if unknown:
+        raise ValueError(f"unknown key {sorted(unknown)[0]!r}")
+    if not all(isinstance(value.get(k), str) and value[k] for k in ("name", "version")):
+        raise ValueError("name and version must be non-empty strings")
+    if not all(isinstance(v, str) for v in value.values()):
+        raise ValueError("every field must be a string")
+    return dict(value)
+
+
+CORE_KEYS: dict[str, Check] = {
+    "server_era": choice("auto", "modern", "legacy"),
+    "probe_timeout": seconds,
+    "request_timeout": seconds,
+    "drain_timeout": seconds,
+    "bridge_info": implementation,
+    "default_log_level": choice(*LOG_LEVELS),
+    "mrtr_max_rounds": count,
+    "mrtr_timeout": seconds,
+    "mrtr_max_requests": count,
+    "mrtr_backoff": backoff,
+    "listen_backoff": backoff,
+    "parked_timeout": seconds,
+    "park_window": seconds,
+    "cache_ttl_ms": milliseconds,
+    "handshake_timeout": seconds,
+    "url_elicitation_wait": seconds,
+}
+SHELL_KEYS: dict[str, Check] = {
+    "command": command,
+    "log_level": choice(*LEVELS),
+    "log_format": choice(*LOG_FORMATS),
+    "shutdown_grace": seconds,
+    "kill_grace": seconds,
+}
+DERIVED_CORE_FIELDS = frozenset({"debug_logs"})
+"""CoreConfig fields no key sets: debug_logs follows log_level ("debug")."""
+
+
+def read_file(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as file:
+            return tomllib.load(file)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config {path} is not valid TOML: {exc}") from None
+
+
+def validate(raw: Mapping[str, Any], where: str, error: type[BridgeError]) -> dict[str, Any]:
+    """Every key known and every value good, converted; else `error` naming the first bad key."""
+    checks = CORE_KEYS | SHELL_KEYS
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        check = checks.get(key)
+        if check is None:
+            raise error(f"{where}: unknown key {key!r}")
+        try:
+            values[key] = check(value)
+        except ValueError as exc:
+            raise error(f"{where}: {key}: {exc} (got {value!r})") from None
+    return values
+
+
+def build(values: Mapping[str, Any]) -> Settings:
+    """Settings from validated values; absent keys keep the documented defaults."""
+    core = {k: v for k, v in values.items() if k in CORE_KEYS}
+    log_level = values.get("log_level", "info")
+    timing = Timing(**{k: v for k, v in values.items() if k in ("shutdown_grace", "kill_grace")})
+    shell = ShellConfig(
+        command=values.get("command", ()),
+        log_level=log_level,
+        log_format=values.get("log_format", "auto"),
+        timing=timing,
+    )
+    return Settings(CoreConfig(**core, debug_logs=log_level == "debug"), shell)
+
+
+def load_settings(path: str | None, overrides: Mapping[str, Any]) -> Settings:
+    """The config file (if any) with `overrides` (from flags, already validated) on top."""
+    values = validate(read_file(path), f"config {path}", ConfigError) if path else {}
+    values.update(overrides)
+    return build(values)

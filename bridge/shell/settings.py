@@ -1,0 +1,22 @@
+"""The shell's own settings (those the core never sees), with their defaults.
+
+Must not read files, flags or the environment: bridge/config.py fills this in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bridge.shell.supervisor import Timing
+
+
+@dataclass(frozen=True, slots=True)
+class ShellConfig:
+    command: tuple[str, ...] = ()
+    """The server command and its arguments."""
+    log_level: str = "info"
+    """debug, info, warning, error or critical."""
+    log_format: str = "auto"
+    """json, console, or auto (console on a TTY, else JSON lines)."""
+    timing: Timing = field(default_factory=Timing)
+    """Grace periods of the child's shutdown."""

@@ -1,0 +1,69 @@
+"""The config file: every key validated, flags on top, and the example documents every key."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from bridge.config import CORE_KEYS, DERIVED_CORE_FIELDS, SHELL_KEYS, load_settings
+from bridge.core.config import CoreConfig
+from bridge.errors import ConfigError
+from bridge.shell.supervisor import Timing
+
+EXAMPLE = Path(__file__).parents[2] / "config" / "mcp-rosetta.toml"
+
+
+def test_every_core_field_has_a_key_or_is_derived() -> None:
+    fields = {f.name for f in dataclasses.fields(CoreConfig)}
+    assert fields == set(CORE_KEYS) | DERIVED_CORE_FIELDS
+
+
+def test_the_example_config_is_valid_and_documents_every_key() -> None:
+    load_settings(str(EXAMPLE), {})
+    text = EXAMPLE.read_text()
+    for key in (*CORE_KEYS, *SHELL_KEYS):
+        # Set or shown commented out, with a comment right above.
+        match = re.search(rf"((?:^#.*\n)+)^(?:# )?\[?{key}\]?\s*(=|$)", text, re.MULTILINE)
+        assert match, f"{key} is not documented in {EXAMPLE.name}"
+
+
+def test_values_reach_core_and_shell(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(
+        'command = ["srv", "--x"]\nserver_era = "legacy"\nprobe_timeout = 1\n'
+        'shutdown_grace = 0.5\nkill_grace = 3\nlog_level = "debug"\n'
+        'listen_backoff = [1, 2]\n[bridge_info]\nname = "b"\nversion = "9"\n')
+    settings = load_settings(str(config), {})
+    assert settings.core.server_era == "legacy"
+    assert settings.core.probe_timeout == 1.0
+    assert settings.core.listen_backoff == (1.0, 2.0)
+    assert settings.core.bridge_info == {"name": "b", "version": "9"}
+    assert settings.core.debug_logs is True
+    assert settings.shell.command == ("srv", "--x")
+    assert settings.shell.timing == Timing(shutdown_grace=0.5, kill_grace=3.0)
+
+
+def test_flags_override_the_file(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('command = ["a"]\nprobe_timeout = 1\nlog_level = "debug"\n')
+    settings = load_settings(str(config), {"probe_timeout": 9.0, "command": ("b",),
+                                           "log_level": "error"})
+    assert settings.core.probe_timeout == 9.0
+    assert settings.shell.command == ("b",)
+    assert settings.core.debug_logs is False
+
+
+def test_defaults_without_a_file() -> None:
+    settings = load_settings(None, {})
+    assert settings.core == CoreConfig()
+    assert settings.shell.timing == Timing()
+
+
+def test_booleans_are_not_numbers(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("probe_timeout = true\n")
+    with pytest.raises(ConfigError, match="probe_timeout"):
+        load_settings(str(config), {})

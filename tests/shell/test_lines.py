@@ -1,0 +1,60 @@
+"""Line framing: any chunking gives the same lines; CR and blank lines; long lines stay linear."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bridge.shell.lines import LineSplitter
+
+
+def split(chunks: list[bytes]) -> list[bytes]:
+    splitter = LineSplitter()
+    lines = [line for chunk in chunks for line in splitter.feed(chunk)]
+    return lines + splitter.finish()
+
+
+def test_lines_lose_their_newline_and_carriage_return() -> None:
+    assert split([b'{"a":1}\r\n{"b":2}\n']) == [b'{"a":1}', b'{"b":2}']
+
+
+def test_blank_and_whitespace_lines_are_skipped() -> None:
+    assert split([b"\n\r\n \t \n{}\n\n"]) == [b"{}"]
+
+
+def test_a_final_line_without_newline_is_kept() -> None:
+    assert split([b"{}\n", b'{"last":true}']) == [b"{}", b'{"last":true}']
+
+
+def test_a_line_split_across_chunks_is_joined() -> None:
+    assert split([b'{"a"', b":", b"1}\r", b"\n{", b"}\n"]) == [b'{"a":1}', b"{}"]
+
+
+@given(st.lists(st.binary(min_size=1, max_size=30).filter(lambda b: b"\n" not in b and
+                                                           not b.isspace()), max_size=20),
+       st.lists(st.integers(min_value=1, max_value=17), min_size=1))
+def test_any_chunking_gives_the_same_lines(lines: list[bytes], cuts: list[int]) -> None:
+    lines = [line.rstrip(b"\r") for line in lines if line.rstrip(b"\r")]
+    data = b"".join(line + b"\n" for line in lines)
+    chunks, at = [], 0
+    for i in range(len(data)):
+        size = cuts[i % len(cuts)]
+        chunks.append(data[at:at + size])
+        at += size
+        if at >= len(data):
+            break
+    assert split(chunks) == lines
+
+
+def test_a_64_mib_line_in_small_chunks_is_linear() -> None:
+    chunk = b"x" * 4096
+    splitter = LineSplitter()
+    start = time.perf_counter()
+    for _ in range(16 * 1024):  # 64 MiB in 16384 pieces: quadratic joining would take minutes
+        assert splitter.feed(chunk) == []
+    (line,) = splitter.feed(b"\n")
+    elapsed = time.perf_counter() - start
+    assert len(line) == 64 * 1024 * 1024
+    assert elapsed < 5
