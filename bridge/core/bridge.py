@@ -46,6 +46,7 @@ class Handler(Protocol):
     def on_client(self, inbound: Inbound) -> None: ...
     def on_server(self, inbound: Inbound) -> None: ...
     def on_timer(self, key: Any) -> None: ...
+    def busy(self) -> bool: ...
     def fail_pending(self, reason: str) -> None: ...
 
 
@@ -62,6 +63,7 @@ class Bridge:
         self.batches = Batches()
         self._queue: list[Inbound] = []
         self._stopped = False
+        self._client_closed = False
         self._restarts = 0
 
     @property
@@ -81,7 +83,9 @@ class Bridge:
         try:
             self._dispatch(event)
         except Exception as exc:  # a bug must cost one message, not the bridge
-            ctx.log("error", "bridge.error", error=repr(exc), event=type(event).__name__)
+            ctx.log("error", "bridge.error", error=repr(exc), during=type(event).__name__)
+        if self._client_closed and not self._stopped:
+            self._drain_or_stop()
         if self.batches.open:
             self.batches.collect(actions)
         return actions
@@ -126,7 +130,7 @@ class Bridge:
         if self.probe.waiting:
             self.probe.on_server(inbound)
             if self.probe.era is not None:
-                self._choose_mode()
+                self._settled()
         elif self.handler is not None:
             if self.probe.is_late_answer(inbound):
                 self.ctx.log("info", "probe.late_answer")
@@ -139,14 +143,16 @@ class Bridge:
         for key in self.ctx.timers.pop_due(self.ctx.now):
             if key == Probe.TIMER:
                 self.probe.on_timeout()
-                self._choose_mode()
+                self._settled()
+            elif key == self.DRAIN:
+                self._stop(EX_OK, "the client closed its input")
             elif self.handler is not None:
                 self.handler.on_timer(key)
 
     def _on_child_started(self) -> None:
         self.probe.start(restarted=self._restarts > 0)
         if self.probe.era is not None:
-            self._choose_mode()
+            self._settled()
 
     def _on_child_exited(self, code: int) -> None:
         self.ctx.log("warning" if code else "info", "child.exited", code=code)
@@ -161,7 +167,7 @@ class Bridge:
     def _on_peer_closed(self, side: str) -> None:
         if side == CLIENT:
             self.ctx.log("info", "client.closed")
-            self._stop(EX_OK, "the client closed its input")
+            self._client_closed = True  # handle() drains what the client is owed, then stops
         elif not self.probe.waiting:
             self._stop(EX_UNAVAILABLE, "the server closed its output")
 
@@ -196,6 +202,12 @@ class Bridge:
         self.ctx.log("info", "era.detected", side=CLIENT, era=era)
         return True
 
+    def _settled(self) -> None:
+        """The server's era is known: the bridge is ready to serve (systemd READY=1)."""
+        if self._restarts == 0:
+            self.ctx.actions.append(NotifyReady())
+        self._choose_mode()
+
     def _choose_mode(self) -> None:
         server_era = self.probe.era
         if self.handler is not None or self.client_era is None or server_era is None:
@@ -208,12 +220,22 @@ class Bridge:
             self.handler = ModeB(self.ctx, self.probe, self.secret)
         self.ctx.log("info", "mode.chosen", mode=self.handler.mode,
                      client_era=self.client_era, server_era=server_era)
-        self.ctx.actions.append(NotifyReady())
         queued, self._queue = self._queue, []
         for inbound in queued:
             self.handler.on_client(inbound)
 
     # Shutdown -----------------------------------------------------------------------------
+
+    DRAIN = ("drain",)
+
+    def _drain_or_stop(self) -> None:
+        """After client EOF: stop once nothing is owed, or when drain_timeout runs out."""
+        owed = bool(self._queue) or self.probe.waiting or (
+            self.handler is not None and self.handler.busy())
+        if not owed:
+            self._stop(EX_OK, "the client closed its input")
+        elif self.DRAIN not in self.ctx.timers:
+            self.ctx.schedule(self.DRAIN, self.ctx.config.drain_timeout)
 
     def _stop(self, code: int, reason: str) -> None:
         """Answer every request still waiting (exactly one response each), then stop."""

@@ -25,6 +25,8 @@ class CoreConfig:
     """Seconds to wait for the probe's answer before taking the server as legacy."""
     request_timeout: float = 0.0
     """Seconds a forwarded request may wait for its answer; 0 waits for ever."""
+    drain_timeout: float = 5.0
+    """Seconds to wait, once the client closes its input, for answers it is still owed."""
     bridge_info: dict[str, Any] = field(default_factory=_bridge_info)
     """The Implementation the bridge names when a peer's own is unknown."""
     default_log_level: str | None = None
@@ -43,6 +45,9 @@ class CoreConfig:
     """Mode B: seconds a parked call waits for the modern client's retry before it is cancelled."""
     park_window: float = 0.05
     """Mode B: seconds to gather a legacy server's concurrent input requests into one round."""
+    cache_ttl_ms: int = 0
+    """Mode B: ttlMs on complete results of the cacheable methods (caching.mdx); retried
+    (MRTR) results always get 0. 0 means always stale: a legacy server gives no lifetime."""
     handshake_timeout: float = 10.0
     """Mode B: seconds each step of the bridge's own legacy handshake (initialize, then a
     settling ping) may take before the server is given up (initialize) or taken as ready."""

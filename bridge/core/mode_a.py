@@ -326,6 +326,9 @@ class ModeA:
         elif key[0] == "listen":
             self.listener.on_timer(key)
 
+    def busy(self) -> bool:
+        return self.initialize_id is not None or bool(self.inputs.calls) or self.router.busy()
+
     def fail_pending(self, reason: str) -> None:
         self.router.fail_all(reason)
         self.inputs.fail_all(reason)

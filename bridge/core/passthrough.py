@@ -76,5 +76,8 @@ class PassThrough:
         if key[0] == "timeout":
             self.router.expire(key[1])
 
+    def busy(self) -> bool:
+        return self.router.busy()
+
     def fail_pending(self, reason: str) -> None:
         self.router.fail_all(reason)

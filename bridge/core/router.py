@@ -107,6 +107,10 @@ class Router:
         self.ctx.log("warning", "request.timed_out", method=row.method, server_id=bid)
         return row
 
+    def busy(self) -> bool:
+        """Whether a client request still waits on the server (listen streams do not count)."""
+        return any(row.purpose in ("forward", "round") for row in self.pending[SERVER].values())
+
     def fail_all(self, reason: str) -> None:
         """Answer every client request still waiting on the server with an error."""
         rows = self.pending[SERVER]

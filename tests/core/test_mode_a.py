@@ -267,3 +267,27 @@ def test_invalid_client_input_gets_an_error_not_a_crash() -> None:
     assert one(h.client(b"{oops"), "client")["error"]["code"] == -32700
     reply = one(h.client({"jsonrpc": "2.0", "id": 4, "method": "x", "params": [1]}), "client")
     assert reply["id"] == 4 and reply["error"]["code"] == -32600
+
+
+def test_client_eof_waits_for_the_answers_it_is_owed_then_stops() -> None:
+    h, _ = mode_a()
+    forwarded = one(h.client(request(1, "tools/call", {"name": "slow"})), "server")
+    actions = h.close("client")
+    assert not any(isinstance(a, Stop) for a in actions)
+    actions = h.server(answer(forwarded, {"content": []}))
+    assert one(actions, "client") == {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}
+    assert any(isinstance(a, Stop) and a.code == 0 for a in actions)
+
+
+def test_client_eof_drain_is_bounded() -> None:
+    h, _ = mode_a(config=CoreConfig(drain_timeout=3))
+    h.client(request(1, "tools/call", {"name": "stuck"}))
+    h.close("client")
+    actions = h.advance(3)
+    assert one(actions, "client")["error"]["code"] == -32603
+    assert any(isinstance(a, Stop) and a.code == 0 for a in actions)
+
+
+def test_client_eof_with_nothing_owed_stops_at_once() -> None:
+    h, _ = mode_a()
+    assert any(isinstance(a, Stop) and a.code == 0 for a in h.close("client"))
