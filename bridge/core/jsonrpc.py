@@ -52,6 +52,14 @@ def is_request_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
+def typed_id(value: Any) -> tuple[type, Any]:
+    """A request id as a dict key that keeps its JSON type: 1 and "1" are different ids.
+
+    Only for values that passed `is_request_id` (an unhashable value would raise).
+    """
+    return (type(value), value)
+
+
 def parse_inbound(line: bytes | str, *, batching: bool = False) -> Inbound:
     """Classify one line from a peer; never raises.
 

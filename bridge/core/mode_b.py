@@ -1,42 +1,455 @@
 """Mode B: a modern client in front of a legacy server; the bridge is a modern server.
 
-Must not forward anything yet: until mode B is built it answers every request with an error
-that names what is missing, so a modern client fails clearly instead of hanging.
+Must not hold the parking of input requests or the listen streams itself (inputs_b.py and
+listen_b.py do); this module performs the legacy handshake, checks every modern request's
+envelope, answers what the legacy era lacks (server/discover), strips the envelope on the way
+in, makes results modern on the way out, and scopes logs and progress to their requests.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from bridge.core.capabilities import server_caps_to_modern
 from bridge.core.context import Context
-from bridge.core.eras import INTERNAL_ERROR
-from bridge.core.events import CLIENT
-from bridge.core.jsonrpc import Inbound
+from bridge.core.envelope import strip_envelope
+from bridge.core.eras import (
+    BATCHING_VERSION,
+    INTERNAL_ERROR,
+    LATEST_LEGACY_VERSION,
+    LEGACY_PROTOCOL_VERSIONS,
+    LOG_SEVERITY,
+    METHOD_NOT_FOUND,
+    MODERN_PROTOCOL_VERSION,
+)
+from bridge.core.events import CLIENT, SERVER
+from bridge.core.inputs_b import ELIGIBLE, INPUT_METHODS, Inputs
+from bridge.core.jsonrpc import Inbound, classify, notification
+from bridge.core.jsonrpc import typed_id as typed
+from bridge.core.listen_b import Listener
 from bridge.core.probe import Probe
+from bridge.core.request_meta import RequestMeta, read_meta, usable_info
+from bridge.core.router import Pending, Router
+from bridge.core.upgrade import error_for_modern, result_for_modern, with_server_info
+
+Message = dict[str, Any]
+
+# §5.8.1: legacy capabilities are fixed for the session while modern ones vary per request,
+# so the bridge declares every input kind it can route and gates each question per request.
+# roots has no listChanged: the bridge learns roots only when the server asks for them.
+LEGACY_CLIENT_CAPABILITIES: Message = {
+    "roots": {},
+    "sampling": {"tools": {}, "context": {}},
+    "elicitation": {"form": {}, "url": {}},
+}
+# Removed in 2026-07-28 (TRANSLATION.md §4.1): a modern server knows none of them.
+REMOVED_METHODS = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe",
+                             "resources/unsubscribe"})
+CACHE_SCOPE = "private"  # caching.mdx: the safe scope when nothing says a result is public
+HANDSHAKE = ("handshake",)
+NEW, INITIALIZING, SETTLING, READY, FAILED = "new", "initializing", "settling", "ready", "failed"
+
+
+class Flight:
+    """A forwarded request that is not an eligible call: its envelope and progress token."""
+
+    __slots__ = ("meta", "token")
+
+    def __init__(self, meta: RequestMeta) -> None:
+        self.meta = meta
+        self.token: str | None = None
+
+    @property
+    def progress_target(self) -> Any:
+        return self.meta.progress_token
 
 
 class ModeB:
+    """The modern server a modern client sees, made of a legacy server."""
+
     mode = "B"
-    client_batching = False
+    client_batching = False  # batches are a 2025-03-26 thing; a modern client sends none
 
     def __init__(self, ctx: Context, probe: Probe, secret: bytes) -> None:
+        # The probe only told us the server is legacy; nothing else of its answer is needed.
+        # `secret` keys the requestState HMAC (request_state.py); the shell draws it at start.
         self.ctx = ctx
+        self.secret = secret
+        self.router = Router(ctx)
+        self.phase = NEW
+        self.failure = ""
+        self.waiting: list[tuple[Message, RequestMeta]] = []  # until the handshake is done
+        self.version = LATEST_LEGACY_VERSION
+        self.server_caps: Message = {}
+        self.server_info: Message | None = None
+        self.instructions: str | None = None
+        self.legacy_level: str | None = None  # the level last set with logging/setLevel
+        self.progress: dict[str, Any] = {}  # bridge progress token -> Flight or Call
+        self.inputs = Inputs(self)
+        self.listener = Listener(self)
+        self._local: dict[str, Callable[[Message, RequestMeta], None]] = {
+            "server/discover": self._discover,
+            "subscriptions/listen": self.listener.listen,
+        }
+        self._answers: dict[str, Callable[[Pending, Message], None]] = {
+            "initialize": self._on_initialized,
+            "settle": self._on_settled,
+            "forward": self._on_forward_answer,
+            "call": self.inputs.on_answer,
+            "subscribe": self.listener.on_subscribed,
+            "setLevel": self._on_own_answer,
+            "unsubscribe": self._on_own_answer,
+        }
+
+    # From the client ----------------------------------------------------------------------
 
     def on_client(self, inbound: Inbound) -> None:
-        if inbound.kind == "request":
-            self.ctx.reply_error(
-                CLIENT, inbound.message["id"], INTERNAL_ERROR,
-                "mcp-rosetta: the server speaks only legacy MCP (initialize handshake), and "
-                "bridging a 2026-07-28 client to a legacy server is not available yet",
-                {"source": "mcp-rosetta", "serverEra": "legacy"})
-        elif inbound.kind == "invalid":
+        kind = inbound.kind
+        message = inbound.message
+        if kind == "request":
+            self._on_request(message)
+        elif kind == "notification":
+            if message["method"] == "notifications/cancelled":
+                self._cancel(message.get("params") or {})
+            else:  # ClientNotification (2026-07-28) is notifications/cancelled alone
+                self.ctx.debug("notification.dropped", side=CLIENT, method=message["method"])
+        elif kind == "response":
+            # The bridge never sends a modern client a request, so nothing can be answered.
+            self.ctx.log("warning", "response.unexpected", side=CLIENT, id=message.get("id"))
+        else:
             self.ctx.reject(CLIENT, inbound)
 
+    def _on_request(self, message: Message) -> None:
+        self.inputs.forget_round(message["id"])
+        meta = read_meta(message)
+        if not isinstance(meta, RequestMeta):
+            self.ctx.reply_error(CLIENT, message["id"], meta.code, meta.message, meta.data)
+        elif self.phase == READY:
+            self._serve(message, meta)
+        elif self.phase == FAILED:
+            self._refuse_unavailable(message["id"])
+        else:
+            self.waiting.append((message, meta))
+            if self.phase == NEW:
+                self._initialize(meta)
+
+    def _serve(self, message: Message, meta: RequestMeta) -> None:
+        method = message["method"]
+        local = self._local.get(method)
+        if local is not None:
+            local(message, meta)
+        elif method in REMOVED_METHODS or method.startswith("tasks/"):
+            # Tasks are not bridged (TRANSLATION.md §4.3); the rest left the protocol.
+            self.ctx.reply_error(CLIENT, message["id"], METHOD_NOT_FOUND,
+                                 f"Method not found: {method}")
+        elif method in ELIGIBLE:
+            self.inputs.call(message, meta)
+        else:
+            self._forward(message, meta)
+
+    def _forward(self, message: Message, meta: RequestMeta) -> None:
+        flight = Flight(meta)
+        if meta.progress_token is not None:
+            flight.token = self.track_progress(flight)
+        method = message["method"]
+        params = self.legacy_params(method, message.get("params"), flight.token)
+        self.prepare_logs(meta)
+        self.router.forward(SERVER, {"jsonrpc": "2.0", "id": message["id"], "method": method,
+                                     "params": params}, "forward", flight)
+
+    def legacy_params(self, method: str, params: Message | None, token: str | None) -> Message:
+        """Params for the legacy server: no envelope, no MRTR fields, the bridge's token."""
+        out = strip_envelope(params) or {}
+        meta = out.get("_meta")
+        meta = {k: v for k, v in meta.items() if k != "progressToken"} \
+            if isinstance(meta, dict) else {}
+        if token is not None:
+            meta["progressToken"] = token
+        if meta:
+            out["_meta"] = meta
+        else:
+            out.pop("_meta", None)
+        shape = _LEGACY_PARAMS.get(method)
+        return shape(out, self.version) if shape is not None else out
+
+    def _cancel(self, params: Message) -> None:
+        request_id = params.get("requestId")
+        reason = params.get("reason") if isinstance(params.get("reason"), str) else None
+        if self.listener.cancel(request_id) or self.inputs.cancel(request_id, reason):
+            return
+        queued = [e for e in self.waiting if typed(e[0]["id"]) == typed(request_id)]
+        if queued:
+            self.waiting.remove(queued[0])
+            return
+        bid = self.router.find(SERVER, request_id)
+        if bid is not None:
+            row = self.router.cancel(SERVER, bid, reason)
+            if row is not None and isinstance(row.data, Flight):
+                self.untrack_progress(row.data.token)
+
+    # The bridge's own legacy handshake (§5.8.1) -------------------------------------------
+
+    def _initialize(self, meta: RequestMeta) -> None:
+        self.phase = INITIALIZING
+        info = meta.client_info if usable_info(meta.client_info) else self.ctx.config.bridge_info
+        params = {"protocolVersion": LATEST_LEGACY_VERSION,
+                  "capabilities": LEGACY_CLIENT_CAPABILITIES, "clientInfo": info}
+        self.router.issue(SERVER, "initialize", params, "initialize")
+        self.ctx.schedule(HANDSHAKE, self.ctx.config.handshake_timeout)
+
+    def _on_initialized(self, row: Pending, message: Message) -> None:
+        self.ctx.cancel_timer(HANDSHAKE)
+        result = message.get("result")
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if result is None:
+            error = message["error"]
+            self._give_up(f"it answered initialize with error {error.get('code')}: "
+                          f"{error.get('message')}")
+            return
+        if version not in LEGACY_PROTOCOL_VERSIONS:
+            self._give_up(f"it answered initialize with protocol version {version!r}")
+            return
+        self._adopt(result)
+        self.ctx.send(SERVER, notification("notifications/initialized"))
+        # §11.5: servers often ask roots/list as soon as they are initialized. A ping is
+        # answered in order, so such questions arrive while no call runs and are answered
+        # here rather than attached to the client's first call.
+        self.phase = SETTLING
+        self.router.issue(SERVER, "ping", None, "settle")
+        self.ctx.schedule(HANDSHAKE, self.ctx.config.handshake_timeout)
+
+    def _adopt(self, result: Message) -> None:
+        self.version = result["protocolVersion"]
+        caps = result.get("capabilities")
+        self.server_caps = caps if isinstance(caps, dict) else {}
+        info = result.get("serverInfo")
+        self.server_info = info if isinstance(info, dict) else None
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+
+    def _on_settled(self, row: Pending, message: Message) -> None:
+        if self.phase == SETTLING:
+            self.ctx.cancel_timer(HANDSHAKE)
+            self._ready()
+
+    def _ready(self) -> None:
+        self.phase = READY
+        self.ctx.log("info", "server.initialized", mode="B", version=self.version,
+                     server=(self.server_info or {}).get("name"))
+        waiting, self.waiting = self.waiting, []
+        for message, meta in waiting:
+            self._serve(message, meta)
+
+    def _give_up(self, reason: str) -> None:
+        self.phase = FAILED
+        self.failure = reason
+        self.ctx.log("error", "handshake.failed", reason=reason)
+        waiting, self.waiting = self.waiting, []
+        for message, _ in waiting:
+            self._refuse_unavailable(message["id"])
+
+    def _refuse_unavailable(self, request_id: Any) -> None:
+        self.ctx.reply_error(CLIENT, request_id, INTERNAL_ERROR,
+                             f"mcp-rosetta: the legacy server could not be initialized: "
+                             f"{self.failure}", {"source": "mcp-rosetta"})
+
+    def _on_handshake_timeout(self) -> None:
+        seconds = self.ctx.config.handshake_timeout
+        if self.phase == INITIALIZING:
+            self._give_up(f"no answer to initialize within {seconds:g} s")
+        elif self.phase == SETTLING:
+            self.ctx.log("warning", "handshake.no_ping_answer", waited_s=seconds)
+            self._ready()
+
+    # server/discover, answered here (server/discover.mdx, TRANSLATION.md §7.4) -------------
+
+    def _discover(self, message: Message, meta: RequestMeta) -> None:
+        # Every list-change kind and resource subscription the legacy server offers is
+        # delivered on listen streams (listen_b.py), so its capabilities carry over (§7.3).
+        result: Message = {"supportedVersions": [MODERN_PROTOCOL_VERSION],
+                           "capabilities": server_caps_to_modern(self.server_caps)}
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        self.ctx.reply(CLIENT, message["id"], self.modern_result("server/discover", result))
+
+    # Results and errors toward the client -------------------------------------------------
+
+    def modern_result(self, method: str, result: Message, *, retried: bool = False) -> Message:
+        """A legacy result as a modern server sends it (§7.1, sharp edge 14)."""
+        shape = _MODERN_RESULTS.get(method)
+        if shape is not None:
+            result = shape(result)
+        ttl = 0 if retried else self.ctx.config.cache_ttl_ms
+        return result_for_modern(result, method, server_info=self.server_info, ttl_ms=ttl,
+                                 cache_scope=CACHE_SCOPE)
+
+    def with_server_info(self, result: Message) -> Message:
+        return with_server_info(result, self.server_info)
+
+    def reply_error(self, request_id: Any, error: Message) -> None:
+        self.ctx.send(CLIENT, {"jsonrpc": "2.0", "id": request_id,
+                               "error": error_for_modern(error)})
+
+    def _on_forward_answer(self, row: Pending, message: Message) -> None:
+        flight: Flight = row.data
+        self.ctx.cancel_timer(("timeout", message["id"]))
+        self.untrack_progress(flight.token)
+        if "error" in message:
+            self.reply_error(row.origin_id, message["error"])
+        else:
+            self.ctx.reply(CLIENT, row.origin_id, self.modern_result(row.method, message["result"]))
+
+    def _on_own_answer(self, row: Pending, message: Message) -> None:
+        if "error" in message:
+            self.ctx.log("warning", "request.refused", method=row.method,
+                         code=message["error"].get("code"))
+
+    # From the server ----------------------------------------------------------------------
+
     def on_server(self, inbound: Inbound) -> None:
-        self.ctx.debug("message.dropped", side="server", reason="mode B not available")
+        kind = inbound.kind
+        message = inbound.message
+        if kind == "response":
+            row = self.router.take(SERVER, message)
+            if row is not None:
+                self._answers[row.purpose](row, message)
+        elif kind == "notification":
+            self._on_server_notification(message)
+        elif kind == "request":
+            self._on_server_request(message)
+        elif isinstance(message, list) and self.version == BATCHING_VERSION:
+            # 2025-03-26 basic §Batching: that revision may batch; the elements are handled
+            # one by one, and answered one by one (the bridge never sends batches, §10.3).
+            for item in classify(message, batching=True).items or []:
+                self.on_server(item)
+        else:
+            self.ctx.log("warning", "message.invalid", side=SERVER, reason=inbound.reason)
+
+    def _on_server_request(self, message: Message) -> None:
+        method = message["method"]
+        if method == "ping":  # legacy ping.mdx: answer promptly; modern clients know no ping
+            self.ctx.reply(SERVER, message["id"], {})
+        elif method in INPUT_METHODS:
+            self.inputs.on_server_request(message)
+        else:
+            self.ctx.reply_error(SERVER, message["id"], METHOD_NOT_FOUND,
+                                 f"Method not found: {method}")
+
+    def _on_server_notification(self, message: Message) -> None:
+        method = message["method"]
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if method == "notifications/progress":
+            self._relay_progress(params)
+        elif method == "notifications/message":
+            self._relay_log(message, params)
+        elif method == "notifications/cancelled":
+            self.inputs.on_server_cancelled(params.get("requestId"))
+        elif method == "notifications/elicitation/complete":
+            self.inputs.on_elicitation_complete(params.get("elicitationId"))
+        elif not self.listener.on_notification(message):
+            self.ctx.debug("notification.dropped", side=SERVER, method=method)
+
+    # Progress (§9.3) ----------------------------------------------------------------------
+
+    def track_progress(self, owner: Any) -> str:
+        token = self.ctx.mint_id()
+        self.progress[token] = owner
+        return token
+
+    def untrack_progress(self, token: str | None) -> None:
+        if token is not None:
+            self.progress.pop(token, None)
+
+    def _relay_progress(self, params: Message) -> None:
+        token = params.get("progressToken")
+        owner = self.progress.get(token) if isinstance(token, str) else None
+        target = owner.progress_target if owner is not None else None
+        if target is None:
+            self.ctx.debug("progress.dropped", token=token)
+            return
+        self.ctx.send(CLIENT, notification("notifications/progress",
+                                           {**params, "progressToken": target}))
+
+    # Logging (logging.mdx, TRANSLATION.md §8) ---------------------------------------------
+
+    def _levels_in_flight(self) -> Iterator[str]:
+        """The logLevels of the requests the legacy server is working on for the client."""
+        for row in self.router.pending[SERVER].values():
+            data = row.data
+            working = row.purpose == "forward" or (row.purpose == "call" and data.owner is not None)
+            if working and data.meta.log_level is not None:
+                yield data.meta.log_level
+
+    def prepare_logs(self, meta: RequestMeta) -> None:
+        """Before a request goes out: set the legacy level to the most verbose one needed."""
+        if meta.log_level is None or "logging" not in self.server_caps:
+            return
+        wanted = min([*self._levels_in_flight(), meta.log_level], key=LOG_SEVERITY.__getitem__)
+        if wanted != self.legacy_level:
+            self.legacy_level = wanted
+            self.router.issue(SERVER, "logging/setLevel", {"level": wanted}, "setLevel")
+
+    def _relay_log(self, message: Message, params: Message) -> None:
+        # logging.mdx: no notifications/message for a request without logLevel, and only at
+        # or above its level; a legacy message names no request, so any in flight may own it.
+        level = params.get("level")
+        severity = LOG_SEVERITY.get(level, -1) if isinstance(level, str) else -1
+        if any(severity >= LOG_SEVERITY[level] for level in self._levels_in_flight()):
+            self.ctx.send(CLIENT, message)
+        else:
+            self.ctx.debug("log.dropped", level=params.get("level"))
+
+    # Lifecycle ----------------------------------------------------------------------------
 
     def on_timer(self, key: Any) -> None:
-        return
+        if key == HANDSHAKE:
+            self._on_handshake_timeout()
+        elif key[0] == "timeout":
+            row = self.router.expire(key[1])
+            if row is not None and isinstance(row.data, Flight):
+                self.untrack_progress(row.data.token)
+        elif key[0] == "mrtr":
+            self.inputs.on_timer(key)
+
+    def busy(self) -> bool:
+        """Whether the client is still owed an answer (open listen streams and parked calls
+        owe it nothing until shutdown, which answers them at once)."""
+        return bool(self.waiting) or self.inputs.busy() or any(
+            row.purpose == "forward" for row in self.router.pending[SERVER].values())
 
     def fail_pending(self, reason: str) -> None:
-        return
+        self.router.fail_all(reason)
+        self.inputs.fail_all(reason)
+        self.listener.close_all()
+        waiting, self.waiting = self.waiting, []
+        for message, _ in waiting:
+            self.ctx.reply_error(CLIENT, message["id"], INTERNAL_ERROR, reason,
+                                 {"source": "mcp-rosetta"})
+
+
+def _completion_for(params: Message, version: str) -> Message:
+    # completion/complete `context` arrived in 2025-06-18 (TRANSLATION.md §10.2).
+    if version < "2025-06-18" and "context" in params:
+        return {k: v for k, v in params.items() if k != "context"}
+    return params
+
+
+def _tools_without_execution(result: Message) -> Message:
+    # Tool.execution belongs to legacy tasks, which are not bridged (TRANSLATION.md §4.3).
+    tools = result.get("tools")
+    if not isinstance(tools, list) or not any(isinstance(t, dict) and "execution" in t
+                                              for t in tools):
+        return result
+    stripped = [{k: v for k, v in t.items() if k != "execution"} if isinstance(t, dict) else t
+                for t in tools]
+    return {**result, "tools": stripped}
+
+
+_LEGACY_PARAMS: dict[str, Callable[[Message, str], Message]] = {
+    "completion/complete": _completion_for,
+}
+_MODERN_RESULTS: dict[str, Callable[[Message], Message]] = {
+    "tools/list": _tools_without_execution,
+}

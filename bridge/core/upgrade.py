@@ -1,4 +1,4 @@
-"""Legacy results made fit for a modern client (TRANSLATION.md §7.1, sharp edge 14).
+"""Legacy results and errors made fit for a modern client (TRANSLATION.md §3.4, §7.1).
 
 Must not touch a message in place: additions are made on a shallow copy.
 """
@@ -7,11 +7,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core.eras import META_SERVER_INFO
+from bridge.core.eras import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    LEGACY_RESOURCE_NOT_FOUND,
+    LEGACY_URL_ELICITATION_REQUIRED,
+    META_SERVER_INFO,
+)
 
 # caching.mdx: the results that must carry ttlMs and cacheScope when complete.
 CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
                        "resources/templates/list", "resources/read"})
+# basic/index.mdx §Error Codes: -32020..-32099 are reserved to the spec, with defined meanings
+# a legacy server cannot have meant (none of its codes live there but -32042).
+_MCP_RESERVED = range(-32099, -32019)
 
 
 def result_for_modern(result: dict[str, Any], method: str | None, *,
@@ -23,8 +32,41 @@ def result_for_modern(result: dict[str, Any], method: str | None, *,
     if method in CACHEABLE:
         out.setdefault("ttlMs", ttl_ms)
         out.setdefault("cacheScope", cache_scope)
-    if server_info is not None:
-        meta = out.get("_meta")
-        out["_meta"] = {**meta, META_SERVER_INFO: server_info} if isinstance(meta, dict) \
-            else {META_SERVER_INFO: server_info}
+    return with_server_info(out, server_info)
+
+
+def with_server_info(result: dict[str, Any], server_info: dict[str, Any] | None) -> dict[str, Any]:
+    """`result` with serverInfo in its `_meta` (basic/index.mdx: SHOULD be on every result)."""
+    if server_info is None:
+        return result
+    meta = result.get("_meta")
+    return {**result, "_meta": {**meta, META_SERVER_INFO: server_info}
+            if isinstance(meta, dict) else {META_SERVER_INFO: server_info}}
+
+
+def error_for_modern(error: dict[str, Any]) -> dict[str, Any]:
+    """A legacy error as a modern server may send it.
+
+    -32002 (resource not found) became -32602 (server/resources.mdx); a modern server must
+    not emit -32002 or -32042, and a legacy server's code in -32020..-32099 (the spec's own
+    range) cannot carry the meaning the spec gives it there.
+    """
+    code = error.get("code")
+    if code == LEGACY_RESOURCE_NOT_FOUND:
+        return {**error, "code": INVALID_PARAMS}
+    if code == LEGACY_URL_ELICITATION_REQUIRED:
+        return _internal(error, "the server requires URL elicitation, which a 2026-07-28 "
+                                "client can be asked for only on tools/call, resources/read "
+                                "and prompts/get")
+    if isinstance(code, int) and code in _MCP_RESERVED:
+        return _internal(error, f"the server answered with legacy error code {code}")
+    return error
+
+
+def _internal(error: dict[str, Any], why: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"code": INTERNAL_ERROR,
+                           "message": f"mcp-rosetta: {why}: {error.get('message', '')}",
+                           "data": {"legacyCode": error.get("code")}}
+    if "data" in error:
+        out["data"]["legacyData"] = error["data"]
     return out

@@ -143,3 +143,51 @@ def fail(to: Message, code: int, text: str, data: Any = None) -> Message:
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": to["id"], "error": error}
+
+
+# Mode B (modern client, legacy server) -------------------------------------------------------
+
+SECRET = b"mode-b-test-secret"
+LEGACY_INIT_RESULT: Message = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"tools": {"listChanged": True}, "prompts": {"listChanged": True},
+                     "resources": {"subscribe": True, "listChanged": True}, "logging": {},
+                     "completions": {}, "tasks": {"list": {}}},
+    "serverInfo": {"name": "OldSrv", "version": "0.9"},
+    "instructions": "Legacy tools.",
+}
+OLD_SRV = {"io.modelcontextprotocol/serverInfo": {"name": "OldSrv", "version": "0.9"}}
+
+
+def modern(id: Any, method: str, params: Message | None = None, caps: Message | None = None,
+           meta: Message | None = None) -> Message:
+    """A modern request: `params` with the required envelope (plus `meta` keys) in `_meta`."""
+    full = dict(params or {})
+    full["_meta"] = {**modern_meta(caps), **(meta or {})}
+    return request(id, method, full)
+
+
+def mode_b(first: Message | None = None, init: Message | None = None,
+           config: CoreConfig | None = None) -> tuple[Harness, list[Action]]:
+    """A bridge in mode B after its own legacy handshake (probe refused with -32601).
+
+    `first` (default: a server/discover) is the client's first request. Returns the bridge
+    and the actions that ended the handshake: the first request's answer or its forward.
+    Ids minted so far: rosetta-1 probe, rosetta-2 initialize, rosetta-3 settling ping.
+    """
+    h = Harness(config)
+    h.bridge.secret = SECRET
+    probe = one(h.start(), "server")
+    h.client(first or modern("d1", "server/discover"))
+    init_request = one(h.server(fail(probe, -32601, "Method not found")), "server")
+    assert init_request["method"] == "initialize", init_request
+    initialized, ping = sent(h.server(answer(init_request, init or LEGACY_INIT_RESULT)), "server")
+    assert initialized == {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert ping == {"jsonrpc": "2.0", "id": "rosetta-3", "method": "ping"}
+    return h, h.server(answer(ping, {}))
+
+
+def no_requests_to(actions: list[Action], side: str = "client") -> None:
+    """Assert that nothing sent to `side` is a JSON-RPC request (stdio.mdx for modern peers)."""
+    for message in sent(actions, side):
+        assert not (isinstance(message, dict) and "method" in message and "id" in message), message

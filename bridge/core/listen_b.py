@@ -1,0 +1,228 @@
+"""Mode B's listen streams: `subscriptions/listen` served from legacy change notifications.
+
+Must not let anything unrequested through: a stream gets only what its acknowledged filter
+names, every notification on it carries its subscriptionId, and legacy notifications no
+stream asked for are dropped. Rules: subscriptions.mdx; TRANSLATION.md §6.5, §11.12-13.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bridge.core.capabilities import has_flag
+from bridge.core.eras import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
+)
+from bridge.core.events import CLIENT, SERVER
+from bridge.core.jsonrpc import is_request_id, notification
+from bridge.core.jsonrpc import typed_id as typed
+from bridge.core.request_meta import RequestMeta
+from bridge.core.router import Pending
+
+if TYPE_CHECKING:
+    from bridge.core.mode_b import ModeB
+
+Message = dict[str, Any]
+
+# Legacy list_changed notification -> the listen filter flag and the server capability area.
+LIST_CHANGES = {
+    "notifications/tools/list_changed": ("toolsListChanged", "tools"),
+    "notifications/prompts/list_changed": ("promptsListChanged", "prompts"),
+    "notifications/resources/list_changed": ("resourcesListChanged", "resources"),
+}
+UPDATED = "notifications/resources/updated"
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+
+
+class Stream:
+    """One open listen request: the flags it was granted and the URIs it is subscribed to."""
+
+    __slots__ = ("acked", "asked", "flags", "id", "uris", "waiting")
+
+    def __init__(self, id: Any, flags: list[str], asked: list[str]) -> None:
+        self.id = id  # the client's listen id, exact JSON type: it is the subscriptionId
+        self.flags = flags
+        self.asked = asked  # URIs asked for, in order, without repeats
+        self.uris: list[str] = []  # URIs whose resources/subscribe succeeded
+        self.waiting: set[str] = set()  # URIs whose resources/subscribe is unanswered
+        self.acked = False
+
+
+class Subscription:
+    """One URI subscribed at the legacy server, shared by every stream that asked for it."""
+
+    __slots__ = ("confirmed", "refs", "uri")
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self.refs = 0
+        self.confirmed = False
+
+
+class Listener:
+    """All open streams, and the reference-counted legacy subscriptions behind them."""
+
+    def __init__(self, mode: ModeB) -> None:
+        self.mode = mode
+        self.ctx = mode.ctx
+        self.streams: dict[tuple[type, Any], Stream] = {}
+        self.subscriptions: dict[str, Subscription] = {}
+
+    # Opening ------------------------------------------------------------------------------
+
+    def listen(self, message: Message, meta: RequestMeta) -> None:
+        wanted = (message.get("params") or {}).get("notifications")
+        uris = wanted.get("resourceSubscriptions", []) if isinstance(wanted, dict) else None
+        if not isinstance(wanted, dict) or not isinstance(uris, list) or not _is_uri_list(uris):
+            self.ctx.reply_error(CLIENT, message["id"], INVALID_PARAMS,
+                                 "subscriptions/listen needs a notifications filter object "
+                                 "(resourceSubscriptions: an array of URI strings)")
+            return
+        if typed(message["id"]) in self.streams:
+            self.ctx.reply_error(CLIENT, message["id"], INVALID_REQUEST,
+                                 "This id already names an open subscription")
+            return
+        caps = self.mode.server_caps
+        flags = [flag for flag, area in LIST_CHANGES.values()
+                 if wanted.get(flag) is True and has_flag(caps, area, "listChanged")]
+        stream = Stream(message["id"], flags, list(dict.fromkeys(uris)))
+        self.streams[typed(stream.id)] = stream
+        if has_flag(caps, "resources", "subscribe"):
+            for uri in stream.asked:
+                self._hold(stream, uri)
+        if not stream.waiting:
+            self._acknowledge(stream)
+
+    def _hold(self, stream: Stream, uri: str) -> None:
+        """Take a reference on `uri` for `stream`; subscribe at the server on 0 -> 1."""
+        sub = self.subscriptions.get(uri)
+        if sub is None:
+            sub = self.subscriptions[uri] = Subscription(uri)
+            self.mode.router.issue(SERVER, "resources/subscribe", {"uri": uri}, "subscribe", sub)
+        sub.refs += 1
+        if sub.confirmed:
+            stream.uris.append(uri)
+        else:
+            stream.waiting.add(uri)
+
+    def on_subscribed(self, row: Pending, message: Message) -> None:
+        """The legacy server answered a resources/subscribe the bridge sent."""
+        sub: Subscription = row.data
+        ok = "result" in message
+        if self.subscriptions.get(sub.uri) is not sub:
+            # Every stream that wanted it closed meanwhile; undo it unless a newer one exists.
+            if ok and sub.uri not in self.subscriptions:
+                self._unsubscribe(sub.uri)
+            return
+        if ok:
+            sub.confirmed = True
+        else:
+            del self.subscriptions[sub.uri]
+            self.ctx.log("info", "subscribe.refused", uri=sub.uri,
+                         code=message["error"].get("code"))
+        for stream in list(self.streams.values()):
+            if sub.uri in stream.waiting:
+                stream.waiting.discard(sub.uri)
+                if ok:
+                    stream.uris.append(sub.uri)
+                if not stream.waiting:
+                    self._acknowledge(stream)
+
+    def _acknowledge(self, stream: Stream) -> None:
+        # subscriptions.mdx §Acknowledgment: the first message of the stream, naming the subset
+        # honoured; types the server cannot deliver are omitted.
+        honored: Message = dict.fromkeys(stream.flags, True)
+        if stream.uris:
+            stream.uris.sort(key=stream.asked.index)
+            honored["resourceSubscriptions"] = list(stream.uris)
+        stream.acked = True
+        self.ctx.send(CLIENT, notification(ACKNOWLEDGED, {
+            "_meta": {META_SUBSCRIPTION_ID: stream.id}, "notifications": honored}))
+        self.ctx.log("info", "listen.opened", subscription=stream.id, honored=sorted(honored))
+
+    # Delivering ---------------------------------------------------------------------------
+
+    def on_notification(self, message: Message) -> bool:
+        """Fan a legacy change notification out to the streams that asked; False if not one."""
+        method = message["method"]
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if method in LIST_CHANGES:
+            flag = LIST_CHANGES[method][0]
+            targets = [s for s in self.streams.values() if s.acked and flag in s.flags]
+        elif method == UPDATED:
+            uri = params.get("uri")
+            targets = [s for s in self.streams.values()
+                       if s.acked and isinstance(uri, str) and any(_covers(u, uri) for u in s.uris)]
+        else:
+            return False
+        for stream in targets:
+            self.ctx.send(CLIENT, notification(method, _tagged(params, stream.id)))
+        if not targets:
+            self.ctx.debug("notification.dropped", side=SERVER, method=method, reason="no stream")
+        return True
+
+    # Closing ------------------------------------------------------------------------------
+
+    def cancel(self, request_id: Any) -> bool:
+        """The client cancelled a listen request: end the stream silently. False if not one."""
+        if not is_request_id(request_id):
+            return False
+        stream = self.streams.pop(typed(request_id), None)
+        if stream is None:
+            return False
+        for uri in stream.uris + sorted(stream.waiting):
+            self._release(uri)
+        self.ctx.log("info", "listen.closed", subscription=stream.id, by="client")
+        return True
+
+    def _release(self, uri: str) -> None:
+        sub = self.subscriptions.get(uri)
+        if sub is None:
+            return
+        sub.refs -= 1
+        if sub.refs > 0:
+            return
+        del self.subscriptions[uri]
+        if sub.confirmed:  # an unconfirmed one is undone when its answer arrives
+            self._unsubscribe(uri)
+
+    def _unsubscribe(self, uri: str) -> None:
+        self.mode.router.issue(SERVER, "resources/unsubscribe", {"uri": uri}, "unsubscribe")
+
+    def close_all(self) -> None:
+        """Shutdown: end every stream gracefully with its listen result (subscriptions.mdx)."""
+        for stream in self.streams.values():
+            meta: Message = {META_SUBSCRIPTION_ID: stream.id}
+            if self.mode.server_info is not None:
+                meta[META_SERVER_INFO] = self.mode.server_info
+            self.ctx.reply(CLIENT, stream.id, {"resultType": "complete", "_meta": meta})
+        self.streams.clear()
+
+
+def _is_uri_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _covers(subscribed: str, uri: str) -> bool:
+    """Whether an update for `uri` concerns `subscribed`: the same, or a sub-resource of it.
+
+    resources.mdx (legacy): the updated uri "might be a sub-resource of the one that the
+    client actually subscribed to"; a prefix counts only at a path boundary.
+    """
+    if uri == subscribed:
+        return True
+    if not uri.startswith(subscribed):
+        return False
+    return subscribed.endswith("/") or uri[len(subscribed)] in "/?#"
+
+
+def _tagged(params: Message, subscription_id: Any) -> Message:
+    """`params` with the stream's subscriptionId in `_meta` (basic/index.mdx: MUST on streams)."""
+    meta = params.get("_meta")
+    tagged = {**params, "_meta": {**(meta if isinstance(meta, dict) else {}),
+                                  META_SUBSCRIPTION_ID: subscription_id}}
+    return tagged

@@ -1,0 +1,78 @@
+"""requestState handles for parked calls: sealed with an HMAC, expiring, bound to one request.
+
+Must not hold the parked calls or decide single use: it seals what the parking table gives
+it and opens what a client echoes back. mrtr.mdx §Server Requirements: requestState is
+attacker-controlled input; bind it to the originating method and a digest of its salient
+params, give it a short expiry, protect its integrity, and reject what fails verification.
+
+Format: "rs1." + base64url(JSON payload) + "." + base64url(HMAC-SHA256(secret, label + payload)).
+The payload is {"k": call key, "n": nonce, "d": request digest, "x": expiry in ms}; the nonce
+lets the parking table enforce single use (mrtr.mdx warns the digest alone does not).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from typing import Any
+
+PREFIX = "rs1."
+_LABEL = b"mcp-rosetta requestState v1\x00"
+# Fields that ride beside a retried request's own params and so are not part of its identity.
+_NOT_SALIENT = frozenset({"_meta", "inputResponses", "requestState"})
+
+
+def request_digest(method: str, params: Any) -> str:
+    """A digest of the method and the params that identify the request (name/arguments, uri)."""
+    salient = {k: v for k, v in params.items() if k not in _NOT_SALIENT} \
+        if isinstance(params, dict) else {}
+    canonical = json.dumps([method, salient], sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=True)
+    return _b64(hashlib.sha256(canonical.encode("ascii")).digest())
+
+
+def seal(secret: bytes, *, key: str, nonce: str, digest: str, expires: float) -> str:
+    """A requestState for one parked round of the call `key`, valid until `expires` (seconds)."""
+    payload = json.dumps({"k": key, "n": nonce, "d": digest, "x": round(expires * 1000)},
+                         separators=(",", ":")).encode("ascii")
+    body = _b64(payload)
+    return f"{PREFIX}{body}.{_b64(_mac(secret, body))}"
+
+
+def unseal(secret: bytes, state: str) -> dict[str, Any] | None:
+    """The payload of an authentic requestState; None if it was not sealed with `secret`."""
+    if not state.startswith(PREFIX) or state.count(".") != 2:
+        return None
+    body, _, mac = state[len(PREFIX):].partition(".")
+    try:
+        if not hmac.compare_digest(_unb64(mac), _mac(secret, body)):
+            return None  # checked before the payload is parsed: nothing unsealed is trusted
+        payload = json.loads(_unb64(body))
+    except ValueError:  # bad base64, bad UTF-8 or bad JSON all derive from ValueError
+        return None
+    return payload if _well_formed(payload) else None
+
+
+def expired(payload: dict[str, Any], now: float) -> bool:
+    return bool(now * 1000 > payload["x"])
+
+
+def _well_formed(payload: Any) -> bool:
+    return isinstance(payload, dict) and all(isinstance(payload.get(k), str) for k in "knd") \
+        and isinstance(payload.get("x"), int)
+
+
+def _mac(secret: bytes, body: str) -> bytes:
+    return hmac.new(secret, _LABEL + body.encode("ascii"), hashlib.sha256).digest()
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    if not text.isascii():
+        raise ValueError("not base64url")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
