@@ -1,0 +1,281 @@
+"""A legacy-era MCP client (mcp 1.x `ClientSession`) that runs one scenario and reports.
+
+Must not speak 2026-07-28: it is the official legacy SDK as real legacy hosts use it.
+
+Usage: legacy_client.py SCENARIO -- <server command...>
+Scenarios:
+  basic   initialize; list/call tools; progress; resources, templates, prompts, completion;
+          cancel a slow call with notifications/cancelled
+  inputs  every server-to-client request kind: elicitation, sampling, roots, two in one call
+  notify  resources/subscribe, tools list_changed, resources/updated, unsubscribe, setLevel
+
+Prints ONE JSON object on stdout (see peer_common.Recorder); exits 1 if the session could
+not be initialized, 0 otherwise (step failures are recorded, not fatal).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import timedelta
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from peer_common import (
+    ROOT_NAME,
+    ROOT_URI,
+    SAMPLING_MODEL,
+    SAMPLING_TEXT,
+    Recorder,
+    claim_stdout,
+    dump,
+    error_info,
+    fill_form,
+    parse_argv,
+)
+
+SCENARIOS = ("basic", "inputs", "notify")
+SCENARIO_TIMEOUT = 60.0
+# How long to wait for a notification that should come, and for one that should not.
+EXPECT_TIMEOUT = 3.0
+QUIET_PERIOD = 0.5
+# How long a cancelled call may take to answer (mcp 1.x servers answer; the spec says don't).
+CANCEL_GRACE = 1.5
+
+
+# --- callbacks: the deterministic user ------------------------------------------------------
+
+
+def callbacks(rec: Recorder) -> dict[str, Any]:
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        rec.out["asked"]["elicitation"].append(dump(params))
+        content = fill_form(getattr(params, "requestedSchema", None))
+        return types.ElicitResult(action="accept", content=content)
+
+    async def sample(context: Any, params: types.CreateMessageRequestParams) -> Any:
+        rec.out["asked"]["sampling"].append(dump(params))
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text=SAMPLING_TEXT),
+            model=SAMPLING_MODEL,
+            stopReason="endTurn",
+        )
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        rec.out["asked"]["roots"] += 1
+        return types.ListRootsResult(roots=[types.Root(uri=ROOT_URI, name=ROOT_NAME)])
+
+    async def log(params: types.LoggingMessageNotificationParams) -> None:
+        rec.note("logs", {"level": params.level, "data": params.data, "logger": params.logger})
+
+    async def message(message: Any) -> None:
+        if isinstance(message, types.ServerNotification):
+            root = message.root
+            rec.note("notifications", {"method": root.method, "params": dump(root.params)})
+        elif isinstance(message, Exception):
+            rec.note("notifications", {"method": None, "exception": error_info(message)})
+
+    return {
+        "elicitation_callback": elicit,
+        "sampling_callback": sample,
+        "list_roots_callback": roots,
+        "logging_callback": log,
+        "message_handler": message,
+    }
+
+
+# --- scenario: basic ------------------------------------------------------------------------
+
+
+async def basic(session: ClientSession, rec: Recorder) -> None:
+    tools = await list_tool_names(session, rec)
+    await rec.step("call:echo", lambda: session.call_tool("echo", {"text": "hi"}))
+    await rec.step("call:add", lambda: session.call_tool("add", {"a": 2, "b": 3}))
+    if "squares" in tools:
+        await rec.step("call:squares", lambda: session.call_tool("squares", {"n": 3}))
+    await call_with_progress(session, rec)
+    await browse_resources(session, rec)
+    await browse_prompts(session, rec)
+    await cancel_slow(session, rec)
+    if "stats" in tools:
+        await rec.step("call:stats", lambda: session.call_tool("stats", {}))
+
+
+async def list_tool_names(session: ClientSession, rec: Recorder, key: str = "tools") -> list[str]:
+    listed = await rec.step(key, session.list_tools)
+    names = [tool.name for tool in listed.tools] if listed else []
+    rec.out[key + ":names"] = names
+    return names
+
+
+async def call_with_progress(session: ClientSession, rec: Recorder) -> None:
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        rec.out["progress"].append({"progress": value, "total": total, "message": message})
+
+    await rec.step(
+        "call:slow",
+        lambda: session.call_tool("slow", {"steps": 3}, progress_callback=progress),
+    )
+
+
+async def browse_resources(session: ClientSession, rec: Recorder) -> None:
+    await rec.step("resources", session.list_resources)
+    await rec.step("templates", session.list_resource_templates)
+    for uri in ("memo://greeting", "memo://note/alice"):
+        await rec.step(f"read:{uri}", lambda uri=uri: session.read_resource(uri))
+
+
+async def browse_prompts(session: ClientSession, rec: Recorder) -> None:
+    await rec.step("prompts", session.list_prompts)
+    await rec.step("prompt:greet", lambda: session.get_prompt("greet", {"name": "alice"}))
+    ref = types.PromptReference(type="ref/prompt", name="greet")
+    argument = {"name": "name", "value": "al"}
+    await rec.step("complete:greet", lambda: session.complete(ref, argument))
+    template = types.ResourceTemplateReference(type="ref/resource", uri="memo://note/{name}")
+    await rec.step("complete:note", lambda: session.complete(template, argument))
+
+
+async def cancel_slow(session: ClientSession, rec: Recorder) -> None:
+    """Cancel a running call with notifications/cancelled once it has reported progress.
+
+    mcp 1.x uses the request id as the progressToken, so the token the first progress
+    notification carries is the id to cancel (as seen from this client, bridge or not).
+    """
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        pass  # only here so that the request carries a progressToken
+
+    async def call() -> None:
+        await rec.step(
+            "cancel:call",
+            lambda: session.call_tool("slow", {"steps": 60}, progress_callback=progress),
+        )
+
+    rec.phase = "cancel"
+    request_id, outcome = None, "no_response"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call)
+        if await rec.wait_for("notifications", "notifications/progress", EXPECT_TIMEOUT):
+            request_id = progress_token_in_phase(rec)
+            await session.send_notification(cancelled(request_id))
+        with anyio.move_on_after(CANCEL_GRACE) as waited:
+            while "cancel:call" not in rec.out:
+                await anyio.sleep(0.02)
+        if waited.cancelled_caught:
+            tg.cancel_scope.cancel()  # spec-correct servers send no response to a cancelled call
+        else:
+            outcome = "error" if "error" in rec.out["cancel:call"] else "result"
+    rec.out["cancel"] = {"request_id": request_id, "outcome": outcome}
+
+
+def progress_token_in_phase(rec: Recorder) -> Any:
+    progress = [
+        note
+        for note in rec.out["notifications"]
+        if note["phase"] == rec.phase and note["method"] == "notifications/progress"
+    ]
+    return progress[0]["params"]["progressToken"]
+
+
+def cancelled(request_id: Any) -> types.ClientNotification:
+    params = types.CancelledNotificationParams(requestId=request_id, reason="test cancel")
+    return types.ClientNotification(types.CancelledNotification(params=params))
+
+
+# --- scenario: inputs -----------------------------------------------------------------------
+
+
+async def inputs(session: ClientSession, rec: Recorder) -> None:
+    tools = await list_tool_names(session, rec)
+    for name in ("ask_name", "ask_model", "list_roots", "ask_two", "wizard", "patience"):
+        if name in tools:
+            await rec.step(f"call:{name}", lambda name=name: session.call_tool(name, {}))
+    prompts = await rec.step("prompts", session.list_prompts)
+    if prompts and "intro" in [prompt.name for prompt in prompts.prompts]:
+        await rec.step("prompt:intro", lambda: session.get_prompt("intro", {}))
+    resources = await rec.step("resources", session.list_resources)
+    if resources and "memo://private" in [str(r.uri) for r in resources.resources]:
+        await rec.step("read:memo://private", lambda: session.read_resource("memo://private"))
+
+
+# --- scenario: notify -----------------------------------------------------------------------
+
+
+async def notify(session: ClientSession, rec: Recorder) -> None:
+    uri = "memo://greeting"
+    await list_tool_names(session, rec, "tools:before")
+    await expect(rec, "subscribe", None, lambda: session.subscribe_resource(uri))
+    await expect(
+        rec,
+        "add_tool",
+        "notifications/tools/list_changed",
+        lambda: session.call_tool("add_tool", {"name": "zap"}),
+    )
+    await expect(
+        rec,
+        "touch",
+        "notifications/resources/updated",
+        lambda: session.call_tool("touch", {"uri": uri}),
+    )
+    await expect(rec, "unsubscribe", None, lambda: session.unsubscribe_resource(uri))
+    await expect(rec, "touch_unsubscribed", None, lambda: session.call_tool("touch", {"uri": uri}))
+    await list_tool_names(session, rec, "tools:after")
+    await rec.step("call:zap", lambda: session.call_tool("zap", {}))
+    await expect(rec, "set_level", None, lambda: session.set_logging_level("warning"))
+    await expect_logs(rec, "chatty", lambda: session.call_tool("chatty", {}))
+
+
+async def expect(rec: Recorder, phase: str, method: str | None, action: Any) -> None:
+    """Run `action` in its own phase; wait for `method` to arrive, or a quiet period if None."""
+    rec.phase = phase
+    await rec.step(phase, action)
+    if method is None:
+        await anyio.sleep(QUIET_PERIOD)
+    else:
+        rec.out[f"{phase}:arrived"] = await rec.wait_for("notifications", method, EXPECT_TIMEOUT)
+
+
+async def expect_logs(rec: Recorder, phase: str, action: Any) -> None:
+    rec.phase = phase
+    await rec.step(phase, action)
+    await rec.wait_for("logs", None, EXPECT_TIMEOUT)
+    await anyio.sleep(QUIET_PERIOD)
+
+
+# --- driver ---------------------------------------------------------------------------------
+
+SCENARIO_FUNCTIONS = {"basic": basic, "inputs": inputs, "notify": notify}
+
+
+async def run(scenario: str, server_cmd: list[str], rec: Recorder) -> int:
+    params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ))
+    timeout = timedelta(seconds=SCENARIO_TIMEOUT)
+    with anyio.fail_after(SCENARIO_TIMEOUT + 5):
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, timeout, **callbacks(rec)) as session,
+        ):
+            if await rec.step("initialize", session.initialize) is None:
+                return 1
+            await SCENARIO_FUNCTIONS[scenario](session, rec)
+    return 0
+
+
+def main() -> None:
+    scenario, server_cmd = parse_argv(sys.argv, SCENARIOS)
+    stdout = claim_stdout()
+    rec = Recorder(scenario)
+    code = 1
+    try:
+        code = anyio.run(run, scenario, server_cmd, rec)
+    except BaseException as exc:  # still report what was seen before the failure
+        rec.fail("fatal", exc)
+    rec.out["exit_code"] = code
+    rec.emit(stdout)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""The two official Python SDKs, each in its own cached virtual environment, and peer runners.
+
+Must not import either SDK into the test process: the SDKs only ever run in the peer
+subprocesses, under the interpreter of their own environment.
+
+- legacy: `mcp==1.30.0` (initialize handshake, protocol 2025-11-25 and older)
+- modern: `mcp==2.3.0`  (dual-era SDK; our peers pin it to 2026-07-28 where they must)
+
+Environments live in `$MCP_ROSETTA_E2E_CACHE` (default `~/.cache/mcp-rosetta-e2e/`), one
+per (era, pin, interpreter version), built once under a file lock so parallel test runs
+(xdist workers, two checkouts) neither clash nor build twice. A finished environment is
+marked by a `.rosetta-ready` file holding its pin; a half-built one is rebuilt.
+`MCP_ROSETTA_E2E_LEGACY_PYTHON` / `MCP_ROSETTA_E2E_MODERN_PYTHON` point at an existing
+interpreter instead (one that already has the right SDK installed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+E2E_DIR = Path(__file__).resolve().parent
+PEERS_DIR = E2E_DIR / "peers"
+REPO_ROOT = E2E_DIR.parents[1]
+
+PINS = {"legacy": "mcp==1.30.0", "modern": "mcp==2.3.0"}
+CLIENTS = {"legacy": "legacy_client.py", "modern": "modern_client.py"}
+READY_MARKER = ".rosetta-ready"
+INSTALL_TIMEOUT = 900
+
+
+@dataclass(frozen=True)
+class SdkPython:
+    """An interpreter with one era's SDK installed, and the client peer that runs under it."""
+
+    era: str
+    path: str
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __str__(self) -> str:
+        return self.path
+
+    @property
+    def client(self) -> str:
+        return CLIENTS[self.era]
+
+    def peer(self, script: str, *args: str) -> list[str]:
+        """The command that runs peers/<script>.py under this interpreter."""
+        name = script if script.endswith(".py") else f"{script}.py"
+        return [self.path, str(PEERS_DIR / name), *args]
+
+
+def cache_root() -> Path:
+    configured = os.environ.get("MCP_ROSETTA_E2E_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "mcp-rosetta-e2e"
+
+
+def sdk_python(era: str) -> SdkPython:
+    """The interpreter for `era` ("legacy" or "modern"), building its environment if needed."""
+    override = os.environ.get(f"MCP_ROSETTA_E2E_{era.upper()}_PYTHON")
+    if override:
+        return SdkPython(era, override)
+    pin = PINS[era]
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    version = f"py{sys.version_info.major}{sys.version_info.minor}"
+    venv = root / f"{era}-{pin.replace('==', '-')}-{version}"
+    with file_lock(root / f"{venv.name}.lock"):
+        if not is_ready(venv, pin):
+            build(venv, pin)
+    return SdkPython(era, str(venv / "bin" / "python"))
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def is_ready(venv: Path, pin: str) -> bool:
+    marker = venv / READY_MARKER
+    return (
+        marker.is_file()
+        and marker.read_text().strip() == pin
+        and (venv / "bin" / "python").exists()
+    )
+
+
+def build(venv: Path, pin: str) -> None:
+    shutil.rmtree(venv, ignore_errors=True)
+    run_checked([sys.executable, "-m", "venv", str(venv)])
+    python = str(venv / "bin" / "python")
+    run_checked([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", pin])
+    (venv / READY_MARKER).write_text(pin + "\n")
+
+
+def run_checked(cmd: Sequence[str]) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+
+
+def bridge_command(server_cmd: Sequence[str], *options: str) -> list[str]:
+    """The bridge in front of `server_cmd`, run from the dev environment (the repo's)."""
+    return [sys.executable, "-m", "bridge", *options, "--", *server_cmd]
+
+
+def run_client(
+    python: SdkPython,
+    scenario: str,
+    server_cmd: Sequence[str],
+    timeout: float = 120.0,
+) -> dict[str, Any]:
+    """Run `python`'s client peer on `scenario` against `server_cmd`; its parsed JSON report.
+
+    The report gains `_stderr` (the tail of the client's and server's stderr) so a failing
+    assertion can show what the peers said.
+    """
+    cmd = [python.path, str(PEERS_DIR / python.client), scenario, "--", *server_cmd]
+    proc = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    try:
+        report: dict[str, Any] = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError) as exc:
+        raise AssertionError(
+            f"{python.client} {scenario} printed no JSON report (exit {proc.returncode})\n"
+            f"stdout:\n{proc.stdout[-2000:]}\nstderr:\n{proc.stderr[-4000:]}"
+        ) from exc
+    report["_stderr"] = proc.stderr[-4000:]
+    return report
