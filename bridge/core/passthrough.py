@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from bridge.core.context import Context
-from bridge.core.eras import BATCHING_VERSION, Era
+from bridge.core.eras import BATCHING_VERSION, META_SUBSCRIPTION_ID, Era
 from bridge.core.events import CLIENT, SERVER, Side
 from bridge.core.jsonrpc import Inbound
-from bridge.core.router import Router, other
+from bridge.core.router import Pending, Router, other
 
 
 class PassThrough:
@@ -48,6 +48,8 @@ class PassThrough:
             if message["method"] == "notifications/cancelled":
                 self._relay_cancel(side, message)
             else:
+                if side == SERVER:
+                    self._retag(message.get("params"))
                 self.ctx.send(other(side), message)
         else:
             self.ctx.reject(side, inbound)
@@ -59,11 +61,32 @@ class PassThrough:
         if row.method == "initialize" and "result" in message:
             version = message["result"].get("protocolVersion")
             self.batching = version == BATCHING_VERSION
+        if row.method == "subscriptions/listen":
+            self._retag(message.get("result"), row)
         message["id"] = row.origin_id
         self.ctx.send(other(side), message)
 
+    def _retag(self, params: Any, row: Pending | None = None) -> None:
+        """A listen stream's tag names the bridge's id; the client knows its own (§11.12).
+
+        subscriptions.mdx: the subscriptionId is the listen request's id, with its type.
+        """
+        meta = params.get("_meta") if type(params) is dict else None
+        if type(meta) is not dict or META_SUBSCRIPTION_ID not in meta:
+            return
+        if row is None:
+            row = self.router.pending[SERVER].get(meta[META_SUBSCRIPTION_ID])
+        if row is not None:
+            params["_meta"] = {**meta, META_SUBSCRIPTION_ID: row.origin_id}
+
     def _relay_cancel(self, side: Side, message: dict[str, Any]) -> None:
         params = message.get("params") or {}
+        ended = self.router.pending[SERVER].pop(params.get("requestId"), None) \
+            if side == SERVER and isinstance(params.get("requestId"), str) else None
+        if ended is not None:
+            # cancellation.mdx (2026-07-28): a server ends a listen stream it tears down.
+            self.ctx.send(CLIENT, {**message, "params": {**params, "requestId": ended.origin_id}})
+            return
         bid = self.router.find(other(side), params.get("requestId"))
         if bid is None:
             self.ctx.debug("cancel.unmatched", side=side)

@@ -73,3 +73,33 @@ def test_modern_pair_passes_requests_untouched_but_for_the_id() -> None:
     assert forwarded == {**message, "id": forwarded["id"]}
     result = {"resultType": "complete", "tools": [], "ttlMs": 5, "cacheScope": "public"}
     assert one(h.server(answer(forwarded, result)), "client") == answer(message, result)
+
+
+def test_modern_listen_streams_keep_the_clients_subscription_id() -> None:
+    h = Harness()
+    probe = one(h.start(), "server")
+    listen = request(7, "subscriptions/listen", {"_meta": modern_meta(),
+                                                "notifications": {"toolsListChanged": True}})
+    h.client(listen)
+    forwarded = one(h.server(answer(probe, DISCOVER_RESULT)), "server")
+    tag = {"io.modelcontextprotocol/subscriptionId": forwarded["id"]}
+    ack = one(h.server({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                        "params": {"_meta": tag, "notifications": {"toolsListChanged": True}}}),
+              "client")
+    assert ack["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 7}
+    change = one(h.server({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                           "params": {"_meta": tag}}), "client")
+    assert change["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 7}
+    closed = one(h.server(answer(forwarded, {"resultType": "complete", "_meta": tag})), "client")
+    assert closed == {"jsonrpc": "2.0", "id": 7, "result": {
+        "resultType": "complete", "_meta": {"io.modelcontextprotocol/subscriptionId": 7}}}
+
+
+def test_a_modern_server_ending_a_listen_stream_is_told_under_the_clients_id() -> None:
+    h = Harness()
+    probe = one(h.start(), "server")
+    h.client(request("L", "subscriptions/listen", {"_meta": modern_meta(), "notifications": {}}))
+    forwarded = one(h.server(answer(probe, DISCOVER_RESULT)), "server")
+    ended = one(h.server({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                          "params": {"requestId": forwarded["id"]}}), "client")
+    assert ended["params"] == {"requestId": "L"}
