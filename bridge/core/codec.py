@@ -7,7 +7,6 @@ rejects but JSON allows (integers beyond 64 bits, lone surrogate escapes).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 try:
@@ -49,9 +48,8 @@ def decode(line: bytes | str) -> Any:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:
         return _stdlib_loads(line)  # maybe lone surrogate escapes, which JSON allows
-    if len(line) < _SHORT:
-        if len(line) - len(line.translate(None, _DIGITS)) < 20:
-            return value
+    if len(line) < _SHORT and len(line) - len(line.translate(None, _DIGITS)) < 20:
+        return value
     if _has_huge_float(value):
         return _stdlib_loads(line)
     return value

@@ -56,7 +56,9 @@ class Context:
         """Invalid input: tell the client if it can be told (JSON-RPC §5), log it either way."""
         self.log("warning", "message.invalid", side=side, reason=inbound.reason)
         if side == "client" and inbound.code is not None:
-            self.reply_error("client", inbound.id, inbound.code, f"Invalid message: {inbound.reason}")
+            self.reply_error(
+                "client", inbound.id, inbound.code, f"Invalid message: {inbound.reason}"
+            )
 
     def log(self, level: str, event: str, **fields: Any) -> None:
         self.actions.append(Log(level, event, fields))

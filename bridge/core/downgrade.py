@@ -98,7 +98,9 @@ def _is_object_schema(schema: Any) -> bool:
     return isinstance(schema, dict) and schema.get("type") == "object"
 
 
-def _list_for(key: str, item_for: Callable[[Any, str], Any]) -> Callable[[dict[str, Any], str], dict[str, Any]]:
+def _list_for(
+    key: str, item_for: Callable[[Any, str], Any]
+) -> Callable[[dict[str, Any], str], dict[str, Any]]:
     def downgrade(result: dict[str, Any], version: str) -> dict[str, Any]:
         items = result.get(key)
         if isinstance(items, list):
@@ -117,7 +119,7 @@ def _prompt_for(prompt: Any, version: str) -> Any:
 
 
 def _call_tool_result(result: dict[str, Any], version: str) -> dict[str, Any]:
-    structured = result.get("structuredContent", None)
+    structured = result.get("structuredContent")
     if "structuredContent" in result and (version < _V0618 or not isinstance(structured, dict)):
         # Modern structuredContent may be any JSON value (SEP-2106); legacy wants an object
         # or nothing. tools.mdx: structured content SHOULD also come as serialized text.

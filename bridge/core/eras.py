@@ -41,7 +41,16 @@ UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 LEGACY_RESOURCE_NOT_FOUND: Final = -32002
 LEGACY_URL_ELICITATION_REQUIRED: Final = -32042
 
-LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LOG_LEVELS: Final = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
 LOG_SEVERITY: Final = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 
 

@@ -13,7 +13,6 @@ from typing import Any
 from bridge.core.capabilities import client_caps_to_modern
 from bridge.core.context import Context
 from bridge.core.downgrade import progress_for_legacy, result_for_legacy
-from bridge.core.handshake import initialize_result
 from bridge.core.envelope import stamp_envelope
 from bridge.core.eras import (
     BATCHING_VERSION,
@@ -29,6 +28,7 @@ from bridge.core.eras import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from bridge.core.events import CLIENT, SERVER
+from bridge.core.handshake import initialize_result
 from bridge.core.inputs_a import ELIGIBLE, InputLoop
 from bridge.core.jsonrpc import Inbound
 from bridge.core.listen_a import Listener

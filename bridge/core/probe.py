@@ -42,8 +42,14 @@ class Probe:
         self.id = self.ctx.mint_id()
         # The probe carries the bridge's own identity: no client may have spoken yet, and
         # discover depends on neither (server/discover.mdx).
-        probe = build_request(self.id, "server/discover", None, era="modern",
-                              client_info=self.ctx.config.bridge_info, client_capabilities={})
+        probe = build_request(
+            self.id,
+            "server/discover",
+            None,
+            era="modern",
+            client_info=self.ctx.config.bridge_info,
+            client_capabilities={},
+        )
         self.ctx.send(SERVER, probe)
         self.waiting = True
         self.ctx.schedule(self.TIMER, self.ctx.config.probe_timeout)
@@ -74,7 +80,9 @@ class Probe:
         self.ctx.cancel_timer(self.TIMER)
 
     def is_late_answer(self, inbound: Inbound) -> bool:
-        return inbound.kind == "response" and self.id is not None and inbound.message["id"] == self.id
+        return (
+            inbound.kind == "response" and self.id is not None and inbound.message["id"] == self.id
+        )
 
     def _fallback(self) -> Era:
         # "any other error, or no response within a reasonable timeout" means legacy.

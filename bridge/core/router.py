@@ -43,8 +43,9 @@ class Router:
         self.ctx = ctx
         self.pending: dict[Side, dict[str, Pending]] = {CLIENT: {}, SERVER: {}}
 
-    def forward(self, to: Side, message: dict[str, Any], purpose: str = "forward",
-                data: Any = None) -> str:
+    def forward(
+        self, to: Side, message: dict[str, Any], purpose: str = "forward", data: Any = None
+    ) -> str:
         """Send a peer's request on to `to` under a fresh id; the row remembers the original."""
         bid = self.ctx.mint_id()
         self.pending[to][bid] = Pending(message["id"], message["method"], purpose, data)
@@ -55,8 +56,15 @@ class Router:
             self.ctx.schedule(("timeout", bid), timeout)
         return bid
 
-    def issue(self, to: Side, method: str, params: dict[str, Any] | None, purpose: str,
-              data: Any = None, origin_id: Any = BRIDGE) -> str:
+    def issue(
+        self,
+        to: Side,
+        method: str,
+        params: dict[str, Any] | None,
+        purpose: str,
+        data: Any = None,
+        origin_id: Any = BRIDGE,
+    ) -> str:
         """Send a request of the bridge's own making to `to`."""
         bid = self.ctx.mint_id()
         self.pending[to][bid] = Pending(origin_id, method, purpose, data)
@@ -68,7 +76,9 @@ class Router:
 
     def take(self, side: Side, message: dict[str, Any]) -> Pending | None:
         """The row a response from `side` answers, removed; None (logged) if unknown."""
-        row = self.pending[side].pop(message["id"], None) if isinstance(message["id"], str) else None
+        row = (
+            self.pending[side].pop(message["id"], None) if isinstance(message["id"], str) else None
+        )
         if row is None:
             self.ctx.log("warning", "response.unmatched", side=side, id=message["id"])
         return row
@@ -101,9 +111,13 @@ class Router:
             return None
         self.cancel(SERVER, bid, "mcp-rosetta request timeout")
         seconds = self.ctx.config.request_timeout
-        self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR,
-                             f"mcp-rosetta: no answer from the server within {seconds:g} s",
-                             {"source": "mcp-rosetta", "method": row.method})
+        self.ctx.reply_error(
+            CLIENT,
+            row.origin_id,
+            INTERNAL_ERROR,
+            f"mcp-rosetta: no answer from the server within {seconds:g} s",
+            {"source": "mcp-rosetta", "method": row.method},
+        )
         self.ctx.log("warning", "request.timed_out", method=row.method, server_id=bid)
         return row
 
@@ -117,5 +131,10 @@ class Router:
         self.pending[SERVER] = {}
         for row in rows.values():
             if row.origin_id is not BRIDGE and row.purpose == "forward":
-                self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR, reason,
-                                     {"source": "mcp-rosetta", "method": row.method})
+                self.ctx.reply_error(
+                    CLIENT,
+                    row.origin_id,
+                    INTERNAL_ERROR,
+                    reason,
+                    {"source": "mcp-rosetta", "method": row.method},
+                )

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from bridge.core.config import CoreConfig
-from bridge.core.events import Stop
 from bridge.core.eras import META_CLIENT_INFO, META_LOG_LEVEL, META_SERVER_INFO
+from bridge.core.events import Stop
 from tests.core.harness import (
     DISCOVER_RESULT,
     Harness,
@@ -22,11 +22,17 @@ from tests.core.harness import (
 )
 
 
-@pytest.mark.parametrize(("asked", "agreed"), [
-    ("2024-11-05", "2024-11-05"), ("2025-03-26", "2025-03-26"),
-    ("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25"),
-    ("2099-01-01", "2025-11-25"), ("1999-01-01", "2025-11-25"),
-])
+@pytest.mark.parametrize(
+    ("asked", "agreed"),
+    [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2099-01-01", "2025-11-25"),
+        ("1999-01-01", "2025-11-25"),
+    ],
+)
 def test_initialize_negotiates_each_legacy_revision(asked: str, agreed: str) -> None:
     _, result = mode_a(asked)
     assert result["protocolVersion"] == agreed
@@ -36,8 +42,13 @@ def test_initialize_result_comes_from_the_discover_result() -> None:
     _, result = mode_a("2025-11-25")
     assert result == {
         "protocolVersion": "2025-11-25",
-        "capabilities": {"logging": {}, "completions": {}, "prompts": {}, "resources": {},
-                         "tools": {}},
+        "capabilities": {
+            "logging": {},
+            "completions": {},
+            "prompts": {},
+            "resources": {},
+            "tools": {},
+        },
         "serverInfo": {"name": "ModernSrv", "version": "2.0", "title": "Modern", "icons": []},
         "instructions": "Use the tools.",
     }
@@ -50,7 +61,11 @@ def test_initialize_for_2024_11_05_drops_what_that_revision_lacks() -> None:
 
 
 def test_server_info_falls_back_to_the_bridge_and_extensions_are_dropped() -> None:
-    discover = {**DISCOVER_RESULT, "_meta": {}, "capabilities": {"tools": {}, "extensions": {"x": {}}}}
+    discover = {
+        **DISCOVER_RESULT,
+        "_meta": {},
+        "capabilities": {"tools": {}, "extensions": {"x": {}}},
+    }
     _, result = mode_a(discover=discover)
     assert result["serverInfo"]["name"] == "mcp-rosetta"
     assert result["capabilities"] == {"tools": {}}
@@ -60,8 +75,9 @@ def test_a_server_without_our_version_is_refused_by_name() -> None:
     h = Harness()
     probe = one(h.start(), "server")
     h.client(initialize("2025-06-18"))
-    reply = one(h.server(answer(probe, {**DISCOVER_RESULT, "supportedVersions": ["2027-01-01"]})),
-                "client")
+    reply = one(
+        h.server(answer(probe, {**DISCOVER_RESULT, "supportedVersions": ["2027-01-01"]})), "client"
+    )
     assert reply["id"] == 0
     assert reply["error"]["code"] == -32602
     assert "2027-01-01" in reply["error"]["message"]
@@ -71,7 +87,11 @@ def test_a_server_without_our_version_is_refused_by_name() -> None:
 def test_initialized_is_swallowed_and_ping_answered_locally() -> None:
     h, _ = mode_a()
     assert h.client({"jsonrpc": "2.0", "method": "notifications/initialized"}) == []
-    assert one(h.client(request("p", "ping")), "client") == {"jsonrpc": "2.0", "id": "p", "result": {}}
+    assert one(h.client(request("p", "ping")), "client") == {
+        "jsonrpc": "2.0",
+        "id": "p",
+        "result": {},
+    }
 
 
 def test_every_request_gets_the_envelope_and_keeps_the_client_meta() -> None:
@@ -79,11 +99,17 @@ def test_every_request_gets_the_envelope_and_keeps_the_client_meta() -> None:
     params = {"name": "t", "arguments": {}, "_meta": {"progressToken": "p1", "traceparent": "00-x"}}
     forwarded = one(h.client(request(3, "tools/call", params)), "server")
     assert forwarded["id"] != 3
-    assert forwarded["params"] == {"name": "t", "arguments": {}, "_meta": {
-        "progressToken": "p1", "traceparent": "00-x",
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"roots": {}, "sampling": {}},
-        META_CLIENT_INFO: {"name": "OldClient", "version": "1.0"}}}
+    assert forwarded["params"] == {
+        "name": "t",
+        "arguments": {},
+        "_meta": {
+            "progressToken": "p1",
+            "traceparent": "00-x",
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"roots": {}, "sampling": {}},
+            META_CLIENT_INFO: {"name": "OldClient", "version": "1.0"},
+        },
+    }
     bare = one(h.client(request(4, "tools/list")), "server")
     assert set(bare["params"]) == {"_meta"}
 
@@ -92,18 +118,28 @@ def test_every_request_gets_the_envelope_and_keeps_the_client_meta() -> None:
 def test_results_reach_the_client_under_its_own_id_without_modern_fields(client_id: Any) -> None:
     h, _ = mode_a()
     forwarded = one(h.client(request(client_id, "tools/list")), "server")
-    result = {"resultType": "complete", "tools": [{"name": "t", "inputSchema": {"type": "object"}}],
-              "ttlMs": 100, "cacheScope": "public",
-              "_meta": {META_SERVER_INFO: {"name": "s", "version": "1"}}}
+    result = {
+        "resultType": "complete",
+        "tools": [{"name": "t", "inputSchema": {"type": "object"}}],
+        "ttlMs": 100,
+        "cacheScope": "public",
+        "_meta": {META_SERVER_INFO: {"name": "s", "version": "1"}},
+    }
     reply = one(h.server(answer(forwarded, result)), "client")
-    assert reply == {"jsonrpc": "2.0", "id": client_id,
-                     "result": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}}
+    assert reply == {
+        "jsonrpc": "2.0",
+        "id": client_id,
+        "result": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]},
+    }
     assert type(reply["id"]) is type(client_id)
 
 
 def test_logging_set_level_is_local_and_stamped_on_later_requests() -> None:
     h, _ = mode_a()
-    assert one(h.client(request(1, "logging/setLevel", {"level": "warning"})), "client")["result"] == {}
+    assert (
+        one(h.client(request(1, "logging/setLevel", {"level": "warning"})), "client")["result"]
+        == {}
+    )
     forwarded = one(h.client(request(2, "prompts/list")), "server")
     assert forwarded["params"]["_meta"][META_LOG_LEVEL] == "warning"
     bad = one(h.client(request(3, "logging/setLevel", {"level": "loud"})), "client")
@@ -119,13 +155,22 @@ def test_logging_set_level_without_server_logging_is_method_not_found() -> None:
 def test_log_messages_and_progress_are_forwarded() -> None:
     h, _ = mode_a("2024-11-05")
     h.client(request(1, "tools/call", {"name": "slow", "_meta": {"progressToken": 5}}))
-    log = {"jsonrpc": "2.0", "method": "notifications/message",
-           "params": {"level": "info", "data": "hello"}}
+    log = {
+        "jsonrpc": "2.0",
+        "method": "notifications/message",
+        "params": {"level": "info", "data": "hello"},
+    }
     assert one(h.server(log), "client") == log
-    progress = {"jsonrpc": "2.0", "method": "notifications/progress",
-                "params": {"progressToken": 5, "progress": 1, "total": 2, "message": "half"}}
-    assert one(h.server(progress), "client")["params"] == {"progressToken": 5, "progress": 1,
-                                                          "total": 2}
+    progress = {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": 5, "progress": 1, "total": 2, "message": "half"},
+    }
+    assert one(h.server(progress), "client")["params"] == {
+        "progressToken": 5,
+        "progress": 1,
+        "total": 2,
+    }
 
 
 def test_progress_never_goes_backwards_for_a_token() -> None:
@@ -133,8 +178,16 @@ def test_progress_never_goes_backwards_for_a_token() -> None:
     h.client(request(1, "tools/call", {"name": "slow", "_meta": {"progressToken": "t"}}))
 
     def progress(value: float) -> list[Any]:
-        return sent(h.server({"jsonrpc": "2.0", "method": "notifications/progress",
-                              "params": {"progressToken": "t", "progress": value}}), "client")
+        return sent(
+            h.server(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": "t", "progress": value},
+                }
+            ),
+            "client",
+        )
 
     assert len(progress(1)) == 1
     assert progress(1) == []
@@ -145,24 +198,52 @@ def test_progress_never_goes_backwards_for_a_token() -> None:
 def test_cancel_is_remapped_to_the_server_id_and_late_answers_are_dropped() -> None:
     h, _ = mode_a()
     forwarded = one(h.client(request(9, "tools/call", {"name": "slow"})), "server")
-    cancel = one(h.client({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                           "params": {"requestId": 9, "reason": "user"}}), "server")
-    assert cancel == {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                      "params": {"requestId": forwarded["id"], "reason": "user"}}
+    cancel = one(
+        h.client(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 9, "reason": "user"},
+            }
+        ),
+        "server",
+    )
+    assert cancel == {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": forwarded["id"], "reason": "user"},
+    }
     assert sent(h.server(answer(forwarded, {"content": []})), "client") == []
 
 
 def test_cancel_of_an_unknown_request_does_nothing() -> None:
     h, _ = mode_a()
-    assert sent(h.client({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                          "params": {"requestId": 123}}), "server") == []
+    assert (
+        sent(
+            h.client(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 123},
+                }
+            ),
+            "server",
+        )
+        == []
+    )
 
 
 def test_resource_not_found_becomes_the_legacy_code() -> None:
     h, _ = mode_a()
     forwarded = one(h.client(request(1, "resources/read", {"uri": "memo://x"})), "server")
-    reply = one(h.server(fail(forwarded, -32602, "Resource not found", {"uri": "memo://x"})), "client")
-    assert reply["error"] == {"code": -32002, "message": "Resource not found", "data": {"uri": "memo://x"}}
+    reply = one(
+        h.server(fail(forwarded, -32602, "Resource not found", {"uri": "memo://x"})), "client"
+    )
+    assert reply["error"] == {
+        "code": -32002,
+        "message": "Resource not found",
+        "data": {"uri": "memo://x"},
+    }
     forwarded = one(h.client(request(2, "tools/call", {"name": "t"})), "server")
     reply = one(h.server(fail(forwarded, -32602, "Unknown tool: t")), "client")
     assert reply["error"]["code"] == -32602
@@ -184,8 +265,14 @@ def test_unsupported_version_mid_session_rediscovers_and_retries_once() -> None:
 def test_unsupported_version_without_ours_fails_naming_the_versions() -> None:
     h, _ = mode_a()
     forwarded = one(h.client(request(1, "tools/list")), "server")
-    actions = h.server(fail(forwarded, -32022, "Unsupported protocol version",
-                            {"supported": ["2027-01-01"], "requested": "2026-07-28"}))
+    actions = h.server(
+        fail(
+            forwarded,
+            -32022,
+            "Unsupported protocol version",
+            {"supported": ["2027-01-01"], "requested": "2026-07-28"},
+        )
+    )
     reply = one(actions, "client")
     assert reply["error"]["code"] == -32603 and "2027-01-01" in reply["error"]["message"]
 
@@ -193,10 +280,16 @@ def test_unsupported_version_without_ours_fails_naming_the_versions() -> None:
 def test_other_errors_pass_through_with_the_client_id() -> None:
     h, _ = mode_a()
     forwarded = one(h.client(request("x", "prompts/get", {"name": "nope"})), "server")
-    error = {"code": -32021, "message": "needs elicitation",
-             "data": {"requiredCapabilities": {"elicitation": {}}}}
+    error = {
+        "code": -32021,
+        "message": "needs elicitation",
+        "data": {"requiredCapabilities": {"elicitation": {}}},
+    }
     assert one(h.server({"jsonrpc": "2.0", "id": forwarded["id"], "error": error}), "client") == {
-        "jsonrpc": "2.0", "id": "x", "error": error}
+        "jsonrpc": "2.0",
+        "id": "x",
+        "error": error,
+    }
 
 
 def test_tasks_methods_are_not_found() -> None:
@@ -218,8 +311,12 @@ def test_server_requests_are_refused_never_forwarded() -> None:
 
 def test_2025_03_26_batches_are_split_and_answered_as_one_array() -> None:
     h, _ = mode_a("2025-03-26")
-    batch = [request(1, "tools/list"), {"jsonrpc": "2.0", "method": "notifications/initialized"},
-             request(2, "ping"), {"bad": True}]
+    batch = [
+        request(1, "tools/list"),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        request(2, "ping"),
+        {"bad": True},
+    ]
     actions = h.client(batch)
     forwarded = one(actions, "server")
     assert sent(actions, "client") == []

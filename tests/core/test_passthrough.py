@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from tests.core.harness import DISCOVER_RESULT, Harness, answer, fail, initialize, modern_meta, one, request, sent
+from tests.core.harness import (
+    DISCOVER_RESULT,
+    Harness,
+    answer,
+    fail,
+    initialize,
+    modern_meta,
+    one,
+    request,
+    sent,
+)
 
 
 def legacy_pair(version: str = "2025-06-18") -> tuple[Harness, dict]:

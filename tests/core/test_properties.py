@@ -11,27 +11,53 @@ from bridge.core.codec import encode
 from tests.core.harness import DISCOVER_RESULT, Harness, answer, fail, mode_a, one, request, sent
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 ids = st.one_of(st.integers(-(2**40), 2**40), st.text(max_size=6))
-methods = st.sampled_from(["tools/list", "tools/call", "resources/read", "prompts/get",
-                           "completion/complete", "resources/list", "ping"])
+methods = st.sampled_from(
+    [
+        "tools/list",
+        "tools/call",
+        "resources/read",
+        "prompts/get",
+        "completion/complete",
+        "resources/list",
+        "ping",
+    ]
+)
 
 
 def _message_like() -> st.SearchStrategy[Any]:
     return st.fixed_dictionaries(
         {"jsonrpc": st.sampled_from(["2.0", "1.0"])},
-        optional={"id": ids | json_values, "method": methods | st.text(max_size=10),
-                  "params": json_values, "result": json_values, "error": json_values},
+        optional={
+            "id": ids | json_values,
+            "method": methods | st.text(max_size=10),
+            "params": json_values,
+            "result": json_values,
+            "error": json_values,
+        },
     )
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(["client", "server"]),
-                          json_values | _message_like() | st.binary(max_size=30)), max_size=12))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["client", "server"]),
+            json_values | _message_like() | st.binary(max_size=30),
+        ),
+        max_size=12,
+    )
+)
 def test_handle_never_raises_on_arbitrary_input(lines: list[tuple[str, Any]]) -> None:
     h, _ = mode_a()  # the harness asserts that no bridge.error is ever logged
     for side, value in lines:
@@ -45,20 +71,29 @@ def test_handle_never_raises_on_arbitrary_input(lines: list[tuple[str, Any]]) ->
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(
     mode=st.sampled_from(["A", "P"]),
-    calls=st.lists(st.tuples(ids, methods), min_size=1, max_size=10,
-                   unique_by=lambda c: (type(c[0]), c[0])),
+    calls=st.lists(
+        st.tuples(ids, methods), min_size=1, max_size=10, unique_by=lambda c: (type(c[0]), c[0])
+    ),
     order=st.randoms(use_true_random=False),
     outcome=st.lists(st.booleans(), min_size=10, max_size=10),
 )
 def test_every_request_gets_exactly_one_response_under_its_own_id(
-        mode: str, calls: list[tuple[Any, str]], order: Any, outcome: list[bool]) -> None:
+    mode: str, calls: list[tuple[Any, str]], order: Any, outcome: list[bool]
+) -> None:
     h = mode_a()[0] if mode == "A" else _modern_pair()
     replies: list[Any] = []
     in_flight: dict[str, Any] = {}
     for client_id, method in calls:
-        params = {"name": "x"} if mode == "A" else {"_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {}}}
+        params = (
+            {"name": "x"}
+            if mode == "A"
+            else {
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }
+            }
+        )
         actions = h.client(request(client_id, method, params))
         replies += sent(actions, "client")
         for forwarded in sent(actions, "server"):
@@ -67,8 +102,11 @@ def test_every_request_gets_exactly_one_response_under_its_own_id(
     pending = list(in_flight.values())
     order.shuffle(pending)
     for n, forwarded in enumerate(pending):
-        reply = answer(forwarded, {"resultType": "complete", "content": []}) if outcome[n] \
+        reply = (
+            answer(forwarded, {"resultType": "complete", "content": []})
+            if outcome[n]
             else fail(forwarded, -32000, "boom")
+        )
         replies += sent(h.server(reply), "client")
     got = sorted((type(r["id"]).__name__, str(r["id"])) for r in replies)
     want = sorted((type(c).__name__, str(c)) for c, _ in calls)
@@ -78,9 +116,18 @@ def test_every_request_gets_exactly_one_response_under_its_own_id(
 def _modern_pair() -> Harness:
     h = Harness()
     probe = one(h.start(), "server")
-    h.client(request("first", "ping", {"_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}}}))
+    h.client(
+        request(
+            "first",
+            "ping",
+            {
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }
+            },
+        )
+    )
     forwarded = one(h.server(answer(probe, DISCOVER_RESULT)), "server")
     one(h.server(answer(forwarded, {"resultType": "complete"})), "client")
     return h

@@ -41,7 +41,7 @@ from bridge.protocol import (
         (b'"hello"', "JSON object"),
         (b'{"jsonrpc":"2.0","id":1,"method":5}', "method must be a string"),
         (b'{"jsonrpc":"2.0","id":1,"error":{"message":"no code"}}', "integer code"),
-        (b'NaN', "not JSON"),
+        (b"NaN", "not JSON"),
         (b"\xff\xfe", "not JSON"),
     ],
 )
@@ -70,58 +70,94 @@ def test_parse_inbound_batches_only_when_allowed() -> None:
 
 
 def test_parse_inbound_keeps_integers_beyond_64_bits() -> None:
-    inbound = parse_inbound(b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"n":123456789012345678901234567890}}')
+    inbound = parse_inbound(
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"n":123456789012345678901234567890}}'
+    )
     assert inbound.message["params"]["n"] == 123456789012345678901234567890
 
 
 def test_build_request_modern_stamps_the_envelope_and_keeps_client_meta() -> None:
-    request = build_request(5, "tools/call", {"name": "t", "_meta": {"progressToken": 9}},
-                            era="modern", client_info={"name": "c", "version": "1"},
-                            client_capabilities={"sampling": {}}, log_level="info")
+    request = build_request(
+        5,
+        "tools/call",
+        {"name": "t", "_meta": {"progressToken": 9}},
+        era="modern",
+        client_info={"name": "c", "version": "1"},
+        client_capabilities={"sampling": {}},
+        log_level="info",
+    )
     assert request == {
-        "jsonrpc": "2.0", "id": 5, "method": "tools/call",
-        "params": {"name": "t", "_meta": {
-            "progressToken": 9,
-            META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION,
-            META_CLIENT_CAPABILITIES: {"sampling": {}},
-            META_CLIENT_INFO: {"name": "c", "version": "1"},
-            META_LOG_LEVEL: "info"}}}
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {
+            "name": "t",
+            "_meta": {
+                "progressToken": 9,
+                META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION,
+                META_CLIENT_CAPABILITIES: {"sampling": {}},
+                META_CLIENT_INFO: {"name": "c", "version": "1"},
+                META_LOG_LEVEL: "info",
+            },
+        },
+    }
 
 
 def test_build_request_creates_params_for_a_bare_list_request() -> None:
     request = build_request("a", "tools/list", None, era="modern")
-    assert request["params"] == {"_meta": {META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION,
-                                           META_CLIENT_CAPABILITIES: {}}}
+    assert request["params"] == {
+        "_meta": {META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES: {}}
+    }
 
 
 def test_build_request_legacy_strips_envelope_and_mrtr_fields() -> None:
-    params = {"name": "t", "inputResponses": {"k": {}}, "requestState": "s",
-              "_meta": {META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION, "progressToken": 1}}
+    params = {
+        "name": "t",
+        "inputResponses": {"k": {}},
+        "requestState": "s",
+        "_meta": {META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION, "progressToken": 1},
+    }
     request = build_request(1, "tools/call", params, era="legacy")
     assert request["params"] == {"name": "t", "_meta": {"progressToken": 1}}
     assert "inputResponses" in params  # the input is not changed
 
 
 def test_normalize_result_to_legacy_strips_modern_fields() -> None:
-    result = {"resultType": "complete", "tools": [], "ttlMs": 5, "cacheScope": "public",
-              "_meta": {META_SERVER_INFO: {"name": "s", "version": "1"}, "x": 1}}
+    result = {
+        "resultType": "complete",
+        "tools": [],
+        "ttlMs": 5,
+        "cacheScope": "public",
+        "_meta": {META_SERVER_INFO: {"name": "s", "version": "1"}, "x": 1},
+    }
     assert normalize_result(result, to_era="legacy", method="tools/list") == {
-        "tools": [], "_meta": {"x": 1}}
+        "tools": [],
+        "_meta": {"x": 1},
+    }
 
 
 def test_normalize_result_to_modern_adds_result_type_cache_and_server_info() -> None:
     info = {"name": "old", "version": "0.9"}
-    assert normalize_result({"tools": []}, to_era="modern", method="tools/list",
-                            server_info=info) == {
-        "tools": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
-        "_meta": {META_SERVER_INFO: info}}
+    assert normalize_result(
+        {"tools": []}, to_era="modern", method="tools/list", server_info=info
+    ) == {
+        "tools": [],
+        "resultType": "complete",
+        "ttlMs": 0,
+        "cacheScope": "private",
+        "_meta": {META_SERVER_INFO: info},
+    }
     assert normalize_result({"content": []}, to_era="modern", method="tools/call") == {
-        "content": [], "resultType": "complete"}
+        "content": [],
+        "resultType": "complete",
+    }
 
 
 def test_normalize_result_downgrades_for_2024_11_05() -> None:
-    result = {"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}],
-              "structuredContent": {"n": 1}}
+    result = {
+        "content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}],
+        "structuredContent": {"n": 1},
+    }
     out = normalize_result(result, to_era="legacy", method="tools/call", version="2024-11-05")
     assert out["content"][0] == {"type": "text", "text": "file:///a (a)"}
     assert "structuredContent" not in out
@@ -141,10 +177,10 @@ def test_decline_input_response() -> None:
 
 
 def test_is_modern_error() -> None:
-    assert is_modern_error({"code": -32022, "message": "x",
-                            "data": {"supported": ["2026-07-28"], "requested": "1"}})
-    assert is_modern_error({"code": -32021, "message": "x",
-                            "data": {"requiredCapabilities": {}}})
+    assert is_modern_error(
+        {"code": -32022, "message": "x", "data": {"supported": ["2026-07-28"], "requested": "1"}}
+    )
+    assert is_modern_error({"code": -32021, "message": "x", "data": {"requiredCapabilities": {}}})
     assert not is_modern_error({"code": -32022, "message": "x"})
     assert not is_modern_error({"code": -32601, "message": "Method not found"})
     assert not is_modern_error({"code": -32602, "message": "x", "data": {"supported": []}})
@@ -153,8 +189,12 @@ def test_is_modern_error() -> None:
 
 def test_detect_era_and_legacy_request() -> None:
     modern = build_request(1, "tools/list", None, era="modern")
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-03-26"}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-03-26"},
+    }
     assert detect_era(modern) == "modern"
     assert detect_era(init) == "legacy"
     assert legacy_request(None, init) == "2025-03-26"
@@ -163,8 +203,12 @@ def test_detect_era_and_legacy_request() -> None:
 
 
 def test_legacy_context_drops_completion_context_for_old_revisions() -> None:
-    params = {"ref": {}, "argument": {}, "context": {"arguments": {}},
-              "_meta": {META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION}}
+    params = {
+        "ref": {},
+        "argument": {},
+        "context": {"arguments": {}},
+        "_meta": {META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION},
+    }
     old = legacy_context(params, {"protocolVersion": "2025-03-26", "method": "completion/complete"})
     assert old == {"ref": {}, "argument": {}}
     new = legacy_context(params, {"protocolVersion": "2025-06-18", "method": "completion/complete"})
@@ -172,9 +216,13 @@ def test_legacy_context_drops_completion_context_for_old_revisions() -> None:
 
 
 def test_legacy_result_answers_removed_methods() -> None:
-    discover = {"resultType": "complete", "supportedVersions": [MODERN_PROTOCOL_VERSION],
-                "capabilities": {"tools": {"listChanged": True}, "extensions": {"x": {}}},
-                "ttlMs": 0, "cacheScope": "public"}
+    discover = {
+        "resultType": "complete",
+        "supportedVersions": [MODERN_PROTOCOL_VERSION],
+        "capabilities": {"tools": {"listChanged": True}, "extensions": {"x": {}}},
+        "ttlMs": 0,
+        "cacheScope": "public",
+    }
     init = legacy_result(discover, "initialize", "2025-06-18")
     assert init is not None
     assert init["protocolVersion"] == "2025-06-18"
@@ -183,12 +231,15 @@ def test_legacy_result_answers_removed_methods() -> None:
     assert legacy_result(discover, "tools/list", "2025-06-18") is None
 
 
-@pytest.mark.parametrize("message", [
-    {"text": "line\nbreak"},
-    {"n": 2**80},
-    {"s": "\ud800"},
-    {"u": "ünïcødé ✓"},
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"text": "line\nbreak"},
+        {"n": 2**80},
+        {"s": "\ud800"},
+        {"u": "ünïcødé ✓"},
+    ],
+)
 def test_format_message_is_one_line_of_valid_json(message: dict[str, object]) -> None:
     line = format_message(message)
     assert line.endswith(b"\n") and line.count(b"\n") == 1

@@ -17,8 +17,15 @@ import checks
 MODERN_INPUT_TOOLS = ("ask_name", "ask_model", "list_roots", "ask_two", "wizard", "patience")
 LEGACY_INPUT_TOOLS = ("ask_name", "ask_model", "list_roots", "ask_two", "wizard")
 # What only a modern peer may see (basic/index.mdx §_meta, caching.mdx, mrtr.mdx).
-MODERN_TRACES = ('"resultType"', '"ttlMs"', '"cacheScope"', "io.modelcontextprotocol/",
-                 '"inputRequests"', '"requestState"', "subscriptions/")
+MODERN_TRACES = (
+    '"resultType"',
+    '"ttlMs"',
+    '"cacheScope"',
+    "io.modelcontextprotocol/",
+    '"inputRequests"',
+    '"requestState"',
+    "subscriptions/",
+)
 
 
 def assert_no_modern_traces(report: dict[str, Any]) -> None:
@@ -30,22 +37,28 @@ def assert_no_modern_traces(report: dict[str, Any]) -> None:
 # --- mode A: legacy client, modern-only server ------------------------------------------------
 
 
-def test_legacy_client_uses_a_modern_only_server(legacy_python, modern_python, run_client,
-                                                 bridge_command):
+def test_legacy_client_uses_a_modern_only_server(
+    legacy_python, modern_python, run_client, bridge_command
+):
     report = run_client(legacy_python, "basic", bridge_command(modern_python.peer("modern_server")))
     checks.check_legacy_basic(report)
     assert report["initialize"]["serverInfo"]["name"] == "rosetta-modern-server"
     assert report["initialize"]["protocolVersion"] == "2025-11-25"
     # An array structuredContent is modern-only: the legacy client gets its text form only.
-    assert report["call:squares"] == {"content": [{"type": "text", "text": "[1, 4, 9]"}],
-                                      "isError": False}
+    assert report["call:squares"] == {
+        "content": [{"type": "text", "text": "[1, 4, 9]"}],
+        "isError": False,
+    }
     assert report["call:stats"]["structuredContent"]["slow_cancelled"] >= 1
     assert_no_modern_traces(report)
 
 
-def test_legacy_client_answers_a_modern_servers_input_requests(legacy_python, modern_python,
-                                                               run_client, bridge_command):
-    report = run_client(legacy_python, "inputs", bridge_command(modern_python.peer("modern_server")))
+def test_legacy_client_answers_a_modern_servers_input_requests(
+    legacy_python, modern_python, run_client, bridge_command
+):
+    report = run_client(
+        legacy_python, "inputs", bridge_command(modern_python.peer("modern_server"))
+    )
     checks.check_inputs(report, MODERN_INPUT_TOOLS)
     checks.check_elicited_prompt_and_resource(report)
     assert "read:memo://private" in report
@@ -54,17 +67,21 @@ def test_legacy_client_answers_a_modern_servers_input_requests(legacy_python, mo
     assert_no_modern_traces(report)
 
 
-def test_legacy_client_hears_changes_and_logs_of_a_modern_server(legacy_python, modern_python,
-                                                                 run_client, bridge_command):
-    report = run_client(legacy_python, "notify", bridge_command(modern_python.peer("modern_server")))
+def test_legacy_client_hears_changes_and_logs_of_a_modern_server(
+    legacy_python, modern_python, run_client, bridge_command
+):
+    report = run_client(
+        legacy_python, "notify", bridge_command(modern_python.peer("modern_server"))
+    )
     checks.check_legacy_notify(report)
     caps = report["initialize"]["capabilities"]
     assert caps["tools"]["listChanged"] is True and caps["resources"]["subscribe"] is True
     assert_no_modern_traces(report)
 
 
-def test_legacy_client_uses_a_dual_era_server_in_mode_a(legacy_python, modern_python, run_client,
-                                                        bridge_command):
+def test_legacy_client_uses_a_dual_era_server_in_mode_a(
+    legacy_python, modern_python, run_client, bridge_command
+):
     report = run_client(legacy_python, "basic", bridge_command(modern_python.peer("dual_server")))
     checks.check_legacy_basic(report)
     assert report["initialize"]["serverInfo"]["name"] == "rosetta-dual-server"
@@ -100,27 +117,35 @@ def test_modern_pair_passes_through(modern_python, run_client, bridge_command):
 # --- mode B: modern-only client, legacy server ------------------------------------------------
 
 
-def test_modern_client_uses_a_legacy_server(legacy_python, modern_python, run_client,
-                                            bridge_command):
+def test_modern_client_uses_a_legacy_server(
+    legacy_python, modern_python, run_client, bridge_command
+):
     report = run_client(modern_python, "basic", bridge_command(legacy_python.peer("legacy_server")))
     checks.check_modern_basic(report)
     checks.check_modern_logs(report)
     assert report["discover"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == (
-        "rosetta-legacy-server")
+        "rosetta-legacy-server"
+    )
     assert report["discover"]["supportedVersions"] == [checks.MODERN_VERSION]
 
 
-def test_modern_client_answers_a_legacy_servers_input_requests(legacy_python, modern_python,
-                                                               run_client, bridge_command):
-    report = run_client(modern_python, "inputs", bridge_command(legacy_python.peer("legacy_server")))
+def test_modern_client_answers_a_legacy_servers_input_requests(
+    legacy_python, modern_python, run_client, bridge_command
+):
+    report = run_client(
+        modern_python, "inputs", bridge_command(legacy_python.peer("legacy_server"))
+    )
     checks.check_inputs(report, LEGACY_INPUT_TOOLS)
     checks.check_elicited_prompt_and_resource(report)
     checks.check_manual_rounds(report)
 
 
-def test_modern_client_hears_changes_of_a_legacy_server(legacy_python, modern_python, run_client,
-                                                        bridge_command):
-    report = run_client(modern_python, "notify", bridge_command(legacy_python.peer("legacy_server")))
+def test_modern_client_hears_changes_of_a_legacy_server(
+    legacy_python, modern_python, run_client, bridge_command
+):
+    report = run_client(
+        modern_python, "notify", bridge_command(legacy_python.peer("legacy_server"))
+    )
     checks.check_modern_notify(report)
 
 
@@ -128,8 +153,13 @@ def test_modern_client_hears_changes_of_a_legacy_server(legacy_python, modern_py
 
 
 def test_a_missing_server_command_is_one_line_and_exit_69():
-    proc = subprocess.run([sys.executable, "-m", "bridge", "--", "no-such-server-xyz"],
-                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bridge", "--", "no-such-server-xyz"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 69
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1
