@@ -81,13 +81,14 @@ class PassThrough:
 
     def _relay_cancel(self, side: Side, message: dict[str, Any]) -> None:
         params = message.get("params") or {}
-        ended = self.router.pending[SERVER].pop(params.get("requestId"), None) \
-            if side == SERVER and isinstance(params.get("requestId"), str) else None
+        target = params.get("requestId")
+        ended = self.router.pending[SERVER].pop(target, None) \
+            if side == SERVER and isinstance(target, str) else None
         if ended is not None:
             # cancellation.mdx (2026-07-28): a server ends a listen stream it tears down.
             self.ctx.send(CLIENT, {**message, "params": {**params, "requestId": ended.origin_id}})
             return
-        bid = self.router.find(other(side), params.get("requestId"))
+        bid = self.router.find(other(side), target)
         if bid is None:
             self.ctx.debug("cancel.unmatched", side=side)
             return
