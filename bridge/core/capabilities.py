@@ -8,6 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+# Legacy list_changed notification -> the listen filter flag asking for it (subscriptions.mdx)
+# and the server capability area whose `listChanged` offers it.
+LIST_CHANGES = {
+    "notifications/tools/list_changed": ("toolsListChanged", "tools"),
+    "notifications/prompts/list_changed": ("promptsListChanged", "prompts"),
+    "notifications/resources/list_changed": ("resourcesListChanged", "resources"),
+}
+
 # Server capability keys both eras share; `tasks` and `extensions` are era-specific.
 _SHARED_SERVER_KEYS = ("logging", "completions", "prompts", "resources", "tools", "experimental")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from bridge.core.capabilities import declares, input_capability
 from bridge.core.downgrade import result_for_legacy
 from bridge.core.eras import INTERNAL_ERROR
 from bridge.core.events import CLIENT, SERVER
@@ -152,8 +153,8 @@ class InputLoop:
         params = request.get("params")
         if params is not None and not isinstance(params, dict):
             return "params must be an object"
-        needed = _capability_for(method, params or {})
-        if _declared(self.mode.client_caps_legacy, needed):
+        needed = input_capability(method, params)
+        if declares(self.mode.client_caps_legacy, needed):
             return None
         return (f"the server asked for {method} needing capability {'.'.join(needed)}, "
                 f"which the client did not declare (a server bug)")
@@ -333,27 +334,6 @@ class InputLoop:
             self._finish(call)
             self.ctx.reply_error(CLIENT, call.origin_id, INTERNAL_ERROR, reason,
                                  {"source": "mcp-rosetta"})
-
-
-def _capability_for(method: str, params: Message) -> tuple[str, ...]:
-    if method == "roots/list":
-        return ("roots",)
-    if method == "sampling/createMessage":
-        tools = "tools" in params or "toolChoice" in params
-        return ("sampling", "tools") if tools else ("sampling",)
-    return ("elicitation", "url") if params.get("mode") == "url" else ("elicitation", "form")
-
-
-def _declared(caps: Message, path: tuple[str, ...]) -> bool:
-    # client/elicitation.mdx §Capabilities: `elicitation: {}` means form mode.
-    if path == ("elicitation", "form") and caps.get("elicitation") == {}:
-        return True
-    node: Any = caps
-    for part in path:
-        node = node.get(part) if isinstance(node, dict) else None
-        if node is None:
-            return False
-    return True
 
 
 def _declares_roots_changes(caps: Message) -> bool:

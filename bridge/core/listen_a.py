@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bridge.core.capabilities import has_flag
+from bridge.core.capabilities import LIST_CHANGES, has_flag
 from bridge.core.envelope import stamp_envelope
 from bridge.core.eras import (
     INTERNAL_ERROR,
@@ -26,12 +26,6 @@ if TYPE_CHECKING:
 
 Message = dict[str, Any]
 
-# Legacy list_changed notification -> listen filter flag and server capability area.
-LIST_CHANGES = {
-    "notifications/tools/list_changed": ("toolsListChanged", "tools"),
-    "notifications/prompts/list_changed": ("promptsListChanged", "prompts"),
-    "notifications/resources/list_changed": ("resourcesListChanged", "resources"),
-}
 SESSION = "session"  # the stream for list changes, as opposed to one per resource URI
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bridge.core.capabilities import has_flag
+from bridge.core.capabilities import LIST_CHANGES, has_flag
 from bridge.core.eras import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -27,12 +27,6 @@ if TYPE_CHECKING:
 
 Message = dict[str, Any]
 
-# Legacy list_changed notification -> the listen filter flag and the server capability area.
-LIST_CHANGES = {
-    "notifications/tools/list_changed": ("toolsListChanged", "tools"),
-    "notifications/prompts/list_changed": ("promptsListChanged", "prompts"),
-    "notifications/resources/list_changed": ("resourcesListChanged", "resources"),
-}
 UPDATED = "notifications/resources/updated"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 
