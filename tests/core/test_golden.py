@@ -77,7 +77,7 @@ def test_the_harness_discover_result_is_a_valid_modern_discover_result() -> None
 
 
 def test_mode_b_discover_answer_is_a_valid_modern_discover_result() -> None:
-    h, actions = mode_b()
+    _h, actions = mode_b()
     reply = one(actions, "client")
     _schema("2026-07-28", "DiscoverResult").validate(reply["result"])
 
@@ -94,7 +94,7 @@ def test_mode_b_results_are_valid_modern_results(method: str, legacy_result: dic
     h, _ = mode_b()
     params = {"uri": "file:///a"} if method == "resources/read" else (
         {"name": "t"} if method == "tools/call" else None)
-    forwarded = [m for m in sent(h.client(modern(9, method, params)), "server")
-                 if m.get("method") == method][0]
+    forwarded = next(m for m in sent(h.client(modern(9, method, params)), "server")
+                 if m.get("method") == method)
     reply = one(h.server(answer(forwarded, legacy_result)), "client")
     _schema("2026-07-28", kind).validate(reply["result"])
