@@ -1,0 +1,130 @@
+"""Profile the core's message path in process: `python profile_core.py A|P-legacy|P-modern [N]`.
+
+Must not touch trio or pipes: it drives bridge.core.bridge.Bridge with the benchmark's own
+messages (a tools/call echo round trip, encoded as the shell's writer would encode it), prints
+µs per round trip, and with `--profile` a pyinstrument tree of where that time goes.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from clients import CLIENT_INFO, ECHO, ELICITATION, LEGACY, META, MODERN
+
+from bridge.core.bridge import Bridge
+from bridge.core.codec import encode
+from bridge.core.events import ChildStarted, MessageReceived, Send
+
+Message = dict[str, Any]
+DISCOVER = {"resultType": "complete", "supportedVersions": [MODERN],
+            "capabilities": {"tools": {}}, "ttlMs": 60000, "cacheScope": "public",
+            "_meta": {META + "serverInfo": {"name": "bench-server", "version": "1.0.0"}}}
+TEXT = [{"type": "text", "text": "hello, bridge"}]
+
+
+def line(message: Message) -> bytes:
+    return encode(message).rstrip(b"\n")
+
+
+def sends(actions: list[Any], side: str) -> list[bytes]:
+    """What the shell would write to `side`, encoded: the codec is part of the path."""
+    return [encode(a.message) for a in actions if type(a) is Send and a.side == side]
+
+
+def request(id_: int, era: str, method: str, params: Message) -> Message:
+    if era == "modern":
+        params = {**params, "_meta": {META + "protocolVersion": MODERN,
+                                      META + "clientCapabilities": {},
+                                      META + "clientInfo": CLIENT_INFO}}
+    return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+
+
+def echo_result(era: str) -> Message:
+    if era == "modern":
+        return {"resultType": "complete", "content": TEXT, "isError": False,
+                "_meta": {META + "serverInfo": {"name": "bench-server", "version": "1.0.0"}}}
+    return {"content": TEXT, "isError": False}
+
+
+class Rig:
+    """One Bridge wired to a scripted client and server of the given eras."""
+
+    def __init__(self, client_era: str, server_era: str) -> None:
+        self.bridge, self.now = Bridge(), 0.0
+        self.client_era, self.server_era = client_era, server_era
+        probe = self.feed("server", None, ChildStarted())
+        probe_id = __import__("orjson").loads(probe[0])["id"]
+        reply: Message = ({"result": DISCOVER} if server_era == "modern" else
+                          {"error": {"code": -32601, "message": "Method not found"}})
+        self.feed("server", {"jsonrpc": "2.0", "id": probe_id, **reply})
+        if client_era == "legacy":
+            self.feed("client", request(0, "legacy", "initialize", {
+                "protocolVersion": LEGACY, "capabilities": ELICITATION,
+                "clientInfo": CLIENT_INFO}))
+            self.feed("client", {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        else:
+            self.feed("client", request(0, "modern", "tools/list", {}))
+        self.answer_server_requests()
+
+    def feed(self, side: str, message: Message | None, event: Any = None) -> list[bytes]:
+        event = event or MessageReceived(side, line(message or {}))  # type: ignore[arg-type]
+        self.now += 1e-4
+        actions = self.bridge.handle(event, self.now)
+        self.pending = sends(actions, "server")
+        return self.pending
+
+    def answer_server_requests(self) -> None:
+        """The legacy handshake the bridge runs with a legacy child in mode B (or P's own)."""
+        import orjson
+
+        queue = list(self.pending)
+        while queue:
+            msg = orjson.loads(queue.pop(0))
+            if "id" not in msg:
+                continue
+            result: Message = {"tools": []}
+            if msg.get("method") == "initialize":
+                result = {"protocolVersion": msg["params"]["protocolVersion"],
+                          "capabilities": {"tools": {}}, "serverInfo": CLIENT_INFO}
+            queue += self.feed("server", {"jsonrpc": "2.0", "id": msg["id"], "result": result})
+
+    def round_trip(self, id_: int) -> None:
+        import orjson
+
+        forwarded = self.feed("client", request(id_, self.client_era, "tools/call", ECHO))
+        server_id = orjson.loads(forwarded[0])["id"]
+        self.feed("server", {"jsonrpc": "2.0", "id": server_id,
+                             "result": echo_result(self.server_era)})
+
+
+ERAS = {"A": ("legacy", "modern"), "B": ("modern", "legacy"),
+        "P-legacy": ("legacy", "legacy"), "P-modern": ("modern", "modern")}
+
+
+def main(argv: list[str]) -> int:
+    mode = argv[0] if argv else "A"
+    count = int(argv[1]) if len(argv) > 1 and argv[1].isdigit() else 20000
+    rig = Rig(*ERAS[mode])
+    assert rig.bridge.mode is not None, "the bridge did not choose a mode"
+    profiler = None
+    if "--profile" in argv:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.0001)
+        profiler.start()
+    started = time.perf_counter()
+    for i in range(1, count + 1):
+        rig.round_trip(i)
+    elapsed = time.perf_counter() - started
+    if profiler is not None:
+        profiler.stop()
+        print(profiler.output_text(unicode=True, color=False, show_all=False))
+    print(f"{mode} (bridge mode {rig.bridge.mode}): {elapsed / count * 1e6:.1f} µs per "
+          f"tools/call round trip in the core, codec included")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
