@@ -43,7 +43,7 @@ class CoreConfig:
     """Mode A: first and largest delay before re-opening a listen stream the server ended."""
     parked_timeout: float = 900.0
     """Mode B: seconds a parked call waits for the modern client's retry before it is cancelled."""
-    park_window: float = 0.05
+    park_window: float = 0.005
     """Mode B: seconds to gather a legacy server's concurrent input requests into one round."""
     cache_ttl_ms: int = 0
     """Mode B: ttlMs on complete results of the cacheable methods (caching.mdx); retried

@@ -21,8 +21,13 @@ _V1125 = "2025-11-25"
 
 
 def strip_modern_result(result: dict[str, Any]) -> dict[str, Any]:
-    """`result` without resultType, cache hints and modern `_meta` keys (a shallow copy)."""
-    out = {k: v for k, v in result.items() if k not in MODERN_RESULT_FIELDS}
+    """`result` without resultType, cache hints and modern `_meta` keys (a shallow copy).
+
+    The copy is made only of the top level, so the per-result cost stays small.
+    """
+    out = dict(result)
+    for key in MODERN_RESULT_FIELDS:
+        out.pop(key, None)
     meta = out.get("_meta")
     if isinstance(meta, dict) and not MODERN_RESULT_META_KEYS.isdisjoint(meta):
         kept = {k: v for k, v in meta.items() if k not in MODERN_RESULT_META_KEYS}

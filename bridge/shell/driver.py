@@ -7,7 +7,6 @@ messages (the core does) nor sleep (it waits on its inbox with the core's deadli
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable
 from typing import Protocol
 
@@ -77,7 +76,10 @@ class Driver:
         try:
             gen, event = self._inbox.receive_nowait()
         except trio.WouldBlock:
-            with trio.move_on_at(math.inf if deadline is None else deadline):
+            if deadline is None:  # no timer pending: a cancel scope would be pure cost
+                gen, event = await self._inbox.receive()
+                return self._filter(gen, event)
+            with trio.move_on_at(deadline):
                 gen, event = await self._inbox.receive()
                 return self._filter(gen, event)
             return TimerFired()

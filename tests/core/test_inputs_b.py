@@ -69,8 +69,8 @@ def test_an_elicitation_during_a_call_becomes_a_round_and_the_retry_resumes_it()
     assert legacy == {"jsonrpc": "2.0", "id": "rosetta-5", "method": "tools/call",
                       "params": CALL_PARAMS}
     assert sent(h.server(request(42, "elicitation/create", ELICIT_LEGACY)), "client") == []
-    assert sent(h.advance(0.04), "client") == []  # the park window gathers for 50 ms
-    reply = one(h.advance(0.01), "client")
+    assert sent(h.advance(0.004), "client") == []  # the park window gathers for 5 ms
+    reply = one(h.advance(0.001), "client")
     state = reply["result"]["requestState"]
     assert reply == {"jsonrpc": "2.0", "id": 1, "result": {
         "resultType": "input_required",
@@ -79,7 +79,7 @@ def test_an_elicitation_during_a_call_becomes_a_round_and_the_retry_resumes_it()
         "requestState": state, "_meta": OLD_SRV}}
     assert state.startswith(PREFIX)
     assert unseal(SECRET, state) == {"k": "rosetta-4", "n": "rosetta-6",
-                                     "d": request_digest("tools/call", CALL_PARAMS), "x": 900050}
+                                     "d": request_digest("tools/call", CALL_PARAMS), "x": 900005}
     actions = h.client(call(2, inputResponses={"q1": ACCEPT}, requestState=state))
     assert sent(actions, "client") == []
     assert one(actions, "server") == {"jsonrpc": "2.0", "id": 42, "result": ACCEPT}
