@@ -29,9 +29,6 @@ from bridge.core.events import (
     TimerFired,
 )
 from bridge.core.jsonrpc import Inbound, parse_inbound
-from bridge.core.mode_a import ModeA
-from bridge.core.mode_b import ModeB
-from bridge.core.passthrough import PassThrough
 from bridge.core.probe import Probe
 
 EX_OK = 0
@@ -212,11 +209,19 @@ class Bridge:
         server_era = self.probe.era
         if self.handler is not None or self.client_era is None or server_era is None:
             return
+        # Each mode is imported when chosen: a bridge only ever runs one, and importing the
+        # others would add to every start-up (issue 6).
         if self.client_era == server_era:
+            from bridge.core.passthrough import PassThrough
+
             self.handler = PassThrough(self.ctx, server_era)
         elif self.client_era == "legacy":
+            from bridge.core.mode_a import ModeA
+
             self.handler = ModeA(self.ctx, self.probe)
         else:
+            from bridge.core.mode_b import ModeB
+
             self.handler = ModeB(self.ctx, self.probe, self.secret)
         self.ctx.log("info", "mode.chosen", mode=self.handler.mode,
                      client_era=self.client_era, server_era=server_era)

@@ -50,8 +50,10 @@ def stamp_envelope(
     return new_params
 
 
-def strip_envelope(params: dict[str, Any] | None) -> dict[str, Any] | None:
-    """`params` without the modern envelope keys and MRTR fields, for a legacy server.
+def strip_envelope(params: dict[str, Any] | None,
+                   drop: frozenset[str] = ENVELOPE_KEYS) -> dict[str, Any] | None:
+    """`params` without the modern envelope keys (or the `_meta` keys `drop` names) and the
+    MRTR fields, for a legacy server.
 
     An emptied `_meta` is removed; `params` itself stays (legacy accepts `{}`).
     """
@@ -60,7 +62,7 @@ def strip_envelope(params: dict[str, Any] | None) -> dict[str, Any] | None:
     new_params = {k: v for k, v in params.items() if k not in MRTR_PARAMS}
     meta = new_params.get("_meta")
     if isinstance(meta, dict):
-        kept = {k: v for k, v in meta.items() if k not in ENVELOPE_KEYS}
+        kept = {k: v for k, v in meta.items() if k not in drop}
         if kept:
             new_params["_meta"] = kept
         else:

@@ -16,7 +16,10 @@ SERVER: Side = "server"
 # Events -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# The two records made for every message (MessageReceived in, Send out) are not frozen: a
+# frozen dataclass's __init__ costs twice as much (object.__setattr__ per field), on the
+# hottest path there is (issue 6). Nothing mutates them either way.
+@dataclass(slots=True)
 class MessageReceived:
     """A peer wrote one line (raw bytes, without the newline)."""
 
@@ -59,7 +62,7 @@ Event = MessageReceived | ChildStarted | ChildExited | PeerClosed | TimerFired |
 # Actions ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Send:
     """Write `message` (a JSON-RPC object, or a list for a 2025-03-26 batch) to `side`."""
 

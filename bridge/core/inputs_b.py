@@ -82,7 +82,7 @@ class Call:
         self.key = key  # names the call in its requestState
         self.method: str = message["method"]
         self.params: Message = message["params"]  # the current round's, re-sent after -32042
-        self.digest = request_digest(self.method, self.params)
+        self.digest: str | None = None  # see identity()
         self.meta = meta  # the current round's envelope: capabilities, logLevel, progressToken
         self.owner: Any = message["id"]  # the modern id waiting for this call; None if parked
         self.round_ids = [typed(message["id"])]
@@ -98,6 +98,13 @@ class Call:
         self.url_waiting: set[str] = set()  # elicitationIds of a -32042, until re-sent
         self.url_done: set[str] = set()
         self.url_error = ""
+
+    def identity(self) -> str:
+        """The digest a requestState binds the call to, computed when the call first parks:
+        most calls never park, and hashing canonical JSON was a third of their cost."""
+        if self.digest is None:
+            self.digest = request_digest(self.method, self.params)
+        return self.digest
 
     @property
     def progress_target(self) -> Any:
@@ -257,7 +264,7 @@ class Inputs:
             return
         call.nonce = self.ctx.mint_id()
         parked_timeout = self.ctx.config.parked_timeout
-        state = seal(self.mode.secret, key=call.key, nonce=call.nonce, digest=call.digest,
+        state = seal(self.mode.secret, key=call.key, nonce=call.nonce, digest=call.identity(),
                      expires=self.ctx.now + parked_timeout)
         result: Message = {
             "resultType": "input_required",

@@ -16,6 +16,7 @@ from bridge.core.context import Context
 from bridge.core.envelope import strip_envelope
 from bridge.core.eras import (
     BATCHING_VERSION,
+    ENVELOPE_KEYS,
     INTERNAL_ERROR,
     LATEST_LEGACY_VERSION,
     LEGACY_PROTOCOL_VERSIONS,
@@ -48,6 +49,9 @@ REMOVED_METHODS = frozenset({"initialize", "ping", "logging/setLevel", "resource
                              "resources/unsubscribe"})
 CACHE_SCOPE = "private"  # caching.mdx: the safe scope when nothing says a result is public
 HANDSHAKE = ("handshake",)
+# The client's progressToken is replaced by the bridge's own (§9.3), in the same pass that
+# strips the envelope.
+_NOT_FOR_LEGACY = ENVELOPE_KEYS | {"progressToken"}
 NEW, INITIALIZING, SETTLING, READY, FAILED = "new", "initializing", "settling", "ready", "failed"
 
 
@@ -160,16 +164,9 @@ class ModeB:
 
     def legacy_params(self, method: str, params: Message | None, token: str | None) -> Message:
         """Params for the legacy server: no envelope, no MRTR fields, the bridge's token."""
-        out = strip_envelope(params) or {}
-        meta = out.get("_meta")
-        meta = {k: v for k, v in meta.items() if k != "progressToken"} \
-            if isinstance(meta, dict) else {}
+        out = strip_envelope(params, _NOT_FOR_LEGACY) or {}
         if token is not None:
-            meta["progressToken"] = token
-        if meta:
-            out["_meta"] = meta
-        else:
-            out.pop("_meta", None)
+            out["_meta"] = {**out.get("_meta", {}), "progressToken": token}
         shape = _LEGACY_PARAMS.get(method)
         return shape(out, self.version) if shape is not None else out
 
