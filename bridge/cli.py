@@ -95,7 +95,7 @@ def _run(argv: Sequence[str]) -> int:
     settings = load_settings(args.config, _overrides(args, command))
     if not settings.shell.command:
         raise UsageError("no server command: mcp-rosetta [options] -- COMMAND [ARGS...]")
-    from bridge.shell.runner import run_stdio
+    from bridge.shell.process import run_stdio
 
     return run_stdio(settings.core, settings.shell)
 

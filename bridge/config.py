@@ -7,7 +7,6 @@ the key, a bad flag value a UsageError (exit 64); nothing else happens here.
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,8 +15,7 @@ from bridge.core.config import CoreConfig
 from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, ConfigError
 from bridge.shell.logs import LEVELS, LOG_FORMATS
-from bridge.shell.settings import ShellConfig
-from bridge.shell.supervisor import Timing
+from bridge.shell.settings import ShellConfig, Timing
 
 Check = Callable[[Any], Any]
 """Returns the value to use, or raises ValueError with what was expected."""
@@ -117,6 +115,8 @@ DERIVED_CORE_FIELDS = frozenset({"debug_logs"})
 
 
 def read_file(path: str) -> dict[str, Any]:
+    import tomllib  # only when there is a file: everything before the server starts counts
+
     try:
         with open(path, "rb") as file:
             return tomllib.load(file)

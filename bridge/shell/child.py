@@ -10,10 +10,9 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Sequence
 from typing import Protocol
-
-import trio
 
 from bridge.errors import ServerUnavailable
 
@@ -24,11 +23,14 @@ class Child(Protocol):
     @property
     def pid(self) -> int: ...
     @property
-    def stdin(self) -> trio.abc.SendStream: ...
+    def stdin(self) -> int:
+        """Our end of the child's stdin pipe (the supervisor owns and closes it)."""
     @property
-    def stdout(self) -> trio.abc.ReceiveStream: ...
+    def stdout(self) -> int:
+        """Our end of the child's stdout pipe (the supervisor owns and closes it)."""
     def poll(self) -> int | None: ...
-    async def wait(self) -> int: ...
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit code, or None if the child still runs after `timeout` seconds."""
     def signal_group(self, sig: signal.Signals) -> None: ...
     def group_alive(self) -> bool: ...
 
@@ -36,29 +38,31 @@ class Child(Protocol):
 class ProcessChild:
     """A real process, leader of its own process group (its pgid is its pid)."""
 
-    def __init__(self, process: trio.Process) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], stdin: int, stdout: int) -> None:
         self._process = process
-        assert process.stdin is not None and process.stdout is not None
-        self._stdin = process.stdin
-        self._stdout = process.stdout
+        self._stdin = stdin
+        self._stdout = stdout
 
     @property
     def pid(self) -> int:
         return self._process.pid
 
     @property
-    def stdin(self) -> trio.abc.SendStream:
+    def stdin(self) -> int:
         return self._stdin
 
     @property
-    def stdout(self) -> trio.abc.ReceiveStream:
+    def stdout(self) -> int:
         return self._stdout
 
     def poll(self) -> int | None:
         return self._process.poll()
 
-    async def wait(self) -> int:
-        return await self._process.wait()
+    def wait(self, timeout: float | None = None) -> int | None:
+        try:
+            return self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
 
     def signal_group(self, sig: signal.Signals) -> None:
         # The whole group, so helpers the server started go too; gone already is fine.
@@ -92,42 +96,46 @@ def child_environment() -> dict[str, str]:
     return env
 
 
-async def spawn_process(argv: Sequence[str]) -> ProcessChild:
-    """Start the server: pipes on stdin/stdout, our stderr, a new session (its own group)."""
+def spawn_process(argv: Sequence[str]) -> ProcessChild:
+    """Start the server: pipes on stdin/stdout, our stderr, a new session (its own group).
+
+    The pipes are made here, not by Popen, so their parent ends are plain fds that nothing
+    else closes behind the supervisor's back.
+    """
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
     try:
-        process = await trio.lowlevel.open_process(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=None,
-            start_new_session=True,
-            env=child_environment(),
-        )
+        process = subprocess.Popen(list(argv), stdin=stdin_r, stdout=stdout_w, stderr=None,
+                                   start_new_session=True, env=child_environment())
     except OSError as exc:
+        for fd in (stdin_w, stdout_r):
+            os.close(fd)
         reason = exc.strerror or type(exc).__name__
         raise ServerUnavailable(f"cannot start server command {argv[0]}: {reason}") from None
-    return ProcessChild(process)
+    finally:
+        os.close(stdin_r)
+        os.close(stdout_w)
+    return ProcessChild(process, stdin_w, stdout_r)
 
 
 # While the group outlives its leader (helpers the server left behind), look this often.
 GROUP_POLL = 0.05
 
 
-async def reap_group(child: Child, timeout: float) -> None:
+def reap_group(child: Child, timeout: float) -> None:
     """After the leader exited: SIGTERM what is left of its group, then SIGKILL it."""
     if not child.group_alive():
         return
     child.signal_group(signal.SIGTERM)
-    with trio.move_on_after(timeout):
-        while child.group_alive():
-            await trio.sleep(GROUP_POLL)
+    deadline = time.monotonic() + timeout
+    while child.group_alive() and time.monotonic() < deadline:
+        time.sleep(GROUP_POLL)
     child.signal_group(signal.SIGKILL)
 
 
-async def kill_now(child: Child) -> None:
-    """SIGKILL the group and reap the leader; shielded, so it finishes even when cancelled."""
-    with trio.CancelScope(shield=True):
-        if child.poll() is None:
-            child.signal_group(signal.SIGKILL)
-            await child.wait()
+def kill_now(child: Child) -> None:
+    """SIGKILL the group and reap the leader."""
+    if child.poll() is None:
         child.signal_group(signal.SIGKILL)
+        child.wait()
+    child.signal_group(signal.SIGKILL)

@@ -5,8 +5,10 @@ Must not decode JSON or look inside a line: the core gets the raw bytes.
 
 from __future__ import annotations
 
-# Big reads keep a many-MiB line to a few hundred syscalls; small lines cost nothing extra.
-READ_SIZE = 256 * 1024
+# A pipe's whole capacity per read: a MiB line takes 16 reads. Larger would cost every small
+# message more than it saves: a read buffer past glibc's mmap threshold (128 KiB) is an
+# mmap and a munmap per read, paid by every small message (issue 6).
+READ_SIZE = 64 * 1024
 
 
 class LineSplitter:

@@ -1,98 +1,142 @@
-"""The per-peer I/O tasks: a reader turns lines into events, a writer turns messages into lines.
+"""The per-peer I/O: a reader thread turns lines into events, an Outlet turns bytes into writes.
 
-Must not decide anything: readers only report, writers only write what the driver queued.
+Must not decide anything: readers only report, outlets only write what the driver gave them.
 """
 
 from __future__ import annotations
 
-import math
+import contextlib
+import os
+import select
+import threading
 from collections.abc import Callable
-from typing import Any
 
-import trio
-
-from bridge.core.codec import encode
 from bridge.core.events import Event, MessageReceived, PeerClosed, Side
 from bridge.shell.lines import READ_SIZE, LineSplitter
 
-Tagged = tuple[int, Event]
-"""An event with the child generation it belongs to (0: not tied to a child, never stale)."""
-Inbox = trio.MemorySendChannel[Tagged]
-Outbox = trio.MemorySendChannel[Any]
+Post = Callable[[list[Event]], None]
+"""Hands the driver the events of one read, in order."""
 
-# Once this much is gathered, write it rather than gather more: it bounds a batch's copy.
-BATCH_BYTES = 256 * 1024
-# The driver's inbox is bounded so a flooding peer is slowed down (its reader waits) instead
-# of growing memory; the driver never waits on it, so this cannot deadlock.
-INBOX_SIZE = 1024
+# How often a blocked writer looks whether it was abandoned (only while a pipe stays full).
+ABANDON_POLL_MS = 50
 
 
-def open_inbox() -> tuple[Inbox, trio.MemoryReceiveChannel[Tagged]]:
-    return trio.open_memory_channel[Tagged](INBOX_SIZE)
+def read_peer(fd: int, side: Side, post: Post) -> None:
+    """Report the lines `side` writes to `fd`, then PeerClosed at EOF (an error counts as EOF).
 
+    Owns `fd`: closes it at the end.
 
-def open_outbox() -> tuple[Outbox, trio.MemoryReceiveChannel[Any]]:
-    # Unbounded: the driver must never block on a slow peer (the other side would stall).
-    return trio.open_memory_channel[Any](math.inf)
-
-
-async def read_peer(stream: trio.abc.ReceiveStream, side: Side, inbox: Inbox, gen: int) -> None:
-    """Report each line `side` writes, then PeerClosed at EOF (a broken pipe counts as EOF)."""
-    splitter = LineSplitter()
-    try:
-        while chunk := await stream.receive_some(READ_SIZE):
-            # Real pipes give bytes; memory streams (tests) give bytearray: lines must be bytes.
-            for line in splitter.feed(chunk if type(chunk) is bytes else bytes(chunk)):
-                await _post(inbox, (gen, MessageReceived(side, line)))
-    except trio.ClosedResourceError:
-        return  # we closed it ourselves: shutting down, nobody needs to hear about it
-    except trio.BrokenResourceError:
-        pass
-    for line in splitter.finish():
-        await _post(inbox, (gen, MessageReceived(side, line)))
-    await _post(inbox, (gen, PeerClosed(side)))
-
-
-async def _post(inbox: Inbox, item: Tagged) -> None:
-    # Waiting only when the inbox is full keeps a burst of lines from costing a task switch
-    # each; receive_some already checkpoints once per read.
-    try:
-        inbox.send_nowait(item)
-    except trio.WouldBlock:
-        await inbox.send(item)
-
-
-async def write_peer(
-    outbox: trio.MemoryReceiveChannel[Any],
-    stream: trio.abc.SendStream,
-    on_broken: Callable[[], None] = lambda: None,
-) -> None:
-    """Write queued messages, several per write when they pile up; close `stream` at the end.
-
-    The queue closing (the driver is done with this peer) ends the task after the last write;
-    so does a broken pipe, after which `on_broken` runs and the queue refuses further sends.
+    Runs in a thread of its own; blocking reads wake it exactly when bytes arrive, which is
+    the cheapest wake-up there is (issue 6: an event loop cost more per message than the
+    whole translation).
     """
-    try:
-        with outbox:
-            async for first in outbox:
-                await stream.send_all(_gather(first, outbox))
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        on_broken()
-    finally:
-        await trio.aclose_forcefully(stream)
+    splitter = LineSplitter()
+    with contextlib.suppress(OSError):
+        os.set_blocking(fd, True)
+        while chunk := os.read(fd, READ_SIZE):
+            if lines := splitter.feed(chunk):
+                # All lines of one read in one go: under load the driver then takes its lock,
+                # and writes to each peer, once per read instead of once per message.
+                post([MessageReceived(side, line) for line in lines])
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    post([*(MessageReceived(side, line) for line in splitter.finish()), PeerClosed(side)])
 
 
-def _gather(first: Any, outbox: trio.MemoryReceiveChannel[Any]) -> bytes:
-    data = encode(first)
-    parts: list[bytes] | None = None
-    size = len(data)
-    while size < BATCH_BYTES:
+def start_thread(name: str, target: Callable[..., object], *args: object) -> threading.Thread:
+    # Daemons: a reader blocked on a peer that never closes must not keep the process alive.
+    thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+class Outlet:
+    """The write end of one peer's pipe: ordered writes that never block the caller.
+
+    The driver writes while it holds the core, so a write must not wait on a slow peer (the
+    other side would stall behind it): what the pipe cannot take now is queued, in order, and
+    written by this outlet's thread as the peer reads. `close` ends the stream after what is
+    queued; `abandon` ends it now. `on_done(broken)` runs once, when the fd is closed.
+    """
+
+    def __init__(self, fd: int, name: str, on_done: Callable[[bool], None]) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+        self._on_done = on_done
+        self._lock = threading.Lock()
+        self._wakeup = threading.Condition(self._lock)
+        self._queued = bytearray()
+        self._closing = False
+        self._abandoned = False
+        self.broken = False
+        self.done = threading.Event()
+        start_thread(f"write-{name}", self._drain)
+
+    def write(self, data: bytes) -> bool:
+        """Write or queue `data`; False once the peer is gone or the outlet closed."""
+        with self._lock:
+            if self.broken or self._closing:
+                return False
+            if not self._queued:
+                try:
+                    written = os.write(self._fd, data)
+                except BlockingIOError:
+                    written = 0
+                except OSError:
+                    self._break()
+                    return False
+                if written == len(data):
+                    return True
+                data = data[written:]
+            self._queued += data
+            self._wakeup.notify()
+        return True
+
+    def close(self) -> None:
+        """Finish: the fd closes once everything queued is written (or the peer is gone)."""
+        with self._lock:
+            self._closing = True
+            self._wakeup.notify()
+
+    def abandon(self) -> None:
+        """Close now, dropping what is queued (the peer stopped reading)."""
+        with self._lock:
+            self._closing = self._abandoned = True
+            self._wakeup.notify()
+
+    def _break(self) -> None:
+        self.broken = True
+        self._queued.clear()
+        self._wakeup.notify()
+
+    def _drain(self) -> None:
+        poller = select.poll()
+        poller.register(self._fd, select.POLLOUT)
         try:
-            line = encode(outbox.receive_nowait())
-        except (trio.WouldBlock, trio.EndOfChannel):
-            break
-        if parts is None:
-            parts = [data]
-        parts.append(line)
-        size += len(line)
-    return data if parts is None else b"".join(parts)
+            while self._next_turn():
+                poller.poll(ABANDON_POLL_MS)
+                self._flush_some()
+        finally:
+            with contextlib.suppress(OSError):
+                os.set_blocking(self._fd, True)  # a terminal shared with a shell stays usable
+                os.close(self._fd)
+            self.done.set()
+            self._on_done(self.broken)
+
+    def _next_turn(self) -> bool:
+        """Wait for queued bytes; False when the outlet is finished."""
+        with self._lock:
+            while not (self._queued or self._closing or self.broken):
+                self._wakeup.wait()
+            return bool(self._queued) and not self._abandoned
+
+    def _flush_some(self) -> None:
+        with self._lock:
+            try:
+                written = os.write(self._fd, self._queued)
+            except BlockingIOError:
+                return
+            except OSError:
+                self._break()
+                return
+            del self._queued[:written]

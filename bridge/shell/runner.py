@@ -1,32 +1,35 @@
-"""Wiring: the tasks of one bridge run (pumps, driver, supervisor, signals) and how it ends.
+"""Wiring: the threads of one bridge run (pumps, driver, supervisor), its clock, and its end.
 
-Must not hold protocol logic; process-wide setup (fds, logging) happens only in `run_stdio`.
+Must not hold protocol logic nor touch the process (fds, signals aside): bridge/shell/process.py
+does that.
+The calling thread is the clock: it sleeps until the core's next deadline, a signal, or the
+core's Stop, while the reader threads feed the core (see bridge/shell/pumps.py for why
+threads and not an event loop).
 """
 
 from __future__ import annotations
 
-import secrets
+import contextlib
+import os
+import select
 import signal
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from functools import partial
 
-import trio
-
-from bridge.core.bridge import Bridge
-from bridge.core.config import CoreConfig
-from bridge.core.events import CLIENT, Log, PeerClosed, ShutdownRequested
-from bridge.shell.child import check_command, spawn_process
+from bridge.core.events import CLIENT, Event, Log, PeerClosed, ShutdownRequested, TimerFired
 from bridge.shell.driver import Core, Driver
-from bridge.shell.logs import LogSink, configure_logging
-from bridge.shell.notify import sd_notify
-from bridge.shell.pumps import open_inbox, open_outbox, read_peer, write_peer
-from bridge.shell.settings import ShellConfig
-from bridge.shell.stdio import take_stdio
-from bridge.shell.supervisor import Spawn, Supervisor, Timing
+from bridge.shell.pumps import Outlet, read_peer, start_thread
+from bridge.shell.settings import Timing
+from bridge.shell.supervisor import Spawn, Supervisor
 
 LogFn = Callable[[Log], None]
 NotifyFn = Callable[[str], object]
 DEFAULT_TIMING = Timing()
+# The byte that pokes the clock; signal numbers (1..64) arrive on the same pipe.
+POKE = b"\0"
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def _no_log(_: Log) -> None:
@@ -37,10 +40,10 @@ def _no_notify(_: str) -> None:
     pass
 
 
-async def serve(
+def serve(
     core: Core,
-    client_in: trio.abc.ReceiveStream,
-    client_out: trio.abc.SendStream,
+    client_in: int,
+    client_out: int,
     spawn: Spawn,
     *,
     timing: Timing = DEFAULT_TIMING,
@@ -50,87 +53,107 @@ async def serve(
 ) -> int:
     """Run one bridge until the core says Stop; its exit code. No child survives the return.
 
-    Raises ServerUnavailable if the first child cannot be started.
+    Takes ownership of both fds (closes them). `signals` (main thread only) turns SIGTERM and
+    SIGINT into ShutdownRequested, and a second one into skipping the grace periods.
+    Raises ServerUnavailable if the first child cannot be started, and re-raises what the
+    core raised, after the child is gone.
     """
-    run = _Run(core, client_in, client_out, spawn, timing, log, notify)
-    try:
-        await run.supervisor.spawn_first()
-        async with trio.open_nursery() as nursery:
-            code = await run.main(nursery, signals)
-            nursery.cancel_scope.cancel()
-    finally:
-        await run.supervisor.kill_all()
-        # Closing restores the fds' blocking mode (trio set them non-blocking), which matters
-        # when they are a terminal shared with the user's shell.
-        await trio.aclose_forcefully(client_in)
-        await trio.aclose_forcefully(client_out)
+    with _clock_pipe(signals) as (wake_r, wake_w):
+        run = _Run(core, spawn, timing, log, notify, partial(_poke, wake_w))
+        try:
+            run.supervisor.spawn_first()
+        except BaseException:
+            os.close(client_out)
+            os.close(client_in)
+            raise
+        try:
+            code = run.main(client_in, client_out, wake_r)
+        finally:
+            run.driver.close()  # before the wake-up pipe closes: nothing may poke it after
+            run.supervisor.kill_all()
     log(Log("info", "bridge.stopped", {"code": code}))
     return code
 
 
 class _Run:
-    def __init__(
-        self,
-        core: Core,
-        client_in: trio.abc.ReceiveStream,
-        client_out: trio.abc.SendStream,
-        spawn: Spawn,
-        timing: Timing,
-        log: LogFn,
-        notify: NotifyFn,
-    ) -> None:
-        self.core, self.client_in, self.client_out = core, client_in, client_out
+    def __init__(self, core: Core, spawn: Spawn, timing: Timing, log: LogFn, notify: NotifyFn,
+                 wake: Callable[[], None]) -> None:
         self.timing, self.log, self.notify = timing, log, notify
-        self.inbox, self.inbox_rx = open_inbox()
-        self.supervisor = Supervisor(spawn, self.inbox, timing, log)
-        self.client_done = trio.Event()
+        self.wake = wake
+        self.stopped = threading.Event()
+        self.shutdown_error: BaseException | None = None
+        self.driver = Driver(core, log, partial(self._notify, "READY=1"), wake)
+        self.supervisor = Supervisor(spawn, self._post_tagged, timing, log)
+        self.driver.supervisor = self.supervisor
+        self.signalled = 0
 
-    async def main(self, nursery: trio.Nursery, signals: bool) -> int:
-        outbox, outbox_rx = open_outbox()
-        if signals:
-            await nursery.start(self._watch_signals)
-        # ChildStarted enters the inbox first, before anything the client says.
-        await self.supervisor.serve_first(nursery)
-        nursery.start_soon(read_peer, self.client_in, CLIENT, self.inbox, 0)
-        nursery.start_soon(self._write_client, outbox_rx)
-        ready = partial(self._notify, "READY=1")
-        driver = Driver(self.core, self.inbox_rx, outbox, self.supervisor, self.log, ready)
-        code = await driver.run()
+    def main(self, client_in: int, client_out: int, wake_r: int) -> int:
+        client = Outlet(client_out, "client", self._client_done)
+        self.driver.client = client
+        # ChildStarted reaches the core first, before anything the client says.
+        self.supervisor.serve_first()
+        start_thread("read-client", read_peer, client_in, CLIENT, self.driver.post_all)
+        try:
+            code = self._clock(wake_r)
+        except BaseException:
+            client.abandon()
+            raise
         self._notify("STOPPING=1")
-        # Answers still queued for the client drain while the child shuts down.
-        outbox.close()
-        await self.supervisor.stop()
-        with trio.move_on_after(self.timing.shutdown_grace):
-            await self.client_done.wait()
+        # Answers still queued for the client drain while the child shuts down, on a thread
+        # of its own: this one keeps reading signals, so a second one still hurries it.
+        client.close()
+        stopper = start_thread("shut-down", self._shut_down, client)
+        while not self.stopped.is_set():
+            self._sleep(wake_r, None)
+        stopper.join()  # its last poke is written before the wake-up pipe closes
+        if self.shutdown_error is not None:
+            raise self.shutdown_error
         return code
 
-    async def _write_client(self, outbox_rx: trio.MemoryReceiveChannel[object]) -> None:
-        broken = False
-
-        def on_broken() -> None:
-            nonlocal broken
-            broken = True
-
+    def _shut_down(self, client: Outlet) -> None:
         try:
-            await write_peer(outbox_rx, self.client_out, on_broken)
+            self.supervisor.stop()
+            if not client.done.wait(self.timing.shutdown_grace):
+                client.abandon()
+        except BaseException as exc:
+            self.shutdown_error = exc
         finally:
-            self.client_done.set()
+            self.stopped.set()
+            self.wake()
+
+    def _clock(self, wake_r: int) -> int:
+        """Sleep until a deadline, a poke or a signal; the core's exit code once it stops."""
+        driver = self.driver
+        while (code := driver.outcome()) is None:
+            deadline = driver.deadline()
+            if not self._sleep(wake_r, deadline) and deadline is not None:
+                driver.post(TimerFired())
+        return code
+
+    def _sleep(self, wake_r: int, deadline: float | None) -> bool:
+        """Until `deadline` (False) or a poke or signal (True, signals handled)."""
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not select.select([wake_r], [], [], timeout)[0]:
+            return False
+        self._on_wake(os.read(wake_r, 64))
+        return True
+
+    def _on_wake(self, data: bytes) -> None:
+        for signum in data.replace(POKE, b""):
+            self.log(Log("info", "signal.received", {"signal": signal.Signals(signum).name}))
+            self.signalled += 1
+            if self.signalled == 1:
+                self.driver.post(ShutdownRequested())
+            else:
+                self.supervisor.hurry()  # asked twice: skip the grace periods
+
+    def _post_tagged(self, gen: int, events: list[Event]) -> None:
+        self.driver.post_all(events, gen)
+
+    def _client_done(self, broken: bool) -> None:
         if broken:
             # Nobody can read our answers any more: for the core that is the client leaving.
-            await self.inbox.send((0, PeerClosed(CLIENT)))
-
-    async def _watch_signals(self, *, task_status: trio.TaskStatus[None]) -> None:
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
-            task_status.started()
-            first = True
-            async for signum in received:
-                name = signal.Signals(signum).name
-                self.log(Log("info", "signal.received", {"signal": name}))
-                if first:
-                    await self.inbox.send((0, ShutdownRequested()))
-                else:
-                    self.supervisor.hurry()  # asked twice: skip the grace periods
-                first = False
+            self.driver.post(PeerClosed(CLIENT))
 
     def _notify(self, state: str) -> None:
         try:
@@ -139,25 +162,30 @@ class _Run:
             self.log(Log("warning", "notify.failed", {"state": state, "reason": str(exc)}))
 
 
-def run_stdio(core_config: CoreConfig, shell: ShellConfig) -> int:
-    """The bridge as a process: our stdin/stdout are the client, `shell.command` the server."""
-    check_command(shell.command)
-    configure_logging(shell.log_level, shell.log_format)
-    fds = take_stdio()
-    core = Bridge(core_config, secret=secrets.token_bytes(32))
-
-    async def main() -> int:
-        return await serve(
-            core,
-            trio.lowlevel.FdStream(fds.client_in),
-            trio.lowlevel.FdStream(fds.client_out),
-            partial(spawn_process, shell.command),
-            timing=shell.timing,
-            log=LogSink(shell.log_level),
-            notify=sd_notify,
-            signals=True,
-        )
-
-    return trio.run(main)
+def _poke(wake_w: int) -> None:
+    with contextlib.suppress(BlockingIOError):  # full: the clock has pokes to read already
+        os.write(wake_w, POKE)
 
 
+@contextlib.contextmanager
+def _clock_pipe(signals: bool) -> Iterator[tuple[int, int]]:
+    """The clock's wake-up pipe; with `signals`, SIGTERM/SIGINT also write to it."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    previous: list[object] = []
+    try:
+        if signals:
+            previous = [signal.signal(sig, _ignore) for sig in SIGNALS]
+            signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        yield wake_r, wake_w
+    finally:
+        if signals:
+            signal.set_wakeup_fd(-1)
+            for sig, handler in zip(SIGNALS, previous, strict=True):
+                signal.signal(sig, handler)  # type: ignore[arg-type]
+        os.close(wake_r)
+        os.close(wake_w)
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """The Python-level handler; the signal itself is read from the wake-up pipe."""

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bridge.shell.supervisor import Timing
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    shutdown_grace: float = 2.0
+    """Seconds from closing the child's stdin to SIGTERM."""
+    kill_grace: float = 2.0
+    """Seconds from SIGTERM to SIGKILL."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,25 +1,28 @@
 """The server's lifecycle: one serving child at a time, its pumps, restarts, and its end.
 
-Must not outlive its children: every process it started is reaped (group included) before it
-returns, also on errors and cancellation. Must not decide to restart: the core asks.
+Must not outlive its children: every process it started is reaped (group included) before
+`stop` returns. Must not decide to restart: the core asks. Runs its waits on threads of its
+own, never on the caller's (the driver holds the core while it calls in).
 """
 
 from __future__ import annotations
 
 import signal
-from collections.abc import Awaitable, Callable
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-import trio
-
-from bridge.core.events import SERVER, ChildExited, ChildStarted, Log
+from bridge.core.events import SERVER, ChildExited, ChildStarted, Event, Log
 from bridge.errors import ServerUnavailable
 from bridge.shell.child import Child, kill_now, reap_group
-from bridge.shell.pumps import Inbox, Outbox, open_outbox, read_peer, write_peer
+from bridge.shell.pumps import Outlet, read_peer, start_thread
+from bridge.shell.settings import Timing
 
-Spawn = Callable[[], Awaitable[Child]]
+Spawn = Callable[[], Child]
 LogSink = Callable[[Log], None]
+PostTagged = Callable[[int, list[Event]], None]
+"""Hands the driver events with the child generation they belong to."""
 
 # After the leader exits, wait this long for its stdout to reach EOF so every line it wrote
 # is delivered before ChildExited (a helper holding the pipe open must not stall us).
@@ -28,197 +31,208 @@ EOF_WAIT = 1.0
 EXIT_NOT_STARTED = 127
 
 
-@dataclass(frozen=True, slots=True)
-class Timing:
-    shutdown_grace: float = 2.0
-    """Seconds from closing the child's stdin to SIGTERM."""
-    kill_grace: float = 2.0
-    """Seconds from SIGTERM to SIGKILL."""
-
-
 @dataclass(eq=False)
 class Incarnation:
-    """One child process and what serves it; `gen` tags its events so stale ones are dropped."""
+    """One child process and its pipes; `gen` tags its events so stale ones are dropped."""
 
     gen: int
-    outbox: Outbox
-    outbox_rx: trio.MemoryReceiveChannel[Any]
     child: Child | None = None
-    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    writer_done: trio.Event = field(default_factory=trio.Event)
-    stdout_eof: trio.Event = field(default_factory=trio.Event)
-    exited: trio.Event = field(default_factory=trio.Event)
+    outlet: Outlet | None = None
+    early: list[bytes] = field(default_factory=list)
+    """What the core sent before this child existed (during a restart), in order."""
+    stdout_eof: threading.Event = field(default_factory=threading.Event)
+    exited: threading.Event = field(default_factory=threading.Event)
+    retired: bool = False
 
 
 class Supervisor:
-    def __init__(self, spawn: Spawn, inbox: Inbox, timing: Timing, log: LogSink) -> None:
+    def __init__(self, spawn: Spawn, post: PostTagged, timing: Timing, log: LogSink) -> None:
         self._spawn = spawn
-        self._inbox = inbox
+        self._post = post
         self._timing = timing
         self._log = log
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._gen = 0
         self._current = self._next_incarnation()
         self._live: set[Child] = set()
-        self._graceful: set[trio.CancelScope] = set()
         self._hurried = False
         self._stopping = False
-        self._restarts: set[trio.CancelScope] = set()
-        self._nursery: trio.Nursery | None = None
+        self._restarts: list[threading.Thread] = []
 
     @property
     def gen(self) -> int:
         """The generation whose events count; earlier children's events are stale."""
         return self._gen
 
-    def send(self, message: Any) -> bool:
-        """Queue `message` for the current child; False if its stdin is gone."""
-        try:
-            self._current.outbox.send_nowait(message)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return False
-        return True
+    def send(self, data: bytes) -> bool:
+        """Write one encoded line to the current child; False if its stdin is gone."""
+        inc = self._current
+        outlet = inc.outlet
+        if outlet is not None:
+            return outlet.write(data)
+        with self._lock:
+            if inc.outlet is None:
+                if inc.retired:
+                    return False
+                inc.early.append(data)
+                return True
+        return inc.outlet.write(data)
 
-    async def spawn_first(self) -> None:
+    def spawn_first(self) -> None:
         """Start the first child; ServerUnavailable escapes (there is nothing to clean up)."""
-        await self._start(self._current)
+        self._start(self._current)
 
-    async def serve_first(self, nursery: trio.Nursery) -> None:
-        """Run the first child's pumps in `nursery` and announce it to the core."""
-        self._nursery = nursery
-        await nursery.start(self._serve, self._current)
-        await self._inbox.send((self._current.gen, ChildStarted()))
+    def serve_first(self) -> None:
+        """Announce the first child to the core, then start its pumps."""
+        self._serve(self._current)
 
     def restart(self) -> None:
         """Replace the child in the background; sends from now on wait for the new one."""
-        old, new = self._current, self._next_incarnation()
-        self._current = new
-        assert self._nursery is not None, "restart before serve_first"
-        self._nursery.start_soon(self._replace, old, new)
+        with self._lock:
+            old, new = self._current, self._next_incarnation()
+            self._current = new
+            if self._stopping:
+                return
+            self._restarts.append(start_thread("restart", self._replace, old, new))
 
     def hurry(self) -> None:
         """Skip the grace periods still running (a second signal: the user means it)."""
-        self._hurried = True
-        for scope in self._graceful:
-            scope.cancel()
+        with self._lock:
+            self._hurried = True
+            self._changed.notify_all()
 
-    async def stop(self) -> None:
-        """Stop for good: end restarts under way, stop the child gracefully, reap everything."""
-        self._stopping = True
-        for scope in self._restarts:
-            scope.cancel()
+    def stop(self) -> None:
+        """Stop for good: let restarts under way finish, stop the child gracefully, reap all."""
+        with self._lock:
+            self._stopping = True
+            restarts = list(self._restarts)
         try:
-            await self._stop(self._current)
+            for thread in restarts:
+                thread.join()
+            self._stop(self._current)
         finally:
-            await self.kill_all()
+            self.kill_all()
 
-    async def kill_all(self) -> None:
-        """SIGKILL every process still known; safe to call at any time, also when cancelled."""
-        for child in list(self._live):
-            await kill_now(child)
-            self._live.discard(child)
+    def kill_all(self) -> None:
+        """SIGKILL every process still known, and any a restart under way starts later."""
+        with self._lock:
+            self._stopping = True
+            live = list(self._live)
+            self._live.clear()
+            outlet = self._current.outlet
+        for child in live:
+            kill_now(child)
+        if outlet is not None:
+            outlet.abandon()  # after an error nobody closed it: its thread and fd end here
+
+    # Starting -----------------------------------------------------------------------------
 
     def _next_incarnation(self) -> Incarnation:
         self._gen += 1
-        outbox, outbox_rx = open_outbox()
-        return Incarnation(self._gen, outbox, outbox_rx)
+        return Incarnation(self._gen)
 
-    async def _start(self, inc: Incarnation) -> None:
-        child = await self._spawn()
-        # Registered before any checkpoint: a cancellation now still finds it in kill_all.
-        self._live.add(child)
-        inc.child = child
+    def _start(self, inc: Incarnation, *, restart: bool = False) -> bool:
+        """Spawn `inc`'s child; False if the supervisor stopped meanwhile (it is killed)."""
+        child = self._spawn()
+        with self._lock:
+            if not (restart and self._stopping):
+                self._live.add(child)
+                inc.child = child
+        if inc.child is not child:
+            kill_now(child)  # started while the bridge stopped: it must not outlive us
+            return False
         self._log(Log("info", "child.started", {"pid": child.pid, "gen": inc.gen}))
+        return True
 
-    async def _replace(self, old: Incarnation, new: Incarnation) -> None:
-        scope = trio.CancelScope()
-        if self._stopping:
-            scope.cancel()
-        self._restarts.add(scope)
+    def _replace(self, old: Incarnation, new: Incarnation) -> None:
+        self._stop(old)
+        with self._lock:
+            if self._stopping:
+                new.retired = True
+                return
         try:
-            with scope:
-                await self._stop(old)
-                await self._launch(new)
-        finally:
-            self._restarts.discard(scope)
-
-    async def _launch(self, inc: Incarnation) -> None:
-        try:
-            await self._start(inc)
+            if not self._start(new, restart=True):
+                return
         except ServerUnavailable as exc:
             self._log(Log("error", "child.start_failed", {"reason": str(exc)}))
-            await self._inbox.send((inc.gen, ChildExited(EXIT_NOT_STARTED)))
+            self._post(new.gen, [ChildExited(EXIT_NOT_STARTED)])
             return
-        assert self._nursery is not None
-        await self._nursery.start(self._serve, inc)
-        await self._inbox.send((inc.gen, ChildStarted()))
+        self._serve(new)
 
-    async def _serve(
-        self, inc: Incarnation, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
+    def _serve(self, inc: Incarnation) -> None:
+        """Open `inc`'s stdin, tell the core it started, then read its stdout and exit.
+
+        ChildStarted goes first so it precedes the child's lines; the core may answer it
+        with a restart, which then finds the outlet it must close.
+        """
         child = inc.child
         assert child is not None
-        with inc.scope:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._read, inc, child)
-                nursery.start_soon(self._write, inc, child)
-                nursery.start_soon(self._wait, inc, child)
-                task_status.started()
+        outlet = Outlet(child.stdin, f"server-{inc.gen}", lambda _: self._notify_all())
+        with self._lock:
+            inc.outlet = outlet
+            early, inc.early = inc.early, []
+        for data in early:
+            outlet.write(data)
+        self._post(inc.gen, [ChildStarted()])
+        start_thread(f"read-server-{inc.gen}", self._read, inc, child)
+        start_thread(f"wait-server-{inc.gen}", self._wait, inc, child)
 
-    async def _read(self, inc: Incarnation, child: Child) -> None:
+    def _read(self, inc: Incarnation, child: Child) -> None:
         try:
-            await read_peer(child.stdout, SERVER, self._inbox, inc.gen)
+            read_peer(child.stdout, SERVER, lambda events: self._post(inc.gen, events))
         finally:
             inc.stdout_eof.set()
 
-    async def _write(self, inc: Incarnation, child: Child) -> None:
-        try:
-            await write_peer(inc.outbox_rx, child.stdin)
-        finally:
-            inc.writer_done.set()
-
-    async def _wait(self, inc: Incarnation, child: Child) -> None:
-        code = await child.wait()
-        inc.exited.set()
+    def _wait(self, inc: Incarnation, child: Child) -> None:
+        code = child.wait()
+        assert code is not None
+        with self._lock:
+            inc.exited.set()
+            self._changed.notify_all()
         self._log(Log("info", "child.exited", {"pid": child.pid, "code": code, "gen": inc.gen}))
-        with trio.move_on_after(EOF_WAIT):
-            await inc.stdout_eof.wait()
-        await self._inbox.send((inc.gen, ChildExited(code)))
+        inc.stdout_eof.wait(EOF_WAIT)
+        self._post(inc.gen, [ChildExited(code)])
 
-    async def _stop(self, inc: Incarnation) -> None:
-        inc.outbox.close()
-        child = inc.child
-        if child is None:
+    # Stopping -----------------------------------------------------------------------------
+
+    def _stop(self, inc: Incarnation) -> None:
+        with self._lock:
+            inc.retired = True
+            outlet, child = inc.outlet, inc.child
+        if outlet is None or child is None:
             return
         try:
-            with self._grace_scope():
-                await self._stop_gracefully(inc, child)
+            self._stop_gracefully(inc, outlet, child)
         finally:
-            await kill_now(child)
-            self._live.discard(child)
-            inc.scope.cancel()
+            kill_now(child)
+            outlet.abandon()
+            with self._lock:
+                self._live.discard(child)
 
-    async def _stop_gracefully(self, inc: Incarnation, child: Child) -> None:
-        # stdin EOF is how a stdio server is asked to exit (stdio.mdx §Shutdown); the writer
-        # closes stdin once it has written what was queued, and we close it if it is stuck.
-        deadline = trio.current_time() + self._timing.shutdown_grace
-        with trio.move_on_at(deadline):
-            await inc.writer_done.wait()
-        await trio.aclose_forcefully(child.stdin)
-        with trio.move_on_at(deadline):
-            await inc.exited.wait()
+    def _stop_gracefully(self, inc: Incarnation, outlet: Outlet, child: Child) -> None:
+        # stdin EOF is how a stdio server is asked to exit (stdio.mdx §Shutdown); the outlet
+        # closes stdin once it has written what was queued, and is abandoned if stuck.
+        outlet.close()
+        deadline = time.monotonic() + self._timing.shutdown_grace
+        self._wait_until(outlet.done.is_set, deadline)
+        outlet.abandon()
+        self._wait_until(inc.exited.is_set, deadline)
         if child.poll() is None:
             self._log(Log("warning", "child.terminating", {"pid": child.pid, "signal": "SIGTERM"}))
             child.signal_group(signal.SIGTERM)
-            with trio.move_on_after(self._timing.kill_grace):
-                await inc.exited.wait()
+            self._wait_until(inc.exited.is_set, time.monotonic() + self._timing.kill_grace)
         if child.poll() is None:
             self._log(Log("warning", "child.killing", {"pid": child.pid, "signal": "SIGKILL"}))
             return  # kill_now follows
-        await reap_group(child, self._timing.kill_grace)
+        reap_group(child, 0 if self._hurried else self._timing.kill_grace)
 
-    def _grace_scope(self) -> trio.CancelScope:
-        scope = trio.CancelScope()
-        if self._hurried:
-            scope.cancel()
-        self._graceful.add(scope)
-        return scope
+    def _wait_until(self, done: Callable[[], bool], deadline: float) -> None:
+        """Until `done()`, the deadline, or a hurry; woken by exits, outlets and hurry."""
+        with self._lock:
+            self._changed.wait_for(
+                lambda: done() or self._hurried, max(0.0, deadline - time.monotonic()))
+
+    def _notify_all(self) -> None:
+        with self._lock:
+            self._changed.notify_all()

@@ -4,36 +4,26 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
-
-import pytest
-import structlog
+import re
 
 from bridge.core.events import Log
-from bridge.shell.logs import LogSink, configure_logging
-
-
-@pytest.fixture(autouse=True)
-def _reset_structlog() -> Iterator[None]:
-    yield
-    structlog.reset_defaults()
+from bridge.shell.logs import LogSink
 
 
 def test_json_lines_with_flat_fields() -> None:
     out = io.StringIO()
-    configure_logging("info", "json", out)
-    LogSink()(Log("info", "request.forwarded", {"method": "tools/list", "client_id": 1}))
+    LogSink("info", "json", out)(
+        Log("info", "request.forwarded", {"method": "tools/list", "client_id": 1}))
     record = json.loads(out.getvalue())
     assert record["event"] == "request.forwarded"
     assert record["level"] == "info"
     assert record["method"] == "tools/list" and record["client_id"] == 1
-    assert "timestamp" in record
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", record["timestamp"])
 
 
 def test_levels_below_the_threshold_are_dropped() -> None:
     out = io.StringIO()
-    configure_logging("warning", "json", out)
-    sink = LogSink("warning")
+    sink = LogSink("warning", "json", out)
     sink(Log("debug", "noise", {}))
     sink(Log("info", "noise", {}))
     sink(Log("error", "child.failed", {}))
@@ -43,14 +33,25 @@ def test_levels_below_the_threshold_are_dropped() -> None:
 
 def test_console_format_and_reserved_field_names() -> None:
     out = io.StringIO()
-    configure_logging("debug", "console", out)
-    LogSink()(Log("debug", "odd.fields", {"event": "x", "level": 3}))
+    LogSink("debug", "console", out)(Log("debug", "odd.fields", {"event": "x", "level": 3}))
     text = out.getvalue()
-    assert "odd.fields" in text and "event_=x" in text and "level_=3" in text
+    assert "[debug" in text and "odd.fields" in text
+    assert "event_=x" in text and "level_=3" in text
 
 
 def test_auto_is_json_when_not_a_terminal() -> None:
     out = io.StringIO()
-    configure_logging("info", "auto", out)
-    LogSink()(Log("info", "bridge.stopped", {"code": 0}))
+    LogSink("info", "auto", out)(Log("info", "bridge.stopped", {"code": 0}))
     assert json.loads(out.getvalue())["code"] == 0
+
+
+def test_values_json_cannot_hold_are_written_as_their_repr() -> None:
+    out = io.StringIO()
+    LogSink("info", "json", out)(Log("info", "odd.value", {"value": {1, 2}}))
+    assert json.loads(out.getvalue())["value"] == "{1, 2}"
+
+
+def test_a_closed_stream_does_not_raise() -> None:
+    out = io.StringIO()
+    out.close()
+    LogSink("info", "json", out)(Log("error", "child.failed", {}))
