@@ -24,38 +24,30 @@ class LineSplitter:
         self._parts: list[bytes] = []
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        lines: list[bytes] = []
-        nl = chunk.find(b"\n")
-        if nl < 0:
+        if b"\n" not in chunk:
             if chunk:
                 self._parts.append(chunk)
-            return lines
+            return []
+        # One C-level split: a read of many small lines costs no Python loop per line.
+        pieces = chunk.split(b"\n")
         if self._parts:
-            self._parts.append(chunk[:nl])
-            _keep(lines, b"".join(self._parts))
+            self._parts.append(pieces[0])
+            pieces[0] = b"".join(self._parts)
             self._parts.clear()
-        else:
-            _keep(lines, chunk[:nl])
-        start = nl + 1
-        while (nl := chunk.find(b"\n", start)) >= 0:
-            _keep(lines, chunk[start:nl])
-            start = nl + 1
-        if start < len(chunk):
-            self._parts.append(chunk[start:])
-        return lines
+        if tail := pieces.pop():
+            self._parts.append(tail)
+        return _kept(pieces)
 
     def finish(self) -> list[bytes]:
         """At EOF: the unterminated last line, if any (a peer may omit the final newline)."""
-        lines: list[bytes] = []
-        if self._parts:
-            _keep(lines, b"".join(self._parts))
-            self._parts.clear()
-        return lines
+        if not self._parts:
+            return []
+        line = b"".join(self._parts)
+        self._parts.clear()
+        return _kept([line])
 
 
-def _keep(lines: list[bytes], line: bytes) -> None:
-    if line.endswith(b"\r"):
-        line = line[:-1]
-    # isspace() stops at the first non-space byte, so this is cheap on real messages.
-    if line and not line.isspace():
-        lines.append(line)
+def _kept(lines: list[bytes]) -> list[bytes]:
+    """Without their "\\r", and without blank lines (isspace() stops at the first non-space
+    byte, so this is cheap on real messages; removesuffix returns the line itself if no "\\r")."""
+    return [line.removesuffix(b"\r") for line in lines if line and not line.isspace()]

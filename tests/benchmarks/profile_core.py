@@ -1,6 +1,6 @@
 """Profile the core's message path in process: `python profile_core.py A|P-legacy|P-modern [N]`.
 
-Must not touch trio or pipes: it drives bridge.core.bridge.Bridge with the benchmark's own
+Must not touch the shell or pipes: it drives bridge.core.bridge.Bridge with the benchmark's own
 messages (a tools/call echo round trip, encoded as the shell's writer would encode it), prints
 µs per round trip, and with `--profile` a pyinstrument tree of where that time goes.
 """
