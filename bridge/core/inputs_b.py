@@ -76,7 +76,7 @@ class Call:
 
     __slots__ = ("asked", "at_server", "digest", "exclusive", "key", "legacy_id", "meta",
                  "method", "nonce", "outcome", "owner", "params", "questions", "retried",
-                 "round_ids", "token", "url_done", "url_error", "url_waiting")
+                 "round_ids", "timed", "token", "url_done", "url_error", "url_waiting")
 
     def __init__(self, key: str, message: Message, meta: RequestMeta) -> None:
         self.key = key  # names the call in its requestState
@@ -98,6 +98,7 @@ class Call:
         self.url_waiting: set[str] = set()  # elicitationIds of a -32042, until re-sent
         self.url_done: set[str] = set()
         self.url_error = ""
+        self.timed = False  # whether an MRTR timer was ever set for it (most calls: never)
 
     def identity(self) -> str:
         """The digest a requestState binds the call to, computed when the call first parks:
@@ -250,9 +251,8 @@ class Inputs:
     def _gather(self, call: Call) -> None:
         # A legacy server may ask several things at once: collect them for park_window, then
         # ask the client in one round.
-        key = ("mrtr", "park", call.key)
-        if key not in self.ctx.timers:
-            self.ctx.schedule(key, self.ctx.config.park_window)
+        if ("mrtr", "park", call.key) not in self.ctx.timers:
+            self._schedule(call, "park", self.ctx.config.park_window)
 
     def _ship(self, call: Call) -> None:
         """Answer the call's current round with input_required: every question still open."""
@@ -277,7 +277,7 @@ class Inputs:
         for question in call.questions.values():
             question.shipped = True
         call.owner = None
-        self.ctx.schedule(("mrtr", "parked", call.key), parked_timeout)
+        self._schedule(call, "parked", parked_timeout)
 
     def _regate(self, call: Call) -> None:
         """Refuse what the current round did not declare (asked while parked, or the retry
@@ -402,7 +402,7 @@ class Inputs:
         else:
             # accept means consent, not completion (§11.18): give the user time to finish,
             # unless the server says notifications/elicitation/complete first.
-            self.ctx.schedule(("mrtr", "url", call.key), self.ctx.config.url_elicitation_wait)
+            self._schedule(call, "url", self.ctx.config.url_elicitation_wait)
 
     def on_elicitation_complete(self, elicitation_id: Any) -> None:
         if not isinstance(elicitation_id, str):
@@ -517,6 +517,10 @@ class Inputs:
         if question.legacy_id is not None:
             self.asked.pop(typed(question.legacy_id), None)
 
+    def _schedule(self, call: Call, timer: str, delay: float) -> None:
+        call.timed = True
+        self.ctx.schedule(("mrtr", timer, call.key), delay)
+
     def _drop(self, call: Call) -> None:
         self.calls.pop(call.key, None)
         for round_id in call.round_ids:
@@ -524,8 +528,9 @@ class Inputs:
                 del self.rounds[round_id]
         for question in list(call.questions.values()):
             self._forget(call, question)
-        for timer in ("park", "parked", "url"):
-            self.ctx.cancel_timer(("mrtr", timer, call.key))
+        if call.timed:
+            for timer in ("park", "parked", "url"):
+                self.ctx.cancel_timer(("mrtr", timer, call.key))
         if call in self.queue:
             self.queue.remove(call)
 
