@@ -44,6 +44,7 @@ Message = dict[str, Any]
 ELIGIBLE = frozenset({"tools/call", "resources/read", "prompts/get"})
 INPUT_METHODS = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
 INPUT_CAPABILITIES = ("roots", "sampling", "elicitation")
+_INPUT_CAPABILITY_SET = frozenset(INPUT_CAPABILITIES)  # one C-level test per call
 USER_REJECTED = -1  # 2025-11-25 client/sampling.mdx §Error Handling: "User rejected sampling"
 # Legacy-only fields of an input request's params; a modern one has none of them (§5.5).
 _LEGACY_ONLY_PARAMS = frozenset({"task", "_meta", "elicitationId"})
@@ -86,7 +87,7 @@ class Call:
         self.meta = meta  # the current round's envelope: capabilities, logLevel, progressToken
         self.owner: Any = message["id"]  # the modern id waiting for this call; None if parked
         self.round_ids = [typed(message["id"])]
-        self.exclusive = any(cap in meta.capabilities for cap in INPUT_CAPABILITIES)
+        self.exclusive = not _INPUT_CAPABILITY_SET.isdisjoint(meta.capabilities)
         self.retried = False
         self.at_server = False
         self.legacy_id: str | None = None

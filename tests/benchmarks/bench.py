@@ -19,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 SERVER = os.path.join(HERE, "servers.py")
 RELAY = os.path.join(HERE, "relays.py")
+FLOOR = os.path.join(HERE, "floor.py")
 
 
 def server(era: str) -> list[str]:
@@ -33,6 +34,8 @@ def configurations() -> dict[str, tuple[list[str], str]]:
         configs[f"direct-{era}"] = (server(era), era)
         for kind in ("byte", "json", "orjson"):
             configs[f"{kind}-{era}"] = ([PY, RELAY, kind, "--", *server(era)], era)
+    # The bridge's shell with a core that only relays: what any mode pays before translating.
+    configs["floor-legacy"] = ([PY, FLOOR, "--", *server("legacy")], "legacy")
     configs["A"] = ([*bridge, *server("modern")], "legacy")
     configs["B"] = ([*bridge, *server("legacy")], "modern")
     configs["P-legacy"] = ([*bridge, *server("legacy")], "legacy")
