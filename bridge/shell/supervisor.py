@@ -93,6 +93,7 @@ class Supervisor:
             old, new = self._current, self._next_incarnation()
             self._current = new
             if self._stopping:
+                new.retired = True  # never started: sends to it are refused, not kept
                 return
             self._restarts.append(start_thread("restart", self._replace, old, new))
 
