@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from functools import partial
 
-from bridge.core.events import CLIENT, Event, Log, PeerClosed, ShutdownRequested, TimerFired
+from bridge.core.events import CLIENT, Log, PeerClosed, ShutdownRequested, TimerFired
 from bridge.shell.driver import Core, Driver
 from bridge.shell.pumps import Outlet, read_peer, start_thread
 from bridge.shell.settings import Timing
@@ -83,7 +83,7 @@ class _Run:
         self.stopped = threading.Event()
         self.shutdown_error: BaseException | None = None
         self.driver = Driver(core, log, partial(self._notify, "READY=1"), wake)
-        self.supervisor = Supervisor(spawn, self._post_tagged, timing, log)
+        self.supervisor = Supervisor(spawn, self.driver.post_all, timing, log)
         self.driver.supervisor = self.supervisor
         self.signalled = 0
 
@@ -146,9 +146,6 @@ class _Run:
                 self.driver.post(ShutdownRequested())
             else:
                 self.supervisor.hurry()  # asked twice: skip the grace periods
-
-    def _post_tagged(self, gen: int, events: list[Event]) -> None:
-        self.driver.post_all(events, gen)
 
     def _client_done(self, broken: bool) -> None:
         if broken:

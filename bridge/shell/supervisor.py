@@ -12,6 +12,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Protocol
 
 from bridge.core.events import SERVER, ChildExited, ChildStarted, Event, Log
 from bridge.errors import ServerUnavailable
@@ -21,8 +23,13 @@ from bridge.shell.settings import Timing
 
 Spawn = Callable[[], Child]
 LogSink = Callable[[Log], None]
-PostTagged = Callable[[int, list[Event]], None]
-"""Hands the driver events with the child generation they belong to."""
+
+
+class PostTagged(Protocol):
+    """Hands the driver events with the child generation they belong to (Driver.post_all)."""
+
+    def __call__(self, events: list[Event], gen: int = 0) -> None: ...
+
 
 # After the leader exits, wait this long for its stdout to reach EOF so every line it wrote
 # is delivered before ChildExited (a helper holding the pipe open must not stall us).
@@ -157,7 +164,7 @@ class Supervisor:
                 return
         except ServerUnavailable as exc:
             self._log(Log("error", "child.start_failed", {"reason": str(exc)}))
-            self._post(new.gen, [ChildExited(EXIT_NOT_STARTED)])
+            self._post([ChildExited(EXIT_NOT_STARTED)], new.gen)
             return
         self._serve(new)
 
@@ -175,13 +182,13 @@ class Supervisor:
             early, inc.early = inc.early, []
         for data in early:
             outlet.write(data)
-        self._post(inc.gen, [ChildStarted()])
+        self._post([ChildStarted()], inc.gen)
         start_thread(f"read-server-{inc.gen}", self._read, inc, child)
         start_thread(f"wait-server-{inc.gen}", self._wait, inc, child)
 
     def _read(self, inc: Incarnation, child: Child) -> None:
         try:
-            read_peer(child.stdout, SERVER, lambda events: self._post(inc.gen, events))
+            read_peer(child.stdout, SERVER, partial(self._post, gen=inc.gen))
         finally:
             inc.stdout_eof.set()
 
@@ -193,7 +200,7 @@ class Supervisor:
             self._changed.notify_all()
         self._log(Log("info", "child.exited", {"pid": child.pid, "code": code, "gen": inc.gen}))
         inc.stdout_eof.wait(EOF_WAIT)
-        self._post(inc.gen, [ChildExited(code)])
+        self._post([ChildExited(code)], inc.gen)
 
     # Stopping -----------------------------------------------------------------------------
 
