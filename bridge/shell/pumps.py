@@ -36,8 +36,7 @@ def read_peer(fd: int, side: Side, post: Post) -> None:
     """
     splitter = LineSplitter()
     with contextlib.suppress(OSError):
-        os.set_blocking(fd, True)
-        while chunk := os.read(fd, READ_SIZE):
+        while chunk := _read(fd):
             if lines := splitter.feed(chunk):
                 # All lines of one read in one go: under load the driver then takes its lock,
                 # and writes to each peer, once per read instead of once per message.
@@ -45,6 +44,20 @@ def read_peer(fd: int, side: Side, post: Post) -> None:
     with contextlib.suppress(OSError):
         os.close(fd)
     post([*(MessageReceived(side, line) for line in splitter.finish()), PeerClosed(side)])
+
+
+def _read(fd: int) -> bytes:
+    """The next bytes of `fd`, waiting for them even if the fd is non-blocking.
+
+    It may be, without our asking: stdin and stdout are one file description when they are
+    one socket (systemd's StandardInput=socket) or one terminal, and the client's Outlet
+    makes stdout non-blocking. Setting it back would make the Outlet's writes block.
+    """
+    while True:
+        try:
+            return os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            select.select([fd], [], [])
 
 
 def start_thread(name: str, target: Callable[..., object], *args: object) -> threading.Thread:

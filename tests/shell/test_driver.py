@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -30,6 +32,7 @@ from bridge.core.events import (
     TimerFired,
 )
 from bridge.errors import ServerUnavailable
+from bridge.shell.runner import serve
 from bridge.shell.settings import Timing
 from tests.shell.fakes import (
     WAIT,
@@ -508,3 +511,32 @@ def test_events_after_an_interrupted_bridge_go_nowhere() -> None:
             assert not thread.is_alive()
         assert not h.thread_errors, [str(args.exc_value) for args in h.thread_errors]
 
+
+
+def test_stdin_and_stdout_as_one_socket_still_read_and_write() -> None:
+    # systemd's StandardInput=socket (and a terminal) give the bridge one file description
+    # for both: the client's outlet makes it non-blocking, and reading must still wait.
+    ours, theirs = socket.socketpair()
+    spawner = Spawner()
+    result: list[int] = []
+    client_in, client_out = os.dup(ours.fileno()), os.dup(ours.fileno())
+    ours.close()
+    bridge = threading.Thread(target=lambda: result.append(serve(
+        EchoCore(), client_in, client_out, spawner)), daemon=True)
+    bridge.start()
+    try:
+        child = spawner.nth(0)
+        time.sleep(0.2)  # an idle client: a reader that gave up on EAGAIN would end it now
+        assert bridge.is_alive()
+        theirs.sendall(b'{"id":1}\n{"id":2}\n')
+        assert ids(child.lines(2)) == [1, 2]
+        child.write(b'{"id":3}')
+        client = LineReader(theirs.fileno())
+        assert ids(client.lines(1)) == [3]
+        child.serve()
+        theirs.shutdown(socket.SHUT_WR)
+        bridge.join(WAIT)
+        assert not bridge.is_alive() and result == [0]
+    finally:
+        theirs.close()
+        spawner.close()
