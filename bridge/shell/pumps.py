@@ -57,7 +57,9 @@ def _read(fd: int) -> bytes:
         try:
             return os.read(fd, READ_SIZE)
         except BlockingIOError:
-            select.select([fd], [], [])
+            poller = select.poll()  # not select(): that refuses fds past 1023
+            poller.register(fd, select.POLLIN)
+            poller.poll()
 
 
 def start_thread(name: str, target: Callable[..., object], *args: object) -> threading.Thread:

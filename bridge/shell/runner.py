@@ -132,8 +132,10 @@ class _Run:
 
     def _sleep(self, wake_r: int, deadline: float | None) -> bool:
         """Until `deadline` (False) or a poke or signal (True, signals handled)."""
-        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not select.select([wake_r], [], [], timeout)[0]:
+        poller = select.poll()  # not select(): that refuses fds past 1023 (a library host's)
+        poller.register(wake_r, select.POLLIN)
+        timeout_ms = None if deadline is None else max(0.0, deadline - time.monotonic()) * 1e3
+        if not poller.poll(timeout_ms):
             return False
         self._on_wake(os.read(wake_r, 64))
         return True
