@@ -9,6 +9,7 @@ rather than with structlog because importing structlog (and the asyncio it pulls
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -55,12 +56,17 @@ class LogSink:
         self._out = sys.stderr if stream is None else stream
         console = fmt == "console" or (fmt == "auto" and self._out.isatty())
         self._render = render_console if console else render_json
+        # The driver and the supervisor's threads log concurrently; a text stream is not
+        # thread-safe, and a record must never be split by another.
+        self._lock = threading.Lock()
 
     def __call__(self, action: Log) -> None:
         if LEVELS.get(action.level, 20) < self._min:
             return
+        line = self._render(action)
         try:
-            self._out.write(self._render(action))
-            self._out.flush()
+            with self._lock:
+                self._out.write(line)
+                self._out.flush()
         except (OSError, ValueError):
             pass  # stderr is gone: nothing left to tell, and the protocol must go on
