@@ -171,6 +171,19 @@ def test_a_client_that_never_reads_does_not_stall_the_server_direction() -> None
         assert child.signals == []
 
 
+def test_what_a_slow_client_could_not_take_arrives_whole_and_in_order() -> None:
+    with Harness(EchoCore()) as h:
+        child = h.start()
+        sent = padded("s", 500)  # ~500 KB: most of it waits in the client's outlet
+        child.write(*sent[:250])
+        time.sleep(0.2)  # let the pipe fill and the outlet queue the rest, unread
+        child.write(*sent[250:])
+        assert h.client.lines(500) == sent
+        child.serve()
+        h.client_eof()
+        assert h.join() == 0
+
+
 def test_a_server_that_never_reads_does_not_stall_the_client_direction() -> None:
     spawner = Spawner(lambda: FakeChild(reads_stdin=False))
     with Harness(EchoCore(), spawner, timing=FAST) as h:
