@@ -32,16 +32,24 @@ def result_for_modern(result: dict[str, Any], method: str | None, *,
     if method in CACHEABLE:
         out.setdefault("ttlMs", ttl_ms)
         out.setdefault("cacheScope", cache_scope)
-    return with_server_info(out, server_info)
+    if server_info is not None:
+        _put_server_info(out, server_info)  # `out` is ours already: no second copy
+    return out
 
 
 def with_server_info(result: dict[str, Any], server_info: dict[str, Any] | None) -> dict[str, Any]:
     """`result` with serverInfo in its `_meta` (basic/index.mdx: SHOULD be on every result)."""
     if server_info is None:
         return result
+    out = dict(result)
+    _put_server_info(out, server_info)
+    return out
+
+
+def _put_server_info(result: dict[str, Any], server_info: dict[str, Any]) -> None:
     meta = result.get("_meta")
-    return {**result, "_meta": {**meta, META_SERVER_INFO: server_info}
-            if isinstance(meta, dict) else {META_SERVER_INFO: server_info}}
+    result["_meta"] = {**meta, META_SERVER_INFO: server_info} \
+        if isinstance(meta, dict) else {META_SERVER_INFO: server_info}
 
 
 def error_for_modern(error: dict[str, Any]) -> dict[str, Any]:
