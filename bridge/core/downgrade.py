@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bridge.core.codec import encode
+from bridge.core.envelope import drop_meta_keys
 from bridge.core.eras import MODERN_RESULT_META_KEYS
 
 # Fields only a modern result carries (basic/index.mdx §ResultType, caching.mdx).
@@ -30,11 +31,7 @@ def strip_modern_result(result: dict[str, Any]) -> dict[str, Any]:
         out.pop(key, None)
     meta = out.get("_meta")
     if isinstance(meta, dict) and not MODERN_RESULT_META_KEYS.isdisjoint(meta):
-        kept = {k: v for k, v in meta.items() if k not in MODERN_RESULT_META_KEYS}
-        if kept:
-            out["_meta"] = kept
-        else:
-            del out["_meta"]
+        drop_meta_keys(out, MODERN_RESULT_META_KEYS)
     return out
 
 

@@ -60,14 +60,19 @@ def strip_envelope(params: dict[str, Any] | None,
     if params is None:
         return None
     new_params = {k: v for k, v in params.items() if k not in MRTR_PARAMS}
-    meta = new_params.get("_meta")
-    if isinstance(meta, dict):
-        kept = {k: v for k, v in meta.items() if k not in drop}
-        if kept:
-            new_params["_meta"] = kept
-        else:
-            del new_params["_meta"]
+    if isinstance(new_params.get("_meta"), dict):
+        drop_meta_keys(new_params, drop)
     return new_params
+
+
+def drop_meta_keys(message: dict[str, Any], keys: frozenset[str]) -> None:
+    """Give `message` (the caller's own copy) a `_meta` without `keys`, or none if that
+    leaves it empty; the original `_meta` dict is never changed."""
+    kept = {k: v for k, v in message["_meta"].items() if k not in keys}
+    if kept:
+        message["_meta"] = kept
+    else:
+        del message["_meta"]
 
 
 def build_request(
