@@ -28,6 +28,19 @@ class MessageReceived:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageTooLarge:
+    """A peer wrote a line longer than `limit` bytes; the shell discarded it as it streamed in.
+
+    `head` is the line's first bytes (at most a few KiB), enough to recover the id of a
+    request or response that names it early; the rest was never held in memory.
+    """
+
+    side: Side
+    head: bytes
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
 class ChildStarted:
     """The server process is running and its pipes are open."""
 
@@ -56,7 +69,8 @@ class ShutdownRequested:
     """A signal (SIGTERM, SIGINT) asked the bridge to stop."""
 
 
-Event = MessageReceived | ChildStarted | ChildExited | PeerClosed | TimerFired | ShutdownRequested
+Event = (MessageReceived | MessageTooLarge | ChildStarted | ChildExited | PeerClosed | TimerFired
+         | ShutdownRequested)
 
 
 # Actions ----------------------------------------------------------------------------------
