@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from bridge import __version__
-from bridge.config import load_settings, seconds
+from bridge.config import count, load_settings, seconds
 from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, UsageError
-from bridge.shell.logs import LEVELS, LOG_FORMATS
+from bridge.shell.settings import LEVELS, LOG_FORMATS
 
 USAGE = """\
 mcp-rosetta [options] -- COMMAND [ARGS...]
@@ -49,6 +49,13 @@ def _seconds_flag(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
 
+def _count_flag(text: str) -> int:
+    try:
+        return count(int(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mcp-rosetta", usage=USAGE, description=DESCRIPTION, epilog=EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
@@ -62,6 +69,8 @@ def parser() -> argparse.ArgumentParser:
                    help="fail a forwarded request unanswered after this long; 0 = never (0)")
     p.add_argument("--default-log-level", choices=LOG_LEVELS, metavar="LEVEL",
                    help="MCP logLevel asked of a modern server before the client sets one")
+    p.add_argument("--max-message-bytes", type=_count_flag, metavar="BYTES",
+                   help="refuse a message longer than this from either peer (64 MiB)")
     p.add_argument("--log-level", choices=tuple(LEVELS), help="bridge log level (info)")
     p.add_argument("--log-format", choices=LOG_FORMATS,
                    help="stderr log format; auto = console on a TTY, else JSON lines")
@@ -70,7 +79,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
-            "log_level", "log_format")
+            "max_message_bytes", "log_level", "log_format")
     values = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     if command:
         values["command"] = tuple(command)

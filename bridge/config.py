@@ -14,8 +14,7 @@ from typing import Any
 from bridge.core.config import CoreConfig
 from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, ConfigError
-from bridge.shell.logs import LEVELS, LOG_FORMATS
-from bridge.shell.settings import ShellConfig, Timing
+from bridge.shell.settings import LEVELS, LOG_FORMATS, ShellConfig, Timing
 
 Check = Callable[[Any], Any]
 """Returns the value to use, or raises ValueError with what was expected."""
@@ -109,7 +108,12 @@ SHELL_KEYS: dict[str, Check] = {
     "log_format": choice(*LOG_FORMATS),
     "shutdown_grace": seconds,
     "kill_grace": seconds,
+    "max_message_bytes": count,
 }
+# Keys both layers read: the core waits drain_timeout for answers it owes once the client has
+# closed its input; the shell then gives a client that stopped reading as long to resume.
+TIMING_KEYS = ("shutdown_grace", "kill_grace", "drain_timeout")
+SHELL_FIELDS = ("command", "log_format", "max_message_bytes")
 DERIVED_CORE_FIELDS = frozenset({"debug_logs"})
 """CoreConfig fields no key sets: debug_logs follows log_level ("debug")."""
 
@@ -145,13 +149,9 @@ def build(values: Mapping[str, Any]) -> Settings:
     """Settings from validated values; absent keys keep the documented defaults."""
     core = {k: v for k, v in values.items() if k in CORE_KEYS}
     log_level = values.get("log_level", "info")
-    timing = Timing(**{k: v for k, v in values.items() if k in ("shutdown_grace", "kill_grace")})
-    shell = ShellConfig(
-        command=values.get("command", ()),
-        log_level=log_level,
-        log_format=values.get("log_format", "auto"),
-        timing=timing,
-    )
+    timing = Timing(**{k: v for k, v in values.items() if k in TIMING_KEYS})
+    shell = ShellConfig(**{k: v for k, v in values.items() if k in SHELL_FIELDS},
+                        log_level=log_level, timing=timing)
     return Settings(CoreConfig(**core, debug_logs=log_level == "debug"), shell)
 
 

@@ -1,6 +1,8 @@
-"""One server process: start it in its own process group, signal the group, stop it for good.
+"""One server process: start it in its own process group, wait for it, signal the group.
 
-Must not read or write the child's pipes (bridge/shell/pumps.py does) nor decide when to stop.
+Must not read or write the child's pipes (the supervisor's outlet and reader do) nor decide
+when to stop it. Linux-only safety nets (the parent-death signal, a pidfd to wait on) are used
+when present and skipped cleanly elsewhere.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ import os
 import shutil
 import signal
 import subprocess
-import time
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from bridge.errors import ServerUnavailable
@@ -28,11 +30,23 @@ class Child(Protocol):
     @property
     def stdout(self) -> int:
         """Our end of the child's stdout pipe (the supervisor owns and closes it)."""
-    def poll(self) -> int | None: ...
-    def wait(self, timeout: float | None = None) -> int | None:
-        """The exit code, or None if the child still runs after `timeout` seconds."""
+    def poll(self) -> int | None:
+        """The exit code once the process ended (negative: killed by that signal), else None."""
+    async def wait(self) -> int:
+        """Until the process ends; its exit code."""
     def signal_group(self, sig: signal.Signals) -> None: ...
     def group_alive(self) -> bool: ...
+    def kill(self) -> None:
+        """SIGKILL the group and reap the leader, waiting for nothing else (last resort)."""
+
+
+# The servers this process started and has not reaped yet (not adopted orphans: orphans.py).
+_STARTED: set[int] = set()
+
+
+def started_here() -> frozenset[int]:
+    """The pids of the servers this process started that are not reaped yet."""
+    return frozenset(_STARTED)
 
 
 class ProcessChild:
@@ -42,6 +56,7 @@ class ProcessChild:
         self._process = process
         self._stdin = stdin
         self._stdout = stdout
+        _STARTED.add(process.pid)
 
     @property
     def pid(self) -> int:
@@ -56,13 +71,31 @@ class ProcessChild:
         return self._stdout
 
     def poll(self) -> int | None:
-        return self._process.poll()
+        return self._reaped(self._process.poll())
 
-    def wait(self, timeout: float | None = None) -> int | None:
+    async def wait(self) -> int:
+        import trio
+
+        code = self.poll()
+        if code is not None:
+            return code
+        pidfd = _pidfd(self._process.pid)
+        if pidfd is None:  # no pidfd (macOS, old kernels): a worker thread waits instead
+            code = await trio.to_thread.run_sync(self._process.wait, abandon_on_cancel=True)
+            return self._forget(code)
         try:
-            return self._process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
+            await trio.lowlevel.wait_readable(pidfd)  # readable once the process has ended
+        finally:
+            trio.lowlevel.notify_closing(pidfd)
+            os.close(pidfd)
+        return self._forget(self._process.wait())
+
+    def _reaped(self, code: int | None) -> int | None:
+        return code if code is None else self._forget(code)
+
+    def _forget(self, code: int) -> int:
+        _STARTED.discard(self._process.pid)
+        return code
 
     def signal_group(self, sig: signal.Signals) -> None:
         # The whole group, so helpers the server started go too; gone already is fine.
@@ -75,6 +108,21 @@ class ProcessChild:
         except (ProcessLookupError, PermissionError):
             return False
         return True
+
+    def kill(self) -> None:
+        self.signal_group(signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            self._forget(self._process.wait())  # prompt: SIGKILL cannot be caught
+
+
+def _pidfd(pid: int) -> int | None:
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return int(opener(pid))
+    except OSError:
+        return None
 
 
 def check_command(argv: Sequence[str]) -> str:
@@ -89,10 +137,12 @@ def check_command(argv: Sequence[str]) -> str:
 
 
 def child_environment() -> dict[str, str]:
-    # The service manager's notify socket is ours: a server that found it would be taken
-    # for the service (Type=notify), or confuse systemd with its own READY=1.
+    # The service manager's notify and listen sockets are ours: a server that found them would
+    # be taken for the service (Type=notify), or take over connections meant for the bridge.
     env = dict(os.environ)
-    env.pop("NOTIFY_SOCKET", None)
+    for key in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC",
+                "WATCHDOG_PID"):
+        env.pop(key, None)
     return env
 
 
@@ -100,17 +150,19 @@ def spawn_process(argv: Sequence[str]) -> ProcessChild:
     """Start the server: pipes on stdin/stdout, our stderr, a new session (its own group).
 
     The pipes are made here, not by Popen, so their parent ends are plain fds that nothing
-    else closes behind the supervisor's back.
+    else closes behind the supervisor's back. On Linux the child gets the parent-death
+    signal: if the bridge dies, even by SIGKILL, the server goes with it.
     """
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = os.pipe()
     try:
         process = subprocess.Popen(list(argv), stdin=stdin_r, stdout=stdout_w, stderr=None,
-                                   start_new_session=True, env=child_environment())
-    except OSError as exc:
+                                   start_new_session=True, env=child_environment(),
+                                   preexec_fn=_die_with_parent())
+    except (OSError, subprocess.SubprocessError) as exc:
         for fd in (stdin_w, stdout_r):
             os.close(fd)
-        reason = exc.strerror or type(exc).__name__
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise ServerUnavailable(f"cannot start server command {argv[0]}: {reason}") from None
     finally:
         os.close(stdin_r)
@@ -118,24 +170,45 @@ def spawn_process(argv: Sequence[str]) -> ProcessChild:
     return ProcessChild(process, stdin_w, stdout_r)
 
 
-# While the group outlives its leader (helpers the server left behind), look this often.
-GROUP_POLL = 0.05
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 
 
-def reap_group(child: Child, timeout: float) -> None:
-    """After the leader exited: SIGTERM what is left of its group, then SIGKILL it."""
-    if not child.group_alive():
-        return
-    child.signal_group(signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while child.group_alive() and time.monotonic() < deadline:
-        time.sleep(GROUP_POLL)
-    child.signal_group(signal.SIGKILL)
+def _libc_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return prctl
 
 
-def kill_now(child: Child) -> None:
-    """SIGKILL the group and reap the leader."""
-    if child.poll() is None:
-        child.signal_group(signal.SIGKILL)
-        child.wait()
-    child.signal_group(signal.SIGKILL)
+def _die_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn giving the child SIGKILL when the bridge's spawning thread ends (Linux).
+
+    The bridge spawns from its main thread only, so that is when the bridge ends. If the
+    bridge died between fork and the prctl, the signal would never come: the child checks
+    its parent is still the bridge, and exits if not.
+    """
+    prctl = _libc_prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+def become_subreaper() -> bool:
+    """Adopt our orphaned descendants (Linux): a server's helper that daemonizes or calls
+    setsid() is then still ours to reap and to kill at shutdown. Whether it took effect."""
+    prctl = _libc_prctl()
+    return prctl is not None and prctl(_PR_SET_CHILD_SUBREAPER, 1) == 0
+

@@ -1,15 +1,16 @@
-"""The driver: the only caller of the core, turning events from any thread into actions.
+"""The driver: the only caller of the core, and the one place its actions are carried out.
 
-Must not block on a peer: the outlets it writes to queue what a pipe cannot take; must not
-interpret messages (the core does) nor sleep (the runner's clock waits for deadlines).
+Must not wait: it runs inside whichever task has an event (trio is one thread, so no lock),
+hands the core's writes to the peers' outlets, which never block, and returns. Must not
+interpret messages: the core decides everything.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from typing import Protocol
+
+import trio
 
 from bridge.core.codec import encode
 from bridge.core.events import (
@@ -17,14 +18,17 @@ from bridge.core.events import (
     Action,
     Event,
     Log,
+    MessageReceived,
+    MessageTooLarge,
     NotifyReady,
     PeerClosed,
     RestartChild,
     Send,
+    Side,
     Stop,
 )
-from bridge.shell.pumps import Outlet
-from bridge.shell.supervisor import Supervisor
+from bridge.shell.lines import Line
+from bridge.shell.logs import Logger, emit
 
 
 class Core(Protocol):
@@ -34,88 +38,79 @@ class Core(Protocol):
     def next_deadline(self) -> float | None: ...
 
 
+class Peer(Protocol):
+    """Where the driver writes one peer's bytes (an Outlet, or the supervisor for the server)."""
+
+    def write(self, data: bytes) -> bool: ...
+
+
+class Server(Peer, Protocol):
+    def restart(self) -> None:
+        """Replace the server process; ChildStarted follows once the new one runs."""
+
+
+class Source(Protocol):
+    """Where lines come from, when that can end before the peer does (a replaced child)."""
+
+    @property
+    def retired(self) -> bool: ...
+
+
+class Clock(Protocol):
+    def watch(self, deadline: float | None) -> None:
+        """Wake for `deadline` if it is earlier than the one being waited for."""
+
+
 class Driver:
-    """Feeds the core one event at a time (a lock serialises the reader threads).
+    """Feeds the core events and carries out its actions, then returns."""
 
-    `wake` tells the runner's clock to look again: the core stopped, failed, or its next
-    deadline moved earlier than the one the clock is waiting for.
-    """
-
-    def __init__(self, core: Core, log: Callable[[Log], None], notify: Callable[[], None],
-                 wake: Callable[[], None]) -> None:
+    def __init__(self, core: Core, log: Logger, *, limit: int, notify: Callable[[str], None],
+                 debug: bool = False) -> None:
         self._core = core
         self._log = log
+        self._limit = limit
         self._notify = notify
-        self._wake = wake
-        self._lock = threading.Lock()
-        self._gone: set[tuple[int, str]] = set()  # peers whose PeerClosed the core has had
-        self._waiting_for: float | None = None  # the deadline the clock sleeps until
-        self._to_client: list[bytes] = []  # this batch's writes, one write per peer
+        self._debug = debug
+        self.client: Peer | None = None
+        self.server: Server | None = None
+        self.clock: Clock | None = None
+        self._to_client: list[bytes] = []  # this batch's writes: one write per peer
         self._to_server: list[bytes] = []
-        self._retired = False
-        self.client: Outlet | None = None
-        self.supervisor: Supervisor | None = None
+        self._client_gone = False
         self.stop_code: int | None = None
-        self.failure: BaseException | None = None
+        self.stopped = trio.Event()
 
-    def post(self, event: Event, gen: int = 0) -> None:
-        """Hand the core one event; `gen` is the child generation it came from (0: none)."""
-        self.post_all([event], gen)
+    def lines(self, side: Side, lines: list[Line], source: Source | None = None) -> None:
+        """The lines one read of `side` brought, in order; their writes go out once per peer.
 
-    def post_all(self, events: list[Event], gen: int = 0) -> None:
-        """Hand the core several events in order, writing what they produce once per peer."""
-        with self._lock:
-            if self._retired:
-                return
-            try:
-                for event in events:
-                    if self.stop_code is not None or self.failure is not None:
-                        break  # the core is done; shutdown is the runner's now
-                    if not self._stale(gen, event):
-                        self._run(event)
-            except Exception as exc:  # a core bug must still end the bridge cleanly
-                self.failure = exc
-                self._wake()
-            finally:
-                self._flush()
-            self._watch_deadline()
-
-    def deadline(self) -> float | None:
-        """The core's next deadline; the clock waits for it and will be woken if it moves."""
-        with self._lock:
-            self._waiting_for = self._core.next_deadline()
-            return self._waiting_for
-
-    def close(self) -> None:
-        """Take no more events: the run is over (threads still reading are ignored)."""
-        with self._lock:
-            self._retired = True
-
-    def outcome(self) -> int | None:
-        """The core's exit code once it stopped (None before); re-raises a core failure.
-
-        Read under the lock: a Stop is only seen once the writes of its batch are handed to
-        the outlets, so closing them after cannot cut those writes off.
+        Lines of a `source` retired meanwhile (the core restarted the child) are dropped.
         """
-        with self._lock:
-            if self.failure is not None:
-                raise self.failure
-            return self.stop_code
+        handle = self._core.handle
+        now = trio.current_time()
+        for line in lines:
+            if self.stop_code is not None or (source is not None and source.retired):
+                break
+            event = MessageReceived(side, line) if type(line) is bytes \
+                else MessageTooLarge(side, line.head, self._limit)  # type: ignore[union-attr]
+            if self._debug:
+                self._log.debug("message.received", side=side, bytes=_size(line))
+            self._run(handle(event, now))
+        self._flush()
 
-    def _stale(self, gen: int, event: Event) -> bool:
-        supervisor = self.supervisor
-        if gen and supervisor is not None and gen != supervisor.gen:
-            return True  # from a child that was replaced: the core has moved on
-        if isinstance(event, PeerClosed):
+    def post(self, event: Event) -> None:
+        """One event that is not a line (a timer, a child's start or exit, a peer's EOF)."""
+        if self.stop_code is not None:
+            return
+        if type(event) is PeerClosed and event.side == CLIENT:
             # The client's stdin EOF and a broken stdout both say "the client is gone": once.
-            key = (0 if event.side == CLIENT else gen, event.side)
-            if key in self._gone:
-                return True
-            self._gone.add(key)
-        return False
+            if self._client_gone:
+                return
+            self._client_gone = True
+        self._run(self._core.handle(event, trio.current_time()))
+        self._flush()
 
-    def _run(self, event: Event) -> None:
-        for action in self._core.handle(event, time.monotonic()):
+    def _run(self, actions: list[Action]) -> None:
+        for action in actions:
             if type(action) is Send:  # nearly every action: one type check, no match
                 (self._to_client if action.side == CLIENT else self._to_server).append(
                     encode(action.message))
@@ -125,36 +120,36 @@ class Driver:
     def _execute(self, action: Action) -> None:
         match action:
             case Log():
-                self._log(action)
+                emit(self._log, action)
             case RestartChild():
-                assert self.supervisor is not None
+                assert self.server is not None
                 self._flush()  # what was meant for the old child goes to the old child
-                self.supervisor.restart()
+                self.server.restart()
             case NotifyReady():
-                self._notify()
+                self._notify("READY=1")
             case Stop(code=code):
                 if self.stop_code is None:
                     self.stop_code = code
-                    self._wake()
-
-    def _watch_deadline(self) -> None:
-        deadline = self._core.next_deadline()
-        if deadline is not None and (self._waiting_for is None or deadline < self._waiting_for):
-            self._waiting_for = deadline
-            self._wake()
+                    self.stopped.set()
 
     def _flush(self) -> None:
         # A refused write means that peer is gone; PeerClosed / ChildExited tell the core.
         if self._to_client:
             assert self.client is not None
-            self.client.write(_joined(self._to_client))
+            self._write(self.client, CLIENT, self._to_client)
         if self._to_server:
-            assert self.supervisor is not None
-            self.supervisor.send(_joined(self._to_server))
+            assert self.server is not None
+            self._write(self.server, "server", self._to_server)
+        if self.clock is not None:
+            self.clock.watch(self._core.next_deadline())
+
+    def _write(self, peer: Peer, side: Side, parts: list[bytes]) -> None:
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        if self._debug:
+            self._log.debug("message.sent", side=side, messages=len(parts), bytes=len(data))
+        parts.clear()
+        peer.write(data)
 
 
-def _joined(parts: list[bytes]) -> bytes:
-    """The parts as one write (the list is emptied); one part is not copied."""
-    data = parts[0] if len(parts) == 1 else b"".join(parts)
-    parts.clear()
-    return data
+def _size(line: Line) -> int:
+    return len(line) if type(line) is bytes else line.size  # type: ignore[union-attr]

@@ -1,53 +1,128 @@
-"""Newline-delimited framing: split a byte stream into lines, however long the lines are.
+"""Newline-delimited framing: split a byte stream into lines, and never hold one past a limit.
 
-Must not decode JSON or look inside a line: the core gets the raw bytes.
+Must not decode JSON or look inside a line: the core gets the raw bytes (or, for a line over
+the limit, its first bytes only).
 """
 
 from __future__ import annotations
 
-# A pipe's whole capacity per read: a MiB line takes 16 reads. Larger would cost every small
-# message more than it saves: a read buffer past glibc's mmap threshold (128 KiB) is an
-# mmap and a munmap per read, paid by every small message (issue 6).
-READ_SIZE = 64 * 1024
+DEFAULT_LIMIT = 64 * 1024 * 1024
+# What is kept of a line over the limit: enough for the core to find an id written early.
+HEAD_SIZE = 4096
+
+
+class Oversized:
+    """A line longer than the limit, discarded as it streamed in; `head` is its first
+    HEAD_SIZE bytes (all of it if shorter), `size` its length."""
+
+    __slots__ = ("head", "size")
+
+    def __init__(self, head: bytes, size: int) -> None:
+        self.head = head
+        self.size = size
+
+    def grow(self, piece: bytes) -> None:
+        """Count more of the line; its head takes what it still lacks of HEAD_SIZE."""
+        if len(self.head) < HEAD_SIZE:
+            self.head += piece[:HEAD_SIZE - len(self.head)]
+        self.size += len(piece)
+
+    def __repr__(self) -> str:
+        return f"Oversized({self.head[:40]!r}..., size={self.size})"
+
+
+Line = bytes | Oversized
 
 
 class LineSplitter:
     """Feed chunks, get complete lines without their "\\n" (and "\\r"); blank lines are dropped.
 
     A partial line is kept as a list of chunks and joined once when its newline arrives, so a
-    line of n bytes costs O(n) however many chunks it spans (no quadratic re-joining).
+    line of n bytes costs O(n) however many chunks it spans. Once a partial line passes
+    `limit` bytes it is dropped but for its head, and the rest of it is only counted: memory
+    stays under the limit whatever a peer sends.
     """
 
-    __slots__ = ("_parts",)
+    __slots__ = ("_held", "_limit", "_parts", "_skipping")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+        self._limit = limit
         self._parts: list[bytes] = []
+        self._held = 0
+        self._skipping: Oversized | None = None
 
-    def feed(self, chunk: bytes) -> list[bytes]:
+    def feed(self, chunk: bytes) -> list[Line]:
         if b"\n" not in chunk:
-            if chunk:
-                self._parts.append(chunk)
+            self._hold(chunk)
             return []
         # One C-level split: a read of many small lines costs no Python loop per line.
         pieces = chunk.split(b"\n")
-        if self._parts:
-            self._parts.append(pieces[0])
-            pieces[0] = b"".join(self._parts)
-            self._parts.clear()
-        if tail := pieces.pop():
-            self._parts.append(tail)
+        tail = pieces.pop()
+        first: Line = self._complete(pieces[0]) if self._parts or self._skipping else pieces[0]
+        if tail:
+            self._hold(tail)
+        if len(chunk) > self._limit:  # only then can a line within the chunk be too long
+            return self._checked(first, pieces)
+        if isinstance(first, Oversized):
+            return [first, *_kept(pieces[1:])]
+        pieces[0] = first
         return _kept(pieces)
 
-    def finish(self) -> list[bytes]:
+    def finish(self) -> list[Line]:
         """At EOF: the unterminated last line, if any (a peer may omit the final newline)."""
-        if not self._parts:
+        if not self._parts and self._skipping is None:
             return []
-        line = b"".join(self._parts)
+        line = self._complete(b"")
+        return [line] if isinstance(line, Oversized) else _kept([line])
+
+    def _hold(self, piece: bytes) -> None:
+        """Keep the start of a line whose newline has not come yet, or count it if too long."""
+        if self._skipping is not None:
+            self._skipping.grow(piece)
+            return
+        if piece:
+            self._parts.append(piece)
+            self._held += len(piece)
+        if self._held > self._limit:
+            self._skipping = Oversized(_head(self._parts), self._held)
+            self._parts.clear()
+            self._held = 0
+
+    def _complete(self, piece: bytes) -> Line:
+        """The held line, ended by `piece` (what precedes its newline)."""
+        skipping = self._skipping
+        if skipping is not None:
+            self._skipping = None
+            skipping.grow(piece)
+            return skipping
+        self._parts.append(piece)
+        size = self._held + len(piece)
+        line = Oversized(_head(self._parts), size) if size > self._limit \
+            else b"".join(self._parts)
         self._parts.clear()
-        return _kept([line])
+        self._held = 0
+        return line
+
+    def _checked(self, first: Line, pieces: list[bytes]) -> list[Line]:
+        """The lines of a chunk longer than the limit, each measured against it."""
+        lines: list[Line] = []
+        for line in [first, *pieces[1:]]:
+            if type(line) is bytes and len(line) > self._limit:
+                line = Oversized(line[:HEAD_SIZE], len(line))
+            lines += [line] if type(line) is Oversized else _kept([line])  # type: ignore[list-item]
+        return lines
 
 
-def _kept(lines: list[bytes]) -> list[bytes]:
+def _head(parts: list[bytes]) -> bytes:
+    head = parts[0][:HEAD_SIZE]
+    for part in parts[1:]:
+        if len(head) >= HEAD_SIZE:
+            break
+        head += part[:HEAD_SIZE - len(head)]
+    return head
+
+
+def _kept(lines: list[bytes]) -> list[Line]:
     """Without their "\\r", and without blank lines (isspace() stops at the first non-space
     byte, so this is cheap on real messages; removesuffix returns the line itself if no "\\r")."""
     return [line.removesuffix(b"\r") for line in lines if line and not line.isspace()]

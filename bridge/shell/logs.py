@@ -1,72 +1,115 @@
-"""Logging: structured events on stderr, JSON lines (or a console view on a TTY), level-filtered.
+"""Logging: structlog, configured once; JSON lines on stderr, or its console view on a terminal.
 
-Must not write to stdout (the protocol's) and must not cost anything below the chosen level:
-a filtered event returns after one dict lookup, before any field is formatted. Written here
-rather than with structlog because importing structlog (and the asyncio it pulls in) cost
-46 ms of every start, half the startup budget (issue 6), for two renderers this small.
+Must not write to stdout (the protocol's), must not cost more than one call below the chosen
+level (a filtering bound logger), and must never raise: no logged value, however odd (an
+integer past 64 bits, an object whose repr fails), may take the bridge down.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import select
 import sys
-import threading
-import time
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Mapping, MutableMapping
+from typing import Any, TextIO
 
-if TYPE_CHECKING:  # the CLI imports this module before anything heavy: keep it light
-    from bridge.core.events import Log
+import orjson
+import structlog
 
-LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
-LOG_FORMATS = ("auto", "json", "console")
-# Keys every record has; a core field by that name is renamed instead of clobbering them.
+from bridge.core.events import Log
+from bridge.shell.settings import LEVELS
+
+# Keys structlog fills itself; a core field by that name is renamed instead of clobbering them.
 _RESERVED = frozenset({"event", "level", "timestamp"})
+# How long a log line may wait for a terminal that cannot take it at once (stderr shares a
+# non-blocking file description with stdout when both are one terminal or socket).
+_STALL_MS = 200
+
+Logger = Any
+"""A structlog bound logger (its methods depend on the configured wrapper class)."""
 
 
-def _timestamp() -> str:
-    now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
+class StderrWriter:
+    """structlog's output end: writes each rendered line whole to an fd, never raising."""
 
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
 
-def _fields(action: Log) -> dict[str, Any]:
-    fields = action.fields
-    if _RESERVED.isdisjoint(fields):
-        return fields
-    return {(f"{k}_" if k in _RESERVED else k): v for k, v in fields.items()}
-
-
-def render_json(action: Log) -> str:
-    record = {"event": action.event, **_fields(action), "level": action.level,
-              "timestamp": _timestamp()}
-    import orjson  # here, not at the top: this module is imported before the server starts
-
-    return orjson.dumps(record, default=repr).decode() + "\n"
-
-
-def render_console(action: Log) -> str:
-    pairs = " ".join(f"{k}={v}" for k, v in _fields(action).items())
-    return f"{_timestamp()} [{action.level:<8}] {action.event:<24} {pairs}".rstrip() + "\n"
-
-
-class LogSink:
-    """Writes Log actions (the core's and the shell's own) at `level` or above to `stream`."""
-
-    def __init__(self, level: str = "debug", fmt: str = "auto",
-                 stream: TextIO | None = None) -> None:
-        self._min = LEVELS[level]
-        self._out = sys.stderr if stream is None else stream
-        console = fmt == "console" or (fmt == "auto" and self._out.isatty())
-        self._render = render_console if console else render_json
-        # The driver and the supervisor's threads log concurrently; a text stream is not
-        # thread-safe, and a record must never be split by another.
-        self._lock = threading.Lock()
-
-    def __call__(self, action: Log) -> None:
-        if LEVELS.get(action.level, 20) < self._min:
-            return
-        line = self._render(action)
+    def msg(self, message: str | bytes) -> None:
+        data = message.encode("utf-8", "backslashreplace") if isinstance(message, str) \
+            else message
+        view = memoryview(data + b"\n")
         try:
-            with self._lock:
-                self._out.write(line)
-                self._out.flush()
-        except (OSError, ValueError):
-            pass  # stderr is gone: nothing left to tell, and the protocol must go on
+            while view:
+                try:
+                    view = view[os.write(self._fd, view):]
+                except BlockingIOError:
+                    if not _writable(self._fd, _STALL_MS):
+                        return
+        except OSError:
+            return  # stderr is gone: nothing left to tell, and the protocol must go on
+
+    log = debug = info = warning = warn = error = critical = exception = fatal = msg
+
+
+def _writable(fd: int, timeout_ms: int) -> bool:
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return bool(poller.poll(timeout_ms))
+
+
+def _serialize(event: Mapping[str, Any], **_: Any) -> bytes:
+    try:
+        return orjson.dumps(event, default=repr)
+    except (TypeError, orjson.JSONEncodeError):  # e.g. integers orjson cannot hold exactly
+        return json.dumps(event, default=repr, ensure_ascii=False).encode()
+
+
+def _never_raise(renderer: Any) -> Any:
+    """The renderer, falling back to a line that names what could not be rendered."""
+
+    def render(logger: Any, name: str, event: MutableMapping[str, Any]) -> Any:
+        what = {"event": str(event.get("event")), "level": str(event.get("level"))}
+        try:
+            return renderer(logger, name, event)
+        except Exception as exc:  # a log line must never cost the bridge
+            return orjson.dumps({**what, "unrenderable": type(exc).__name__})
+
+    return render
+
+
+def configure(level: str = "info", fmt: str = "auto", stream: TextIO | None = None) -> Logger:
+    """Set structlog up for the whole process and return the bridge's logger.
+
+    `auto` renders for people on a terminal and JSON lines otherwise.
+    """
+    out = sys.stderr if stream is None else stream
+    console = fmt == "console" or (fmt == "auto" and out.isatty())
+    renderer = structlog.dev.ConsoleRenderer(colors=out.isatty()) if console \
+        else structlog.processors.JSONRenderer(serializer=_serialize)
+    writer = StderrWriter(out.fileno())
+    structlog.configure(
+        processors=[structlog.processors.add_log_level,
+                    structlog.processors.TimeStamper(fmt="iso", utc=True),
+                    _never_raise(renderer)],
+        wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),
+        logger_factory=lambda *_: writer,
+        cache_logger_on_first_use=False,
+    )
+    return logger()
+
+
+def logger() -> Logger:
+    """A logger bound now, to the configuration in force (tests capture it that way)."""
+    return structlog.get_logger().bind()
+
+
+def emit(log: Logger, action: Log) -> None:
+    """Log one of the core's Log actions."""
+    fields = action.fields
+    if not _RESERVED.isdisjoint(fields):
+        fields = {(f"{k}_" if k in _RESERVED else k): v for k, v in fields.items()}
+    with contextlib.suppress(Exception):  # see _never_raise: logging must not cost a message
+        log.log(LEVELS.get(action.level, 20), action.event, **fields)

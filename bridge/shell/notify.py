@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
+from typing import Any
 
 
 def sd_notify(state: str, environ: Mapping[str, str] = os.environ) -> bool:
@@ -26,3 +27,16 @@ def sd_notify(state: str, environ: Mapping[str, str] = os.environ) -> bool:
         sock.connect(address)
         sock.sendall(state.encode())
     return True
+
+
+class Notifier:
+    """sd_notify for the bridge: a failure is logged, never raised."""
+
+    def __init__(self, log: Any) -> None:
+        self._log = log
+
+    def __call__(self, state: str) -> None:
+        try:
+            sd_notify(state)
+        except OSError as exc:
+            self._log.warning("notify.failed", state=state, reason=str(exc))

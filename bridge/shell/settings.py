@@ -1,11 +1,16 @@
 """The shell's own settings (those the core never sees), with their defaults.
 
-Must not read files, flags or the environment: bridge/config.py fills this in.
+Must not read files, flags or the environment (bridge/config.py fills this in), and must stay
+cheap to import: the command line reads it before the server is started.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
+"""The bridge's own log levels, by their structlog/stdlib numbers."""
+LOG_FORMATS = ("auto", "json", "console")
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,6 +19,9 @@ class Timing:
     """Seconds from closing the child's stdin to SIGTERM."""
     kill_grace: float = 2.0
     """Seconds from SIGTERM to SIGKILL."""
+    drain_timeout: float = 5.0
+    """At shutdown, seconds the client may go without reading before what it is still owed
+    is dropped (as long as it keeps reading, everything is delivered)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,5 +32,7 @@ class ShellConfig:
     """debug, info, warning, error or critical."""
     log_format: str = "auto"
     """json, console, or auto (console on a TTY, else JSON lines)."""
+    max_message_bytes: int = 64 * 1024 * 1024
+    """The longest line either peer may send; a longer one is discarded as it streams in."""
     timing: Timing = field(default_factory=Timing)
-    """Grace periods of the child's shutdown."""
+    """Grace periods of the child's shutdown, and the client's drain."""

@@ -1,246 +1,225 @@
-"""The server's lifecycle: one serving child at a time, its pumps, restarts, and its end.
+"""The server's lifecycle: one serving child at a time, its pumps, its replacement, its end.
 
-Must not outlive its children: every process it started is reaped (group included) before
-`stop` returns. Must not decide to restart: the core asks. Runs its waits on threads of its
-own, never on the caller's (the driver holds the core while it calls in).
+Must not decide when to restart (the core asks) and must not outlive its children: every
+process it started is stopped and reaped, group included, before the session's nursery
+closes. Its tasks (a reader and a waiter per child) live in the session's nursery.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
-import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import partial
-from typing import Protocol
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-from bridge.core.events import SERVER, ChildExited, ChildStarted, Event, Log
+import trio
+
+from bridge.core.events import SERVER, ChildExited, ChildStarted
 from bridge.errors import ServerUnavailable
-from bridge.shell.child import Child, kill_now, reap_group
-from bridge.shell.pumps import Outlet, read_peer, start_thread
+from bridge.shell.child import Child
+from bridge.shell.logs import Logger
+from bridge.shell.outlet import Outlet
+from bridge.shell.pump import pump
 from bridge.shell.settings import Timing
 
+if TYPE_CHECKING:
+    from bridge.shell.driver import Driver
+
 Spawn = Callable[[], Child]
-LogSink = Callable[[Log], None]
-
-
-class PostTagged(Protocol):
-    """Hands the driver events with the child generation they belong to (Driver.post_all)."""
-
-    def __call__(self, events: list[Event], gen: int = 0) -> None: ...
-
 
 # After the leader exits, wait this long for its stdout to reach EOF so every line it wrote
 # is delivered before ChildExited (a helper holding the pipe open must not stall us).
 EOF_WAIT = 1.0
+# While the group outlives its leader (helpers the server left behind), look this often.
+GROUP_POLL = 0.05
 # A restart that cannot exec the server reports the shell's "command not found" status.
 EXIT_NOT_STARTED = 127
 
 
-@dataclass(eq=False)
 class Incarnation:
-    """One child process and its pipes; `gen` tags its events so stale ones are dropped."""
+    """One child process and its pipes. Once `retired`, nothing it says reaches the core."""
 
-    gen: int
-    child: Child | None = None
-    outlet: Outlet | None = None
-    early: list[bytes] = field(default_factory=list)
-    """What the core sent before this child existed (during a restart), in order."""
-    stdout_eof: threading.Event = field(default_factory=threading.Event)
-    exited: threading.Event = field(default_factory=threading.Event)
-    retired: bool = False
+    def __init__(self, gen: int) -> None:
+        self.gen = gen
+        self.child: Child | None = None
+        self.outlet: Outlet | None = None
+        self.early: list[bytes] = []
+        """What the core sent before this child existed (during a restart), in order."""
+        self.retired = False
+        self.exited = trio.Event()
+        self.stdout_eof = trio.Event()
 
 
 class Supervisor:
-    def __init__(self, spawn: Spawn, post: PostTagged, timing: Timing, log: LogSink) -> None:
+    """The server side of one session: what the driver writes to, and what it restarts."""
+
+    def __init__(self, spawn: Spawn, driver: Driver, nursery: trio.Nursery, timing: Timing,
+                 log: Logger, *, limit: int, feeds: Outlet) -> None:
         self._spawn = spawn
-        self._post = post
+        self._driver = driver
+        self._nursery = nursery
         self._timing = timing
         self._log = log
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
+        self._limit = limit
+        self._feeds = feeds  # the client's outlet: the server's reader waits while it is full
         self._gen = 0
-        self._current = self._next_incarnation()
-        self._live: set[Child] = set()
+        self._current = self._next()
+        self._incarnations: list[Incarnation] = []
         self._hurried = False
-        self._stopping = False
-        self._restarts: list[threading.Thread] = []
+        self._waits: set[trio.CancelScope] = set()
+        self._replacing = 0
+        self._replaced = trio.Event()
 
     @property
-    def gen(self) -> int:
-        """The generation whose events count; earlier children's events are stale."""
-        return self._gen
+    def congested(self) -> bool:
+        outlet = self._current.outlet
+        return outlet is not None and outlet.congested
 
-    def send(self, data: bytes) -> bool:
-        """Write one encoded line to the current child; False if its stdin is gone."""
-        inc = self._current
-        outlet = inc.outlet
+    async def relieved(self) -> None:
+        outlet = self._current.outlet
         if outlet is not None:
-            return outlet.write(data)
-        with self._lock:
-            if inc.outlet is None:
-                if inc.retired:
-                    return False
-                inc.early.append(data)
-                return True
-        return inc.outlet.write(data)
+            await outlet.relieved()
 
-    def spawn_first(self) -> None:
-        """Start the first child; ServerUnavailable escapes (there is nothing to clean up)."""
-        self._start(self._current)
+    def write(self, data: bytes) -> bool:
+        """Write to the serving child, or keep it for the child being started; False if none."""
+        inc = self._current
+        if inc.outlet is not None:
+            return inc.outlet.write(data)
+        if inc.retired:
+            return False
+        inc.early.append(data)
+        return True
 
-    def serve_first(self) -> None:
-        """Announce the first child to the core, then start its pumps."""
-        self._serve(self._current)
+    def serve(self, child: Child | None = None) -> None:
+        """Start serving with `child` (already spawned), or spawn one; ServerUnavailable
+        escapes if it cannot start."""
+        self._serve(self._current, child if child is not None else self._spawn())
 
     def restart(self) -> None:
-        """Replace the child in the background; sends from now on wait for the new one."""
-        with self._lock:
-            old, new = self._current, self._next_incarnation()
-            self._current = new
-            if self._stopping:
-                new.retired = True  # never started: sends to it are refused, not kept
-                return
-            self._restarts.append(start_thread("restart", self._replace, old, new))
+        """Replace the child, in a task of its own; writes from now on go to the new one."""
+        old, new = self._current, self._next()
+        self._current = new
+        self._replacing += 1
+        self._nursery.start_soon(self._replace, old, new, name=f"restart-{new.gen}")
 
     def hurry(self) -> None:
         """Skip the grace periods still running (a second signal: the user means it)."""
-        with self._lock:
-            self._hurried = True
-            self._changed.notify_all()
+        self._hurried = True
+        for scope in self._waits:
+            scope.cancel()
 
-    def stop(self) -> None:
-        """Stop for good: let restarts under way finish, stop the child gracefully, reap all."""
-        with self._lock:
-            self._stopping = True
-            restarts = list(self._restarts)
-        try:
-            for thread in restarts:
-                thread.join()
-            self._stop(self._current)
-        finally:
-            self.kill_all()
+    async def stop(self) -> None:
+        """Stop for good: let a restart under way finish, then stop the child gracefully."""
+        self._current.retired = True
+        while self._replacing:
+            await self._replaced.wait()
+        await self._stop(self._current)
 
     def kill_all(self) -> None:
-        """SIGKILL every process still known, and any a restart under way starts later."""
-        with self._lock:
-            self._stopping = True
-            live = list(self._live)
-            self._live.clear()
-            outlet = self._current.outlet
-        for child in live:
-            kill_now(child)
-        if outlet is not None:
-            outlet.abandon()  # after an error nobody closed it: its thread and fd end here
+        """Last resort when the session is torn down: SIGKILL every child not yet reaped, and
+        close what is left of their pipes."""
+        for inc in self._incarnations:
+            if inc.child is not None and inc.child.poll() is None:
+                inc.child.kill()
+            if inc.outlet is not None:
+                inc.outlet.abandon()
 
     # Starting -----------------------------------------------------------------------------
 
-    def _next_incarnation(self) -> Incarnation:
+    def _next(self) -> Incarnation:
         self._gen += 1
         return Incarnation(self._gen)
 
-    def _start(self, inc: Incarnation, *, restart: bool = False) -> bool:
-        """Spawn `inc`'s child; False if the supervisor stopped meanwhile (it is killed)."""
-        child = self._spawn()
-        with self._lock:
-            if not (restart and self._stopping):
-                self._live.add(child)
-                inc.child = child
-        if inc.child is not child:
-            kill_now(child)  # started while the bridge stopped: it must not outlive us
-            return False
-        self._log(Log("info", "child.started", {"pid": child.pid, "gen": inc.gen}))
-        return True
+    def _serve(self, inc: Incarnation, child: Child) -> None:
+        """Open `inc`'s stdin, tell the core it started, then read its stdout and its exit.
 
-    def _replace(self, old: Incarnation, new: Incarnation) -> None:
-        self._stop(old)
-        with self._lock:
-            if self._stopping:
-                new.retired = True
-                return
-        try:
-            if not self._start(new, restart=True):
-                return
-        except ServerUnavailable as exc:
-            self._log(Log("error", "child.start_failed", {"reason": str(exc)}))
-            self._post([ChildExited(EXIT_NOT_STARTED)], new.gen)
-            return
-        self._serve(new)
-
-    def _serve(self, inc: Incarnation) -> None:
-        """Open `inc`'s stdin, tell the core it started, then read its stdout and exit.
-
-        ChildStarted goes first so it precedes the child's lines; the core may answer it
-        with a restart, which then finds the outlet it must close.
+        ChildStarted goes first so it precedes the child's lines.
         """
-        child = inc.child
-        assert child is not None
-        outlet = Outlet(child.stdin, f"server-{inc.gen}", lambda _: self._notify_all())
-        with self._lock:
-            inc.outlet = outlet
-            early, inc.early = inc.early, []
+        inc.child = child
+        self._incarnations.append(inc)
+        self._log.info("child.started", pid=child.pid, gen=inc.gen)
+        inc.outlet = Outlet(child.stdin, self._nursery, f"server-{inc.gen}")
+        early, inc.early = inc.early, []
         for data in early:
-            outlet.write(data)
-        self._post([ChildStarted()], inc.gen)
-        start_thread(f"read-server-{inc.gen}", self._read, inc, child)
-        start_thread(f"wait-server-{inc.gen}", self._wait, inc, child)
+            inc.outlet.write(data)
+        self._nursery.start_soon(self._read, inc, child, name=f"read-server-{inc.gen}")
+        self._nursery.start_soon(self._wait, inc, child, name=f"wait-server-{inc.gen}")
+        self._driver.post(ChildStarted())
 
-    def _read(self, inc: Incarnation, child: Child) -> None:
+    async def _replace(self, old: Incarnation, new: Incarnation) -> None:
         try:
-            read_peer(child.stdout, SERVER, partial(self._post, gen=inc.gen))
+            await self._stop(old)
+            if new.retired:
+                return  # the session began to stop meanwhile
+            try:
+                child = self._spawn()
+            except ServerUnavailable as exc:
+                self._log.error("child.start_failed", reason=str(exc))
+                self._driver.post(ChildExited(EXIT_NOT_STARTED))
+                return
+            self._serve(new, child)
+        finally:
+            self._replacing -= 1
+            self._replaced.set()
+            self._replaced = trio.Event()
+
+    async def _read(self, inc: Incarnation, child: Child) -> None:
+        try:
+            await pump(child.stdout, SERVER, self._driver, self._limit, (self._feeds,), inc)
         finally:
             inc.stdout_eof.set()
 
-    def _wait(self, inc: Incarnation, child: Child) -> None:
-        code = child.wait()
-        assert code is not None
-        with self._lock:
-            inc.exited.set()
-            self._changed.notify_all()
-        self._log(Log("info", "child.exited", {"pid": child.pid, "code": code, "gen": inc.gen}))
-        inc.stdout_eof.wait(EOF_WAIT)
-        self._post([ChildExited(code)], inc.gen)
+    async def _wait(self, inc: Incarnation, child: Child) -> None:
+        code = await child.wait()
+        inc.exited.set()
+        with trio.move_on_after(EOF_WAIT):
+            await inc.stdout_eof.wait()
+        if inc.retired:
+            self._log.info("child.stopped", pid=child.pid, code=code, gen=inc.gen)
+        else:
+            self._driver.post(ChildExited(code))
 
     # Stopping -----------------------------------------------------------------------------
 
-    def _stop(self, inc: Incarnation) -> None:
-        with self._lock:
-            inc.retired = True
-            outlet, child = inc.outlet, inc.child
-        if outlet is None or child is None:
+    async def _stop(self, inc: Incarnation) -> None:
+        """stdin EOF, then SIGTERM, then SIGKILL to the group, each after its grace period
+        (stdio.mdx §Shutdown: closing stdin is how a stdio server is asked to exit)."""
+        inc.retired = True
+        child, outlet = inc.child, inc.outlet
+        if child is None or outlet is None:
             return
-        try:
-            self._stop_gracefully(inc, outlet, child)
-        finally:
-            kill_now(child)
-            outlet.abandon()
-            with self._lock:
-                self._live.discard(child)
-
-    def _stop_gracefully(self, inc: Incarnation, outlet: Outlet, child: Child) -> None:
-        # stdin EOF is how a stdio server is asked to exit (stdio.mdx §Shutdown); the outlet
-        # closes stdin once it has written what was queued, and is abandoned if stuck.
         outlet.close()
-        deadline = time.monotonic() + self._timing.shutdown_grace
-        self._wait_until(outlet.done.is_set, deadline)
-        outlet.abandon()
-        self._wait_until(inc.exited.is_set, deadline)
-        if child.poll() is None:
-            self._log(Log("warning", "child.terminating", {"pid": child.pid, "signal": "SIGTERM"}))
+        if not await self._within(self._timing.shutdown_grace, inc.exited):
+            self._log.warning("child.terminating", pid=child.pid, signal="SIGTERM")
             child.signal_group(signal.SIGTERM)
-            self._wait_until(inc.exited.is_set, time.monotonic() + self._timing.kill_grace)
-        if child.poll() is None:
-            self._log(Log("warning", "child.killing", {"pid": child.pid, "signal": "SIGKILL"}))
-            return  # kill_now follows
-        reap_group(child, 0 if self._hurried else self._timing.kill_grace)
+            if not await self._within(self._timing.kill_grace, inc.exited):
+                self._log.warning("child.killing", pid=child.pid, signal="SIGKILL")
+                child.kill()
+        outlet.abandon()  # whatever a dead child's stdin still had queued
+        await self._end_group(child)
 
-    def _wait_until(self, done: Callable[[], bool], deadline: float) -> None:
-        """Until `done()`, the deadline, or a hurry; woken by exits, outlets and hurry."""
-        with self._lock:
-            self._changed.wait_for(
-                lambda: done() or self._hurried, max(0.0, deadline - time.monotonic()))
+    async def _end_group(self, child: Child) -> None:
+        """After the leader exited: SIGTERM what is left of its group, then SIGKILL it."""
+        if not child.group_alive():
+            return
+        child.signal_group(signal.SIGTERM)
+        with self._hurriable(self._timing.kill_grace):
+            while child.group_alive():
+                await trio.sleep(GROUP_POLL)
+        child.signal_group(signal.SIGKILL)
 
-    def _notify_all(self) -> None:
-        with self._lock:
-            self._changed.notify_all()
+    async def _within(self, seconds: float, event: trio.Event) -> bool:
+        """Whether `event` is set within `seconds` (or at once, once hurried)."""
+        with self._hurriable(seconds):
+            await event.wait()
+        return event.is_set()
+
+    @contextlib.contextmanager
+    def _hurriable(self, seconds: float) -> Iterator[None]:
+        """A timeout that `hurry` ends at once."""
+        with trio.move_on_after(0.0 if self._hurried else seconds) as scope:
+            self._waits.add(scope)
+            try:
+                yield
+            finally:
+                self._waits.discard(scope)

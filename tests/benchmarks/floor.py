@@ -1,8 +1,8 @@
 """The shell's floor: `python floor.py -- CMD...` runs bridge.shell with a core that only relays.
 
 Must not translate or track anything: its core decodes each line and sends it to the other
-side, so the benchmark can tell what the shell costs (threads, lock, outlets) apart from
-what any mode's protocol work costs.
+side, so the benchmark can tell what the shell costs (trio, the readers, the outlets) apart
+from what any mode's protocol work costs.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from bridge.core.events import (
     Stop,
 )
 from bridge.shell.child import spawn_process
-from bridge.shell.runner import serve
 from bridge.shell.stdio import take_stdio
 
 
@@ -46,7 +45,14 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: floor.py -- COMMAND [ARGS...]\n")
         return 64
     fds = take_stdio()
-    return serve(RelayCore(), fds.client_in, fds.client_out, partial(spawn_process, argv[1:]))
+    first = spawn_process(argv[1:])
+    import trio
+
+    from bridge.shell import logs
+    from bridge.shell.session import Session
+
+    session = Session(RelayCore(), partial(spawn_process, argv[1:]), logs.configure("warning"))
+    return trio.run(session.run, fds.client_in, fds.client_out, first)
 
 
 if __name__ == "__main__":

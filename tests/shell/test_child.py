@@ -1,23 +1,26 @@
-"""Real server processes: pipes, the shutdown sequence, process groups, exec failures."""
+"""Real server processes: pipes, the shutdown sequence, process groups, exec failures.
+
+These run on the real clock: the operating system's own timing is what is tested.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import textwrap
-import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 import pytest
+import trio
 
 from bridge.errors import ServerUnavailable
-from bridge.shell.child import check_command, kill_now, reap_group, spawn_process
+from bridge.shell.child import check_command, spawn_process
 from bridge.shell.settings import Timing
-from tests.shell.fakes import WAIT, EchoCore, Interrupt, InterruptCore, LineReader, Spawner
-from tests.shell.harness import FAST, Harness
+from tests.shell.fakes import WAIT, EchoCore, LineStream, Spawner
+from tests.shell.harness import FAST, bridged
 
 # How much later than its grace periods a shutdown may end on a loaded two-core machine.
 SLACK = 1.5
@@ -47,93 +50,102 @@ def gone(pid: int) -> bool:
         return True
 
 
-def wait_until(done: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + WAIT
-    while not done() and time.monotonic() < deadline:
-        time.sleep(0.02)
+async def wait_until(done: Callable[[], bool]) -> bool:
+    with trio.move_on_after(WAIT):
+        while not done():
+            await trio.sleep(0.02)
     return done()
 
 
-def wait_gone(pid: int) -> bool:
-    return wait_until(lambda: gone(pid))
+async def wait_gone(pid: int) -> bool:
+    return await wait_until(lambda: gone(pid))
 
 
-def bridge(script: str, timing: Timing = FAST, core: EchoCore | None = None) -> Harness:
-    """A bridge in process whose server is `python -c script`."""
-    spawner = Spawner(partial(spawn_process, [sys.executable, "-c", script]))
-    return Harness(core or EchoCore(), spawner, timing=timing)
+def real(script: str, *args: str) -> Spawner:
+    """A spawner of real processes running `python -c script args...`."""
+    return Spawner(lambda _: spawn_process([sys.executable, "-c", script, *args]))
 
 
-def test_real_pipes_carry_lines_both_ways_including_long_ones() -> None:
+async def test_real_pipes_carry_lines_both_ways_including_long_ones() -> None:
     big = b'{"id":2,"blob":"' + b"y" * (4 * 1024 * 1024) + b'"}'
-    with bridge(ECHO) as h:
-        h.start()
-        h.send(b'{"id":1}', big)
-        assert h.client.lines(2) == [b'{"id":1}', big]
-        h.client_eof()
-        assert h.join() == 0
+    async with bridged(EchoCore(), real(ECHO), timing=FAST) as h:
+        await h.client.send(b'{"id":1}', big)
+        assert await h.client.lines(2) == [b'{"id":1}', big]
+        await h.client.close_writing()
+        assert await h.join() == 0
 
 
-def test_a_child_ignoring_eof_and_sigterm_dies_with_its_group() -> None:
-    with bridge(STUBBORN) as h:
-        h.start()
-        pids = json.loads(h.client.line())
-        h.client_eof()
-        eof_at = time.monotonic()
-        assert h.join() == 0
+async def test_a_child_ignoring_eof_and_sigterm_dies_with_its_group() -> None:
+    async with bridged(EchoCore(), real(STUBBORN), timing=FAST) as h:
+        pids = json.loads(await h.client.line())
+        await h.client.close_writing()
+        eof_at = trio.current_time()
+        assert await h.join() == 0
         assert h.ended_at is not None
         # Both grace periods were waited out, and not much more.
         grace = FAST.shutdown_grace + FAST.kill_grace
         assert grace <= h.ended_at - eof_at < grace + SLACK
-    assert h.events("child.terminating") == ["child.terminating"]
-    assert h.events("child.killing") == ["child.killing"]
+    assert len(h.events("child.terminating")) == 1
+    assert len(h.events("child.killing")) == 1
     assert gone(pids["pid"])
-    assert wait_gone(pids["helper"])
+    assert await wait_gone(pids["helper"])
 
 
-def test_interrupting_the_bridge_kills_the_child_and_its_group() -> None:
-    # What was cancellation under trio: a BaseException escaping from serve's own thread.
+async def test_cancelling_the_session_kills_the_child_and_its_group() -> None:
     # Grace periods of a minute: the child must die at once, not after them.
-    with bridge(STUBBORN, Timing(shutdown_grace=60, kill_grace=60), InterruptCore()) as h:
-        h.start()
-        pids = json.loads(h.client.line())
-        h.send(b'{"id":"interrupt"}')
-        started = time.monotonic()
-        with pytest.raises(Interrupt):
-            h.join()
-        assert time.monotonic() - started < SLACK  # no minute of grace
+    slow = Timing(shutdown_grace=60, kill_grace=60)
+    async with bridged(EchoCore(), real(STUBBORN), timing=slow) as h:
+        pids = json.loads(await h.client.line())
+        started = trio.current_time()
+        h.cancel()
+        with trio.fail_after(SLACK):
+            await h.done.wait()
+        assert trio.current_time() - started < SLACK  # no minute of grace
     assert gone(pids["pid"])
-    assert wait_gone(pids["helper"])
+    assert await wait_gone(pids["helper"])
 
 
-def test_child_exit_code_reaches_the_core() -> None:
-    with bridge("import sys; print('{\"id\":1}'); sys.exit(3)") as h:
-        h.start()
-        assert h.client.line() == b'{"id":1}'
-        assert h.join() == 3
+async def test_child_exit_code_reaches_the_core() -> None:
+    async with bridged(EchoCore(), real("import sys; print('{\"id\":1}'); sys.exit(3)")) as h:
+        assert await h.client.line() == b'{"id":1}'
+        assert await h.join() == 3
 
 
-def test_a_child_killed_by_a_signal_reports_it_as_a_negative_code() -> None:
-    with bridge("import os, signal; os.kill(os.getpid(), signal.SIGKILL)") as h:
-        h.start()
-        assert h.join() == -9
+async def test_a_child_killed_by_a_signal_reports_it_as_a_negative_code() -> None:
+    async with bridged(EchoCore(), real("import os, signal; os.kill(os.getpid(), 9)")) as h:
+        assert await h.join() == -9
 
 
-def test_the_child_does_not_get_our_notify_socket(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_child_does_not_get_our_systemd_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NOTIFY_SOCKET", "/run/systemd/notify")
-    script = "import json, os; print(json.dumps({'id': os.environ.get('NOTIFY_SOCKET')}))"
-    with bridge(script) as h:
-        h.start()
-        assert h.client.line() == b'{"id":null}'
-        assert h.join() == 0
+    monkeypatch.setenv("LISTEN_FDS", "1")
+    monkeypatch.setenv("LISTEN_PID", str(os.getpid()))
+    script = ("import json, os; print(json.dumps({'id': [os.environ.get(k) for k in "
+              "('NOTIFY_SOCKET', 'LISTEN_FDS', 'LISTEN_PID')]}))")
+    async with bridged(EchoCore(), real(script)) as h:
+        assert await h.client.line() == b'{"id":[null,null,null]}'
+        assert await h.join() == 0
 
 
-def test_a_child_in_its_own_process_group() -> None:
+async def test_a_child_in_its_own_process_group() -> None:
     script = "import json, os; print(json.dumps({'id': [os.getpgid(0), os.getsid(0)]}))"
-    with bridge(script) as h:
-        child = h.start()
-        assert json.loads(h.client.line())["id"] == [child.pid, child.pid]
-        assert h.join() == 0
+    async with bridged(EchoCore(), real(script)) as h:
+        child = await h.spawner.nth(0)
+        assert json.loads(await h.client.line())["id"] == [child.pid, child.pid]
+        assert await h.join() == 0
+
+
+async def test_a_child_gets_the_parent_death_signal() -> None:
+    # /proc/PID/status has no field for it; the child asks the kernel itself.
+    script = textwrap.dedent("""
+        import ctypes, json
+        value = ctypes.c_int()
+        ctypes.CDLL(None).prctl(2, ctypes.byref(value))  # PR_GET_PDEATHSIG
+        print(json.dumps({"id": value.value}))
+    """)
+    async with bridged(EchoCore(), real(script)) as h:
+        assert json.loads(await h.client.line())["id"] == signal.SIGKILL
+        assert await h.join() == 0
 
 
 def test_exec_failure_is_server_unavailable(tmp_path: Path) -> None:
@@ -144,24 +156,25 @@ def test_exec_failure_is_server_unavailable(tmp_path: Path) -> None:
         spawn_process([str(script)])
 
 
-def test_a_spawned_child_talks_over_plain_fds() -> None:
+async def test_a_spawned_child_talks_over_plain_fds() -> None:
     child = spawn_process([sys.executable, "-c", ECHO])
-    reader = LineReader(child.stdout)
+    peer = LineStream(child.stdout, child.stdin)
     try:
         assert child.poll() is None and child.group_alive()
-        assert child.wait(timeout=0.05) is None  # still running: the wait gives up
-        os.write(child.stdin, b'{"id":1}\n')
-        assert reader.line() == b'{"id":1}'
-    finally:
-        os.close(child.stdin)  # EOF: the echo server ends
-    try:
-        reader.expect_eof()
-        assert child.wait(timeout=WAIT) == 0
+        with trio.move_on_after(0.05) as waited:
+            await child.wait()
+        assert waited.cancelled_caught  # still running
+        await peer.send(b'{"id":1}')
+        assert await peer.line() == b'{"id":1}'
+        await peer.close_writing()  # EOF: the echo server ends
+        await peer.expect_eof()
+        with trio.fail_after(WAIT):
+            assert await child.wait() == 0
         assert child.poll() == 0
-        assert wait_until(lambda: not child.group_alive())
+        assert await wait_until(lambda: not child.group_alive())
     finally:
-        kill_now(child)
-        os.close(child.stdout)
+        child.kill()
+        await peer.aclose()
 
 
 # The leader leaves a helper behind in its group and exits; the helper notes SIGTERM in a file
@@ -175,27 +188,23 @@ ORPHANING = textwrap.dedent("""
         "while True: time.sleep(1)", sys.argv[1]],
         stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     helper.stdout.readline()
-    print(helper.pid, flush=True)
+    print('{"id":%d}' % helper.pid, flush=True)
+    sys.stdin.read()
 """)
 
 
-def test_reap_group_ends_what_the_leader_left_behind(tmp_path: Path) -> None:
+async def test_what_the_leader_left_in_its_group_is_ended_too(tmp_path: Path) -> None:
     termed = tmp_path / "termed"
-    child = spawn_process([sys.executable, "-c", ORPHANING, str(termed)])
-    os.close(child.stdin)
-    try:
-        helper = int(LineReader(child.stdout).line())
-        assert child.wait(timeout=WAIT) == 0
-        assert child.group_alive() and not gone(helper)
-        started = time.monotonic()
-        reap_group(child, 0.3)
-        # SIGTERM first; it does not end the helper, so the grace is waited out, then SIGKILL.
-        assert 0.3 <= time.monotonic() - started < 0.3 + SLACK
-        assert wait_gone(helper)  # (a zombie until init reaps it: the group may linger)
-        assert termed.exists()
-    finally:
-        kill_now(child)
-        os.close(child.stdout)
+    async with bridged(EchoCore(), real(ORPHANING, str(termed)), timing=FAST) as h:
+        helper = json.loads(await h.client.line())["id"]
+        await h.client.close_writing()
+        stopping_at = trio.current_time()
+        assert await h.join() == 0
+        assert h.ended_at is not None
+        # The leader exits on EOF; its helper gets SIGTERM, ignores it, SIGKILL after a grace.
+        assert FAST.kill_grace <= h.ended_at - stopping_at < FAST.kill_grace + SLACK
+    assert await wait_gone(helper)
+    assert termed.exists()
 
 
 def test_check_command(tmp_path: Path) -> None:
@@ -208,3 +217,5 @@ def test_check_command(tmp_path: Path) -> None:
         check_command([str(plain)])
     with pytest.raises(ServerUnavailable):
         check_command([])
+
+

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+import tracemalloc
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridge.shell.lines import LineSplitter
+from bridge.shell.lines import HEAD_SIZE, Line, LineSplitter, Oversized
 
 
 def split(chunks: list[bytes]) -> list[bytes]:
@@ -58,3 +59,52 @@ def test_a_64_mib_line_in_small_chunks_is_linear() -> None:
     elapsed = time.perf_counter() - start
     assert len(line) == 64 * 1024 * 1024
     assert elapsed < 5
+
+
+def split_with(limit: int, chunks: list[bytes]) -> list[Line]:
+    splitter = LineSplitter(limit)
+    lines = [line for chunk in chunks for line in splitter.feed(chunk)]
+    return lines + splitter.finish()
+
+
+def shape(lines: list[Line]) -> list[object]:
+    return [(line.head, line.size) if isinstance(line, Oversized) else line for line in lines]
+
+
+def test_a_line_over_the_limit_keeps_only_its_head_and_its_size() -> None:
+    long = b'{"id":1,"x":"' + b"y" * 100 + b'"}'
+    assert shape(split_with(50, [long + b"\n{}\n"])) == [(long, len(long)), b"{}"]
+    huge = b"z" * (3 * HEAD_SIZE)
+    assert shape(split_with(50, [huge + b"\n"])) == [(huge[:HEAD_SIZE], len(huge))]
+
+
+@given(st.lists(st.tuples(st.integers(min_value=1, max_value=120), st.booleans()), max_size=12),
+       st.lists(st.integers(min_value=1, max_value=47), min_size=1))
+def test_any_chunking_finds_the_same_long_and_short_lines(
+        sizes: list[tuple[int, bool]], cuts: list[int]) -> None:
+    limit = 60
+    lines = [(b"a" if crlf else b"b") * size for size, crlf in sizes]
+    data = b"".join(line + b"\n" for line in lines)
+    chunks, at, i = [], 0, 0
+    while at < len(data):
+        chunks.append(data[at:at + cuts[i % len(cuts)]])
+        at += cuts[i % len(cuts)]
+        i += 1
+    expected = [(line[:HEAD_SIZE], len(line)) if len(line) > limit else line for line in lines]
+    assert shape(split_with(limit, chunks)) == expected
+
+
+def test_a_gibibyte_without_newline_never_holds_more_than_the_limit() -> None:
+    limit = 1024 * 1024
+    splitter = LineSplitter(limit)
+    chunk = b"x" * 65536
+    tracemalloc.start()
+    try:
+        for _ in range(1024):  # 64 MiB, no newline in it
+            assert splitter.feed(chunk) == []
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * limit
+    (line,) = splitter.feed(b"tail\n")
+    assert isinstance(line, Oversized) and line.size == 1024 * 65536 + 4

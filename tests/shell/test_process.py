@@ -2,28 +2,79 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("bridge.core.bridge")
-
 SERVER = [sys.executable, "-m", "bridge.demo.modern_server"]
+# Grace periods short enough for a test, long enough for a loaded machine.
+FAST_CONFIG = Path(__file__).with_name("fast.toml")
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
     "clientInfo": {"name": "t", "version": "1"}}}
 
 
 def children(pid: int) -> list[int]:
-    # Any thread may have forked (trio spawns from a worker thread): look at every task.
     return [int(child) for task in Path(f"/proc/{pid}/task").iterdir()
             for child in (task / "children").read_text().split()]
+
+
+def gone(pid: int) -> bool:
+    """Not running: no such process, or a zombie waiting for a parent that is not us."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def wait_gone(pids: list[int], timeout: float) -> list[int]:
+    """The pids still running after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not all(gone(pid) for pid in pids):
+        time.sleep(0.02)
+    return [pid for pid in pids if not gone(pid)]
+
+
+# A legacy server that outlives politeness: it ignores stdin EOF and SIGTERM, and starts a
+# helper that leaves its process group with setsid() and ignores SIGTERM too. Both write
+# their pids to the file named by argv[1].
+STUBBORN = textwrap.dedent("""
+    import os, signal, subprocess, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    helper = subprocess.Popen([sys.executable, "-c",
+        "import os, signal, time; os.setsid(); signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('ready', flush=True); time.sleep(600)"], stdout=subprocess.PIPE)
+    helper.stdout.readline()
+    with open(sys.argv[1] + ".tmp", "w") as out:
+        out.write(f"{os.getpid()} {helper.pid}")
+    os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+    for line in sys.stdin:
+        pass  # never answers: the bridge takes it as legacy after the probe timeout
+    while True:
+        time.sleep(1)
+""")
+
+
+def stubborn_bridge(tmp_path: Path, *flags: str) -> tuple[subprocess.Popen[bytes], list[int]]:
+    """The bridge in front of STUBBORN; returns it and the pids of the server and its helper."""
+    pids = tmp_path / "pids"
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "bridge", "--probe-timeout", "0.2", "--log-format", "json",
+         *flags, "--", sys.executable, "-c", STUBBORN, str(pids)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not pids.exists():
+        assert time.monotonic() < deadline, "the server never started"
+        time.sleep(0.02)
+    return bridge, [int(pid) for pid in pids.read_text().split()]
 
 
 def test_the_demo_runs_and_shows_both_sides() -> None:
@@ -67,3 +118,49 @@ def test_the_demo_fails_loudly_when_a_step_goes_wrong(
     assert run.main([]) == 1
     err = capsys.readouterr().err
     assert "mcp-rosetta demo failed: unexpected tools/list result" in err
+
+
+def test_a_sigkilled_bridge_takes_its_server_along(tmp_path: Path) -> None:
+    bridge, (server, helper) = stubborn_bridge(tmp_path)
+    try:
+        bridge.kill()
+        bridge.wait(timeout=30)
+        assert wait_gone([server], 1.0) == []  # the parent-death signal, at once
+    finally:
+        for pid in (server, helper):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_shutdown_ends_a_helper_that_left_the_servers_group(tmp_path: Path) -> None:
+    bridge, (server, helper) = stubborn_bridge(tmp_path, "--config", str(FAST_CONFIG))
+    try:
+        assert os.getsid(helper) == helper != os.getsid(server)
+        _, stderr = bridge.communicate(b"", timeout=30)  # the client leaves
+        assert bridge.returncode == 0, stderr
+        assert wait_gone([server, helper], 1.0) == []
+        events = [json.loads(line)["event"] for line in stderr.decode().splitlines()]
+        assert "orphans.ended" in events
+    finally:
+        for pid in (server, helper):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM, signal.SIGINT])
+def test_ending_signals_stop_the_session_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
+    bridge, (server, helper) = stubborn_bridge(tmp_path, "--config", str(FAST_CONFIG))
+    try:
+        time.sleep(0.5)  # past the probe: the session is serving
+        bridge.send_signal(sig)
+        _, stderr = bridge.communicate(timeout=30)
+        assert bridge.returncode == 0, stderr
+        assert wait_gone([server, helper], 1.0) == []
+        received = [json.loads(line) for line in stderr.decode().splitlines()]
+        assert {"event": "signal.received", "signal": sig.name} in [
+            {k: r[k] for k in ("event", "signal")} for r in received
+            if r["event"] == "signal.received"]
+    finally:
+        for pid in (server, helper):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

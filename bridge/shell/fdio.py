@@ -1,0 +1,79 @@
+"""The fd seam: every read and write of a peer's file descriptor goes through these few calls.
+
+Must not buffer, frame or decide anything. It is the one place that knows fds are
+non-blocking and waited on with trio's readiness calls, so a platform without them (Windows:
+blocking reads in a worker thread) can be added here without touching the rest of the shell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import trio
+
+# A pipe's whole capacity per read: a MiB line takes 16 reads. Larger would cost every small
+# message more than it saves: a read buffer past glibc's mmap threshold (128 KiB) is an mmap
+# and a munmap per read.
+READ_SIZE = 64 * 1024
+# At most this many buffers per writev (IOV_MAX is 1024 on Linux and macOS).
+WRITEV_MAX = 64
+
+
+def make_nonblocking(fd: int) -> bool:
+    """Make `fd` non-blocking; whether it was blocking before (to put it back at the end)."""
+    was_blocking = os.get_blocking(fd)
+    if was_blocking:
+        os.set_blocking(fd, False)
+    return was_blocking
+
+
+def read_now(fd: int) -> bytes | None:
+    """What `fd` holds now: bytes, b"" at EOF (an error counts as EOF), None if nothing yet."""
+    try:
+        return os.read(fd, READ_SIZE)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
+async def wait_readable(fd: int) -> None:
+    await trio.lowlevel.wait_readable(fd)
+
+
+def write_now(fd: int, data: bytes | memoryview) -> int:
+    """Write what the pipe takes now; the count written (0 if full). OSError if the peer is gone."""
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
+
+
+def writev_now(fd: int, buffers: list[memoryview]) -> int:
+    """Like write_now, for several buffers in one call."""
+    try:
+        return os.writev(fd, buffers)
+    except BlockingIOError:
+        return 0
+
+
+async def wait_writable(fd: int) -> None:
+    """Until `fd` can take bytes, or another task closed it (see close_quietly)."""
+    with contextlib.suppress(trio.ClosedResourceError):
+        await trio.lowlevel.wait_writable(fd)
+
+
+def close_quietly(fd: int, *, blocking: bool = False) -> None:
+    """Close `fd`, first putting it back in blocking mode if asked (a terminal shared with a
+    shell must stay usable after us); an fd already gone is fine.
+
+    A task waiting on `fd` is woken first (trio must be told before an fd it watches closes).
+    """
+    with contextlib.suppress(RuntimeError):  # outside trio: nobody can be waiting
+        trio.lowlevel.notify_closing(fd)
+    if blocking:
+        with contextlib.suppress(OSError):
+            os.set_blocking(fd, True)
+    with contextlib.suppress(OSError):
+        os.close(fd)

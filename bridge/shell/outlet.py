@@ -1,0 +1,171 @@
+"""The write end of one peer: ordered writes that never block the caller, with back-pressure.
+
+Must not decide what to write or when to stop: the driver gives it bytes, the session closes
+it. It writes straight to the fd when the pipe takes the bytes; only what a full pipe cannot
+take is queued, in order, and drained by a writer task that exists only while there is a
+backlog. A backlog past HIGH_WATER makes the outlet `congested` until it is back under
+LOW_WATER: the readers that feed this peer wait for that, so memory stays flat however slowly
+the peer reads.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Callable
+
+import trio
+
+from bridge.shell import fdio
+
+# Bytes queued for a peer before the sides that feed it stop reading, and the level it must
+# come back under before they read again.
+HIGH_WATER = 1024 * 1024
+LOW_WATER = HIGH_WATER // 4
+
+
+class Outlet:
+    """One peer's write end. `write` never waits; `drain` waits for the backlog to go out."""
+
+    def __init__(self, fd: int, nursery: trio.Nursery, name: str,
+                 on_broken: Callable[[], object] | None = None) -> None:
+        self.name = name
+        self._on_broken = on_broken
+        self._fd = fd
+        self._nursery = nursery
+        self._restore_blocking = fdio.make_nonblocking(fd)
+        # Views of the callers' bytes, not copies: a queued MiB result costs no extra MiB.
+        self._backlog: deque[memoryview] = deque()
+        self.queued = 0
+        self._writing = False
+        self._progress = trio.Event()  # set (and replaced) whenever queued bytes leave
+        self.congested = False
+        self._relieved = trio.Event()
+        self.closing = False
+        self.closed = False
+        self.broken = False
+        """The peer stopped reading for good (EPIPE and the like): nothing more can reach it."""
+
+    def write(self, data: bytes) -> bool:
+        """Write `data` now, or queue it after what is already queued; False if it never can."""
+        if self.closing or self.broken:
+            return False
+        if not self._backlog:
+            try:
+                written = fdio.write_now(self._fd, data)
+            except OSError:
+                self._break()
+                return False
+            if written == len(data):
+                return True
+            self._queue(memoryview(data)[written:])
+        else:
+            self._queue(memoryview(data))
+        return True
+
+    async def relieved(self) -> None:
+        """Return once the outlet is not congested (at once if it is not)."""
+        while self.congested:
+            await self._relieved.wait()
+
+    def close(self) -> None:
+        """End the stream once what is queued is written (the peer then sees EOF)."""
+        self.closing = True
+        if not self._backlog:
+            self._close_fd()
+
+    async def drain(self, stall_timeout: float) -> tuple[int, int]:
+        """Close, then wait while the peer keeps reading; give up after `stall_timeout` seconds
+        without progress. Returns what was dropped: (bytes, messages), (0, 0) if nothing."""
+        self.close()
+        while not self.closed:
+            with trio.move_on_after(stall_timeout):
+                await self._progress.wait()
+                continue
+            return self.abandon()
+        return 0, 0
+
+    def abandon(self) -> tuple[int, int]:
+        """Close now, dropping what is queued; returns what was dropped (bytes, messages)."""
+        dropped = self.queued, _messages(self._backlog)
+        self._backlog.clear()
+        self._set_queued(0)
+        self.closing = True
+        self._close_fd()
+        return dropped
+
+    def _queue(self, view: memoryview) -> None:
+        self._backlog.append(view)
+        self._set_queued(self.queued + len(view))
+        if not self._writing:
+            self._writing = True
+            self._nursery.start_soon(self._write_backlog, name=f"write-{self.name}")
+
+    async def _write_backlog(self) -> None:
+        backlog = self._backlog
+        try:
+            while backlog and not self.closed:
+                await fdio.wait_writable(self._fd)
+                if self.closed:  # abandoned meanwhile: the fd is gone
+                    break
+                try:
+                    written = fdio.writev_now(
+                        self._fd, list(itertools.islice(backlog, fdio.WRITEV_MAX)))
+                except OSError:
+                    self._break()
+                    break
+                self._advance(written)
+        finally:
+            self._writing = False
+        if self.closing:
+            self._close_fd()
+
+    def _advance(self, written: int) -> None:
+        if not written:
+            return
+        self._set_queued(self.queued - written)
+        backlog = self._backlog
+        while written:
+            head = backlog[0]
+            if written < len(head):
+                backlog[0] = head[written:]
+                break
+            written -= len(head)
+            backlog.popleft()
+        self._progress.set()
+        self._progress = trio.Event()
+
+    def _set_queued(self, queued: int) -> None:
+        self.queued = queued
+        if queued > HIGH_WATER and not self.congested:
+            self.congested = True
+            self._relieved = trio.Event()
+        elif queued <= LOW_WATER and self.congested:
+            self.congested = False
+            self._relieved.set()
+
+    def _break(self) -> None:
+        self.broken = True
+        self._backlog.clear()
+        self._set_queued(0)
+        self.closing = True
+        self._close_fd()
+        if self._on_broken is not None:
+            # Told from a task of its own: the write that found the peer gone may be the
+            # driver's own, in the middle of carrying out the core's actions.
+            self._nursery.start_soon(_call, self._on_broken)
+
+    def _close_fd(self) -> None:
+        if not self.closed:
+            self.closed = True
+            fdio.close_quietly(self._fd, blocking=self._restore_blocking)
+            self._progress.set()
+
+
+async def _call(function: Callable[[], object]) -> None:
+    function()
+
+
+def _messages(backlog: deque[memoryview]) -> int:
+    """How many messages a backlog holds: its newlines (a partly written one counts whole)."""
+    return sum(bytes(view).count(b"\n") for view in backlog)

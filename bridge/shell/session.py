@@ -1,0 +1,166 @@
+"""One bridge session: a client, a core, a server child, and the trio nursery that owns them all.
+
+Must not hold protocol logic (the core decides) nor touch the process (fds 0/1, signals,
+systemd): the stdio entry point and the daemon do that, and hand a session its client's fds.
+Leaving `Session.run` means every task of the session has ended and its children are reaped.
+
+    nursery ─┬─ read-client   client fd → lines → core → writes to both peers' outlets
+             ├─ read-server-N server fd → lines → core → writes (N: the child's generation)
+             ├─ wait-server-N the child's exit → ChildExited
+             ├─ clock         sleeps until the core's next deadline → TimerFired
+             └─ write-*       only while a peer's pipe is full: drains its backlog in order
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import trio
+
+from bridge.core.events import CLIENT, PeerClosed, ShutdownRequested, TimerFired
+from bridge.shell import fdio
+from bridge.shell.child import Child
+from bridge.shell.driver import Core, Driver
+from bridge.shell.logs import Logger
+from bridge.shell.orphans import Orphans
+from bridge.shell.outlet import Outlet
+from bridge.shell.pump import pump
+from bridge.shell.settings import Timing
+from bridge.shell.supervisor import Spawn, Supervisor
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    timing: Timing = field(default_factory=Timing)
+    max_message_bytes: int = 64 * 1024 * 1024
+    debug: bool = False
+    """Per-message debug events (bytes in and out) besides the core's own."""
+
+
+def _no_notify(_: str) -> None:
+    pass
+
+
+class Clock:
+    """Sleeps until the core's next deadline, then tells the core; moved when it moves."""
+
+    def __init__(self, driver: Driver, core: Core) -> None:
+        self._driver = driver
+        self._core = core
+        self._scope: trio.CancelScope | None = None
+
+    def watch(self, deadline: float | None) -> None:
+        scope = self._scope
+        if deadline is not None and scope is not None and deadline < scope.deadline:
+            scope.deadline = deadline
+
+    async def run(self) -> None:
+        while True:
+            deadline = self._core.next_deadline()
+            with trio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
+                self._scope = scope
+                await trio.sleep_forever()
+            self._driver.post(TimerFired())
+
+
+class Session:
+    """One client's bridge. `run` it once; `shut_down` asks it to end (twice: hurry)."""
+
+    def __init__(self, core: Core, spawn: Spawn, log: Logger, *,
+                 settings: SessionSettings = SessionSettings(),
+                 notify: Callable[[str], None] = _no_notify,
+                 orphans: Orphans | None = None) -> None:
+        self._core = core
+        self._spawn = spawn
+        self._log = log
+        self._settings = settings
+        self._notify = notify
+        self.orphans = orphans
+        self.driver = Driver(core, log, limit=settings.max_message_bytes, notify=notify,
+                             debug=settings.debug)
+        self._supervisor: Supervisor | None = None
+        self._client: Outlet | None = None
+        self._asked = 0
+        self._hurry = trio.CancelScope()
+
+    def shut_down(self) -> None:
+        """The first call asks the core to stop; a second one skips the grace periods."""
+        self._asked += 1
+        if self._asked == 1:
+            self.driver.post(ShutdownRequested())
+        else:
+            self._hurry.cancel()
+            if self._supervisor is not None:
+                self._supervisor.hurry()
+
+    async def run(self, client_in: int, client_out: int, child: Child | None = None) -> int:
+        """Serve until the core says Stop; its exit code. Takes both fds (closes them).
+
+        `child` is a server already started (the stdio bridge starts it before its imports
+        so the two start-ups overlap); else one is spawned, and ServerUnavailable escapes
+        before anything else happens.
+        """
+        try:
+            child = child if child is not None else self._spawn()
+        except BaseException:
+            fdio.close_quietly(client_in)
+            fdio.close_quietly(client_out)
+            raise
+        driver = self.driver
+        try:
+            async with trio.open_nursery() as nursery:
+                self._start(nursery, client_in, client_out, child)
+                await driver.stopped.wait()
+                await self._end()
+                nursery.cancel_scope.cancel()
+        finally:  # also after a crash or a cancellation: no fd and no child left behind
+            if self._client is not None:
+                self._client.abandon()
+            if self._supervisor is not None:
+                self._supervisor.kill_all()
+        assert driver.stop_code is not None
+        self._log.info("bridge.stopped", code=driver.stop_code)
+        return driver.stop_code
+
+    def _start(self, nursery: trio.Nursery, client_in: int, client_out: int,
+               child: Child) -> None:
+        settings, driver = self._settings, self.driver
+        # Nobody can read our answers any more: for the core that is the client leaving.
+        client = Outlet(client_out, nursery, "client",
+                        on_broken=lambda: driver.post(PeerClosed(CLIENT)))
+        supervisor = Supervisor(self._spawn, driver, nursery, settings.timing, self._log,
+                                limit=settings.max_message_bytes, feeds=client)
+        clock = Clock(driver, self._core)
+        driver.client, driver.server, driver.clock = client, supervisor, clock
+        self._supervisor, self._client = supervisor, client
+        supervisor.serve(child)  # ChildStarted reaches the core before anything the client says
+        nursery.start_soon(pump, client_in, CLIENT, driver, settings.max_message_bytes,
+                           (supervisor, client), name="read-client")
+        nursery.start_soon(clock.run, name="clock")
+
+    async def _end(self) -> None:
+        """What is owed to the client drains while the child stops; then adopted orphans go."""
+        self._notify("STOPPING=1")
+        assert self._supervisor is not None
+        timing = self._settings.timing
+        async with trio.open_nursery() as ending:
+            ending.start_soon(self._drain_client, timing.drain_timeout)
+            ending.start_soon(self._supervisor.stop)
+        if self.orphans is not None:
+            ended = await self.orphans.end_all(0.0 if self._asked > 1 else timing.kill_grace)
+            if ended:
+                self._log.info("orphans.ended", count=ended)
+
+    async def _drain_client(self, stall_timeout: float) -> None:
+        client = self._client
+        assert client is not None
+        dropped = (0, 0)
+        with self._hurry:
+            dropped = await client.drain(stall_timeout)
+        if self._hurry.cancelled_caught:
+            dropped = client.abandon()
+        if dropped != (0, 0):
+            self._log.warning("client.dropped", bytes=dropped[0], messages=dropped[1],
+                              reason="the client stopped reading")

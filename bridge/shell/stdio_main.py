@@ -1,0 +1,75 @@
+"""The stdio bridge's trio run: one session over fds 0 and 1, and the process's signals.
+
+Must not be imported before the first server is started (bridge/shell/process.py): this is
+where the heavy imports happen. SIGTERM, SIGINT, SIGHUP and SIGQUIT end the session (answers
+owed, errors for the rest, the child stopped; a second one skips the grace periods);
+SIGCHLD reaps adopted orphans.
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+from collections.abc import AsyncIterator
+from functools import partial
+
+import trio
+
+from bridge.core.bridge import Bridge
+from bridge.core.config import CoreConfig
+from bridge.errors import EX_SOFTWARE
+from bridge.shell import logs
+from bridge.shell.child import ProcessChild, spawn_process
+from bridge.shell.notify import Notifier
+from bridge.shell.orphans import Orphans
+from bridge.shell.session import Session, SessionSettings
+from bridge.shell.settings import ShellConfig
+from bridge.shell.stdio import ProtocolFds
+
+ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+
+
+def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
+                first: ProcessChild) -> int:
+    log = logs.configure(shell.log_level, shell.log_format)
+    session = Session(
+        Bridge(core_config, secret=secrets.token_bytes(32)),
+        partial(spawn_process, shell.command),
+        log,
+        settings=session_settings(shell),
+        notify=Notifier(log),
+        orphans=Orphans(),
+    )
+    try:
+        return trio.run(_main, session, fds, first, log)
+    except Exception as exc:  # a bug: say so, and leave no child behind
+        log.critical("bridge.crashed", error=repr(exc))
+        first.kill()
+        return EX_SOFTWARE
+
+
+def session_settings(shell: ShellConfig) -> SessionSettings:
+    return SessionSettings(timing=shell.timing, max_message_bytes=shell.max_message_bytes,
+                           debug=shell.log_level == "debug")
+
+
+async def _main(session: Session, fds: ProtocolFds, first: ProcessChild,
+                log: logs.Logger) -> int:
+    orphans = session.orphans
+    with trio.open_signal_receiver(*ENDING, signal.SIGCHLD) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_watch, signals, session, orphans, log)
+            code = await session.run(fds.client_in, fds.client_out, first)
+            nursery.cancel_scope.cancel()
+    return code
+
+
+async def _watch(signals: AsyncIterator[int], session: Session, orphans: Orphans | None,
+                 log: logs.Logger) -> None:
+    async for signum in signals:
+        if signum == signal.SIGCHLD:
+            if orphans is not None:
+                orphans.reap()
+            continue
+        log.info("signal.received", signal=signal.Signals(signum).name)
+        session.shut_down()
