@@ -16,8 +16,6 @@ ARROW_WIDTH = 16
 LABEL_WIDTH = 28
 # Shown first, so what the bridge adds or strips is visible before a line is cut.
 ERA_KEYS = ("resultType", "ttlMs", "cacheScope", "_meta")
-
-
 MAX_WIDTH = 100
 
 
