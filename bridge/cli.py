@@ -6,6 +6,7 @@ Must not hold bridge logic; its only output is --help/--version and one-line err
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -13,7 +14,7 @@ from typing import Any, NoReturn
 from bridge import __version__
 from bridge.config import count, load_settings, seconds
 from bridge.core.eras import LOG_LEVELS
-from bridge.errors import BridgeError, UsageError
+from bridge.errors import BridgeError, ConfigError, UsageError
 from bridge.shell.settings import LEVELS, LOG_FORMATS
 
 USAGE = """\
@@ -32,7 +33,22 @@ examples:
   mcp-rosetta demo
 
 Flags override the config file. Exit status: 0 clean, 64 usage, 69 server unavailable,
-78 bad config."""
+78 bad config.
+
+the example config (every key documented) and the systemd units:
+  {shipped}"""
+
+
+def shipped_files() -> str:
+    """Where the example config and the systemd units are: under the prefix, where
+    `pip install` puts them (pyproject.toml data-files), or, for an editable install, which
+    installs no data files, in the checkout itself."""
+    share = os.path.join(sys.prefix, "share", "mcp-rosetta", "")
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.isdir(share) and os.path.isfile(
+            os.path.join(checkout, "config", "mcp-rosetta.toml")):
+        return f"{os.path.join(checkout, 'config', '')}  {os.path.join(checkout, 'systemd', '')}"
+    return share
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,10 +73,12 @@ def _count_flag(text: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mcp-rosetta", usage=USAGE, description=DESCRIPTION, epilog=EPILOG,
+    p = _Parser(prog="mcp-rosetta", usage=USAGE, description=DESCRIPTION,
+                epilog=EPILOG.format(shipped=shipped_files()),
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--version", action="version", version=f"mcp-rosetta {__version__}")
-    p.add_argument("--config", metavar="FILE", help="TOML config (see config/mcp-rosetta.toml)")
+    p.add_argument("--config", metavar="FILE",
+                   help="TOML config (the installed mcp-rosetta.toml documents every key)")
     p.add_argument("--server-era", choices=("auto", "modern", "legacy"),
                    help="auto probes with server/discover (default); or pin the server's era")
     p.add_argument("--probe-timeout", type=_seconds_flag, metavar="SECONDS",
@@ -103,6 +121,9 @@ def _run(argv: Sequence[str]) -> int:
     args = parser().parse_args(options)
     settings = load_settings(args.config, _overrides(args, command))
     if not settings.shell.command:
+        if args.config:  # the file was meant to name it: a config error, like any missing key
+            raise ConfigError(f"config {args.config}: no server command: set command = [...] "
+                              "in the file, or give one after --")
         raise UsageError("no server command: mcp-rosetta [options] -- COMMAND [ARGS...]")
     from bridge.shell.process import run_stdio
 

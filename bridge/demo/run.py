@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,17 @@ A legacy MCP client (it opens with `initialize`, revision {VERSION}) uses a serv
 speaks only 2026-07-28 (no handshake, a `_meta` envelope on every request), through the
 bridge. Keys `io.modelcontextprotocol/…` are shown as `…/`; `mcp-rosetta demo --full`
 prints whole messages."""
+
+HELP = """\
+usage: mcp-rosetta demo [--full]
+
+A scripted legacy MCP client (it opens with `initialize`) uses a server that speaks only
+2026-07-28, first without the bridge (refused), then through it: every message is shown as it
+crosses, one line each. Exits 0 if every step did what a legacy client expects, 1 if not.
+
+options:
+  --full      print whole messages, not one line each cut to the terminal's width
+  -h, --help  show this help and exit"""
 
 
 def request(ident: int, method: str, params: Message | None = None) -> Message:
@@ -88,6 +100,10 @@ STEPS = [
 MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
 
 
+class OutputClosed(Exception):
+    """Whoever read the demo's output stopped reading (`mcp-rosetta demo | head -1`)."""
+
+
 class Demo:
     def __init__(self, tmp: Path, full: bool) -> None:
         self.full = full
@@ -101,8 +117,11 @@ class Demo:
 
     def out(self, text: str) -> None:
         # The demo is a program of its own, not the bridge: its stdout is the user's terminal.
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise OutputClosed from None
 
     def run(self) -> None:
         self.out(INTRO)
@@ -186,6 +205,9 @@ class Demo:
 
 def main(argv: list[str]) -> int:
     """Run the demo; 0 if every step did what it should."""
+    if "-h" in argv or "--help" in argv:
+        sys.stdout.write(HELP + "\n")
+        return 0
     unknown = [arg for arg in argv if arg != "--full"]
     if unknown:
         sys.stderr.write(f"mcp-rosetta demo: unknown argument {unknown[0]} (usage: "
@@ -195,9 +217,23 @@ def main(argv: list[str]) -> int:
         demo = Demo(Path(tmp), "--full" in argv)
         try:
             demo.run()
+        except OutputClosed:
+            return _stop_quietly()
         except (DemoFailed, OSError, subprocess.SubprocessError) as exc:
             sys.stderr.write(f"\nmcp-rosetta demo failed: {exc}\n")
             if log := demo.bridge_stderr():
                 sys.stderr.write(f"bridge stderr (last lines):\n{log}\n")
             return 1
     return 0
+
+
+def _stop_quietly() -> int:
+    """Stop as a Unix filter does when its reader goes: no message, status 128 + SIGPIPE.
+
+    stdout is pointed at /dev/null first, so the interpreter's flush at exit does not fail
+    on the closed pipe again (and print "Exception ignored ... BrokenPipeError").
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE

@@ -16,10 +16,14 @@ ARROW_WIDTH = 16
 LABEL_WIDTH = 28
 # Shown first, so what the bridge adds or strips is visible before a line is cut.
 ERA_KEYS = ("resultType", "ttlMs", "cacheScope", "_meta")
+MAX_WIDTH = 100
 
 
 def width() -> int:
-    return shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
+    """The width a line is cut to: the terminal's, but never more than 100 columns."""
+    if not sys.stdout.isatty():
+        return MAX_WIDTH
+    return min(MAX_WIDTH, shutil.get_terminal_size((MAX_WIDTH, 24)).columns)
 
 
 def label(message: Any) -> tuple[str, Any]:

@@ -1,5 +1,6 @@
 """Golden cases: the spec's own 2026-07-28 examples, through the bridge, validated against the
-schema of the era and revision the receiving peer speaks (../shared/spec/schema/)."""
+schema of the era and revision the receiving peer speaks (tests/fixtures/spec/, copied from the
+specification repository; its README says which commit, and under which license)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ import pytest
 from bridge.core.eras import LEGACY_PROTOCOL_VERSIONS
 from tests.core.harness import DISCOVER_RESULT, answer, mode_a, mode_b, modern, one, sent
 
-# The spec lives in shared/, beside the checkout (as it is for CI's clone too).
-SPEC = pathlib.Path(__file__).resolve().parents[3] / "shared" / "spec" / "schema"
+SPEC = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "spec" / "schema"
 EXAMPLES = SPEC / "2026-07-28" / "examples"
 
 # Result type -> the request whose answer it is (the method decides the downgrade).
@@ -40,8 +40,10 @@ def _schema(version: str, definition: str) -> jsonschema.protocols.Validator:
 
 
 def _examples(kind: str) -> list[Any]:
-    folder = EXAMPLES / kind
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    files = sorted((EXAMPLES / kind).glob("*.json"))
+    # Loud at collection: a missing fixture must not shrink the parametrization to nothing.
+    assert files, f"no spec examples for {kind} under {EXAMPLES}"
+    return [json.loads(p.read_text()) for p in files]
 
 
 def _cases() -> list[tuple[str, int]]:
