@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from bridge import __version__
-from bridge.config import load_settings, seconds
+from bridge.config import load_settings, root_uri, seconds
 from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, UsageError
 from bridge.shell.logs import LEVELS, LOG_FORMATS
@@ -49,6 +49,13 @@ def _seconds_flag(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
 
+def _root_flag(text: str) -> str:
+    try:
+        return root_uri(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mcp-rosetta", usage=USAGE, description=DESCRIPTION, epilog=EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
@@ -62,6 +69,9 @@ def parser() -> argparse.ArgumentParser:
                    help="fail a forwarded request unanswered after this long; 0 = never (0)")
     p.add_argument("--default-log-level", choices=LOG_LEVELS, metavar="LEVEL",
                    help="MCP logLevel asked of a modern server before the client sets one")
+    p.add_argument("--root", type=_root_flag, action="append", dest="roots", metavar="DIR",
+                   help="a root (directory or file:// URI) to give a legacy server that asks "
+                        "before the client's own roots are known; repeatable")
     p.add_argument("--log-level", choices=tuple(LEVELS), help="bridge log level (info)")
     p.add_argument("--log-format", choices=LOG_FORMATS,
                    help="stderr log format; auto = console on a TTY, else JSON lines")
@@ -71,7 +81,9 @@ def parser() -> argparse.ArgumentParser:
 def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
             "log_level", "log_format")
-    values = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    values: dict[str, Any] = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    if args.roots:
+        values["roots"] = tuple(args.roots)
     if command:
         values["command"] = tuple(command)
     return values
