@@ -125,6 +125,7 @@ CORE_KEYS: dict[str, Check] = {
     "roots": roots,
     "roots_refresh": seconds,
     "roots_wait": seconds,
+    "roots_settle": seconds,
 }
 SHELL_KEYS: dict[str, Check] = {
     "command": command,

@@ -59,7 +59,10 @@ class CoreConfig:
     roots asks for them again (only for a server that asks outside calls); 0: every call."""
     roots_wait: float = 2.0
     """Mode B: seconds calls wait, after the server was told the roots changed, for it to ask
-    for them again."""
+    for them again and answer a ping."""
+    roots_settle: float = 0.1
+    """Mode B: seconds calls then wait more, for a server that applies new roots
+    asynchronously."""
     url_elicitation_wait: float = 30.0
     """Mode B: after the client accepts the URL elicitations a legacy -32042 asked for, seconds
     to wait for the server's notifications/elicitation/complete before re-sending the call."""

@@ -33,7 +33,7 @@ from bridge.core.jsonrpc import is_request_id, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.request_meta import RequestMeta
 from bridge.core.request_state import expired, request_digest, seal, unseal
-from bridge.core.roots_b import FENCE, REASK, Roots
+from bridge.core.roots_b import FENCE, REASK, SETTLE, Roots
 from bridge.core.router import Pending
 
 if TYPE_CHECKING:
@@ -77,9 +77,10 @@ class Question:
 class Call:
     """One eligible modern request, across all its rounds, and its one legacy request."""
 
-    __slots__ = ("asked", "at_server", "digest", "exclusive", "key", "legacy_id", "meta",
-                 "method", "nonce", "outcome", "owner", "params", "questions", "retried",
-                 "round_ids", "timed", "token", "url_done", "url_error", "url_waiting")
+    __slots__ = ("asked", "at_server", "digest", "exclusive", "gave_roots", "key", "legacy_id",
+                 "meta", "method", "nonce", "outcome", "owner", "params", "questions",
+                 "retried", "round_ids", "timed", "token", "url_done", "url_error",
+                 "url_waiting")
 
     def __init__(self, key: str, message: Message, meta: RequestMeta) -> None:
         self.key = key  # names the call in its requestState
@@ -102,6 +103,7 @@ class Call:
         self.url_done: set[str] = set()
         self.url_error = ""
         self.timed = False  # whether an MRTR timer was ever set for it (most calls: never)
+        self.gave_roots = False  # the client gave its roots in the bridge's round for it
 
     def identity(self) -> str:
         """The digest a requestState binds the call to, computed when the call first parks:
@@ -228,10 +230,11 @@ class Inputs:
 
     def on_server_request(self, message: Message) -> None:
         """elicitation/create, sampling/createMessage or roots/list from the legacy server."""
-        if self.roots.resync is not None and message["method"] == "roots/list":
-            self._reanswer_roots(message["id"])
-            return
         call = self.holder
+        if message["method"] == "roots/list" and (
+                self.roots.resync is not None or (call is not None and call.gave_roots)):
+            self._answer_roots(message["id"])  # the client's roots are fresh: no need to ask
+            return
         if call is None:
             if self.shared:  # shared calls declared no input capability at all
                 self._refuse(message["id"], message["method"], message.get("params"), {})
@@ -408,6 +411,7 @@ class Inputs:
             return
         for key, response in answered.items():
             if call.questions.pop(key).method == "roots/list":
+                call.gave_roots = True
                 self._learn_roots(response)
         for key in [k for k, q in call.questions.items() if q.method == "roots/list"]:
             del call.questions[key]  # the bridge's own curiosity: never insisted on
@@ -459,16 +463,22 @@ class Inputs:
         self.roots.resync = REASK
         self.ctx.schedule(ROOTS_TIMER, self.ctx.config.roots_wait)
 
-    def _reanswer_roots(self, legacy_id: Any) -> None:
-        """The server asks again after roots/list_changed: the roots just learned, then a ping
-        (answered in order) to know it has read them."""
+    def _answer_roots(self, legacy_id: Any) -> None:
+        """The roots just learned; if the server asks after roots/list_changed, then a ping to
+        know it has read them."""
         self.ctx.reply(SERVER, legacy_id, self.roots.answer())
         if self.roots.resync == REASK:
             self.roots.resync = FENCE
             self.router.issue(SERVER, "ping", None, "roots")
 
     def on_roots_fence(self, row: Pending, message: Message) -> None:
-        if self.roots.resync == FENCE:
+        if self.roots.resync != FENCE:
+            return
+        settle = self.ctx.config.roots_settle
+        if settle > 0:
+            self.roots.resync = SETTLE
+            self.ctx.schedule(ROOTS_TIMER, settle)
+        else:
             self._resynced()
 
     def _resynced(self) -> None:
@@ -535,7 +545,9 @@ class Inputs:
 
     def on_timer(self, key: tuple[str, str, str]) -> None:
         if key == ROOTS_TIMER:
-            self.ctx.log("warning", "roots.not_asked_again", waited_s=self.ctx.config.roots_wait)
+            if self.roots.resync != SETTLE:
+                self.ctx.log("warning", "roots.not_caught_up", stage=self.roots.resync,
+                             waited_s=self.ctx.config.roots_wait)
             self._resynced()
             return
         call = self.calls.get(key[2])

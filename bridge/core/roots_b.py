@@ -5,14 +5,15 @@ Must not park calls or send anything: inputs_b.py asks the client and answers th
 this keeps the two lists and decides. Rules: client/roots.mdx (both eras); TRANSLATION.md
 §5.8.3, §5.8.5.
 
-Why the bridge asks on its own. A legacy server commonly asks roots/list outside any call
-(right after it is initialized, or on a timer) and then relies on
-notifications/roots/list_changed to hear of changes. A modern client gives its roots only in
-a call's input round, and never says they changed. So once such a server has asked, a call
-that declares roots first gets one roots round of the bridge's own: always while the
-client's roots are unknown, and again whenever what the bridge knows is older than
-`roots_refresh` (0: on every such call) if the server can be told of changes. Whenever the
-client's roots differ from what the server was last told, the server is told.
+Why the bridge asks on its own. A legacy server commonly asks roots/list once (right after it
+is initialized, on a timer, or in its first call that needs them), keeps the answer, and
+relies on notifications/roots/list_changed to hear of changes. A modern client gives its
+roots only in a call's input round, and never says they changed. So once the server has been
+given roots, a call that declares roots first gets one roots round of the bridge's own:
+always if the server got them from the bridge (the client's were unknown), and again whenever
+what the bridge knows is older than `roots_refresh` (0: on every such call) if the server can
+be told of changes. Whenever the client's roots differ from what the server was last told,
+the server is told.
 """
 
 from __future__ import annotations
@@ -23,15 +24,17 @@ from bridge.core.capabilities import declares
 
 Message = dict[str, Any]
 
-# The server was told the roots changed and has not asked again yet; then, asked again and
-# answered, a ping is out so that the next call reaches it after it has read the new roots.
-REASK, FENCE = "reask", "fence"
+# Catching the server up after notifications/roots/list_changed: it has not asked again yet;
+# asked and answered, a ping is out (answered in order: it has read the new roots); then
+# roots_settle passes, for a server that applies its roots asynchronously (server-filesystem
+# checks each directory before it uses the new list).
+REASK, FENCE, SETTLE = "reask", "fence", "settle"
 
 
 class Roots:
     """The client's roots as last heard, the legacy server's as last told."""
 
-    __slots__ = ("known", "learned_at", "listens", "relies", "resync", "static", "told")
+    __slots__ = ("known", "learned_at", "listens", "resync", "static", "told")
 
     def __init__(self, static: tuple[str, ...]) -> None:
         self.static: list[Any] = [{"uri": uri} for uri in static]  # the `roots` setting
@@ -39,8 +42,7 @@ class Roots:
         self.learned_at = float("-inf")
         self.told: list[Any] | None = None  # what the server last got for roots/list
         self.listens = False  # whether the server was promised roots/list_changed
-        self.relies = False  # whether the server asked outside a call (and so relies on us)
-        self.resync: str | None = None  # REASK or FENCE while the server catches up
+        self.resync: str | None = None  # REASK, FENCE or SETTLE while the server catches up
 
     def capability(self, client_caps: Message) -> Message:
         """The roots capability to declare to the legacy server at initialize.
@@ -56,12 +58,11 @@ class Roots:
         known, else the configured ones."""
         roots = self.known if self.known is not None else self.static
         self.told = roots
-        self.relies = True
         return {"roots": roots}
 
     def wanted(self, client_caps: Message, now: float, refresh: float) -> bool:
         """Whether a call declaring `client_caps` should first ask the client for its roots."""
-        if not self.relies or not declares(client_caps, ("roots",)):
+        if self.told is None or not declares(client_caps, ("roots",)):
             return False
         if self.known is None:
             return True

@@ -124,7 +124,9 @@ def test_a_server_that_asked_at_start_is_told_the_clients_roots_before_the_call(
     assert sent(actions, "server") == [
         {"jsonrpc": "2.0", "id": 8, "result": {"roots": WORK}},
         {"jsonrpc": "2.0", "id": "rosetta-6", "method": "ping"}]
-    legacy = forwarded(h.server(answer({"id": "rosetta-6"}, {})))
+    assert sent(h.server(answer({"id": "rosetta-6"}, {})), "server") == []  # it has read them
+    assert sent(h.advance(0.099), "server") == []  # and roots_settle lets it apply them
+    legacy = forwarded(h.advance(0.001))
     assert one(h.server(answer(legacy, DONE)), "client") == {
         "jsonrpc": "2.0", "id": 2,
         "result": {**DONE, "resultType": "complete",
@@ -181,7 +183,9 @@ def caught_up(h: Harness, retried: list[Any], roots: Any) -> Message:
     assert sent(retried, "server") == [LIST_CHANGED]
     again = sent(h.server(request("again", "roots/list")), "server")
     assert again[0] == {"jsonrpc": "2.0", "id": "again", "result": {"roots": roots}}
-    return forwarded(h.server(answer(again[1], {})))
+    assert again[1]["method"] == "ping"
+    assert sent(h.server(answer(again[1], {})), "server") == []
+    return forwarded(h.advance(0.1))
 
 
 def test_every_call_asks_again_and_the_server_is_told_only_of_changes() -> None:
@@ -200,7 +204,7 @@ def test_roots_refresh_trusts_what_the_client_said_for_a_while() -> None:
     h = session(config=CoreConfig(roots_refresh=60.0))
     legacy = caught_up(h, h.client(retry(2, roots_round(h, call(1)), WORK)), WORK)
     h.server(answer(legacy, DONE))
-    h.advance(59)
+    h.advance(58.9)
     legacy = forwarded(h.client(call(3)))
     h.server(answer(legacy, DONE))
     h.advance(1)
@@ -226,7 +230,8 @@ def test_calls_wait_while_the_server_catches_up_but_other_requests_do_not() -> N
     # in order (the one that may ask first, alone).
     again = sent(h.server(request("again", "roots/list")), "server")
     assert again[0]["result"] == {"roots": WORK}
-    legacy = forwarded(h.server(answer(again[1], {})))
+    h.server(answer(again[1], {}))
+    legacy = forwarded(h.advance(0.1))
     assert one(h.server(answer(legacy, DONE)), "server")["params"] == {"name": "read",
                                                                       "arguments": {}}
 
@@ -240,10 +245,18 @@ def test_asked_again_during_another_call_the_server_gets_the_new_roots_from_the_
     again = sent(h.server(request("again", "roots/list")), "server")
     assert again[0] == {"jsonrpc": "2.0", "id": "again", "result": {"roots": HOME}}
     assert sent(h.advance(1), "client") == []  # not a question of the running call
-    assert sent(h.server(answer(again[1], {})), "server") == []  # that call still runs
+    h.server(answer(again[1], {}))
+    assert sent(h.advance(1), "server") == []  # that call still runs
     actions = h.server(answer(first, DONE))
     assert one(actions, "client")["id"] == 2
     forwarded(actions)
+
+
+def test_with_no_settle_time_the_calls_go_once_the_ping_is_answered() -> None:
+    h = session(config=CoreConfig(roots_settle=0))
+    h.client(retry(2, roots_round(h, call(1)), WORK))
+    again = sent(h.server(request("again", "roots/list")), "server")
+    forwarded(h.server(answer(again[1], {})))
 
 
 def test_a_server_that_does_not_ask_again_holds_calls_back_only_roots_wait() -> None:
@@ -251,11 +264,29 @@ def test_a_server_that_does_not_ask_again_holds_calls_back_only_roots_wait() -> 
     h.client(retry(2, roots_round(h, call(1)), WORK))
     assert sent(h.advance(1.9), "server") == []
     forwarded(h.advance(0.1))
-    assert [log.event for log in h.logs if log.level == "warning"] == ["roots.not_asked_again"]
-    # Asked later, during a call that may ask, the question is that call's again.
-    h.server(request(5, "roots/list"))
-    assert one(h.advance(0.05), "client")["result"]["inputRequests"] == {
-        "q2": {"method": "roots/list"}}
+    assert [(log.event, log.fields["stage"]) for log in h.logs if log.level == "warning"] == [
+        ("roots.not_caught_up", "reask")]
+    # Asked late, during the call that just gave its roots: answered with them.
+    assert sent(h.server(request(5, "roots/list")), "server") == [
+        {"jsonrpc": "2.0", "id": 5, "result": {"roots": WORK}}]
+    assert sent(h.advance(1), "client") == []
+
+
+def test_a_server_that_asks_during_each_call_is_not_asked_twice_per_call() -> None:
+    h, init = started()
+    h.server(answer(init, LEGACY_INIT_RESULT))
+    h.server(answer({"id": "rosetta-3"}, {}))
+    legacy = forwarded(h.client(call(1)))
+    h.server(request(5, "roots/list"))  # the first time, the server's question is a round
+    reply = one(h.advance(0.05), "client")
+    h.client(retry(2, reply["result"]["requestState"], WORK))
+    h.server(answer(legacy, DONE))
+    # Next call: the bridge asks first (the server may keep what it got), and the server's
+    # own question during the call gets what the client just said.
+    legacy = forwarded(h.client(retry(4, roots_round(h, call(3)), WORK)))
+    assert sent(h.server(request(6, "roots/list")), "server") == [
+        {"jsonrpc": "2.0", "id": 6, "result": {"roots": WORK}}]
+    assert one(h.server(answer(legacy, DONE)), "client")["id"] == 4
 
 
 def test_the_roots_round_is_a_round_like_any_other() -> None:
