@@ -56,7 +56,7 @@ class CoreConfig:
     does not know the modern client's roots."""
     roots_refresh: float = 0.0
     """Mode B: seconds the client's roots, once heard, are trusted before a call that declares
-    roots asks for them again (only for a server that asks outside calls); 0: every call."""
+    roots asks for them again (once the server has been given roots); 0: every such call."""
     roots_wait: float = 2.0
     """Mode B: seconds calls wait, after the server was told the roots changed, for it to ask
     for them again and answer a ping."""

@@ -12,6 +12,7 @@ from typing import Any
 from bridge.core.config import CoreConfig
 from tests.core.harness import (
     LEGACY_INIT_RESULT,
+    OLD_SRV,
     SECRET,
     Harness,
     answer,
@@ -128,16 +129,15 @@ def test_a_server_that_asked_at_start_is_told_the_clients_roots_before_the_call(
     assert sent(h.advance(0.099), "server") == []  # and roots_settle lets it apply them
     legacy = forwarded(h.advance(0.001))
     assert one(h.server(answer(legacy, DONE)), "client") == {
-        "jsonrpc": "2.0", "id": 2,
-        "result": {**DONE, "resultType": "complete",
-                   "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "OldSrv",
-                                                                    "version": "0.9"}}}}
+        "jsonrpc": "2.0", "id": 2, "result": {**DONE, "resultType": "complete", "_meta": OLD_SRV}}
 
 
 def test_a_call_that_does_not_declare_roots_is_not_asked_for_them() -> None:
     h = session()
-    no_requests_to(h.client(call(1, caps={"sampling": {}})), "client")
-    assert sent(h.advance(0), "server") == []
+    actions = h.client(call(1, caps={"sampling": {}}))
+    no_requests_to(actions)
+    assert sent(actions, "client") == []
+    forwarded(actions)
     h = session()
     forwarded(h.client(call(1, caps={})))
 

@@ -50,7 +50,8 @@ def published_server() -> Callable[[str], list[str]]:
 
 @pytest.fixture(scope="session")
 def run_client() -> Callable[..., dict]:
-    """`run_client(python, scenario, server_cmd, timeout=120)` -> the client's JSON report."""
+    """`run_client(python, scenario, server_cmd, timeout=120, env=None)` -> the client's JSON
+    report (`env` adds to the environment)."""
     return venvs.run_client
 
 

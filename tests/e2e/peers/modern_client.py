@@ -284,6 +284,7 @@ def event_json(event: Any) -> dict[str, Any]:
 
 # --- scenarios for published servers --------------------------------------------------------
 
+
 def give_roots(rec: Recorder, directory: str) -> None:
     """From now on the client's roots are `directory` alone (the server is not told: a
     2026-07-28 client has no roots/list_changed)."""
@@ -332,14 +333,11 @@ async def everything(client: Client, rec: Recorder) -> None:
                                              progress_callback=progress))
     await rec.step("call:sampling", lambda: call("trigger-sampling-request",
                                                  {"prompt": "Capital of France?"}))
-    rec.phase = "elicitation"
     await rec.step("call:elicitation", lambda: call("trigger-elicitation-request", {}))
-    rec.phase = "everything"
-    await rec.step("resources", client.list_resources)
+    listed = await rec.step("resources", client.list_resources)
     await rec.step("templates", client.list_resource_templates)
-    resources = rec.out["resources"].get("resources", []) if "resources" in rec.out else []
-    if resources:
-        uri = resources[0]["uri"]
+    if listed and listed.resources:
+        uri = str(listed.resources[0].uri)
         await rec.step("read:first", lambda: client.read_resource(uri))
     await rec.step("prompts", client.list_prompts)
     await rec.step("prompt:args", lambda: client.get_prompt("args-prompt", {"city": "Paris"}))
