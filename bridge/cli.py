@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from bridge import __version__
-from bridge.config import count, load_settings, seconds
+from bridge.config import count, load_settings, root_uri, seconds
 from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, ConfigError, UsageError
 from bridge.shell.settings import LEVELS, LOG_FORMATS
@@ -72,6 +72,13 @@ def _count_flag(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
 
+def _root_flag(text: str) -> str:
+    try:
+        return root_uri(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mcp-rosetta", usage=USAGE, description=DESCRIPTION,
                 epilog=EPILOG.format(shipped=shipped_files()),
@@ -89,6 +96,9 @@ def parser() -> argparse.ArgumentParser:
                    help="MCP logLevel asked of a modern server before the client sets one")
     p.add_argument("--max-message-bytes", type=_count_flag, metavar="BYTES",
                    help="refuse a message longer than this from either peer (64 MiB)")
+    p.add_argument("--root", type=_root_flag, action="append", dest="roots", metavar="DIR",
+                   help="a root (directory or file:// URI) to give a legacy server that asks "
+                        "before the client's own roots are known; repeatable")
     p.add_argument("--log-level", choices=tuple(LEVELS), help="bridge log level (info)")
     p.add_argument("--log-format", choices=LOG_FORMATS,
                    help="stderr log format; auto = console on a TTY, else JSON lines")
@@ -98,7 +108,9 @@ def parser() -> argparse.ArgumentParser:
 def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
             "max_message_bytes", "log_level", "log_format")
-    values = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    values: dict[str, Any] = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    if args.roots:
+        values["roots"] = tuple(args.roots)
     if command:
         values["command"] = tuple(command)
     return values

@@ -7,6 +7,7 @@ the key, a bad flag value a UsageError (exit 64); nothing else happens here.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -84,6 +85,25 @@ def implementation(value: Any) -> dict[str, str]:
     return dict(value)
 
 
+def root_uri(value: Any) -> str:
+    """A root as the file:// URI roots need (client/roots.mdx §Root); a path becomes one."""
+    if not isinstance(value, str) or not value:
+        raise ValueError("expected a file:// URI or a directory path")
+    if value.startswith("file://"):
+        return value
+    if "://" in value:
+        raise ValueError("a root must be a file:// URI or a path")
+    from pathlib import Path  # only when a path is configured: start-up time counts
+
+    return Path(os.path.abspath(os.path.expanduser(value))).as_uri()
+
+
+def roots(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise ValueError('expected an array of file:// URIs or paths, e.g. ["~/project"]')
+    return tuple(root_uri(v) for v in value)
+
+
 CORE_KEYS: dict[str, Check] = {
     "server_era": choice("auto", "modern", "legacy"),
     "probe_timeout": seconds,
@@ -101,6 +121,10 @@ CORE_KEYS: dict[str, Check] = {
     "cache_ttl_ms": milliseconds,
     "handshake_timeout": seconds,
     "url_elicitation_wait": seconds,
+    "roots": roots,
+    "roots_refresh": seconds,
+    "roots_wait": seconds,
+    "roots_settle": seconds,
 }
 SHELL_KEYS: dict[str, Check] = {
     "command": command,

@@ -51,6 +51,18 @@ class CoreConfig:
     handshake_timeout: float = 10.0
     """Mode B: seconds each step of the bridge's own legacy handshake (initialize, then a
     settling ping) may take before the server is given up (initialize) or taken as ready."""
+    roots: tuple[str, ...] = ()
+    """Mode B: file:// URIs the bridge answers a legacy server's roots/list with while it
+    does not know the modern client's roots."""
+    roots_refresh: float = 0.0
+    """Mode B: seconds the client's roots, once heard, are trusted before a call that declares
+    roots asks for them again (once the server has been given roots); 0: every such call."""
+    roots_wait: float = 2.0
+    """Mode B: seconds calls wait, after the server was told the roots changed, for it to ask
+    for them again and answer a ping."""
+    roots_settle: float = 0.1
+    """Mode B: seconds calls then wait more, for a server that applies new roots
+    asynchronously."""
     url_elicitation_wait: float = 30.0
     """Mode B: after the client accepts the URL elicitations a legacy -32042 asked for, seconds
     to wait for the server's notifications/elicitation/complete before re-sending the call."""

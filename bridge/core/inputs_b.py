@@ -29,10 +29,11 @@ from bridge.core.eras import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
 )
 from bridge.core.events import CLIENT, SERVER
-from bridge.core.jsonrpc import is_request_id
+from bridge.core.jsonrpc import is_request_id, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.request_meta import RequestMeta
 from bridge.core.request_state import expired, request_digest, seal, unseal
+from bridge.core.roots_b import FENCE, REASK, SETTLE, Roots
 from bridge.core.router import Pending
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ _INPUT_CAPABILITY_SET = frozenset(INPUT_CAPABILITIES)  # one C-level test per ca
 USER_REJECTED = -1  # 2025-11-25 client/sampling.mdx §Error Handling: "User rejected sampling"
 # Legacy-only fields of an input request's params; a modern one has none of them (§5.5).
 _LEGACY_ONLY_PARAMS = frozenset({"task", "_meta", "elicitationId"})
+ROOTS_TIMER = ("mrtr", "roots", "")
 
 
 class Question:
@@ -75,9 +77,10 @@ class Question:
 class Call:
     """One eligible modern request, across all its rounds, and its one legacy request."""
 
-    __slots__ = ("asked", "at_server", "digest", "exclusive", "key", "legacy_id", "meta",
-                 "method", "nonce", "outcome", "owner", "params", "questions", "retried",
-                 "round_ids", "timed", "token", "url_done", "url_error", "url_waiting")
+    __slots__ = ("asked", "at_server", "digest", "exclusive", "gave_roots", "key", "legacy_id",
+                 "meta", "method", "nonce", "outcome", "owner", "params", "questions",
+                 "retried", "round_ids", "timed", "token", "url_done", "url_error",
+                 "url_waiting")
 
     def __init__(self, key: str, message: Message, meta: RequestMeta) -> None:
         self.key = key  # names the call in its requestState
@@ -100,6 +103,7 @@ class Call:
         self.url_done: set[str] = set()
         self.url_error = ""
         self.timed = False  # whether an MRTR timer was ever set for it (most calls: never)
+        self.gave_roots = False  # the client gave its roots in the bridge's round for it
 
     def identity(self) -> str:
         """The digest a requestState binds the call to, computed when the call first parks:
@@ -131,7 +135,7 @@ class Inputs:
         self.queue: deque[Call] = deque()
         self.holder: Call | None = None  # the exclusive call at the legacy server
         self.shared = 0  # shared calls at the legacy server
-        self.roots: list[Any] | None = None  # the roots the client gave last (any round)
+        self.roots = Roots(self.ctx.config.roots)
 
     # Starting calls -----------------------------------------------------------------------
 
@@ -143,6 +147,9 @@ class Inputs:
         call = Call(self.ctx.mint_id(), message, meta)
         self.calls[call.key] = call
         self.rounds[call.round_ids[0]] = call
+        if self.roots.wanted(meta.capabilities, self.ctx.now, self.ctx.config.roots_refresh):
+            self._ask_roots(call)
+            return
         self.queue.append(call)
         self._pump()
 
@@ -156,7 +163,7 @@ class Inputs:
             self._send(self.queue.popleft())
 
     def _may_start(self, call: Call) -> bool:
-        if self.holder is not None:
+        if self.holder is not None or self.roots.resync is not None:
             return False
         return self.shared == 0 if call.exclusive else True
 
@@ -224,6 +231,10 @@ class Inputs:
     def on_server_request(self, message: Message) -> None:
         """elicitation/create, sampling/createMessage or roots/list from the legacy server."""
         call = self.holder
+        if message["method"] == "roots/list" and (
+                self.roots.resync is not None or (call is not None and call.gave_roots)):
+            self._answer_roots(message["id"])  # the client's roots are fresh: no need to ask
+            return
         if call is None:
             if self.shared:  # shared calls declared no input capability at all
                 self._refuse(message["id"], message["method"], message.get("params"), {})
@@ -324,7 +335,7 @@ class Inputs:
             if call.questions:  # unanswered or asked while parked: another round
                 self._gather(call)
         else:
-            self._on_url_answers(call, responses)
+            self._on_own_answers(call, responses)
 
     def _redeem(self, state: str, method: str, params: Message) -> tuple[Call | None, str]:
         """The parked call a requestState resumes, or why it resumes none."""
@@ -356,7 +367,7 @@ class Inputs:
                 continue  # mrtr.mdx: missing answers are asked for again, unknown keys ignored
             self._forget(call, question)
             if question.method == "roots/list" and isinstance(response.get("roots"), list):
-                self.roots = response["roots"]
+                self.roots.relayed(response["roots"], self.ctx.now)
             self.ctx.reply(SERVER, question.legacy_id,
                            _legacy_answer(question.method, response, self.mode.version))
 
@@ -385,17 +396,25 @@ class Inputs:
         call.url_error = str(error.get("message", ""))
         self._ship(call)
 
-    def _on_url_answers(self, call: Call, responses: Message) -> None:
+    def _on_own_answers(self, call: Call, responses: Message) -> None:
+        """The client answered the bridge's own questions: the URL elicitations of a -32042,
+        or the roots round; then the call goes (again) to the server."""
         answered = {k: responses[k] for k in call.questions if isinstance(responses.get(k), dict)}
-        declined = sorted(k for k, r in answered.items() if r.get("action") != "accept")
+        declined = sorted(k for k, r in answered.items()
+                          if call.questions[k].method == "elicitation/create"
+                          and r.get("action") != "accept")
         if declined:
             self.ctx.reply_error(CLIENT, call.owner, INTERNAL_ERROR,
                                  f"mcp-rosetta: the server requires URL elicitation the user "
                                  f"did not accept ({call.url_error})", {"declined": declined})
             self._drop(call)
             return
-        for key in answered:
-            del call.questions[key]
+        for key, response in answered.items():
+            if call.questions.pop(key).method == "roots/list":
+                call.gave_roots = True
+                self._learn_roots(response)
+        for key in [k for k, q in call.questions.items() if q.method == "roots/list"]:
+            del call.questions[key]  # the bridge's own curiosity: never insisted on
         if call.questions:
             self._ship(call)  # some not answered: ask for them again
         elif call.url_waiting <= call.url_done or self.ctx.config.url_elicitation_wait <= 0:
@@ -423,6 +442,50 @@ class Inputs:
         self.queue.append(call)
         self._pump()
 
+    # Roots of the bridge's own asking (roots_b.py, §5.8.5) ----------------------------------
+
+    def _ask_roots(self, call: Call) -> None:
+        """Before the call goes to the server: one round asking the client for its roots."""
+        question = Question(call.next_key(), None, "roots/list", None)
+        call.questions[question.key] = question
+        self.ctx.log("info", "roots.asked", client_id=call.owner,
+                     known=self.roots.known is not None)
+        self._ship(call)
+
+    def _learn_roots(self, response: Message) -> None:
+        roots = response.get("roots")
+        if not isinstance(roots, list) or not self.roots.learn(roots, self.ctx.now):
+            return
+        # client/roots.mdx (2025-11-25) §Root List Changes: the server asks again. Calls wait
+        # for that, so they reach a server that knows the roots they were made with.
+        self.ctx.send(SERVER, notification("notifications/roots/list_changed"))
+        self.ctx.log("info", "roots.changed", roots=len(roots))
+        self.roots.resync = REASK
+        self.ctx.schedule(ROOTS_TIMER, self.ctx.config.roots_wait)
+
+    def _answer_roots(self, legacy_id: Any) -> None:
+        """The roots just learned; if the server asks after roots/list_changed, then a ping to
+        know it has read them."""
+        self.ctx.reply(SERVER, legacy_id, self.roots.answer())
+        if self.roots.resync == REASK:
+            self.roots.resync = FENCE
+            self.router.issue(SERVER, "ping", None, "roots")
+
+    def on_roots_fence(self, row: Pending, message: Message) -> None:
+        if self.roots.resync != FENCE:
+            return
+        settle = self.ctx.config.roots_settle
+        if settle > 0:
+            self.roots.resync = SETTLE
+            self.ctx.schedule(ROOTS_TIMER, settle)
+        else:
+            self._resynced()
+
+    def _resynced(self) -> None:
+        self.ctx.cancel_timer(ROOTS_TIMER)
+        self.roots.resync = None
+        self._pump()
+
     # Local answers (§5.8.3) ---------------------------------------------------------------
 
     def _answer_unsolicited(self, message: Message) -> None:
@@ -430,7 +493,7 @@ class Inputs:
         method = message["method"]
         self.ctx.log("info", "input.answered_locally", method=method, reason="no eligible call")
         if method == "roots/list":
-            self.ctx.reply(SERVER, message["id"], {"roots": self.roots or []})
+            self.ctx.reply(SERVER, message["id"], self.roots.answer())
         elif method == "elicitation/create":
             self.ctx.reply(SERVER, message["id"], {"action": "cancel"})
         else:
@@ -481,6 +544,12 @@ class Inputs:
         return True
 
     def on_timer(self, key: tuple[str, str, str]) -> None:
+        if key == ROOTS_TIMER:
+            if self.roots.resync != SETTLE:
+                self.ctx.log("warning", "roots.not_caught_up", stage=self.roots.resync,
+                             waited_s=self.ctx.config.roots_wait)
+            self._resynced()
+            return
         call = self.calls.get(key[2])
         if call is None:
             return

@@ -186,6 +186,9 @@ class ModeA:
         """Reply to the pending initialize, with exactly the capabilities deliverable."""
         result = initialize_result(self.discover or {}, self.version, self.ctx.config.bridge_info)
         self.listener.advertise(result["capabilities"])
+        # The bridge serves logging/setLevel itself (it stamps the level on every request),
+        # so it can offer logging even when the server emits logs without declaring it.
+        result["capabilities"].setdefault("logging", {})
         self.ctx.reply(CLIENT, self.initialize_id, result)
         self.ctx.log("info", "client.initialized", mode="A", version=self.version,
                      client=(self.client_info or {}).get("name"))
@@ -197,10 +200,7 @@ class ModeA:
 
     def _set_level(self, message: Message) -> None:
         level = (message.get("params") or {}).get("level")
-        if "logging" not in self.server_caps:
-            self.ctx.reply_error(CLIENT, message["id"], METHOD_NOT_FOUND,
-                                 "Method not found: the server does not offer logging")
-        elif level not in LOG_SEVERITY:
+        if level not in LOG_SEVERITY:
             self.ctx.reply_error(CLIENT, message["id"], INVALID_PARAMS,
                                  f"Invalid log level: {level!r}")
         else:
@@ -232,9 +232,22 @@ class ModeA:
         if method == "notifications/progress":
             self._relay_progress(message)
         elif method == "notifications/message":
-            self.ctx.send(CLIENT, message)
+            self._relay_log(message)
         elif not self.listener.on_notification(message):
             self.ctx.debug("notification.dropped", side=SERVER, method=method)
+
+    def _relay_log(self, message: Message) -> None:
+        """Forward a log at or above the client's level (legacy logging.mdx §Setting Log
+        Level), even if the server sent it below the level it was asked for. With no level
+        set, legacy lets the server decide what to send."""
+        if self.log_level is not None:
+            params = message.get("params")
+            level = params.get("level") if isinstance(params, dict) else None
+            severity = LOG_SEVERITY.get(level, -1) if isinstance(level, str) else -1
+            if severity < LOG_SEVERITY[self.log_level]:
+                self.ctx.debug("log.dropped", level=level)
+                return
+        self.ctx.send(CLIENT, message)
 
     def _relay_progress(self, message: Message) -> None:
         """Forward progress, never backwards: a retried round may restart it (§11.8)."""

@@ -38,7 +38,7 @@ Message = dict[str, Any]
 
 # §5.8.1: legacy capabilities are fixed for the session while modern ones vary per request,
 # so the bridge declares every input kind it can route and gates each question per request.
-# roots has no listChanged: the bridge learns roots only when the server asks for them.
+# roots gains listChanged when the client declares roots (roots_b.py).
 LEGACY_CLIENT_CAPABILITIES: Message = {
     "roots": {},
     "sampling": {"tools": {}, "context": {}},
@@ -103,6 +103,7 @@ class ModeB:
             "call": self.inputs.on_answer,
             "subscribe": self.listener.on_subscribed,
             "setLevel": self._on_own_answer,
+            "roots": self.inputs.on_roots_fence,
             "unsubscribe": self._on_own_answer,
         }
 
@@ -190,8 +191,10 @@ class ModeB:
     def _initialize(self, meta: RequestMeta) -> None:
         self.phase = INITIALIZING
         info = meta.client_info if usable_info(meta.client_info) else self.ctx.config.bridge_info
-        params = {"protocolVersion": LATEST_LEGACY_VERSION,
-                  "capabilities": LEGACY_CLIENT_CAPABILITIES, "clientInfo": info}
+        caps = {**LEGACY_CLIENT_CAPABILITIES,
+                "roots": self.inputs.roots.capability(meta.capabilities)}
+        params = {"protocolVersion": LATEST_LEGACY_VERSION, "capabilities": caps,
+                  "clientInfo": info}
         self.router.issue(SERVER, "initialize", params, "initialize")
         self.ctx.schedule(HANDSHAKE, self.ctx.config.handshake_timeout)
 

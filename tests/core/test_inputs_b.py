@@ -356,7 +356,7 @@ def test_an_unsolicited_roots_list_right_after_the_handshake_is_answered_locally
     h = Harness()
     h.bridge.secret = SECRET
     probe = one(h.start(), "server")
-    h.client(call(1))
+    h.client(call(1, caps={"elicitation": {}}))  # (one declaring roots: see test_roots_b.py)
     init = one(h.server(fail(probe, -32601, "Method not found")), "server")
     h.server(answer(init, LEGACY_INIT_RESULT))  # initialized + the settling ping go out
     actions = h.server(request(0, "roots/list"))  # the server asks as soon as it is initialized

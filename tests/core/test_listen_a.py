@@ -200,7 +200,8 @@ def test_an_acknowledgement_cannot_widen_the_filter() -> None:
     assert listen == listen_request(listen, {"toolsListChanged": True})
     init = one(h.server(ack(listen, {"toolsListChanged": True, "promptsListChanged": True})),
                "client")
-    assert init["result"]["capabilities"] == {"tools": {"listChanged": True}, "prompts": {}}
+    assert init["result"]["capabilities"] == {"tools": {"listChanged": True}, "prompts": {},
+                                              "logging": {}}
     assert quiet(h.server(on_stream(listen, "notifications/prompts/list_changed")))
 
 
@@ -209,7 +210,7 @@ def test_a_server_offering_only_subscriptions_gets_an_empty_session_stream() -> 
     h, listen = opening(discover)
     assert listen == listen_request(listen, {})
     init = one(h.server(ack(listen, {})), "client")
-    assert init["result"]["capabilities"] == {"resources": {"subscribe": True}}
+    assert init["result"]["capabilities"] == {"resources": {"subscribe": True}, "logging": {}}
     subscribed(h)
 
 
@@ -505,14 +506,14 @@ def test_an_unknown_level_is_refused_and_changes_nothing() -> None:
     assert level_of(one(h.client(request(3, "tools/list")), "server")) == "warning"
 
 
-def test_set_level_without_server_logging() -> None:
+def test_set_level_without_server_logging_is_served_by_the_bridge() -> None:
     discover = {**FULL, "capabilities": {"tools": {"listChanged": True}}}
     h, listen = opening(discover)
-    h.server(ack(listen, {"toolsListChanged": True}))
-    error = one(h.client(request(2, "logging/setLevel", {"level": "info"})), "client")
-    assert error["id"] == 2 and error["error"]["code"] == -32601
-    assert META_LOG_LEVEL not in one(h.client(request(3, "tools/list")), "server")["params"][
-        "_meta"]
+    init = one(h.server(ack(listen, {"toolsListChanged": True})), "client")
+    assert init["result"]["capabilities"] == {"tools": {"listChanged": True}, "logging": {}}
+    assert one(h.client(request(2, "logging/setLevel", {"level": "info"})), "client") == {
+        "jsonrpc": "2.0", "id": 2, "result": {}}
+    assert level_of(one(h.client(request(3, "tools/list")), "server")) == "info"
 
 
 # The bridge's own traffic -----------------------------------------------------------------

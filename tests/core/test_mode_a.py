@@ -68,7 +68,7 @@ def test_server_info_falls_back_to_the_bridge_and_extensions_are_dropped() -> No
     }
     _, result = mode_a(discover=discover)
     assert result["serverInfo"]["name"] == "mcp-rosetta"
-    assert result["capabilities"] == {"tools": {}}
+    assert result["capabilities"] == {"tools": {}, "logging": {}}
 
 
 def test_a_server_without_our_version_is_refused_by_name() -> None:
@@ -146,10 +146,36 @@ def test_logging_set_level_is_local_and_stamped_on_later_requests() -> None:
     assert bad["error"]["code"] == -32602
 
 
-def test_logging_set_level_without_server_logging_is_method_not_found() -> None:
-    h, _ = mode_a(discover={**DISCOVER_RESULT, "capabilities": {"tools": {}}})
-    reply = one(h.client(request(1, "logging/setLevel", {"level": "info"})), "client")
-    assert reply["error"]["code"] == -32601
+def log_message(level: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": level, "logger": "srv", "data": f"at {level}"}}
+
+
+def test_logging_is_offered_and_served_even_if_the_server_does_not_declare_it() -> None:
+    # The official Python SDK 2.x sends per-request logs without declaring `logging`.
+    h, result = mode_a(discover={**DISCOVER_RESULT, "capabilities": {"tools": {}}})
+    assert result["capabilities"] == {"tools": {}, "logging": {}}
+    reply = one(h.client(request(1, "logging/setLevel", {"level": "warning"})), "client")
+    assert reply == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    forwarded = one(h.client(request(2, "tools/call", {"name": "chatty"})), "server")
+    assert forwarded["params"]["_meta"][META_LOG_LEVEL] == "warning"
+    relayed = [sent(h.server(log_message(level)), "client")
+               for level in ("debug", "info", "warning", "error", "emergency")]
+    assert relayed == [[], [], [log_message("warning")], [log_message("error")],
+                       [log_message("emergency")]]
+
+
+def test_logs_below_the_level_are_dropped_even_if_the_server_sends_them() -> None:
+    h, _ = mode_a()
+    h.client(request(1, "logging/setLevel", {"level": "error"}))
+    h.client(request(2, "tools/call", {"name": "chatty"}))
+    assert sent(h.server(log_message("warning")), "client") == []
+    assert sent(h.server(log_message("critical")), "client") == [log_message("critical")]
+    bad = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": 3}}
+    assert sent(h.server(bad), "client") == []
+    # A lower level lets more through from then on.
+    h.client(request(3, "logging/setLevel", {"level": "debug"}))
+    assert sent(h.server(log_message("debug")), "client") == [log_message("debug")]
 
 
 def test_log_messages_and_progress_are_forwarded() -> None:

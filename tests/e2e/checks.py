@@ -16,6 +16,7 @@ from typing import Any
 NAME = "octocat"
 SAMPLING_TEXT = "Paris"
 ROOT_URI = "file:///tmp/project"
+FILE_TEXT = "hello from rosetta"  # what the filesystem scenario writes
 LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSION = "2026-07-28"
 
@@ -159,6 +160,16 @@ def check_modern_notify(report: dict[str, Any]) -> None:
         assert subscription in (report["listen:tools"]["id"], report["listen:resource"]["id"])
     assert "zap" in report["tools:after:names"]
     assert text_of(report["call:zap"]) == "zap says hi"
+
+
+def check_legacy_logs(report: dict[str, Any]) -> None:
+    """logging/setLevel honoured: each call's logs at or above the level set before it."""
+    no_errors(report)
+    assert "logging" in report["initialize"]["capabilities"]
+    levels = {phase: [log["level"] for log in report["logs"] if log["phase"] == phase]
+              for phase in ("chatty:warning", "chatty:debug")}
+    assert levels == {"chatty:warning": ["warning", "error"],
+                      "chatty:debug": ["debug", "info", "warning", "error"]}
 
 
 def check_modern_logs(report: dict[str, Any]) -> None:

@@ -42,8 +42,16 @@ def modern_python() -> venvs.SdkPython:
 
 
 @pytest.fixture(scope="session")
+def published_server() -> Callable[[str], list[str]]:
+    """`published_server(name)` -> the command of a pinned published server (venvs.PUBLISHED),
+    installed on first use."""
+    return venvs.published_server
+
+
+@pytest.fixture(scope="session")
 def run_client() -> Callable[..., dict]:
-    """`run_client(python, scenario, server_cmd, timeout=120)` -> the client's JSON report."""
+    """`run_client(python, scenario, server_cmd, timeout=120, env=None)` -> the client's JSON
+    report (`env` adds to the environment)."""
     return venvs.run_client
 
 

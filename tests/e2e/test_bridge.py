@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 import checks
+import venvs
 
 MODERN_INPUT_TOOLS = ("ask_name", "ask_model", "list_roots", "ask_two", "wizard", "patience")
 LEGACY_INPUT_TOOLS = ("ask_name", "ask_model", "list_roots", "ask_two", "wizard")
@@ -76,6 +77,17 @@ def test_legacy_client_hears_changes_and_logs_of_a_modern_server(
     checks.check_legacy_notify(report)
     caps = report["initialize"]["capabilities"]
     assert caps["tools"]["listChanged"] is True and caps["resources"]["subscribe"] is True
+    assert_no_modern_traces(report)
+
+
+def test_legacy_client_gets_the_logs_of_a_modern_server_that_does_not_declare_logging(
+    legacy_python, modern_python, run_client, bridge_command
+):
+    # The official Python SDK 2.x sends per-request logs without declaring `logging`.
+    server = modern_python.peer("modern_server", "--undeclared-logging")
+    assert "logging" not in venvs.discover_directly(server)["result"]["capabilities"]
+    report = run_client(legacy_python, "logs", bridge_command(server))
+    checks.check_legacy_logs(report)
     assert_no_modern_traces(report)
 
 

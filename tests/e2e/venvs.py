@@ -1,14 +1,18 @@
-"""The two official Python SDKs, each in its own cached virtual environment, and peer runners.
+"""The two official Python SDKs and some published servers, each installed once in its own
+cached environment, and peer runners.
 
 Must not import either SDK into the test process: the SDKs only ever run in the peer
 subprocesses, under the interpreter of their own environment.
 
 - legacy: `mcp==1.30.0` (initialize handshake, protocol 2025-11-25 and older)
 - modern: `mcp==2.3.0`  (dual-era SDK; our peers pin it to 2026-07-28 where they must)
+- published servers (`published_server`), each pinned to an exact version: npm packages
+  installed with `npm install --prefix` (node and npm must be on PATH), PyPI packages in a
+  virtual environment of their own.
 
 Environments live in `$MCP_ROSETTA_E2E_CACHE` (default `~/.cache/mcp-rosetta-e2e/`), one
-per (era, pin, interpreter version), built once under a file lock so parallel test runs
-(xdist workers, two checkouts) neither clash nor build twice. A finished environment is
+per (era or server, pin, interpreter version), built once under a file lock so parallel test
+runs (xdist workers, two checkouts) neither clash nor build twice. A finished environment is
 marked by a `.rosetta-ready` file holding its pin; a half-built one is rebuilt.
 `MCP_ROSETTA_E2E_LEGACY_PYTHON` / `MCP_ROSETTA_E2E_MODERN_PYTHON` point at an existing
 interpreter instead (one that already has the right SDK installed).
@@ -33,6 +37,30 @@ PEERS_DIR = E2E_DIR / "peers"
 REPO_ROOT = E2E_DIR.parents[1]
 
 PINS = {"legacy": "mcp==1.30.0", "modern": "mcp==2.3.0"}
+
+
+@dataclass(frozen=True)
+class Published:
+    """A server from a package registry: what to install, and the program it installs."""
+
+    registry: str  # "npm" or "pypi"
+    packages: tuple[str, ...]  # exact pins, the server's first
+    program: str
+
+
+# npm resolves a package's own dependencies by range, so the SDK the servers share is pinned
+# too; likewise the mcp a PyPI server runs on.
+NPM_SDK = "@modelcontextprotocol/sdk@1.32.2"
+PUBLISHED = {
+    "server-everything": Published(
+        "npm", ("@modelcontextprotocol/server-everything@2026.8.31", NPM_SDK),
+        "mcp-server-everything"),
+    "server-filesystem": Published(
+        "npm", ("@modelcontextprotocol/server-filesystem@2026.8.31", NPM_SDK),
+        "mcp-server-filesystem"),
+    "mcp-server-time": Published(
+        "pypi", ("mcp-server-time==2026.10.19", "mcp==2.3.0"), "mcp-server-time"),
+}
 CLIENTS = {"legacy": "legacy_client.py", "modern": "modern_client.py"}
 READY_MARKER = ".rosetta-ready"
 INSTALL_TIMEOUT = 900
@@ -82,6 +110,26 @@ def sdk_python(era: str) -> SdkPython:
     return SdkPython(era, str(venv / "bin" / "python"))
 
 
+def published_server(name: str) -> list[str]:
+    """The command that starts the published server `name` (a key of PUBLISHED), installing
+    it first if needed."""
+    server = PUBLISHED[name]
+    pin = " ".join(server.packages)
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    if server.registry == "npm":
+        home = root / f"npm-{name}-{server.packages[0].rpartition('@')[2]}"
+        program = home / "node_modules" / ".bin" / server.program
+    else:
+        version = f"py{sys.version_info.major}{sys.version_info.minor}"
+        home = root / f"pypi-{server.packages[0].replace('==', '-')}-{version}"
+        program = home / "bin" / server.program
+    with file_lock(root / f"{home.name}.lock"):
+        if not is_ready(home, pin, program):
+            (build_npm if server.registry == "npm" else build)(home, *server.packages)
+    return [str(program)]
+
+
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
     with open(path, "a+") as handle:
@@ -92,21 +140,33 @@ def file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def is_ready(venv: Path, pin: str) -> bool:
-    marker = venv / READY_MARKER
+def is_ready(home: Path, pin: str, program: Path | None = None) -> bool:
+    marker = home / READY_MARKER
     return (
         marker.is_file()
         and marker.read_text().strip() == pin
-        and (venv / "bin" / "python").exists()
+        and (program or home / "bin" / "python").exists()
     )
 
 
-def build(venv: Path, pin: str) -> None:
+def build(venv: Path, *pins: str) -> None:
     shutil.rmtree(venv, ignore_errors=True)
     run_checked([sys.executable, "-m", "venv", str(venv)])
     python = str(venv / "bin" / "python")
-    run_checked([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", pin])
-    (venv / READY_MARKER).write_text(pin + "\n")
+    run_checked([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                 *pins])
+    (venv / READY_MARKER).write_text(" ".join(pins) + "\n")
+
+
+def build_npm(prefix: Path, *pins: str) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError("the tests of published npm servers need node and npm on PATH")
+    shutil.rmtree(prefix, ignore_errors=True)
+    prefix.mkdir(parents=True)
+    run_checked([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+                 "--loglevel=error", *pins])
+    (prefix / READY_MARKER).write_text(" ".join(pins) + "\n")
 
 
 def run_checked(cmd: Sequence[str]) -> None:
@@ -120,16 +180,32 @@ def bridge_command(server_cmd: Sequence[str], *options: str) -> list[str]:
     return [sys.executable, "-m", "bridge", *options, "--", *server_cmd]
 
 
+def discover_directly(server_cmd: Sequence[str], timeout: float = 60.0) -> dict[str, Any]:
+    """The server's answer to a 2026-07-28 server/discover written straight to it (no SDK, no
+    bridge): a result for a server that speaks the modern era, an error for a legacy one."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
+    proc = subprocess.run(list(server_cmd), input=json.dumps(request) + "\n",
+                          capture_output=True, text=True, timeout=timeout)
+    answers = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    replies = [a for a in answers if a.get("id") == 1]
+    assert replies, f"no answer to server/discover:\n{proc.stdout}\n{proc.stderr[-2000:]}"
+    reply: dict[str, Any] = replies[0]
+    return reply
+
+
 def run_client(
     python: SdkPython,
     scenario: str,
     server_cmd: Sequence[str],
     timeout: float = 120.0,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run `python`'s client peer on `scenario` against `server_cmd`; its parsed JSON report.
 
     The report gains `_stderr` (the tail of the client's and server's stderr) so a failing
-    assertion can show what the peers said.
+    assertion can show what the peers said. `env` adds to the test process's environment.
     """
     cmd = [python.path, str(PEERS_DIR / python.client), scenario, "--", *server_cmd]
     proc = subprocess.run(
@@ -139,6 +215,7 @@ def run_client(
         timeout=timeout,
         cwd=REPO_ROOT,
         stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
     )
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     try:

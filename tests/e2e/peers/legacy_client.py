@@ -8,6 +8,8 @@ Scenarios:
           cancel a slow call with notifications/cancelled
   inputs  every server-to-client request kind: elicitation, sampling, roots, two in one call
   notify  resources/subscribe, tools list_changed, resources/updated, unsubscribe, setLevel
+  logs    logging/setLevel at two levels, each followed by a call of `chatty`
+  time    the tools of the published `mcp-server-time`
 
 Prints ONE JSON object on stdout (see peer_common.Recorder); exits 1 if the session could
 not be initialized, 0 otherwise (step failures are recorded, not fatal).
@@ -24,8 +26,6 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from peer_common import (
-    ROOT_NAME,
-    ROOT_URI,
     SAMPLING_MODEL,
     SAMPLING_TEXT,
     Recorder,
@@ -36,7 +36,7 @@ from peer_common import (
     parse_argv,
 )
 
-SCENARIOS = ("basic", "inputs", "notify")
+SCENARIOS = ("basic", "inputs", "notify", "logs", "time")
 SCENARIO_TIMEOUT = 60.0
 # How long to wait for a notification that should come, and for one that should not.
 EXPECT_TIMEOUT = 3.0
@@ -65,7 +65,8 @@ def callbacks(rec: Recorder) -> dict[str, Any]:
 
     async def roots(context: Any) -> types.ListRootsResult:
         rec.out["asked"]["roots"] += 1
-        return types.ListRootsResult(roots=[types.Root(uri=ROOT_URI, name=ROOT_NAME)])
+        roots = [types.Root(uri=uri, name=name) for uri, name in rec.roots]
+        return types.ListRootsResult(roots=roots)
 
     async def log(params: types.LoggingMessageNotificationParams) -> None:
         rec.note("logs", {"level": params.level, "data": params.data, "logger": params.logger})
@@ -244,9 +245,38 @@ async def expect_logs(rec: Recorder, phase: str, action: Any) -> None:
     await anyio.sleep(QUIET_PERIOD)
 
 
+# --- scenario: logs -------------------------------------------------------------------------
+
+
+async def logs(session: ClientSession, rec: Recorder) -> None:
+    for level in ("warning", "debug"):
+        await expect(rec, f"set_level:{level}", None,
+                     lambda level=level: session.set_logging_level(level))
+        await expect_logs(rec, f"chatty:{level}", lambda: session.call_tool("chatty", {}))
+
+
+# --- scenario: time (the published mcp-server-time) ----------------------------------------
+
+
+async def time_tools(session: ClientSession, rec: Recorder) -> None:
+    await list_tool_names(session, rec)
+    call = session.call_tool
+    await rec.step("call:now", lambda: call("get_current_time", {"timezone": "UTC"}))
+    await rec.step("call:convert", lambda: call("convert_time", {
+        "source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}))
+    await rec.step("call:bad_zone", lambda: call("get_current_time", {"timezone": "Mars/Base"}))
+    await rec.step("call:unknown", lambda: call("no_such_tool", {}))
+
+
 # --- driver ---------------------------------------------------------------------------------
 
-SCENARIO_FUNCTIONS = {"basic": basic, "inputs": inputs, "notify": notify}
+SCENARIO_FUNCTIONS = {
+    "basic": basic,
+    "inputs": inputs,
+    "notify": notify,
+    "logs": logs,
+    "time": time_tools,
+}
 
 
 async def run(scenario: str, server_cmd: list[str], rec: Recorder) -> int:

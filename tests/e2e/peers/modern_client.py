@@ -11,6 +11,11 @@ Scenarios:
   inputs  every input_required kind: elicitation, sampling, roots, two in one round,
           two rounds, a requestState-only round, a prompt and a resource that elicit
   notify  subscriptions/listen: tools list_changed, resources/updated, closing a stream
+  filesystem  @modelcontextprotocol/server-filesystem started with no directory: it works in
+          the client's roots (the first directory of $ROSETTA_E2E_ROOTS), then in the second
+          once the client's roots change
+  everything  @modelcontextprotocol/server-everything: its roots tool before and after the
+          roots change, and one call of each other kind it offers
 
 Prints ONE JSON object on stdout (see peer_common.Recorder); exits 1 if discovery failed,
 0 otherwise (step failures are recorded, not fatal).
@@ -28,23 +33,24 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning
 from peer_common import (
-    ROOT_NAME,
-    ROOT_URI,
+    FILE_TEXT,
     SAMPLING_MODEL,
     SAMPLING_TEXT,
     Recorder,
     claim_stdout,
     dump,
     error_info,
+    file_uri,
     fill_form,
     parse_argv,
+    root_dirs,
 )
 
 warnings.simplefilter("ignore", MCPDeprecationWarning)
 
 MODERN = "2026-07-28"
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
-SCENARIOS = ("basic", "inputs", "notify")
+SCENARIOS = ("basic", "inputs", "notify", "filesystem", "everything")
 SCENARIO_TIMEOUT = 60.0
 EXPECT_TIMEOUT = 3.0
 QUIET_PERIOD = 0.5
@@ -70,7 +76,8 @@ def callbacks(rec: Recorder) -> dict[str, Any]:
 
     async def roots(context: Any) -> types.ListRootsResult:
         rec.out["asked"]["roots"] += 1
-        return types.ListRootsResult(roots=[types.Root(uri=ROOT_URI, name=ROOT_NAME)])
+        roots = [types.Root(uri=uri, name=name) for uri, name in rec.roots]
+        return types.ListRootsResult(roots=roots)
 
     async def log(params: types.LoggingMessageNotificationParams) -> None:
         rec.note("logs", {"level": params.level, "data": params.data, "logger": params.logger})
@@ -275,9 +282,79 @@ def event_json(event: Any) -> dict[str, Any]:
     return {"type": type(event).__name__, **{k: v for k, v in vars(event).items()}}
 
 
+# --- scenarios for published servers --------------------------------------------------------
+
+
+def give_roots(rec: Recorder, directory: str) -> None:
+    """From now on the client's roots are `directory` alone (the server is not told: a
+    2026-07-28 client has no roots/list_changed)."""
+    rec.roots = [(file_uri(directory), os.path.basename(directory))]
+
+
+async def filesystem(client: Client, rec: Recorder) -> None:
+    first, second = root_dirs()[:2]
+    give_roots(rec, first)
+    await list_tool_names(client, rec)
+    call = client.call_tool
+    await rec.step("allowed:first", lambda: call("list_allowed_directories", {}))
+    inside = os.path.join(first, "hello.txt")
+    await rec.step("write:first", lambda: call("write_file",
+                                               {"path": inside, "content": FILE_TEXT}))
+    await rec.step("read:first", lambda: call("read_text_file", {"path": inside}))
+    outside = os.path.join(second, "hello.txt")
+    await rec.step("write:second:before", lambda: call("write_file",
+                                                       {"path": outside, "content": FILE_TEXT}))
+    give_roots(rec, second)
+    await rec.step("allowed:second", lambda: call("list_allowed_directories", {}))
+    await rec.step("write:second", lambda: call("write_file",
+                                                {"path": outside, "content": FILE_TEXT}))
+    await rec.step("read:second", lambda: call("read_text_file", {"path": outside}))
+    await rec.step("read:first:after", lambda: call("read_text_file", {"path": inside}))
+
+
+async def everything(client: Client, rec: Recorder) -> None:
+    first, second = root_dirs()[:2]
+    give_roots(rec, first)
+    await list_tool_names(client, rec)
+    call = client.call_tool
+    await rec.step("roots:first", lambda: call("get-roots-list", {}))
+    give_roots(rec, second)
+    await rec.step("roots:second", lambda: call("get-roots-list", {}))
+    await rec.step("call:echo", lambda: call("echo", {"message": "hi"}))
+    await rec.step("call:get-sum", lambda: call("get-sum", {"a": 2, "b": 3}))
+    await rec.step("call:structured", lambda: call("get-structured-content",
+                                                   {"location": "New York"}))
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        rec.out["progress"].append({"progress": value, "total": total, "message": message})
+
+    await rec.step("call:long", lambda: call("trigger-long-running-operation",
+                                             {"duration": 0.3, "steps": 3},
+                                             progress_callback=progress))
+    await rec.step("call:sampling", lambda: call("trigger-sampling-request",
+                                                 {"prompt": "Capital of France?"}))
+    await rec.step("call:elicitation", lambda: call("trigger-elicitation-request", {}))
+    listed = await rec.step("resources", client.list_resources)
+    await rec.step("templates", client.list_resource_templates)
+    if listed and listed.resources:
+        uri = str(listed.resources[0].uri)
+        await rec.step("read:first", lambda: client.read_resource(uri))
+    await rec.step("prompts", client.list_prompts)
+    await rec.step("prompt:args", lambda: client.get_prompt("args-prompt", {"city": "Paris"}))
+    ref = types.PromptReference(type="ref/prompt", name="completable-prompt")
+    await rec.step("complete:department", lambda: client.complete(
+        ref, {"name": "department", "value": "E"}))
+
+
 # --- driver ---------------------------------------------------------------------------------
 
-SCENARIO_FUNCTIONS = {"basic": basic, "inputs": inputs, "notify": notify}
+SCENARIO_FUNCTIONS = {
+    "basic": basic,
+    "inputs": inputs,
+    "notify": notify,
+    "filesystem": filesystem,
+    "everything": everything,
+}
 
 
 async def discover(client: Client, rec: Recorder) -> bool:

@@ -15,12 +15,15 @@ Handlers return plain wire dicts rather than SDK models, so what a test sees is 
 file says, and input requests (`input_required`, SEP-2322) are built by hand so their keys
 and `requestState` are known to the tests.
 
-Usage: python modern_server.py
+Usage: python modern_server.py [--undeclared-logging]
+  --undeclared-logging  leave `logging` out of the capabilities, as the SDK itself does, while
+                        `chatty` still logs (per request, at the level the request asks for)
 """
 
 from __future__ import annotations
 
 import secrets
+import sys
 import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -46,6 +49,7 @@ MODERN = "2026-07-28"
 CAPS_KEY = "io.modelcontextprotocol/clientCapabilities"
 NAMES = ["alice", "alfred", "bob", "octocat"]
 LOG_LEVELS = ["debug", "info", "warning", "error"]
+DECLARES_LOGGING = "--undeclared-logging" not in sys.argv[1:]
 
 BUS = InMemorySubscriptionBus()
 # Counters a test reads back through the `stats` tool to prove a cancellation reached us.
@@ -440,7 +444,8 @@ async def discover(ctx: Any, params: Any) -> types.DiscoverResult:
     # The SDK derives `logging` from a logging/setLevel handler, which 2026-07-28 no longer
     # has; logging.mdx says a server that emits notifications/message MUST declare it.
     capabilities = SERVER.get_capabilities(protocol_version=ctx.protocol_version)
-    capabilities.logging = types.LoggingCapability()
+    if DECLARES_LOGGING:
+        capabilities.logging = types.LoggingCapability()
     return types.DiscoverResult(
         supported_versions=[MODERN],
         capabilities=capabilities,

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import Any, TextIO
 
@@ -25,8 +26,11 @@ SAMPLING_TEXT = "Paris"
 SAMPLING_MODEL = "rosetta-test-model"
 ROOT_URI = "file:///tmp/project"
 ROOT_NAME = "project"
+FILE_TEXT = "hello from rosetta"  # what the filesystem scenario writes
 
 USAGE = "usage: {prog} SCENARIO -- <server command...>"
+# Directories a scenario gives as its roots, one after the other (os.pathsep-separated).
+ROOTS_ENV = "ROSETTA_E2E_ROOTS"
 
 
 def parse_argv(argv: list[str], scenarios: tuple[str, ...]) -> tuple[str, list[str]]:
@@ -41,6 +45,18 @@ def claim_stdout() -> TextIO:
     real = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     sys.stdout = sys.stderr
     return real
+
+
+def root_dirs() -> list[str]:
+    """The directories the test named in $ROSETTA_E2E_ROOTS (a scenario needs two)."""
+    dirs = [d for d in os.environ.get(ROOTS_ENV, "").split(os.pathsep) if d]
+    if len(dirs) < 2:
+        sys.exit(f"this scenario needs two directories in ${ROOTS_ENV}")
+    return dirs
+
+
+def file_uri(path: str) -> str:
+    return "file://" + urllib.parse.quote(os.path.abspath(path))
 
 
 def fill_form(requested_schema: dict[str, Any] | None) -> dict[str, Any]:
@@ -83,6 +99,8 @@ class Recorder:
             "asked": {"elicitation": [], "sampling": [], "roots": 0},
         }
         self.phase = "start"
+        # What the client answers roots/list with: (uri, name) pairs; a scenario may change it.
+        self.roots: list[tuple[str, str]] = [(ROOT_URI, ROOT_NAME)]
         self._arrived = anyio.Event()
 
     async def step(self, key: str, action: Callable[[], Awaitable[Any]]) -> Any:
