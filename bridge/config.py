@@ -15,7 +15,7 @@ from typing import Any
 from bridge.core.config import CoreConfig
 from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, ConfigError
-from bridge.shell.settings import LEVELS, LOG_FORMATS, ShellConfig, Timing
+from bridge.shell.settings import LEVELS, LOG_FORMATS, DaemonConfig, ShellConfig, Timing
 
 Check = Callable[[Any], Any]
 """Returns the value to use, or raises ValueError with what was expected."""
@@ -25,6 +25,7 @@ Check = Callable[[Any], Any]
 class Settings:
     core: CoreConfig
     shell: ShellConfig
+    daemon: DaemonConfig
 
 
 def choice(*options: str) -> Check:
@@ -104,6 +105,31 @@ def roots(value: Any) -> tuple[str, ...]:
     return tuple(root_uri(v) for v in value)
 
 
+def socket_path(value: Any) -> str:
+    """`unix:PATH` or a plain absolute path, as the path."""
+    path = value.removeprefix("unix:") if isinstance(value, str) else None
+    if not path or not path.startswith("/"):
+        raise ValueError('expected "unix:/absolute/path" or an absolute path')
+    return path
+
+
+def file_mode(value: Any) -> int:
+    """Permission bits, as an octal string ("0660") or a number (0o660 in TOML)."""
+    try:
+        mode = int(value, 8) if isinstance(value, str) else value
+    except ValueError:
+        mode = None
+    if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o777:
+        raise ValueError('expected permission bits such as "0660"')
+    return mode
+
+
+def account(value: Any) -> str:
+    if not isinstance(value, str | int) or isinstance(value, bool) or value == "":
+        raise ValueError("expected a user or group name, or its number")
+    return str(value)
+
+
 CORE_KEYS: dict[str, Check] = {
     "server_era": choice("auto", "modern", "legacy"),
     "probe_timeout": seconds,
@@ -134,6 +160,13 @@ SHELL_KEYS: dict[str, Check] = {
     "kill_grace": seconds,
     "max_message_bytes": count,
 }
+DAEMON_KEYS: dict[str, Check] = {
+    "listen": socket_path,
+    "listen_mode": file_mode,
+    "listen_owner": account,
+    "listen_group": account,
+    "max_sessions": count,
+}
 # Keys both layers read: the core waits drain_timeout for answers it owes once the client has
 # closed its input; the shell then gives a client that stopped reading as long to resume.
 TIMING_KEYS = ("shutdown_grace", "kill_grace", "drain_timeout")
@@ -156,7 +189,7 @@ def read_file(path: str) -> dict[str, Any]:
 
 def validate(raw: Mapping[str, Any], where: str, error: type[BridgeError]) -> dict[str, Any]:
     """Every key known and every value good, converted; else `error` naming the first bad key."""
-    checks = CORE_KEYS | SHELL_KEYS
+    checks = CORE_KEYS | SHELL_KEYS | DAEMON_KEYS
     values: dict[str, Any] = {}
     for key, value in raw.items():
         check = checks.get(key)
@@ -176,7 +209,8 @@ def build(values: Mapping[str, Any]) -> Settings:
     timing = Timing(**{k: v for k, v in values.items() if k in TIMING_KEYS})
     shell = ShellConfig(**{k: v for k, v in values.items() if k in SHELL_FIELDS},
                         log_level=log_level, timing=timing)
-    return Settings(CoreConfig(**core, debug_logs=log_level == "debug"), shell)
+    daemon = DaemonConfig(**{k: v for k, v in values.items() if k in DAEMON_KEYS})
+    return Settings(CoreConfig(**core, debug_logs=log_level == "debug"), shell, daemon)
 
 
 def load_settings(path: str | None, overrides: Mapping[str, Any]) -> Settings:

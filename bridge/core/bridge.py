@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from bridge.core.batch import Batches
 from bridge.core.config import CoreConfig
 from bridge.core.context import Context, counter_ids
-from bridge.core.eras import INVALID_REQUEST, Era, detect_era
+from bridge.core.eras import INTERNAL_ERROR, INVALID_REQUEST, Era, detect_era
 from bridge.core.events import (
     CLIENT,
     SERVER,
@@ -61,6 +61,7 @@ class Bridge:
         self._queue: list[Inbound] = []
         self._stopped = False
         self._client_closed = False
+        self._closing: float | None = None  # set once asked to stop: the drain's length
         self._restarts = 0
 
     @property
@@ -81,7 +82,7 @@ class Bridge:
             self._dispatch(event)
         except Exception as exc:  # a bug must cost one message, not the bridge
             ctx.log("error", "bridge.error", error=repr(exc), during=type(event).__name__)
-        if self._client_closed and not self._stopped:
+        if self._closing is not None and not self._stopped:
             self._drain_or_stop()
         if self.batches.open:
             self.batches.collect(actions)
@@ -104,13 +105,15 @@ class Bridge:
         elif type(event) is PeerClosed:
             self._on_peer_closed(event.side)
         elif type(event) is ShutdownRequested:
-            self._stop(EX_OK, "mcp-rosetta is shutting down")
+            self._on_shutdown_requested(event.grace)
 
     def _on_client_line(self, line: bytes) -> None:
         handler = self.handler
         inbound = parse_inbound(line, batching=handler is not None and handler.client_batching)
         if inbound.kind == "batch":
             self._on_client_batch(inbound)
+        elif self._closing is not None and inbound.kind == "request":
+            self._refuse_while_closing(inbound)
         elif handler is not None:
             handler.on_client(inbound)
         else:
@@ -120,7 +123,10 @@ class Bridge:
         assert inbound.items is not None and self.handler is not None
         self.batches.start(inbound.items, self.ctx)
         for item in inbound.items:
-            self.handler.on_client(item)
+            if self._closing is not None and item.kind == "request":
+                self._refuse_while_closing(item)
+            else:
+                self.handler.on_client(item)
 
     def _on_server_line(self, line: bytes) -> None:
         inbound = parse_inbound(line)
@@ -142,7 +148,8 @@ class Bridge:
                 self.probe.on_timeout()
                 self._settled()
             elif key == self.DRAIN:
-                self._stop(EX_OK, "the client closed its input")
+                self._stop(EX_OK, "the client closed its input" if self._client_closed
+                           else "mcp-rosetta is shutting down")
             elif self.handler is not None:
                 self.handler.on_timer(key)
 
@@ -164,7 +171,9 @@ class Bridge:
     def _on_peer_closed(self, side: str) -> None:
         if side == CLIENT:
             self.ctx.log("info", "client.closed")
-            self._client_closed = True  # handle() drains what the client is owed, then stops
+            self._client_closed = True
+            # handle() drains what the client is owed, then stops.
+            self._closing = self.ctx.config.drain_timeout
         elif not self.probe.waiting:
             self._stop(EX_UNAVAILABLE, "the server closed its output")
 
@@ -233,14 +242,29 @@ class Bridge:
 
     DRAIN = ("drain",)
 
+    def _on_shutdown_requested(self, grace: float) -> None:
+        if grace <= 0:
+            self._stop(EX_OK, "mcp-rosetta is shutting down")
+        elif self._closing is None:
+            self.ctx.log("info", "bridge.closing", grace_s=grace)
+            self._closing = grace
+
+    def _refuse_while_closing(self, request: Inbound) -> None:
+        """A request that arrives while the bridge winds down gets an error, not the server;
+        what the client answers or cancels still reaches the calls that are owed."""
+        self.ctx.reply_error(CLIENT, request.message["id"], INTERNAL_ERROR,
+                             "mcp-rosetta is shutting down", {"source": "mcp-rosetta"})
+
     def _drain_or_stop(self) -> None:
-        """After client EOF: stop once nothing is owed, or when drain_timeout runs out."""
+        """Once closing: stop when nothing is owed, or when the drain's time runs out."""
         owed = bool(self._queue) or self.probe.waiting or (
             self.handler is not None and self.handler.busy())
         if not owed:
-            self._stop(EX_OK, "the client closed its input")
+            self._stop(EX_OK, "the client closed its input" if self._client_closed
+                       else "mcp-rosetta is shutting down")
         elif self.DRAIN not in self.ctx.timers:
-            self.ctx.schedule(self.DRAIN, self.ctx.config.drain_timeout)
+            assert self._closing is not None
+            self.ctx.schedule(self.DRAIN, self._closing)
 
     def _stop(self, code: int, reason: str) -> None:
         """Answer every request still waiting (exactly one response each), then stop."""

@@ -66,7 +66,13 @@ class TimerFired:
 
 @dataclass(frozen=True, slots=True)
 class ShutdownRequested:
-    """A signal (SIGTERM, SIGINT) asked the bridge to stop."""
+    """A signal (SIGTERM, SIGINT) asked the bridge to stop.
+
+    With a `grace` (seconds), requests already taken are still answered for that long, while
+    new ones are refused; without, everything still owed is answered with an error at once.
+    """
+
+    grace: float = 0.0
 
 
 Event = (MessageReceived | MessageTooLarge | ChildStarted | ChildExited | PeerClosed | TimerFired

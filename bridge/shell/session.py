@@ -85,11 +85,12 @@ class Session:
         self._asked = 0
         self._hurry = trio.CancelScope()
 
-    def shut_down(self) -> None:
-        """The first call asks the core to stop; a second one skips the grace periods."""
+    def shut_down(self, grace: float = 0.0) -> None:
+        """The first call asks the core to stop (after `grace` seconds for the answers it
+        owes); a second one skips every grace period."""
         self._asked += 1
         if self._asked == 1:
-            self.driver.post(ShutdownRequested())
+            self.driver.post(ShutdownRequested(grace))
         else:
             self._hurry.cancel()
             if self._supervisor is not None:

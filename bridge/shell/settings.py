@@ -36,3 +36,19 @@ class ShellConfig:
     """The longest line either peer may send; a longer one is discarded as it streams in."""
     timing: Timing = field(default_factory=Timing)
     """Grace periods of the child's shutdown, and the client's drain."""
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonConfig:
+    """What only `mcp-rosetta serve` reads: where it listens, and how many sessions it takes."""
+
+    listen: str | None = None
+    """The Unix socket path to bind; None when systemd hands the socket over."""
+    listen_mode: int = 0o660
+    """Permission bits of a socket the daemon binds itself."""
+    listen_owner: str | None = None
+    """User (name or number) to own that socket; None keeps the daemon's own."""
+    listen_group: str | None = None
+    """Group (name or number) to own that socket; None keeps the daemon's own."""
+    max_sessions: int = 16
+    """Client connections served at once; one more is refused with a JSON-RPC error."""

@@ -81,8 +81,8 @@ class Harness:
     def close(self, side: str) -> list[Action]:
         return self._run(PeerClosed(side))  # type: ignore[arg-type]
 
-    def shutdown(self) -> list[Action]:
-        return self._run(ShutdownRequested())
+    def shutdown(self, grace: float = 0.0) -> list[Action]:
+        return self._run(ShutdownRequested(grace))
 
 
 def sent(actions: list[Action], side: str) -> list[Any]:

@@ -377,6 +377,30 @@ def test_shutdown_answers_pending_requests_and_stops_cleanly() -> None:
     assert any(isinstance(a, Stop) and a.code == 0 for a in actions)
 
 
+def test_a_graceful_shutdown_finishes_what_was_taken_and_refuses_what_comes() -> None:
+    h, _ = mode_a()
+    forwarded = one(h.client(request(1, "tools/call", {"name": "slow"})), "server")
+    actions = h.shutdown(grace=10)
+    assert not any(isinstance(a, Stop) for a in actions) and sent(actions, "client") == []
+    refused = one(h.client(request(2, "tools/list")), "client")
+    assert refused["id"] == 2 and refused["error"]["code"] == -32603
+    assert refused["error"]["message"] == "mcp-rosetta is shutting down"
+    actions = h.server(answer(forwarded, {"content": []}))
+    assert one(actions, "client") == {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}
+    assert [a.code for a in actions if isinstance(a, Stop)] == [0]
+
+
+def test_a_graceful_shutdown_ends_when_its_grace_does() -> None:
+    h, _ = mode_a()
+    h.client(request(1, "tools/call", {"name": "stuck"}))
+    h.shutdown(grace=10)
+    assert not any(isinstance(a, Stop) for a in h.advance(9.9))
+    actions = h.advance(0.1)
+    reply = one(actions, "client")
+    assert reply["id"] == 1 and reply["error"]["message"] == "mcp-rosetta is shutting down"
+    assert [a.code for a in actions if isinstance(a, Stop)] == [0]
+
+
 def test_request_timeout_answers_and_cancels() -> None:
     h, _ = mode_a(config=CoreConfig(request_timeout=10))
     forwarded = one(h.client(request(1, "tools/call", {"name": "slow"})), "server")
