@@ -8,17 +8,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from bridge import __version__
-from bridge.config import count, load_settings, root_uri, seconds
+from bridge.config import Settings, count, load_settings, root_uri, seconds, socket_path
 from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, ConfigError, UsageError
 from bridge.shell.settings import LEVELS, LOG_FORMATS
 
 USAGE = """\
 mcp-rosetta [options] -- COMMAND [ARGS...]
+       mcp-rosetta serve [options] [--listen unix:PATH] [-- COMMAND [ARGS...]]
+       mcp-rosetta connect unix:PATH
        mcp-rosetta demo [--full]"""
 
 DESCRIPTION = """\
@@ -30,6 +32,8 @@ EPILOG = """\
 examples:
   mcp-rosetta -- python -m my_server --port 0
   mcp-rosetta --config /etc/mcp-rosetta/weather.toml
+  mcp-rosetta serve --config /etc/mcp-rosetta/weather.toml    (a daemon: a session per client)
+  mcp-rosetta connect /run/mcp-rosetta/weather.sock            (a client's end of that daemon)
   mcp-rosetta demo
 
 Flags override the config file. Exit status: 0 clean, 64 usage, 69 server unavailable,
@@ -79,9 +83,9 @@ def _root_flag(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
 
-def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mcp-rosetta", usage=USAGE, description=DESCRIPTION,
-                epilog=EPILOG.format(shipped=shipped_files()),
+def parser(serve: bool = False) -> argparse.ArgumentParser:
+    p = _Parser(prog="mcp-rosetta serve" if serve else "mcp-rosetta", usage=USAGE,
+                description=DESCRIPTION, epilog=EPILOG.format(shipped=shipped_files()),
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--version", action="version", version=f"mcp-rosetta {__version__}")
     p.add_argument("--config", metavar="FILE",
@@ -102,13 +106,29 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", choices=tuple(LEVELS), help="bridge log level (info)")
     p.add_argument("--log-format", choices=LOG_FORMATS,
                    help="stderr log format; auto = console on a TTY, else JSON lines")
+    if serve:
+        p.add_argument("--listen", type=_checked(socket_path), metavar="unix:PATH",
+                       help="the Unix socket to listen on (unless systemd passes one)")
+        p.add_argument("--max-sessions", type=_count_flag, metavar="N",
+                       help="clients served at once; one more is refused (16)")
     return p
+
+
+def _checked(check: Any) -> Any:
+    def flag(text: str) -> Any:
+        try:
+            return check(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+
+    return flag
 
 
 def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
-            "max_message_bytes", "log_level", "log_format")
-    values: dict[str, Any] = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+            "max_message_bytes", "log_level", "log_format", "listen", "max_sessions")
+    values: dict[str, Any] = {k: getattr(args, k) for k in keys
+                              if getattr(args, k, None) is not None}
     if args.roots:
         values["roots"] = tuple(args.roots)
     if command:
@@ -125,21 +145,59 @@ def _split(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def _run(argv: Sequence[str]) -> int:
-    if argv[:1] == ["demo"]:
+    command, rest = (argv[0], list(argv[1:])) if argv else ("", [])
+    if command == "demo":
         from bridge.demo.run import main as demo
 
-        return demo(list(argv[1:]))
+        return demo(rest)
+    if command == "connect":
+        return _connect(rest)
+    if command == "serve":
+        return _serve(rest)
+    return _bridge(list(argv))
+
+
+def _settings(argv: list[str], serve: bool) -> tuple[Settings, Callable[[], Settings]]:
+    """The settings the flags and the config file give, and how to read them again."""
     options, command = _split(argv)
-    args = parser().parse_args(options)
-    settings = load_settings(args.config, _overrides(args, command))
-    if not settings.shell.command:
-        if args.config:  # the file was meant to name it: a config error, like any missing key
-            raise ConfigError(f"config {args.config}: no server command: set command = [...] "
-                              "in the file, or give one after --")
-        raise UsageError("no server command: mcp-rosetta [options] -- COMMAND [ARGS...]")
+    args = parser(serve).parse_args(options)
+    overrides = _overrides(args, command)
+
+    def load() -> Settings:
+        settings = load_settings(args.config, overrides)
+        if not settings.shell.command:
+            if args.config:  # the file was meant to name it: a config error, like a bad key
+                raise ConfigError(f"config {args.config}: no server command: set command = "
+                                  "[...] in the file, or give one after --")
+            raise UsageError("no server command: mcp-rosetta [options] -- COMMAND [ARGS...]")
+        return settings
+
+    return load(), load
+
+
+def _bridge(argv: list[str]) -> int:
+    settings, _ = _settings(argv, serve=False)
     from bridge.shell.process import run_stdio
 
     return run_stdio(settings.core, settings.shell)
+
+
+def _serve(argv: list[str]) -> int:
+    settings, reload = _settings(argv, serve=True)
+    from bridge.shell.daemon_main import run_daemon
+
+    return run_daemon(settings, reload)
+
+
+def _connect(argv: list[str]) -> int:
+    p = _Parser(prog="mcp-rosetta connect", usage="mcp-rosetta connect unix:PATH",
+                description="Relay this process's stdin and stdout to a running "
+                            "`mcp-rosetta serve`: the command a client config launches.")
+    p.add_argument("address", metavar="unix:PATH", help="the daemon's socket (or its path)")
+    address = p.parse_args(argv).address
+    from bridge.shell.connect import run_connect
+
+    return run_connect(address)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

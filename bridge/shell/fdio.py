@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
+import stat
 
 import trio
 
@@ -64,14 +66,21 @@ async def wait_writable(fd: int) -> None:
         await trio.lowlevel.wait_writable(fd)
 
 
-def close_quietly(fd: int, *, blocking: bool = False) -> None:
+def close_quietly(fd: int, *, blocking: bool = False, end_writing: bool = False) -> None:
     """Close `fd`, first putting it back in blocking mode if asked (a terminal shared with a
     shell must stay usable after us); an fd already gone is fine.
 
     A task waiting on `fd` is woken first (trio must be told before an fd it watches closes).
+    With `end_writing`, a socket is shut down for writing first: its peer sees EOF now, even
+    if another fd (our reading end) still holds the socket open.
     """
     with contextlib.suppress(RuntimeError):  # outside trio: nobody can be waiting
         trio.lowlevel.notify_closing(fd)
+    if end_writing:
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                with socket.socket(fileno=os.dup(fd)) as sock:
+                    sock.shutdown(socket.SHUT_WR)
     if blocking:
         with contextlib.suppress(OSError):
             os.set_blocking(fd, True)

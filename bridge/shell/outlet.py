@@ -158,7 +158,7 @@ class Outlet:
     def _close_fd(self) -> None:
         if not self.closed:
             self.closed = True
-            fdio.close_quietly(self._fd, blocking=self._restore_blocking)
+            fdio.close_quietly(self._fd, blocking=self._restore_blocking, end_writing=True)
             self._progress.set()
 
 

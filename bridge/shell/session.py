@@ -87,11 +87,10 @@ class Session:
 
     def shut_down(self, grace: float = 0.0) -> None:
         """The first call asks the core to stop (after `grace` seconds for the answers it
-        owes); a second one skips every grace period."""
+        owes); a second one asks it to stop now, and skips every grace period."""
         self._asked += 1
-        if self._asked == 1:
-            self.driver.post(ShutdownRequested(grace))
-        else:
+        self.driver.post(ShutdownRequested(grace if self._asked == 1 else 0.0))
+        if self._asked > 1:
             self._hurry.cancel()
             if self._supervisor is not None:
                 self._supervisor.hurry()

@@ -87,9 +87,11 @@ class EchoCore:
 class LineStream:
     """One side of a pipe (or socket), driven by the test: write lines, read whole lines."""
 
-    def __init__(self, read_fd: int | None = None, write_fd: int | None = None) -> None:
-        self._in = trio.lowlevel.FdStream(read_fd) if read_fd is not None else None
-        self._out = trio.lowlevel.FdStream(write_fd) if write_fd is not None else None
+    def __init__(self, read_fd: int | None = None, write_fd: int | None = None, *,
+                 stream: trio.SocketStream | None = None) -> None:
+        """Over two fds (either may be None), or over one trio socket stream."""
+        self._in: Any = trio.lowlevel.FdStream(read_fd) if read_fd is not None else stream
+        self._out: Any = trio.lowlevel.FdStream(write_fd) if write_fd is not None else stream
         self._splitter = LineSplitter()
         self._pending: deque[bytes] = deque()
 
@@ -124,9 +126,11 @@ class LineStream:
         raise AssertionError(f"expected EOF, got {line[:80]!r}")
 
     async def close_writing(self) -> None:
-        if self._out is not None:
+        if isinstance(self._out, trio.SocketStream):
+            await self._out.send_eof()
+        elif self._out is not None:
             await self._out.aclose()
-            self._out = None
+        self._out = None
 
     async def close_reading(self) -> None:
         if self._in is not None:

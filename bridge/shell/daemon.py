@@ -1,0 +1,203 @@
+"""The daemon: one listening socket, one session per connection, all in one trio nursery.
+
+Must not hold protocol logic (each session's own core does) nor touch the process (signals,
+fds, systemd's environment: bridge/shell/daemon_main.py does). A session that ends or crashes
+never disturbs another; a connection past max_sessions gets one JSON-RPC error and is closed.
+
+    service ─┬─ watchdog        WATCHDOG=1 at half of WATCHDOG_USEC, when systemd asks
+             └─ sessions ─┬─ accept     a connection → a session (or a refusal)
+                          ├─ session-1  its own core, its own server child (session.py)
+                          └─ session-2  ...
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+import trio
+
+from bridge.config import Settings
+from bridge.core.codec import encode
+from bridge.core.config import CoreConfig
+from bridge.core.refusal import refusal
+from bridge.errors import ServerUnavailable
+from bridge.shell.child import spawn_process
+from bridge.shell.driver import Core
+from bridge.shell.logs import Logger
+from bridge.shell.session import Session, SessionSettings
+from bridge.shell.supervisor import Spawn
+
+# How long a refused client is given to send its first request (whose id the error names).
+REFUSAL_WAIT = 5.0
+FIRST_LINE_MAX = 64 * 1024
+
+
+def new_core(config: CoreConfig) -> Core:
+    from bridge.core.bridge import Bridge
+
+    return Bridge(config, secret=secrets.token_bytes(32))
+
+
+def new_spawn(command: tuple[str, ...]) -> Spawn:
+    return partial(spawn_process, command)
+
+
+def session_settings(settings: Settings) -> SessionSettings:
+    shell = settings.shell
+    return SessionSettings(timing=shell.timing, max_message_bytes=shell.max_message_bytes,
+                           debug=shell.log_level == "debug")
+
+
+def watchdog_interval(environ: Mapping[str, str] = os.environ) -> float | None:
+    """Seconds between WATCHDOG=1 pings: half of what systemd set (sd_watchdog_enabled(3))."""
+    usec = environ.get("WATCHDOG_USEC", "")
+    pid = environ.get("WATCHDOG_PID")
+    if not usec.isdigit() or int(usec) == 0 or (pid is not None and pid != str(os.getpid())):
+        return None
+    return int(usec) / 2e6
+
+
+class Daemon:
+    """Serves every connection of one listening socket until asked to stop."""
+
+    def __init__(self, settings: Settings, log: Logger, notify: Callable[[str], None], *,
+                 make_core: Callable[[CoreConfig], Core] = new_core,
+                 make_spawn: Callable[[tuple[str, ...]], Spawn] = new_spawn,
+                 watchdog: float | None = None) -> None:
+        self.settings = settings
+        self._log = log
+        self._notify = notify
+        self._make_core = make_core
+        self._make_spawn = make_spawn
+        self._watchdog = watchdog
+        self._sessions: set[Session] = set()
+        self._numbers = itertools.count(1)
+        self._accepting = trio.CancelScope()
+        self._stops = 0
+        self.stopped = trio.Event()
+
+    @property
+    def session_count(self) -> int:
+        return len(self._sessions)
+
+    async def run(self, listener: socket.socket) -> None:
+        """Accept and serve until `stop`; returns once every session has ended."""
+        listening = trio.socket.from_stdlib_socket(listener)
+        async with trio.open_nursery() as service:
+            if self._watchdog is not None:
+                service.start_soon(self._ping_watchdog, self._watchdog, name="watchdog")
+            async with trio.open_nursery() as sessions:
+                self._notify("READY=1")
+                self._report()
+                self._log.info("daemon.listening", address=_address(listener),
+                               max_sessions=self.settings.daemon.max_sessions)
+                with self._accepting:
+                    while True:
+                        connection, _ = await listening.accept()
+                        self._admit(sessions, connection)
+                listening.close()  # a client now learns at once that nobody is there
+                self._wind_down()
+            service.cancel_scope.cancel()
+        self._log.info("daemon.stopped")
+        self.stopped.set()
+
+    def stop(self) -> None:
+        """Stop accepting, and let every session finish what it owes within shutdown_grace;
+        asked again, end them all at once."""
+        self._stops += 1
+        self._accepting.cancel()
+        if self._stops > 1:
+            for session in list(self._sessions):
+                session.shut_down()
+
+    def reload(self, settings: Settings | None, problem: str = "") -> None:
+        """New sessions use `settings` from now on; those running keep theirs. None keeps the
+        old settings (`problem` says why, e.g. the file no longer validates)."""
+        self._notify(f"RELOADING=1\nMONOTONIC_USEC={time.monotonic_ns() // 1000}")
+        if settings is None:
+            self._log.error("daemon.reload_failed", reason=problem)
+        else:
+            self.settings = settings
+            self._log.info("daemon.reloaded", command=list(settings.shell.command))
+        self._notify("READY=1")
+        self._report()
+
+    # Sessions -----------------------------------------------------------------------------
+
+    def _admit(self, nursery: trio.Nursery, connection: trio.socket.SocketType) -> None:
+        limit = self.settings.daemon.max_sessions
+        if len(self._sessions) >= limit:
+            nursery.start_soon(self._refuse, connection,
+                               f"too many sessions (max_sessions = {limit}); try again later",
+                               {"max_sessions": limit}, name="refuse")
+        else:
+            nursery.start_soon(self._serve, connection, self.settings, name="session")
+
+    async def _serve(self, connection: trio.socket.SocketType, settings: Settings) -> None:
+        log = self._log.bind(session=next(self._numbers))
+        spawn = self._make_spawn(settings.shell.command)
+        try:
+            child = spawn()
+        except ServerUnavailable as exc:
+            log.error("session.refused", reason=str(exc))
+            await self._refuse(connection, str(exc))
+            return
+        session = Session(self._make_core(settings.core), spawn, log,
+                          settings=session_settings(settings))
+        self._sessions.add(session)
+        self._report()
+        log.info("session.started")
+        fd = connection.detach()
+        try:
+            code = await session.run(fd, os.dup(fd), child)
+            log.info("session.ended", code=code)
+        except Exception as exc:  # contained: the other sessions go on
+            log.error("session.crashed", error=repr(exc))
+        finally:
+            self._sessions.discard(session)
+            self._report()
+
+    async def _refuse(self, connection: trio.socket.SocketType, reason: str,
+                      data: Any = None) -> None:
+        """Answer the client's first request with an error naming `reason`, and hang up."""
+        with connection:
+            first = b""
+            with trio.move_on_after(REFUSAL_WAIT):
+                while b"\n" not in first and len(first) < FIRST_LINE_MAX:
+                    chunk = await connection.recv(4096)
+                    if not chunk:
+                        break
+                    first += chunk
+            answer = memoryview(encode(refusal(first.split(b"\n", 1)[0], reason, data)))
+            with trio.move_on_after(REFUSAL_WAIT):
+                while answer:
+                    answer = answer[await connection.send(answer):]
+        self._log.warning("connection.refused", reason=reason)
+
+    def _wind_down(self) -> None:
+        grace = self.settings.shell.timing.shutdown_grace
+        self._notify("STOPPING=1")
+        self._log.info("daemon.stopping", sessions=len(self._sessions), grace_s=grace)
+        for session in list(self._sessions):
+            session.shut_down(0.0 if self._stops > 1 else grace)
+
+    def _report(self) -> None:
+        count = len(self._sessions)
+        self._notify(f"STATUS={count} session{'' if count == 1 else 's'}")
+
+    async def _ping_watchdog(self, interval: float) -> None:
+        while True:
+            self._notify("WATCHDOG=1")
+            await trio.sleep(interval)
+
+
+def _address(listener: socket.socket) -> str:
+    name = listener.getsockname()
+    return f"unix:{name}" if isinstance(name, str) else str(name)

@@ -1,0 +1,265 @@
+"""The daemon in process: a session per connection, the session limit, containment, reload,
+stop, and what it tells systemd. Clients are real Unix socket connections; servers are fakes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+import trio
+from structlog.testing import capture_logs
+
+from bridge.config import Settings, build
+from bridge.core.config import CoreConfig
+from bridge.core.events import Action, Event, MessageReceived, ShutdownRequested, Stop
+from bridge.errors import ServerUnavailable
+from bridge.shell import logs
+from bridge.shell.daemon import Daemon, watchdog_interval
+from bridge.shell.listeners import bind_unix
+from bridge.shell.supervisor import Spawn
+from tests.shell.fakes import WAIT, EchoCore, FakeChild, LineStream, Spawner, ids
+
+
+class Servers:
+    """The daemon's spawn factory: one Spawner, and the command each session asked for."""
+
+    def __init__(self) -> None:
+        self.spawner = Spawner(lambda nursery: FakeChild(nursery, serving=True))
+        self.commands: list[tuple[str, ...]] = []
+
+    def __call__(self, command: tuple[str, ...]) -> Spawn:
+        def spawn() -> Any:
+            self.commands.append(command)
+            return self.spawner()
+
+        return spawn
+
+
+class Running:
+    def __init__(self, daemon: Daemon, path: Path, servers: Servers, cores: list[Any],
+                 notified: list[str], logs: list[dict[str, Any]]) -> None:
+        self.daemon, self.path, self.servers, self.cores = daemon, path, servers, cores
+        self.notified, self.logs = notified, logs
+
+    async def client(self) -> LineStream:
+        return LineStream(stream=await trio.open_unix_socket(str(self.path)))
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        return [entry for entry in self.logs if entry["event"] == name]
+
+    async def sessions(self, count: int) -> None:
+        """Until `count` sessions run."""
+        with trio.fail_after(WAIT):
+            while self.daemon.session_count != count:
+                await trio.sleep(0.01)
+
+
+def settings(**values: Any) -> Settings:
+    return build({"command": ("server-a",), "shutdown_grace": 2.0, **values})
+
+
+@asynccontextmanager
+async def running(tmp_path: Path, config: Settings | None = None,
+                  core: type[EchoCore] = EchoCore,
+                  watchdog: float | None = None) -> AsyncIterator[Running]:
+    config = config or settings()
+    path = tmp_path / "daemon.sock"
+    listener = bind_unix(replace(config.daemon, listen=str(path)))
+    servers = Servers()
+    cores: list[Any] = []
+    notified: list[str] = []
+
+    def make_core(_: CoreConfig) -> Any:
+        cores.append(core())
+        return cores[-1]
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
+    with capture_logs() as captured, listener:
+        daemon = Daemon(config, logs.logger(), notified.append, make_core=make_core,
+                        make_spawn=servers, watchdog=watchdog)
+        async with trio.open_nursery() as nursery:
+            servers.spawner.nursery = nursery
+            nursery.start_soon(daemon.run, listener)
+            with trio.fail_after(WAIT):
+                while "READY=1" not in notified:
+                    await trio.sleep(0.01)
+            yield Running(daemon, path, servers, cores, notified, captured)
+            daemon.stop()
+            with trio.fail_after(WAIT):
+                await daemon.stopped.wait()
+            nursery.cancel_scope.cancel()
+
+
+async def test_each_connection_is_a_session_with_its_own_server(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path) as d:
+        first, second = await d.client(), await d.client()
+        await first.send(b'{"id":1}')
+        await second.send(b'{"id":2}')
+        assert ids(await first.lines(1)) == [1]
+        assert ids(await second.lines(1)) == [2]
+        await d.sessions(2)
+        assert len(d.servers.spawner.children) == 2
+        await first.close_writing()
+        await first.expect_eof()
+        await d.sessions(1)
+        await second.send(b'{"id":3}')  # the other session goes on
+        assert ids(await second.lines(1)) == [3]
+        await second.aclose()
+    assert [e["session"] for e in d.events("session.ended")] == [1, 2]
+
+
+async def test_one_connection_over_the_limit_is_refused_by_name(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path, settings(max_sessions=1)) as d:
+        first = await d.client()
+        await d.sessions(1)
+        second = await d.client()
+        await second.send(b'{"jsonrpc":"2.0","id":"init-7","method":"initialize"}')
+        refusal = json.loads(await second.line())
+        await second.expect_eof()
+        assert refusal == {"jsonrpc": "2.0", "id": "init-7", "error": {
+            "code": -32000, "data": {"max_sessions": 1},
+            "message": "mcp-rosetta: too many sessions (max_sessions = 1); try again later"}}
+        await first.send(b'{"id":1}')  # the session that was admitted is untouched
+        assert ids(await first.lines(1)) == [1]
+        await first.aclose()
+        await second.aclose()
+
+
+class CrashingCore(EchoCore):
+    def react(self, event: Event, now: float) -> list[Action]:
+        if isinstance(event, MessageReceived) and event.message == b'{"id":"crash"}':
+            raise RuntimeError("core bug")
+        return super().react(event, now)
+
+
+async def test_a_crashing_session_is_logged_and_contained(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path, core=CrashingCore) as d:
+        healthy, doomed = await d.client(), await d.client()
+        await d.sessions(2)
+        await doomed.send(b'{"id":"crash"}')
+        await doomed.expect_eof()
+        await d.sessions(1)
+        await healthy.send(b'{"id":1}')
+        assert ids(await healthy.lines(1)) == [1]
+        (crash,) = d.events("session.crashed")
+        assert "core bug" in crash["error"]
+        assert all(child.code is not None for child in d.servers.spawner.children[1:])
+        await healthy.aclose()
+        await doomed.aclose()
+
+
+async def test_a_server_that_cannot_start_costs_one_refusal(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path) as d:
+        def missing() -> Any:
+            raise ServerUnavailable("server command not found: server-a")
+
+        d.daemon._make_spawn = lambda _: missing  # type: ignore[method-assign]
+        client = await d.client()
+        await client.send(b'{"jsonrpc":"2.0","id":1,"method":"initialize"}')
+        answer = json.loads(await client.line())
+        assert answer["id"] == 1 and answer["error"]["code"] == -32000
+        assert "server command not found" in answer["error"]["message"]
+        await client.aclose()
+        assert d.daemon.session_count == 0
+
+
+async def test_systemd_hears_ready_the_session_count_and_stopping(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path) as d:
+        client = await d.client()
+        await d.sessions(1)
+        await client.close_writing()
+        await client.expect_eof()
+        await d.sessions(0)
+        await client.aclose()
+    assert d.notified == ["READY=1", "STATUS=0 sessions", "STATUS=1 session",
+                          "STATUS=0 sessions", "STOPPING=1"]
+
+
+async def test_a_reload_changes_the_server_for_new_sessions_only(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path) as d:
+        old = await d.client()
+        await d.sessions(1)
+        d.daemon.reload(settings(command=("server-b",)))
+        new = await d.client()
+        await d.sessions(2)
+        await old.send(b'{"id":"old"}')
+        assert ids(await old.lines(1)) == ["old"]  # its session and server are unchanged
+        assert d.servers.commands == [("server-a",), ("server-b",)]
+        await old.aclose()
+        await new.aclose()
+    reloading = [n for n in d.notified if n.startswith("RELOADING=1")]
+    assert len(reloading) == 1 and "\nMONOTONIC_USEC=" in reloading[0]
+    at = d.notified.index(reloading[0])
+    assert d.notified[at + 1] == "READY=1"
+
+
+async def test_a_reload_that_fails_keeps_the_settings_it_had(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path) as d:
+        d.daemon.reload(None, "config /etc/x.toml: unknown key 'bogus'")
+        client = await d.client()
+        await d.sessions(1)
+        await client.aclose()
+        assert d.servers.commands == [("server-a",)]
+        (failed,) = d.events("daemon.reload_failed")
+        assert "bogus" in failed["reason"]
+    # systemd hears the reload end either way, or it would wait for READY=1 for ever.
+    reloading = next(n for n in d.notified if n.startswith("RELOADING=1"))
+    assert d.notified[d.notified.index(reloading) + 1] == "READY=1"
+
+
+class PatientCore(EchoCore):
+    """Records the grace it was asked to stop with, and stops only when told to hurry."""
+
+    def react(self, event: Event, now: float) -> list[Action]:
+        if isinstance(event, ShutdownRequested):
+            return [Stop(0)] if event.grace == 0 else []
+        return super().react(event, now)
+
+
+async def test_stopping_gives_sessions_the_shutdown_grace_then_a_second_stop_hurries(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path, core=PatientCore) as d:
+        client = await d.client()
+        await d.sessions(1)
+        d.daemon.stop()
+        await trio.sleep(1)
+        assert d.daemon.session_count == 1  # still finishing what it owes
+        with pytest.raises(OSError):  # no longer accepting
+            await trio.open_unix_socket(str(d.path))
+        d.daemon.stop()
+        with trio.fail_after(WAIT):
+            await d.daemon.stopped.wait()
+        await client.aclose()
+    graces = [e.grace for _, e in d.cores[0].of(ShutdownRequested)]
+    assert graces == [2.0, 0.0]
+
+
+async def test_the_watchdog_is_fed_at_half_its_interval(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path, watchdog=15.0) as d:
+        await trio.sleep(40)
+        assert d.notified.count("WATCHDOG=1") == 3  # at 0, 15 and 30 s
+
+
+@pytest.mark.parametrize(("environ", "interval"), [
+    ({"WATCHDOG_USEC": "30000000"}, 15.0),
+    ({"WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "1"}, None),  # not ours
+    ({"WATCHDOG_USEC": "0"}, None),
+    ({}, None),
+])
+def test_the_watchdog_interval_comes_from_systemd(environ: dict[str, str],
+                                                  interval: float | None) -> None:
+    assert watchdog_interval(environ) == interval
