@@ -1,0 +1,107 @@
+"""What `mcp-rosetta serve` costs at rest: `python tests/benchmarks/daemon_cost.py [--sessions N]`.
+
+Must not judge: it starts the daemon in front of the benchmark's modern server, and prints the
+daemon's resident memory with no session and with N idle sessions (each initialized, so each
+has its server running), and how long a new session takes to answer its first request: over a
+raw socket (the daemon's own share) and through `mcp-rosetta connect` (what a client pays,
+the relay's own start-up included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+INIT = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "cost", "version": "1"}}}) + "\n").encode()
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def first_answer(sock: socket.socket) -> None:
+    sock.sendall(INIT)
+    data = b""
+    while b"\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise RuntimeError("the daemon hung up")
+        data += chunk
+
+
+def open_session(path: str) -> tuple[socket.socket, float]:
+    started = time.perf_counter()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    first_answer(sock)
+    return sock, time.perf_counter() - started
+
+
+def through_connect(path: str) -> float:
+    started = time.perf_counter()
+    relay = subprocess.Popen([sys.executable, "-m", "bridge", "connect", path],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert relay.stdin is not None and relay.stdout is not None
+    relay.stdin.write(INIT)
+    relay.stdin.flush()
+    relay.stdout.readline()
+    elapsed = time.perf_counter() - started
+    relay.stdin.close()
+    relay.wait()
+    return elapsed
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=10)
+    parser.add_argument("--starts", type=int, default=10, help="new sessions timed")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "cost.sock")
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "bridge", "serve", "--listen", f"unix:{path}",
+             "--log-level", "warning", "--max-sessions", str(args.sessions + 8), "--",
+             sys.executable, str(HERE / "servers.py"), "modern"])
+        try:
+            while not os.path.exists(path):
+                time.sleep(0.01)
+            time.sleep(0.5)
+            idle = rss_mib(daemon.pid)
+            held = [open_session(path)[0] for _ in range(args.sessions)]
+            time.sleep(0.5)
+            busy = rss_mib(daemon.pid)
+            raw = []
+            for _ in range(args.starts):
+                sock, elapsed = open_session(path)
+                raw.append(elapsed)
+                sock.close()
+            relayed = [through_connect(path) for _ in range(args.starts)]
+            for sock in held:
+                sock.close()
+        finally:
+            daemon.terminate()
+            daemon.wait()
+    print(f"daemon RSS: {idle:.1f} MiB idle, {busy:.1f} MiB with {args.sessions} idle sessions "
+          f"({(busy - idle) / args.sessions:.2f} MiB each; their servers not counted)")
+    print(f"new session to its first answer: {statistics.median(raw) * 1e3:.0f} ms over the "
+          f"socket, {statistics.median(relayed) * 1e3:.0f} ms through mcp-rosetta connect "
+          f"(medians of {args.starts})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
