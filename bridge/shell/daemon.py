@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import secrets
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -42,7 +41,7 @@ FIRST_LINE_MAX = 64 * 1024
 def new_core(config: CoreConfig) -> Core:
     from bridge.core.bridge import Bridge
 
-    return Bridge(config, secret=secrets.token_bytes(32))
+    return Bridge(config, secret=os.urandom(32))
 
 
 def new_spawn(command: tuple[str, ...]) -> Spawn:

@@ -8,7 +8,7 @@ SIGCHLD reaps adopted orphans.
 
 from __future__ import annotations
 
-import secrets
+import os
 import signal
 from collections.abc import AsyncIterator
 from functools import partial
@@ -33,7 +33,7 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                 first: ProcessChild) -> int:
     log = logs.configure(shell.log_level, shell.log_format)
     session = Session(
-        Bridge(core_config, secret=secrets.token_bytes(32)),
+        Bridge(core_config, secret=os.urandom(32)),
         partial(spawn_process, shell.command),
         log,
         settings=session_settings(shell),
