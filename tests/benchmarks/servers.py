@@ -2,8 +2,9 @@
 
 Must not be slow or clever: each answers one line at a time with canned results, so the
 process in front of it, not the server, is the bottleneck. Tools: `echo` (returns its text),
-`blob` (returns `size` bytes of text) and `ask` (one elicitation round: an `input_required`
-result in the modern era, an `elicitation/create` request to the client in the legacy era).
+`blob` (returns `size` bytes of text), `ask` (one elicitation round: an `input_required`
+result in the modern era, an `elicitation/create` request to the client in the legacy era),
+and, legacy only, `flood` (`total` bytes of log notifications before its answer).
 """
 
 from __future__ import annotations
@@ -152,6 +153,9 @@ class LegacyServer(Server):
             self.reply(id_, text_result(args.get("text", "")))
         elif name == "blob":
             self.reply(id_, blob(int(args.get("size", 0))))
+        elif name == "flood":
+            self.flood(int(args.get("total", 0)))
+            self.reply(id_, text_result("flooded"))
         elif name == "ask":  # the legacy way: a request to the client during the call
             self.next_id += 1
             ask_id = f"ask-{self.next_id}"
@@ -160,6 +164,13 @@ class LegacyServer(Server):
                        "params": QUESTION})
         else:
             self.error(id_, -32602, f"Unknown tool: {name!r}")
+
+    def flood(self, total: int) -> None:
+        line = dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                      "params": {"level": "info", "data": "x" * 8000}})
+        for _ in range(max(1, total // len(line))):
+            self.out.write(line)
+        self.out.flush()
 
     def on_response(self, message: Message) -> None:
         call_id = self.asked.pop(message.get("id"), None)
