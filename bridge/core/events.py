@@ -110,10 +110,17 @@ class NotifyReady:
 
 
 @dataclass(frozen=True, slots=True)
+class Status:
+    """Tell the service manager what the bridge is doing (systemd STATUS=)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Stop:
     """Shut down: close the child's stdin, wait, SIGTERM, SIGKILL; then exit with `code`."""
 
     code: int
 
 
-Action = Send | Log | RestartChild | NotifyReady | Stop
+Action = Send | Log | RestartChild | NotifyReady | Status | Stop

@@ -25,6 +25,7 @@ from bridge.core.events import (
     RestartChild,
     Send,
     Side,
+    Status,
     Stop,
 )
 from bridge.shell.lines import Line
@@ -135,6 +136,8 @@ class Driver:
                 self.server.restart()
             case NotifyReady():
                 self._notify("READY=1")
+            case Status(text=text):
+                self._notify(f"STATUS={text}")
             case Stop(code=code):
                 if self.stop_code is None:
                     self.stop_code = code

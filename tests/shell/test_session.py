@@ -26,6 +26,7 @@ from bridge.core.events import (
     PeerClosed,
     RestartChild,
     Send,
+    Status,
     Stop,
     TimerFired,
 )
@@ -528,3 +529,18 @@ async def test_debug_logs_name_each_message_and_its_size(autojump_clock: Any) ->
             if e["event"] in ("message.received", "message.sent")]
     assert hops == [("message.received", "client", 8), ("message.sent", "server", 9),
                     ("message.received", "server", 8), ("message.sent", "client", 9)]
+
+
+class StatusCore(EchoCore):
+    def react(self, event: Event, now: float) -> list[Action]:
+        if isinstance(event, ChildStarted):
+            return [Status("serving; the server restarted 1 time")]
+        return super().react(event, now)
+
+
+async def test_status_lines_reach_the_service_manager(autojump_clock: Any) -> None:
+    async with bridged(StatusCore()) as h:
+        (await h.spawner.nth(0)).serve()
+        await h.client.close_writing()
+        assert await h.join() == 0
+    assert h.notified == ["STATUS=serving; the server restarted 1 time", "STOPPING=1"]
