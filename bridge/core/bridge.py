@@ -21,6 +21,7 @@ from bridge.core.events import (
     ChildStarted,
     Event,
     MessageReceived,
+    MessageTooLarge,
     NotifyReady,
     PeerClosed,
     RestartChild,
@@ -28,8 +29,10 @@ from bridge.core.events import (
     Stop,
     TimerFired,
 )
-from bridge.core.jsonrpc import Inbound, parse_inbound
+from bridge.core.jsonrpc import Inbound, parse_inbound, refused
 from bridge.core.probe import Probe
+from bridge.core.refusal import settle
+from bridge.core.salvage import top_level
 
 EX_OK = 0
 EX_UNAVAILABLE = 69
@@ -97,6 +100,8 @@ class Bridge:
                 self._on_server_line(event.message)
         elif type(event) is TimerFired:
             self._on_timers()
+        elif type(event) is MessageTooLarge:
+            self._on_too_large(event)
         elif type(event) is ChildStarted:
             self._on_child_started()
         elif type(event) is ChildExited:
@@ -108,22 +113,40 @@ class Bridge:
 
     def _on_client_line(self, line: bytes) -> None:
         handler = self.handler
-        inbound = parse_inbound(line, batching=handler is not None and handler.client_batching)
-        if inbound.kind == "batch":
+        batching = handler is not None and handler.client_batching
+        self._on_client(parse_inbound(line, batching=batching))
+
+    def _on_client(self, inbound: Inbound, refusal: str = "message.too_deep") -> None:
+        kind = inbound.kind
+        if kind == "batch":
             self._on_client_batch(inbound)
-        elif handler is not None:
-            handler.on_client(inbound)
+            return
+        if kind == "refused":
+            stand_in = settle(self.ctx, CLIENT, inbound, refusal)
+            if stand_in is None:
+                return
+            inbound = stand_in
+        elif kind == "notification" and self.batches.open:
+            self.batches.on_notification(inbound.message)
+        if self.handler is not None:
+            self.handler.on_client(inbound)
         else:
             self._before_mode(inbound)
 
     def _on_client_batch(self, inbound: Inbound) -> None:
-        assert inbound.items is not None and self.handler is not None
-        self.batches.start(inbound.items, self.ctx)
-        for item in inbound.items:
-            self.handler.on_client(item)
+        assert inbound.items is not None
+        for item in self.batches.start(inbound.items, self.ctx):
+            self._on_client(item)
 
     def _on_server_line(self, line: bytes) -> None:
-        inbound = parse_inbound(line)
+        self._on_server(parse_inbound(line))
+
+    def _on_server(self, inbound: Inbound, refusal: str = "message.too_deep") -> None:
+        if inbound.kind == "refused":
+            stand_in = settle(self.ctx, SERVER, inbound, refusal)
+            if stand_in is None:
+                return
+            inbound = stand_in
         if self.probe.waiting:
             self.probe.on_server(inbound)
             if self.probe.era is not None:
@@ -135,6 +158,15 @@ class Bridge:
                 self.handler.on_server(inbound)
         else:
             self.ctx.log("info", "message.dropped", side=SERVER, reason="no client yet")
+
+    def _on_too_large(self, event: MessageTooLarge) -> None:
+        """A line the shell discarded as too long: answered as far as its first bytes allow."""
+        inbound = refused(top_level(event.head),
+                          f"longer than {event.limit} bytes (mcp-rosetta's max_message_bytes)")
+        if event.side == CLIENT:
+            self._on_client(inbound, "message.too_large")
+        else:
+            self._on_server(inbound, "message.too_large")
 
     def _on_timers(self) -> None:
         for key in self.ctx.timers.pop_due(self.ctx.now):

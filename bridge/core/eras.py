@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
+from bridge.core.codec import RawNumber
+
 Era = Literal["legacy", "modern"]
 
 MODERN_PROTOCOL_VERSION: Final = "2026-07-28"
@@ -52,6 +54,16 @@ LOG_LEVELS: Final = (
     "emergency",
 )
 LOG_SEVERITY: Final = {level: rank for rank, level in enumerate(LOG_LEVELS)}
+
+
+def is_log_level(value: Any) -> bool:
+    """Whether `value` is one of the eight syslog level names (logging.mdx)."""
+    return isinstance(value, str) and value in LOG_SEVERITY
+
+
+def is_progress_token(value: Any) -> bool:
+    """ProgressToken is a string or a number (basic/utilities/progress.mdx); a bool is neither."""
+    return isinstance(value, str | int | float | RawNumber) and not isinstance(value, bool)
 
 
 def is_modern_error(error: Any) -> bool:

@@ -31,9 +31,10 @@ from bridge.protocol import (
     [
         (b"{not json", "not JSON"),
         (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', "batches need revision 2025-03-26"),
-        (b'{"jsonrpc":"2.0"}', "neither method nor id"),
+        (b'{"jsonrpc":"2.0"}', "neither method nor result nor error"),
         (b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}', "exactly one"),
-        (b'{"jsonrpc":"2.0","id":1}', "exactly one"),
+        (b'{"jsonrpc":"2.0","id":1}', "neither method nor result nor error"),
+        (b'{"jsonrpc":"2.0","result":{}}', "needs an id"),
         (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', "string or an integer"),
         (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', "string or an integer"),
         (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}', "params must be an object"),
@@ -60,7 +61,20 @@ def test_parse_inbound_kinds() -> None:
 
 def test_parse_inbound_keeps_the_id_of_an_invalid_request() -> None:
     inbound = parse_inbound(b'{"jsonrpc":"2.0","id":"x1","method":"a","params":"no"}')
-    assert (inbound.kind, inbound.id) == ("invalid", "x1")
+    assert (inbound.kind, inbound.id, inbound.code) == ("invalid", "x1", -32600)
+    inbound = parse_inbound(b'{"jsonrpc":"2.0","id":7}')
+    assert (inbound.kind, inbound.id, inbound.code) == ("invalid", 7, -32600)
+
+
+@pytest.mark.parametrize("line", [
+    b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}',
+    b'{"id":1,"result":{}}',
+    b'{"jsonrpc":"1.0","id":1,"error":{"code":1,"message":"x"}}',
+    b'{"jsonrpc":"2.0","id":1,"result":[]}',
+])
+def test_a_malformed_response_is_never_answered(line: bytes) -> None:
+    inbound = parse_inbound(line)
+    assert (inbound.kind, inbound.code) == ("invalid", None)
 
 
 def test_parse_inbound_batches_only_when_allowed() -> None:
