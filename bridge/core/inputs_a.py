@@ -148,7 +148,7 @@ class InputLoop:
     def _gate(self, request: Any) -> str | None:
         """Why the legacy client cannot be asked this, if it cannot (mrtr.mdx, §5.6)."""
         method = request.get("method") if isinstance(request, dict) else None
-        if method not in INPUT_METHODS:
+        if not isinstance(method, str) or method not in INPUT_METHODS:
             return f"{method!r} is not an input request"
         params = request.get("params")
         if params is not None and not isinstance(params, dict):
@@ -169,6 +169,7 @@ class InputLoop:
             return False
         if method == "elicitation/create":
             url = params.get("url") if params.get("mode") == "url" else None
+            url = url if isinstance(url, str) else None
             if url is not None and url in previous:
                 # §5.9: the user already consented to this URL last round; do not ask again.
                 call.answers[key] = call.last_urls[url] = previous[url]
@@ -194,8 +195,11 @@ class InputLoop:
     def _legacy_sampling(self, params: Message) -> Message:
         if self.mode.version >= "2025-11-25":
             return params
+        given = params.get("messages")
+        if not isinstance(given, list):
+            return params
         messages = []
-        for message in params.get("messages") or []:
+        for message in given:
             content = message.get("content") if isinstance(message, dict) else None
             if isinstance(content, list) and len(content) == 1:
                 message = {**message, "content": content[0]}  # arrays arrived in 2025-11-25

@@ -179,7 +179,8 @@ class Listener:
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         if method == "notifications/cancelled":
-            stream = self.by_id.get(params.get("requestId"))  # type: ignore[arg-type]
+            target = params.get("requestId")
+            stream = self.by_id.get(target) if isinstance(target, str) else None
             if stream is not None:
                 self.mode.router.pending[SERVER].pop(stream.id or "", None)
                 self._ended(stream)
@@ -263,6 +264,19 @@ class Listener:
         else:
             # A re-open of a stream the client counts on: try again later, with back-off.
             self._ended(stream)
+
+
+    def busy(self) -> bool:
+        """Whether a resources/subscribe still waits for its stream's acknowledgement."""
+        return any(stream.waiters for stream in self.by_uri.values())
+
+    def fail_all(self, reason: str) -> None:
+        """Shutdown: every resources/subscribe still waiting is answered with an error."""
+        for stream in self.by_uri.values():
+            waiters, stream.waiters = stream.waiters, []
+            for waiter in waiters:
+                self.ctx.reply_error(CLIENT, waiter, INTERNAL_ERROR, reason,
+                                     {"source": "mcp-rosetta"})
 
 
 def _name(stream: Stream) -> str:

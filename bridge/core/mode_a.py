@@ -22,17 +22,18 @@ from bridge.core.eras import (
     LATEST_LEGACY_VERSION,
     LEGACY_PROTOCOL_VERSIONS,
     LEGACY_RESOURCE_NOT_FOUND,
-    LOG_SEVERITY,
     METHOD_NOT_FOUND,
     MODERN_PROTOCOL_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
+    is_log_level,
+    is_progress_token,
 )
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.handshake import initialize_result
 from bridge.core.inputs_a import ELIGIBLE, InputLoop
 from bridge.core.jsonrpc import Inbound
 from bridge.core.listen_a import Listener
-from bridge.core.probe import Probe
+from bridge.core.probe import Probe, is_discover_result
 from bridge.core.router import Pending, Router
 
 Message = dict[str, Any]
@@ -139,7 +140,8 @@ class ModeA:
             return
         bid = self.router.find(SERVER, request_id)
         if bid is not None:
-            row = self.router.cancel(SERVER, bid, params.get("reason"))
+            reason = params.get("reason")
+            row = self.router.cancel(SERVER, bid, reason if isinstance(reason, str) else None)
             if row is not None:
                 self._forget_progress(row)
 
@@ -169,7 +171,7 @@ class ModeA:
     def _unservable(self, asked: Any) -> tuple[str, Any] | None:
         """Why the server cannot be offered to a legacy client at all, if it cannot."""
         if self.discover is None:
-            supported = (self.probe_error or {}).get("data", {}).get("supported")
+            supported = _supported_versions(self.probe_error)
             return (f"mcp-rosetta: the server speaks only protocol versions {supported}; "
                     f"mcp-rosetta speaks {MODERN_PROTOCOL_VERSION} to it",
                     {"supported": list(LEGACY_PROTOCOL_VERSIONS), "requested": asked,
@@ -200,7 +202,7 @@ class ModeA:
         if "logging" not in self.server_caps:
             self.ctx.reply_error(CLIENT, message["id"], METHOD_NOT_FOUND,
                                  "Method not found: the server does not offer logging")
-        elif level not in LOG_SEVERITY:
+        elif not is_log_level(level):
             self.ctx.reply_error(CLIENT, message["id"], INVALID_PARAMS,
                                  f"Invalid log level: {level!r}")
         else:
@@ -243,7 +245,8 @@ class ModeA:
             return
         token = params.get("progressToken")
         value = params.get("progress")
-        if not isinstance(value, int | float) or isinstance(value, bool):
+        if not is_progress_token(token) or not isinstance(value, int | float) \
+                or isinstance(value, bool):
             return
         key = (type(token), token)
         last = self.progress_seen.get(key)
@@ -295,7 +298,7 @@ class ModeA:
     def _retry_version(self, row: Pending, error: Message) -> bool:
         """-32022 mid-session: rediscover, and retry once if our version is still there."""
         self.router.issue(SERVER, "server/discover", self.envelope(None), "discover")
-        supported = (error.get("data") or {}).get("supported") or []
+        supported = _supported_versions(error)
         params, token, retried = row.data if isinstance(row.data, tuple) else (None, None, True)
         if MODERN_PROTOCOL_VERSION in supported and not retried:
             message = {"jsonrpc": "2.0", "id": row.origin_id, "method": row.method,
@@ -310,7 +313,7 @@ class ModeA:
 
     def _on_rediscover(self, row: Pending, message: Message) -> None:
         result = message.get("result")
-        if isinstance(result, dict) and "supportedVersions" in result:
+        if is_discover_result(result):
             self.discover = result
             self.ctx.log("info", "server.rediscovered", versions=result["supportedVersions"])
 
@@ -327,11 +330,13 @@ class ModeA:
             self.listener.on_timer(key)
 
     def busy(self) -> bool:
-        return self.initialize_id is not None or bool(self.inputs.calls) or self.router.busy()
+        return self.initialize_id is not None or bool(self.inputs.calls) or self.router.busy() \
+            or self.listener.busy()
 
     def fail_pending(self, reason: str) -> None:
         self.router.fail_all(reason)
         self.inputs.fail_all(reason)
+        self.listener.fail_all(reason)
         if self.initialize_id is not None:
             self.ctx.reply_error(CLIENT, self.initialize_id, INTERNAL_ERROR, reason)
             self.initialize_id = None
@@ -339,7 +344,17 @@ class ModeA:
 
 def _progress_token(params: Any) -> Any:
     meta = params.get("_meta") if isinstance(params, dict) else None
-    return meta.get("progressToken") if isinstance(meta, dict) else None
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    return token if is_progress_token(token) else None
+
+
+def _supported_versions(error: Any) -> list[str]:
+    """The versions an UnsupportedProtocolVersion error names as supported; [] if none."""
+    data = error.get("data") if isinstance(error, dict) else None
+    supported = data.get("supported") if isinstance(data, dict) else None
+    if isinstance(supported, list) and all(isinstance(v, str) for v in supported):
+        return supported
+    return []
 
 
 def _means_not_found(error: Message) -> bool:
