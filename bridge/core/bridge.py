@@ -36,6 +36,8 @@ from bridge.core.salvage import top_level
 
 EX_OK = 0
 EX_UNAVAILABLE = 69
+# The kinds a mode handler takes as they come (not a batch, nor a refused message).
+_SINGLE = frozenset({"request", "notification", "response", "invalid"})
 
 
 class Handler(Protocol):
@@ -97,7 +99,7 @@ class Bridge:
             if event.side == CLIENT:
                 self._on_client_line(event.message)
             else:
-                self._on_server_line(event.message)
+                self._on_server(parse_inbound(event.message))
         elif type(event) is TimerFired:
             self._on_timers()
         elif type(event) is MessageTooLarge:
@@ -113,8 +115,11 @@ class Bridge:
 
     def _on_client_line(self, line: bytes) -> None:
         handler = self.handler
-        batching = handler is not None and handler.client_batching
-        self._on_client(parse_inbound(line, batching=batching))
+        inbound = parse_inbound(line, batching=handler is not None and handler.client_batching)
+        if handler is not None and inbound.kind in _SINGLE and not self.batches.open:
+            handler.on_client(inbound)  # nearly every message: one call, no detour
+        else:
+            self._on_client(inbound)
 
     def _on_client(self, inbound: Inbound, refusal: str = "message.too_deep") -> None:
         kind = inbound.kind
@@ -137,9 +142,6 @@ class Bridge:
         assert inbound.items is not None
         for item in self.batches.start(inbound.items, self.ctx):
             self._on_client(item)
-
-    def _on_server_line(self, line: bytes) -> None:
-        self._on_server(parse_inbound(line))
 
     def _on_server(self, inbound: Inbound, refusal: str = "message.too_deep") -> None:
         if inbound.kind == "refused":

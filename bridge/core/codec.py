@@ -98,10 +98,11 @@ def _stdlib_loads(line: bytes | str) -> Any:
 # (unsigned) or below -2**63 (signed). Such a line is read again by the stdlib, which keeps it
 # exact. Finding one must cost little: a short line needs 19 digits somewhere (a cheap C-level
 # count), a long one such a float in the tree (proportional to its nodes, not its bytes). Depth
-# costs as little: a line cannot nest deeper than its count of "{" and "[", so only a line with
-# more than MAX_DEPTH of them has its tree measured, in the same walk.
+# costs as little, and is measured in the same walk: a line cannot nest deeper than its count
+# of "{" and "[", nor than half its length (each level takes an opening and a closing byte).
 _DIGITS = b"0123456789"
 _SHORT = 4096
+_SHALLOW = 2 * MAX_DEPTH + 1
 _HUGE = float(2**64)
 _MOST_NEGATIVE = -float(2**63)
 
@@ -115,8 +116,9 @@ def decode(line: bytes | str) -> Any:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:
         return _stdlib_loads(line)  # maybe long integers, lone surrogates, or too deep for orjson
-    nested = line.count(b"{") + line.count(b"[") > MAX_DEPTH
-    if not nested and len(line) < _SHORT and len(line) - len(line.translate(None, _DIGITS)) < 19:
+    size = len(line)
+    if size < _SHORT and size - len(line.translate(None, _DIGITS)) < 19 and (
+            size <= _SHALLOW or line.count(b"{") + line.count(b"[") <= MAX_DEPTH):
         return value
     depth, huge = _inspect(value)
     if depth > MAX_DEPTH:

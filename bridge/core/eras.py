@@ -61,9 +61,12 @@ def is_log_level(value: Any) -> bool:
     return isinstance(value, str) and value in LOG_SEVERITY
 
 
+_TOKEN_TYPES: Final = (str, int, float, RawNumber)
+
+
 def is_progress_token(value: Any) -> bool:
     """ProgressToken is a string or a number (basic/utilities/progress.mdx); a bool is neither."""
-    return isinstance(value, str | int | float | RawNumber) and not isinstance(value, bool)
+    return isinstance(value, _TOKEN_TYPES) and not isinstance(value, bool)
 
 
 def is_modern_error(error: Any) -> bool:
