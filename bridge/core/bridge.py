@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from bridge.core.batch import Batches
 from bridge.core.config import CoreConfig
 from bridge.core.context import Context, counter_ids
-from bridge.core.eras import INVALID_REQUEST, Era, detect_era
+from bridge.core.eras import INVALID_REQUEST, LATEST_LEGACY_VERSION, Era, legacy_request
 from bridge.core.events import (
     CLIENT,
     SERVER,
@@ -219,7 +219,8 @@ class Bridge:
         if inbound.kind != "request":
             self.ctx.log("info", "message.dropped", side=CLIENT, reason="before the first request")
             return False
-        era = detect_era(message)
+        # Until initialize negotiates one, a legacy client is taken to speak the latest revision.
+        era: Era = "modern" if legacy_request(LATEST_LEGACY_VERSION, message) is None else "legacy"
         if era == "legacy" and message["method"] != "initialize":
             if message["method"] == "ping":  # lifecycle.mdx: ping is allowed before initialize
                 self.ctx.reply(CLIENT, message["id"], {})

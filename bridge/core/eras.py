@@ -97,27 +97,19 @@ def request_version(message: Any) -> str | None:
     return version if isinstance(version, str) else None
 
 
-def detect_era(message: Any) -> Era:
-    """The era a client's first message reveals: `initialize` is legacy, a `_meta` version modern.
-
-    Anything else (a bare `tools/list`, a ping) is taken as legacy: only a modern request
-    can prove modernity, because only it carries the version (basic/versioning.mdx).
-    """
-    if request_version(message) is not None:
-        return "modern"
-    return "legacy"
-
-
-def legacy_request(version: str | None, request: Any) -> str | None:
+def legacy_request(version: str, request: Any) -> str | None:
     """The legacy revision `request` was made under, or None if it is not a legacy request.
 
-    `version` is the revision negotiated by `initialize` (None before it). An `initialize`
-    names its own revision; a request carrying the modern `_meta` version is never legacy.
+    A request carrying the modern `_meta` version is modern; any other is legacy, since only
+    a modern request can prove modernity (basic/versioning.mdx). An `initialize` names its own
+    revision; any other request is made under `version`, the session's (the one `initialize`
+    negotiated, or before it the one assumed).
     """
     if not isinstance(request, dict) or request_version(request) is not None:
         return None
     if request.get("method") == "initialize":
         params = request.get("params")
         asked = params.get("protocolVersion") if isinstance(params, dict) else None
-        return asked if isinstance(asked, str) else None
+        if isinstance(asked, str):
+            return asked
     return version

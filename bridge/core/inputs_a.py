@@ -10,9 +10,9 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from bridge.core.capabilities import declares, input_capability
-from bridge.core.downgrade import result_for_legacy
 from bridge.core.eras import INTERNAL_ERROR
 from bridge.core.events import CLIENT, SERVER
+from bridge.core.normalize import normalize_result
 from bridge.core.router import Pending
 
 if TYPE_CHECKING:
@@ -92,8 +92,8 @@ class InputLoop:
             self._on_input_required(call, result)
         elif kind == "complete":
             self._finish(call)
-            self.ctx.reply(CLIENT, call.origin_id,
-                           result_for_legacy(result, call.method, self.mode.version))
+            self.ctx.reply(CLIENT, call.origin_id, normalize_result(
+                result, to_era="legacy", method=call.method, version=self.mode.version))
         else:
             self._fail(call, f"the server answered with unknown resultType {kind!r}")
 
@@ -264,8 +264,8 @@ class InputLoop:
             params["inputResponses"] = call.answers
         if call.request_state is not None:  # echoed byte for byte, and only if sent (§11.2)
             params["requestState"] = call.request_state
-        call.server_id = self.router.issue(SERVER, call.method, self.mode.envelope(params),
-                                           "round", data=call, origin_id=call.origin_id)
+        request = self.mode.modern_request(call.origin_id, call.method, params)
+        call.server_id = self.router.forward(SERVER, request, "round", data=call)
 
     def _retry_later(self, call: Call) -> None:
         first, largest = self.ctx.config.mrtr_backoff

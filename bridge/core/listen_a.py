@@ -115,7 +115,7 @@ class Listener:
         waiters, stream.waiters = stream.waiters, []
         if isinstance(uris, list) and stream.uri in uris:
             for waiter in waiters:
-                self.ctx.reply(CLIENT, waiter, {})
+                self.ctx.reply(CLIENT, waiter, self.mode.local_result("resources/subscribe"))
             return
         self._drop(stream)
         # The listen request stays open on the server though it carries nothing: end it.
@@ -136,7 +136,8 @@ class Listener:
         elif uri in self.by_uri:
             stream = self.by_uri[uri]
             if stream.acked:
-                self.ctx.reply(CLIENT, message["id"], {})  # subscribing twice changes nothing
+                # Subscribing twice changes nothing.
+                self.ctx.reply(CLIENT, message["id"], self.mode.local_result("resources/subscribe"))
             else:
                 stream.waiters.append(message["id"])
         else:
@@ -156,7 +157,7 @@ class Listener:
             # to be re-opened) is not cancelled: only requests in progress may be.
             self._cancel(stream)
             self._drop(stream)
-        self.ctx.reply(CLIENT, message["id"], {})
+        self.ctx.reply(CLIENT, message["id"], self.mode.local_result("resources/unsubscribe"))
 
     def _drop(self, stream: Stream) -> None:
         if stream.uri is not None:

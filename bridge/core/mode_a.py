@@ -12,8 +12,8 @@ from typing import Any
 
 from bridge.core.capabilities import client_caps_to_modern
 from bridge.core.context import Context
-from bridge.core.downgrade import progress_for_legacy, result_for_legacy
-from bridge.core.envelope import stamp_envelope
+from bridge.core.downgrade import progress_for_legacy
+from bridge.core.envelope import build_request, stamp_envelope
 from bridge.core.eras import (
     BATCHING_VERSION,
     INTERNAL_ERROR,
@@ -29,10 +29,11 @@ from bridge.core.eras import (
     is_progress_token,
 )
 from bridge.core.events import CLIENT, SERVER
-from bridge.core.handshake import initialize_result
+from bridge.core.handshake import legacy_result
 from bridge.core.inputs_a import ELIGIBLE, InputLoop
 from bridge.core.jsonrpc import Inbound
 from bridge.core.listen_a import Listener
+from bridge.core.normalize import normalize_result
 from bridge.core.probe import Probe, is_discover_result
 from bridge.core.router import Pending, Router
 
@@ -87,6 +88,18 @@ class ModeA:
         return stamp_envelope(params, client_capabilities=self.client_caps,
                               client_info=self.client_info, log_level=self.log_level)
 
+    def modern_request(self, id: Any, method: str, params: Message | None) -> Message:
+        """The client's request as the modern server needs it: the envelope stamped on."""
+        return build_request(id, method, params, era="modern", client_info=self.client_info,
+                             client_capabilities=self.client_caps, log_level=self.log_level)
+
+    def local_result(self, method: str) -> Message:
+        """The result of a request the modern era removed, answered here (§4.1)."""
+        result = legacy_result(self.discover or {}, method, self.version,
+                               self.ctx.config.bridge_info)
+        assert result is not None, method  # only those methods are answered here
+        return result
+
     # From the client ----------------------------------------------------------------------
 
     def on_client(self, inbound: Inbound) -> None:
@@ -114,13 +127,13 @@ class ModeA:
 
     def forward(self, message: Message) -> None:
         params = message.get("params")
-        message["params"] = self.envelope(params)
         token = _progress_token(params)
         if token is not None:
             # Only tokens of live requests may carry progress to the client: once a request
             # ends or is cancelled, nothing more for it reaches the client (stdio.mdx).
             self.progress_seen.setdefault((type(token), token), float("-inf"))
-        self.router.forward(SERVER, message, data=(params, token, False))
+        self.router.forward(SERVER, self.modern_request(message["id"], message["method"], params),
+                            data=(params, token, False))
 
     def _on_client_notification(self, message: Message) -> None:
         method = message["method"]
@@ -186,7 +199,7 @@ class ModeA:
 
     def answer_initialize(self) -> None:
         """Reply to the pending initialize, with exactly the capabilities deliverable."""
-        result = initialize_result(self.discover or {}, self.version, self.ctx.config.bridge_info)
+        result = self.local_result("initialize")
         self.listener.advertise(result["capabilities"])
         self.ctx.reply(CLIENT, self.initialize_id, result)
         self.ctx.log("info", "client.initialized", mode="A", version=self.version,
@@ -195,7 +208,7 @@ class ModeA:
         self.initialized = True
 
     def _ping(self, message: Message) -> None:
-        self.ctx.reply(CLIENT, message["id"], {})
+        self.ctx.reply(CLIENT, message["id"], self.local_result("ping"))
 
     def _set_level(self, message: Message) -> None:
         level = (message.get("params") or {}).get("level")
@@ -208,7 +221,7 @@ class ModeA:
         else:
             # logging.mdx (2026-07-28): the level rides on each request from now on.
             self.log_level = level
-            self.ctx.reply(CLIENT, message["id"], {})
+            self.ctx.reply(CLIENT, message["id"], self.local_result("logging/setLevel"))
 
     # From the server ----------------------------------------------------------------------
 
@@ -265,7 +278,6 @@ class ModeA:
             self.forget_progress_token(row.data[1])
 
     def _on_forward_answer(self, row: Pending, message: Message) -> None:
-        self.ctx.cancel_timer(("timeout", message["id"]))
         result = message.get("result")
         if result is not None and result.get("resultType") == "input_required" \
                 and row.method in ELIGIBLE:
@@ -282,7 +294,8 @@ class ModeA:
                                  f"mcp-rosetta: the server answered {row.method} with "
                                  f"resultType {kind!r}, which this method cannot carry")
             return
-        message["result"] = result_for_legacy(result, row.method, self.version)
+        message["result"] = normalize_result(result, to_era="legacy", method=row.method,
+                                             version=self.version)
         message["id"] = row.origin_id
         self.ctx.send(CLIENT, message)
 
@@ -301,9 +314,8 @@ class ModeA:
         supported = _supported_versions(error)
         params, token, retried = row.data if isinstance(row.data, tuple) else (None, None, True)
         if MODERN_PROTOCOL_VERSION in supported and not retried:
-            message = {"jsonrpc": "2.0", "id": row.origin_id, "method": row.method,
-                       "params": self.envelope(params)}
-            self.router.forward(SERVER, message, data=(params, token, True))
+            self.router.forward(SERVER, self.modern_request(row.origin_id, row.method, params),
+                                data=(params, token, True))
             return True
         self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR,
                              f"mcp-rosetta: the server no longer supports "
@@ -345,7 +357,7 @@ class ModeA:
 def _progress_token(params: Any) -> Any:
     meta = params.get("_meta") if isinstance(params, dict) else None
     token = meta.get("progressToken") if isinstance(meta, dict) else None
-    return token if is_progress_token(token) else None
+    return token if token is not None and is_progress_token(token) else None
 
 
 def _supported_versions(error: Any) -> list[str]:
