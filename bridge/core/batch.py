@@ -17,7 +17,7 @@ from typing import Any
 from bridge.core.context import Context
 from bridge.core.events import CLIENT, Action, Send
 from bridge.core.jsonrpc import Inbound, error_response, is_request_id, typed_id
-from bridge.core.refusal import is_request
+from bridge.core.limits import is_request
 
 
 class _Batch:

@@ -30,8 +30,8 @@ from bridge.core.events import (
     TimerFired,
 )
 from bridge.core.jsonrpc import Inbound, parse_inbound, refused
+from bridge.core.limits import settle
 from bridge.core.probe import Probe
-from bridge.core.refusal import settle
 from bridge.core.salvage import top_level
 
 EX_OK = 0
@@ -121,13 +121,14 @@ class Bridge:
         else:
             self._on_client(inbound)
 
-    def _on_client(self, inbound: Inbound, refusal: str = "message.too_deep") -> None:
+    def _on_client(self, inbound: Inbound, refused_as: str = "message.too_deep") -> None:
+        """Any message from the client; `refused_as` names the log event of a refused one."""
         kind = inbound.kind
         if kind == "batch":
             self._on_client_batch(inbound)
             return
         if kind == "refused":
-            stand_in = settle(self.ctx, CLIENT, inbound, refusal)
+            stand_in = settle(self.ctx, CLIENT, inbound, refused_as)
             if stand_in is None:
                 return
             inbound = stand_in
@@ -143,9 +144,10 @@ class Bridge:
         for item in self.batches.start(inbound.items, self.ctx):
             self._on_client(item)
 
-    def _on_server(self, inbound: Inbound, refusal: str = "message.too_deep") -> None:
+    def _on_server(self, inbound: Inbound, refused_as: str = "message.too_deep") -> None:
+        """Any message from the server; `refused_as` names the log event of a refused one."""
         if inbound.kind == "refused":
-            stand_in = settle(self.ctx, SERVER, inbound, refusal)
+            stand_in = settle(self.ctx, SERVER, inbound, refused_as)
             if stand_in is None:
                 return
             inbound = stand_in

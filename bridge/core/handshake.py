@@ -20,7 +20,7 @@ _EMPTY_RESULTS = frozenset({"ping", "logging/setLevel", "resources/subscribe",
                             "resources/unsubscribe"})
 
 
-def _server_info_of(discover: Message | None) -> Message | None:
+def server_info_of(discover: Message | None) -> Message | None:
     """The serverInfo a DiscoverResult names in its `_meta` (optional in modern, §1.2)."""
     meta = discover.get("_meta") if isinstance(discover, dict) else None
     info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
@@ -38,19 +38,19 @@ def legacy_result(server: Message, method: str, version: str,
     not answered locally but forwarded).
     """
     if method == "initialize":
-        return _initialize_result(server, version, bridge_info or default_bridge_info())
+        return initialize_result(server, version, bridge_info or default_bridge_info())
     if method in _EMPTY_RESULTS:
         return {}
     return None
 
 
-def _initialize_result(discover: Message, version: str, fallback_info: Message) -> Message:
+def initialize_result(discover: Message, version: str, fallback_info: Message) -> Message:
     """A legacy InitializeResult for revision `version`, from a modern DiscoverResult.
 
     `listChanged`/`subscribe` are left out: only the caller knows if it can deliver them.
     serverInfo is required in legacy, so the bridge's own stands in when absent (§11.23).
     """
-    info = _server_info_of(discover) or fallback_info
+    info = server_info_of(discover) or fallback_info
     result: Message = {
         "protocolVersion": version,
         "capabilities": server_caps_to_legacy(discover.get("capabilities"), version),

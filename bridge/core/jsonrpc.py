@@ -29,7 +29,7 @@ class Inbound:
     JSON-RPC error code to answer with (JSON-RPC 2.0 §5: id null when unknown), or None
     when nothing may be answered (a malformed response is never answered).
 
-    `refused` is a message the bridge will not carry (too deep, or too long: see refusal.py):
+    `refused` is a message the bridge will not carry (too deep, or too long: see limits.py):
     `message` holds its top-level members as far as they could be read (salvage.py), `id` its
     usable request id or None, and `reason` why it was refused.
     """
