@@ -3,11 +3,12 @@
 Must not forward batches: elements travel one by one; only the answers are regrouped, and
 the bridge never sends a batch to anyone else (TRANSLATION.md §10.3).
 
-What each element owes in the array (JSON-RPC 2.0 §6): a request, one response under its id;
-an invalid element, one error (under its id when it has a usable one, else id null), given
-here at once; a notification or a response (the client answering the bridge), nothing. A
-batch owing nothing gets no array at all. Answers are matched by id only, so an unrelated
-error (id null) can never land in an open batch.
+What each element owes in the array (JSON-RPC 2.0 §6): a request, one response under its id
+(an error if it is nested too deep, limits.py); an invalid element, one error (under its id
+when it has a usable one, else id null), given here at once; a notification or a response
+(the client answering the bridge), nothing; a request the client cancels, nothing more
+(cancellation.mdx). A batch owing nothing gets no array at all. Answers are matched by id
+only, so an unrelated error (id null) can never land in an open batch.
 """
 
 from __future__ import annotations

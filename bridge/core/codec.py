@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
 MAX_DEPTH = 200
 """The deepest nesting of objects and arrays a message may have (the message itself is level 1).
 
-orjson writes at most 254 levels, and the bridge re-nests a peer's value at most 4 levels deeper
+orjson writes at most 254 levels, and the bridge re-nests a peer's value at most 3 levels deeper
 than it came (mode B puts a legacy server's input request params under
 result.inputRequests.<key>.params; a 2025-03-26 batch adds its array): 200 keeps clear of both."""
 
@@ -171,7 +171,7 @@ def _portable_text(value: Any) -> str:
     return json.dumps(value)
 
 
-def _stdlib_dumps(message: Any) -> bytes:
+def _portable_dumps(message: Any) -> bytes:
     return _portable_text(message).encode("ascii") + b"\n"
 
 
@@ -188,7 +188,7 @@ if orjson is not None:
         try:
             return orjson.dumps(message, default=_fragment, option=_APPEND_NEWLINE)
         except (TypeError, orjson.JSONEncodeError):
-            return _stdlib_dumps(message)
+            return _portable_dumps(message)
 
 else:  # pragma: no cover
-    encode = _stdlib_dumps
+    encode = _portable_dumps

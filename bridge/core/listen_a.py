@@ -266,7 +266,6 @@ class Listener:
             # A re-open of a stream the client counts on: try again later, with back-off.
             self._ended(stream)
 
-
     def busy(self) -> bool:
         """Whether a resources/subscribe still waits for its stream's acknowledgement."""
         return any(stream.waiters for stream in self.by_uri.values())

@@ -138,6 +138,7 @@ class Session:
         self.cancelled: set[tuple[type, Any]] = set()
         self.batches: list[dict[tuple[type, Any], int]] = []
         self.stopped = False
+        self.client_closed = False  # the client sends nothing more
 
     # Feeding ------------------------------------------------------------------------------
 
@@ -391,7 +392,7 @@ class Session:
             probe = self.probe_answer()
             if probe is not None:
                 self.observe(self.h.server(encode(probe).rstrip(b"\n")))
-            elif self.to_client:
+            elif self.to_client and not self.client_closed:
                 self.observe(self.h.client(
                     encode(self._client_answer(next(iter(self.to_client)))).rstrip(b"\n")))
             elif self.to_server:
