@@ -176,10 +176,8 @@ class Session:
                 batch[typed_id(request_id)] = batch.get(typed_id(request_id), 0) + 1
             self.batches.append(batch)
         for item in value if isinstance(value, list) else [value]:
-            params = item.get("params") if isinstance(item, dict) else None
-            if isinstance(item, dict) and item.get("method") == "notifications/cancelled" \
-                    and isinstance(params, dict) and is_request_id(params.get("requestId")):
-                self.cancelled.add(typed_id(params["requestId"]))
+            if _is_cancel(item):
+                self.cancelled.add(typed_id(item["params"]["requestId"]))
 
     def observe(self, actions: list[Action]) -> None:
         """Record what the bridge sent: requests to answer, answers owed to the client."""
@@ -220,10 +218,12 @@ class Session:
         for answer in answers:
             if is_request_id(answer.get("id")):
                 ids[typed_id(answer["id"])] = ids.get(typed_id(answer["id"]), 0) + 1
-        # One array per batch, answering exactly its requests (those it cancelled may be left).
-        owner = next((b for b in self.batches if all(
-            ids.get(k, 0) == b.get(k, 0) or (k in self.cancelled and ids.get(k, 0) <= b.get(k, 0))
-            for k in {*ids, *b})), None)
+        # One array per batch, answering exactly its requests (those cancelled may be left out).
+        owner = next((b for b in self.batches if ids == b), None) or next(
+            (b for b in self.batches if all(
+                ids.get(k, 0) == b.get(k, 0)
+                or (k in self.cancelled and ids.get(k, 0) <= b.get(k, 0)) for k in {*ids, *b})),
+            None)
         assert owner is not None, f"an array answering no batch the client sent: {answers}"
         self.batches.remove(owner)
         for answer in answers:
@@ -406,6 +406,14 @@ class Session:
                 self.observe(self.h.advance(0.05))
                 if not (self.to_client or self.to_server):
                     return
+
+
+def _is_cancel(message: Any) -> bool:
+    """Whether `message` is a valid notifications/cancelled naming a request id."""
+    params = message.get("params") if isinstance(message, dict) else None
+    return isinstance(params, dict) and message.get("jsonrpc") == "2.0" \
+        and "id" not in message and message.get("method") == "notifications/cancelled" \
+        and is_request_id(params.get("requestId"))
 
 
 def _progress_token(request: Message) -> Any:
