@@ -10,9 +10,9 @@ one answer (a response, or the end of a listen stream) by the time the bridge st
 The default run is short (15 examples per mode and face). The long run, outside the default
 test command:
 
-    MCP_ROSETTA_FUZZ=5500 python -m pytest tests/core/test_fuzz.py -q
+    MCP_ROSETTA_FUZZ=6500 python -m pytest tests/core/test_fuzz.py -q
 
-runs that many examples per mode and face (over 100 000 mutated inputs per face, about 7
+runs that many examples per mode and face (over 100 000 mutated inputs per face, about 8
 minutes here) and prints how many mutated inputs each face got.
 """
 
