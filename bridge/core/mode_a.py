@@ -274,20 +274,20 @@ class ModeA:
             self.progress_seen.pop((type(token), token), None)
 
     def _forget_progress(self, row: Pending) -> None:
-        if isinstance(row.data, tuple):
-            self.forget_progress_token(row.data[1])
+        data = row.data
+        if isinstance(data, tuple) and data[1] is not None:  # most requests want no progress
+            self.forget_progress_token(data[1])
 
     def _on_forward_answer(self, row: Pending, message: Message) -> None:
         result = message.get("result")
-        if result is not None and result.get("resultType") == "input_required" \
-                and row.method in ELIGIBLE:
+        kind = result.get("resultType", "complete") if result is not None else None
+        if kind == "input_required" and row.method in ELIGIBLE and result is not None:
             self.inputs.begin(row, result)  # progress keeps its high-water mark over rounds
             return
         self._forget_progress(row)
         if result is None:
             self.relay_error(row, message)
             return
-        kind = result.get("resultType", "complete")
         if kind != "complete":
             # input_required only answers tools/call, resources/read, prompts/get (mrtr.mdx).
             self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR,
