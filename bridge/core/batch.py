@@ -2,6 +2,13 @@
 
 Must not forward batches: elements travel one by one; only the answers are regrouped, and
 the bridge never sends a batch to anyone else (TRANSLATION.md §10.3).
+
+What each element owes in the array (JSON-RPC 2.0 §6): a request, one response under its id
+(an error if it is nested too deep, limits.py); an invalid element, one error (under its id
+when it has a usable one, else id null), given here at once; a notification or a response
+(the client answering the bridge), nothing; a request the client cancels, nothing more
+(cancellation.mdx). A batch owing nothing gets no array at all. Answers are matched by id
+only, so an unrelated error (id null) can never land in an open batch.
 """
 
 from __future__ import annotations
@@ -10,35 +17,38 @@ from typing import Any
 
 from bridge.core.context import Context
 from bridge.core.events import CLIENT, Action, Send
-from bridge.core.jsonrpc import Inbound
-
-
-def _typed(id: Any) -> tuple[type, Any]:
-    return (type(id), id)  # 1 and "1" (and True) are different ids
+from bridge.core.jsonrpc import Inbound, error_response, is_request_id, typed_id
+from bridge.core.limits import is_request
 
 
 class _Batch:
-    __slots__ = ("anonymous", "answers", "expected")
+    __slots__ = ("answers", "expected")
 
-    def __init__(self, expected: set[tuple[type, Any]], anonymous: int) -> None:
-        self.expected = expected
-        self.anonymous = anonymous  # invalid elements, answered at once with id null
+    def __init__(self) -> None:
+        self.expected: dict[tuple[type, Any], int] = {}  # typed id -> answers still owed
         self.answers: list[dict[str, Any]] = []
 
-    def claim(self, message: dict[str, Any]) -> bool:
-        key = _typed(message.get("id"))
-        if key in self.expected:
-            self.expected.discard(key)
-        elif message.get("id") is None and self.anonymous:
-            self.anonymous -= 1
-        else:
+    def expect(self, request_id: Any) -> None:
+        key = typed_id(request_id)
+        self.expected[key] = self.expected.get(key, 0) + 1
+
+    def claim(self, key: tuple[type, Any], message: dict[str, Any]) -> bool:
+        """Take `message` as the answer it owes under `key`; False if it owes none."""
+        if not self.forget(key):
             return False
         self.answers.append(message)
         return True
 
-    @property
-    def complete(self) -> bool:
-        return not self.expected and not self.anonymous
+    def forget(self, key: tuple[type, Any]) -> bool:
+        """Owe one answer less under `key`; False if none was owed."""
+        owed = self.expected.get(key)
+        if owed is None:
+            return False
+        if owed > 1:
+            self.expected[key] = owed - 1
+        else:
+            del self.expected[key]
+        return True
 
 
 class Batches:
@@ -47,26 +57,60 @@ class Batches:
     def __init__(self) -> None:
         self.open: list[_Batch] = []
 
-    def start(self, items: list[Inbound], ctx: Context) -> None:
-        expected = {_typed(i.id) for i in items if i.kind == "request"}
-        anonymous = sum(1 for i in items if i.kind == "invalid")
-        if expected or anonymous:
-            self.open.append(_Batch(expected, anonymous))
+    def start(self, items: list[Inbound], ctx: Context) -> list[Inbound]:
+        """Open a batch; answer its invalid elements; the elements left to handle one by one."""
         ctx.log("info", "batch.received", size=len(items))
+        batch = _Batch()
+        rest: list[Inbound] = []
+        for item in items:
+            if item.kind == "invalid":
+                ctx.log("warning", "message.invalid", side=CLIENT, reason=item.reason)
+                if item.code is not None:  # a malformed response is never answered
+                    batch.answers.append(
+                        error_response(item.id, item.code, f"Invalid message: {item.reason}"))
+                continue
+            if item.kind == "request" or (item.kind == "refused" and is_request(item)):
+                batch.expect(item.id)
+            rest.append(item)
+        if batch.expected or batch.answers:
+            self.open.append(batch)
+        return rest
+
+    def on_notification(self, message: dict[str, Any]) -> None:
+        """A request the client cancels is owed no answer (cancellation.mdx): stop waiting."""
+        if message["method"] != "notifications/cancelled":
+            return
+        params = message.get("params")
+        target = params.get("requestId") if isinstance(params, dict) else None
+        if not is_request_id(target):
+            return
+        key = typed_id(target)
+        for batch in self.open:
+            if batch.forget(key):
+                return
 
     def collect(self, actions: list[Action]) -> None:
         """Move answers for open batches out of `actions`; emit each batch once complete."""
         kept: list[Action] = []
         for action in actions:
             if type(action) is Send and action.side == CLIENT and self._claim(action.message):
-                for batch in [b for b in self.open if b.complete]:
-                    self.open.remove(batch)
-                    kept.append(Send(CLIENT, batch.answers))
+                self._emit_complete(kept)
                 continue
             kept.append(action)
+        self._emit_complete(kept)
         actions[:] = kept
 
     def _claim(self, message: Any) -> bool:
         if not isinstance(message, dict) or "method" in message:
             return False
-        return any(batch.claim(message) for batch in self.open)
+        request_id = message.get("id")
+        if not is_request_id(request_id):
+            return False
+        key = typed_id(request_id)
+        return any(batch.claim(key, message) for batch in self.open)
+
+    def _emit_complete(self, out: list[Action]) -> None:
+        for batch in [b for b in self.open if not b.expected]:
+            self.open.remove(batch)
+            if batch.answers:  # 2025-03-26 basic §Batching: never an empty array
+                out.append(Send(CLIENT, batch.answers))

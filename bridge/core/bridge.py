@@ -12,7 +12,13 @@ from typing import Any, Protocol
 from bridge.core.batch import Batches
 from bridge.core.config import CoreConfig
 from bridge.core.context import Context, counter_ids
-from bridge.core.eras import INTERNAL_ERROR, INVALID_REQUEST, Era, detect_era
+from bridge.core.eras import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    LATEST_LEGACY_VERSION,
+    Era,
+    legacy_request,
+)
 from bridge.core.events import (
     CLIENT,
     SERVER,
@@ -21,6 +27,7 @@ from bridge.core.events import (
     ChildStarted,
     Event,
     MessageReceived,
+    MessageTooLarge,
     NotifyReady,
     PeerClosed,
     RestartChild,
@@ -28,11 +35,15 @@ from bridge.core.events import (
     Stop,
     TimerFired,
 )
-from bridge.core.jsonrpc import Inbound, parse_inbound
+from bridge.core.jsonrpc import Inbound, parse_inbound, refused
+from bridge.core.limits import settle
 from bridge.core.probe import Probe
+from bridge.core.salvage import top_level
 
 EX_OK = 0
 EX_UNAVAILABLE = 69
+# The kinds a mode handler takes as they come (not a batch, nor a refused message).
+_SINGLE = frozenset({"request", "notification", "response", "invalid"})
 
 
 class Handler(Protocol):
@@ -95,9 +106,11 @@ class Bridge:
             if event.side == CLIENT:
                 self._on_client_line(event.message)
             else:
-                self._on_server_line(event.message)
+                self._on_server(parse_inbound(event.message))
         elif type(event) is TimerFired:
             self._on_timers()
+        elif type(event) is MessageTooLarge:
+            self._on_too_large(event)
         elif type(event) is ChildStarted:
             self._on_child_started()
         elif type(event) is ChildExited:
@@ -110,26 +123,44 @@ class Bridge:
     def _on_client_line(self, line: bytes) -> None:
         handler = self.handler
         inbound = parse_inbound(line, batching=handler is not None and handler.client_batching)
-        if inbound.kind == "batch":
+        if handler is not None and inbound.kind in _SINGLE and not self.batches.open \
+                and self._closing is None:
+            handler.on_client(inbound)  # nearly every message: one call, no detour
+        else:
+            self._on_client(inbound)
+
+    def _on_client(self, inbound: Inbound, refused_as: str = "message.too_deep") -> None:
+        """Any message from the client; `refused_as` names the log event of a refused one."""
+        kind = inbound.kind
+        if kind == "batch":
             self._on_client_batch(inbound)
-        elif self._closing is not None and inbound.kind == "request":
+            return
+        if kind == "refused":
+            stand_in = settle(self.ctx, CLIENT, inbound, refused_as)
+            if stand_in is None:
+                return
+            inbound = stand_in
+        elif kind == "notification" and self.batches.open:
+            self.batches.on_notification(inbound.message)
+        if self._closing is not None and inbound.kind == "request":
             self._refuse_while_closing(inbound)
-        elif handler is not None:
-            handler.on_client(inbound)
+        elif self.handler is not None:
+            self.handler.on_client(inbound)
         else:
             self._before_mode(inbound)
 
     def _on_client_batch(self, inbound: Inbound) -> None:
-        assert inbound.items is not None and self.handler is not None
-        self.batches.start(inbound.items, self.ctx)
-        for item in inbound.items:
-            if self._closing is not None and item.kind == "request":
-                self._refuse_while_closing(item)
-            else:
-                self.handler.on_client(item)
+        assert inbound.items is not None
+        for item in self.batches.start(inbound.items, self.ctx):
+            self._on_client(item)
 
-    def _on_server_line(self, line: bytes) -> None:
-        inbound = parse_inbound(line)
+    def _on_server(self, inbound: Inbound, refused_as: str = "message.too_deep") -> None:
+        """Any message from the server; `refused_as` names the log event of a refused one."""
+        if inbound.kind == "refused":
+            stand_in = settle(self.ctx, SERVER, inbound, refused_as)
+            if stand_in is None:
+                return
+            inbound = stand_in
         if self.probe.waiting:
             self.probe.on_server(inbound)
             if self.probe.era is not None:
@@ -141,6 +172,15 @@ class Bridge:
                 self.handler.on_server(inbound)
         else:
             self.ctx.log("info", "message.dropped", side=SERVER, reason="no client yet")
+
+    def _on_too_large(self, event: MessageTooLarge) -> None:
+        """A line the shell discarded as too long: answered as far as its first bytes allow."""
+        inbound = refused(top_level(event.head),
+                          f"longer than {event.limit} bytes (mcp-rosetta's max_message_bytes)")
+        if event.side == CLIENT:
+            self._on_client(inbound, "message.too_large")
+        else:
+            self._on_server(inbound, "message.too_large")
 
     def _on_timers(self) -> None:
         for key in self.ctx.timers.pop_due(self.ctx.now):
@@ -194,7 +234,8 @@ class Bridge:
         if inbound.kind != "request":
             self.ctx.log("info", "message.dropped", side=CLIENT, reason="before the first request")
             return False
-        era = detect_era(message)
+        # Until initialize negotiates one, a legacy client is taken to speak the latest revision.
+        era: Era = "modern" if legacy_request(LATEST_LEGACY_VERSION, message) is None else "legacy"
         if era == "legacy" and message["method"] != "initialize":
             if message["method"] == "ping":  # lifecycle.mdx: ping is allowed before initialize
                 self.ctx.reply(CLIENT, message["id"], {})

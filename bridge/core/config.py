@@ -13,7 +13,8 @@ from bridge import __version__
 ServerEra = Literal["auto", "modern", "legacy"]
 
 
-def _bridge_info() -> dict[str, Any]:
+def default_bridge_info() -> dict[str, Any]:
+    """The Implementation mcp-rosetta names itself with."""
     return {"name": "mcp-rosetta", "version": __version__}
 
 
@@ -27,7 +28,7 @@ class CoreConfig:
     """Seconds a forwarded request may wait for its answer; 0 waits for ever."""
     drain_timeout: float = 5.0
     """Seconds to wait, once the client closes its input, for answers it is still owed."""
-    bridge_info: dict[str, Any] = field(default_factory=_bridge_info)
+    bridge_info: dict[str, Any] = field(default_factory=default_bridge_info)
     """The Implementation the bridge names when a peer's own is unknown."""
     default_log_level: str | None = None
     """Mode A: logLevel stamped before the legacy client's first logging/setLevel."""

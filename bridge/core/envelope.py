@@ -1,4 +1,5 @@
-"""The modern per-request `_meta` envelope: stamping it on requests and stripping it off.
+"""Requests for each era: the modern per-request `_meta` envelope stamped on, or stripped off
+with the rest a legacy revision lacks.
 
 Must not decide when to stamp or strip: callers (the mode handlers) decide; this only edits,
 by shallow copy, so fields the bridge does not know pass through unchanged.
@@ -10,6 +11,7 @@ from typing import Any
 
 from bridge.core.eras import (
     ENVELOPE_KEYS,
+    LATEST_LEGACY_VERSION,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
@@ -20,6 +22,8 @@ from bridge.core.eras import (
 
 # mrtr.mdx §Client Requirements: retries carry these beside the method's own params.
 MRTR_PARAMS = ("inputResponses", "requestState")
+# The `_meta` keys a legacy peer does not get when the bridge gives it its own progress token.
+_REPLACED = ENVELOPE_KEYS | {"progressToken"}
 
 
 def stamp_envelope(
@@ -50,18 +54,33 @@ def stamp_envelope(
     return new_params
 
 
-def strip_envelope(params: dict[str, Any] | None,
-                   drop: frozenset[str] = ENVELOPE_KEYS) -> dict[str, Any] | None:
-    """`params` without the modern envelope keys (or the `_meta` keys `drop` names) and the
-    MRTR fields, for a legacy server.
+def legacy_context(
+    params: dict[str, Any] | None,
+    *,
+    method: str | None = None,
+    version: str = LATEST_LEGACY_VERSION,
+    progress_token: str | int | None = None,
+) -> dict[str, Any] | None:
+    """Request `params` made fit for a legacy peer that negotiated revision `version`.
 
-    An emptied `_meta` is removed; `params` itself stays (legacy accepts `{}`).
+    The modern envelope and the MRTR fields go; `progress_token`, if given, replaces the
+    request's own `_meta.progressToken` (the bridge's token stands for the client's, §9.3);
+    a `completion/complete` (`method`) loses the `context` argument 2025-06-18 added.
+    One copy of params and one of `_meta`, whatever changes: this runs on every request.
     """
     if params is None:
-        return None
+        return None if progress_token is None else {"_meta": {"progressToken": progress_token}}
     new_params = {k: v for k, v in params.items() if k not in MRTR_PARAMS}
     if isinstance(new_params.get("_meta"), dict):
-        drop_meta_keys(new_params, drop)
+        drop_meta_keys(new_params, ENVELOPE_KEYS if progress_token is None else _REPLACED)
+    if progress_token is not None:
+        meta = new_params.get("_meta")
+        if isinstance(meta, dict):
+            meta["progressToken"] = progress_token  # the copy drop_meta_keys made
+        else:
+            new_params["_meta"] = {"progressToken": progress_token}
+    if method == "completion/complete" and version < "2025-06-18":
+        new_params.pop("context", None)  # TRANSLATION.md §10.2
     return new_params
 
 
@@ -84,11 +103,14 @@ def build_request(
     client_info: dict[str, Any] | None = None,
     client_capabilities: dict[str, Any] | None = None,
     log_level: str | None = None,
+    version: str = LATEST_LEGACY_VERSION,
+    progress_token: str | int | None = None,
 ) -> dict[str, Any]:
-    """A request that a server will classify into `era`.
+    """A request that a server will classify into `era`; `params` are not changed.
 
     modern: `params._meta` carries protocol version, capabilities ({} if none given), client
-    info and log level. legacy: the envelope and MRTR fields are stripped.
+    info and log level (`stamp_envelope`). legacy: params as `legacy_context` makes them for
+    revision `version`, with `progress_token` in place of the request's own.
     """
     if era == "modern":
         new_params: dict[str, Any] | None = stamp_envelope(
@@ -98,8 +120,8 @@ def build_request(
             log_level=log_level,
         )
     else:
-        new_params = strip_envelope(params)
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
-    if new_params is not None:
-        message["params"] = new_params
-    return message
+        new_params = legacy_context(params, method=method, version=version,
+                                    progress_token=progress_token)
+    if new_params is None:
+        return {"jsonrpc": "2.0", "id": id, "method": method}
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": new_params}

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
+from bridge.core.codec import RawNumber
+
 Era = Literal["legacy", "modern"]
 
 MODERN_PROTOCOL_VERSION: Final = "2026-07-28"
@@ -54,6 +56,19 @@ LOG_LEVELS: Final = (
 LOG_SEVERITY: Final = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 
 
+def is_log_level(value: Any) -> bool:
+    """Whether `value` is one of the eight syslog level names (logging.mdx)."""
+    return isinstance(value, str) and value in LOG_SEVERITY
+
+
+_TOKEN_TYPES: Final = (str, int, float, RawNumber)
+
+
+def is_progress_token(value: Any) -> bool:
+    """ProgressToken is a string or a number (basic/utilities/progress.mdx); a bool is neither."""
+    return isinstance(value, _TOKEN_TYPES) and not isinstance(value, bool)
+
+
 def is_modern_error(error: Any) -> bool:
     """True for an error only a modern server sends: a recognized code with its data shape.
 
@@ -82,27 +97,19 @@ def request_version(message: Any) -> str | None:
     return version if isinstance(version, str) else None
 
 
-def detect_era(message: Any) -> Era:
-    """The era a client's first message reveals: `initialize` is legacy, a `_meta` version modern.
-
-    Anything else (a bare `tools/list`, a ping) is taken as legacy: only a modern request
-    can prove modernity, because only it carries the version (basic/versioning.mdx).
-    """
-    if request_version(message) is not None:
-        return "modern"
-    return "legacy"
-
-
-def legacy_request(version: str | None, request: Any) -> str | None:
+def legacy_request(version: str, request: Any) -> str | None:
     """The legacy revision `request` was made under, or None if it is not a legacy request.
 
-    `version` is the revision negotiated by `initialize` (None before it). An `initialize`
-    names its own revision; a request carrying the modern `_meta` version is never legacy.
+    A request carrying the modern `_meta` version is modern; any other is legacy, since only
+    a modern request can prove modernity (basic/versioning.mdx). An `initialize` names its own
+    revision; any other request is made under `version`, the session's (the one `initialize`
+    negotiated, or before it the one assumed).
     """
     if not isinstance(request, dict) or request_version(request) is not None:
         return None
     if request.get("method") == "initialize":
         params = request.get("params")
         asked = params.get("protocolVersion") if isinstance(params, dict) else None
-        return asked if isinstance(asked, str) else None
+        if isinstance(asked, str):
+            return asked
     return version

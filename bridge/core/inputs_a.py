@@ -10,9 +10,9 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from bridge.core.capabilities import declares, input_capability
-from bridge.core.downgrade import result_for_legacy
 from bridge.core.eras import INTERNAL_ERROR
 from bridge.core.events import CLIENT, SERVER
+from bridge.core.normalize import normalize_result
 from bridge.core.router import Pending
 
 if TYPE_CHECKING:
@@ -92,8 +92,8 @@ class InputLoop:
             self._on_input_required(call, result)
         elif kind == "complete":
             self._finish(call)
-            self.ctx.reply(CLIENT, call.origin_id,
-                           result_for_legacy(result, call.method, self.mode.version))
+            self.ctx.reply(CLIENT, call.origin_id, normalize_result(
+                result, to_era="legacy", method=call.method, version=self.mode.version))
         else:
             self._fail(call, f"the server answered with unknown resultType {kind!r}")
 
@@ -148,7 +148,7 @@ class InputLoop:
     def _gate(self, request: Any) -> str | None:
         """Why the legacy client cannot be asked this, if it cannot (mrtr.mdx, §5.6)."""
         method = request.get("method") if isinstance(request, dict) else None
-        if method not in INPUT_METHODS:
+        if not isinstance(method, str) or method not in INPUT_METHODS:
             return f"{method!r} is not an input request"
         params = request.get("params")
         if params is not None and not isinstance(params, dict):
@@ -169,6 +169,7 @@ class InputLoop:
             return False
         if method == "elicitation/create":
             url = params.get("url") if params.get("mode") == "url" else None
+            url = url if isinstance(url, str) else None
             if url is not None and url in previous:
                 # §5.9: the user already consented to this URL last round; do not ask again.
                 call.answers[key] = call.last_urls[url] = previous[url]
@@ -194,8 +195,11 @@ class InputLoop:
     def _legacy_sampling(self, params: Message) -> Message:
         if self.mode.version >= "2025-11-25":
             return params
+        given = params.get("messages")
+        if not isinstance(given, list):
+            return params
         messages = []
-        for message in params.get("messages") or []:
+        for message in given:
             content = message.get("content") if isinstance(message, dict) else None
             if isinstance(content, list) and len(content) == 1:
                 message = {**message, "content": content[0]}  # arrays arrived in 2025-11-25
@@ -260,8 +264,8 @@ class InputLoop:
             params["inputResponses"] = call.answers
         if call.request_state is not None:  # echoed byte for byte, and only if sent (§11.2)
             params["requestState"] = call.request_state
-        call.server_id = self.router.issue(SERVER, call.method, self.mode.envelope(params),
-                                           "round", data=call, origin_id=call.origin_id)
+        request = self.mode.modern_request(call.origin_id, call.method, params)
+        call.server_id = self.router.forward(SERVER, request, "round", data=call)
 
     def _retry_later(self, call: Call) -> None:
         first, largest = self.ctx.config.mrtr_backoff

@@ -21,6 +21,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from bridge.core.capabilities import declares, input_capability
+from bridge.core.envelope import build_request
 from bridge.core.eras import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -34,7 +35,7 @@ from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.request_meta import RequestMeta
 from bridge.core.request_state import expired, request_digest, seal, unseal
 from bridge.core.roots_b import FENCE, REASK, SETTLE, Roots
-from bridge.core.router import Pending
+from bridge.core.router import BRIDGE, Pending
 
 if TYPE_CHECKING:
     from bridge.core.mode_b import ModeB
@@ -155,7 +156,8 @@ class Inputs:
 
     def forget_round(self, request_id: Any) -> None:
         """A new request reuses `request_id`: it no longer names an earlier round."""
-        self.rounds.pop(typed(request_id), None)
+        if self.rounds:  # most requests arrive while no call is between rounds
+            self.rounds.pop(typed(request_id), None)
 
     def _pump(self) -> None:
         """Start queued calls in order while attribution stays unambiguous."""
@@ -177,9 +179,12 @@ class Inputs:
         # only if the client asked for progress: the server sees nothing it was not sent).
         if call.meta.progress_token is not None:
             call.token = self.mode.track_progress(call)
-        params = self.mode.legacy_params(call.method, call.params, call.token)
+        # Sent as mode B forwards any request; the router gives it its id, and no client id
+        # is its origin: the call's rounds change owner (call.owner).
+        request = build_request(call.key, call.method, call.params, era="legacy",
+                                version=self.mode.version, progress_token=call.token)
         self.mode.prepare_logs(call.meta)
-        call.legacy_id = self.router.issue(SERVER, call.method, params, "call", call)
+        call.legacy_id = self.router.forward(SERVER, request, "call", call, origin_id=BRIDGE)
         self.ctx.debug("request.forwarded", method=call.method, client_id=call.owner,
                        server_id=call.legacy_id, exclusive=call.exclusive)
 
@@ -572,6 +577,8 @@ class Inputs:
         self._pump()
 
     def _abandon_questions(self, call: Call, reason: str) -> None:
+        if not call.questions:
+            return  # most calls never ask anything
         for question in list(call.questions.values()):
             self._forget(call, question)
             if question.legacy_id is None:
@@ -596,8 +603,9 @@ class Inputs:
         for round_id in call.round_ids:
             if self.rounds.get(round_id) is call:
                 del self.rounds[round_id]
-        for question in list(call.questions.values()):
-            self._forget(call, question)
+        if call.questions:
+            for question in list(call.questions.values()):
+                self._forget(call, question)
         if call.timed:
             for timer in ("park", "parked", "url"):
                 self.ctx.cancel_timer(("mrtr", timer, call.key))

@@ -115,7 +115,7 @@ class Listener:
         waiters, stream.waiters = stream.waiters, []
         if isinstance(uris, list) and stream.uri in uris:
             for waiter in waiters:
-                self.ctx.reply(CLIENT, waiter, {})
+                self.ctx.reply(CLIENT, waiter, self.mode.local_result("resources/subscribe"))
             return
         self._drop(stream)
         # The listen request stays open on the server though it carries nothing: end it.
@@ -136,7 +136,8 @@ class Listener:
         elif uri in self.by_uri:
             stream = self.by_uri[uri]
             if stream.acked:
-                self.ctx.reply(CLIENT, message["id"], {})  # subscribing twice changes nothing
+                # Subscribing twice changes nothing.
+                self.ctx.reply(CLIENT, message["id"], self.mode.local_result("resources/subscribe"))
             else:
                 stream.waiters.append(message["id"])
         else:
@@ -156,7 +157,7 @@ class Listener:
             # to be re-opened) is not cancelled: only requests in progress may be.
             self._cancel(stream)
             self._drop(stream)
-        self.ctx.reply(CLIENT, message["id"], {})
+        self.ctx.reply(CLIENT, message["id"], self.mode.local_result("resources/unsubscribe"))
 
     def _drop(self, stream: Stream) -> None:
         if stream.uri is not None:
@@ -179,7 +180,8 @@ class Listener:
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         if method == "notifications/cancelled":
-            stream = self.by_id.get(params.get("requestId"))  # type: ignore[arg-type]
+            target = params.get("requestId")
+            stream = self.by_id.get(target) if isinstance(target, str) else None
             if stream is not None:
                 self.mode.router.pending[SERVER].pop(stream.id or "", None)
                 self._ended(stream)
@@ -263,6 +265,18 @@ class Listener:
         else:
             # A re-open of a stream the client counts on: try again later, with back-off.
             self._ended(stream)
+
+    def busy(self) -> bool:
+        """Whether a resources/subscribe still waits for its stream's acknowledgement."""
+        return any(stream.waiters for stream in self.by_uri.values())
+
+    def fail_all(self, reason: str) -> None:
+        """Shutdown: every resources/subscribe still waiting is answered with an error."""
+        for stream in self.by_uri.values():
+            waiters, stream.waiters = stream.waiters, []
+            for waiter in waiters:
+                self.ctx.reply_error(CLIENT, waiter, INTERNAL_ERROR, reason,
+                                     {"source": "mcp-rosetta"})
 
 
 def _name(stream: Stream) -> str:

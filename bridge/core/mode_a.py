@@ -12,8 +12,8 @@ from typing import Any
 
 from bridge.core.capabilities import client_caps_to_modern
 from bridge.core.context import Context
-from bridge.core.downgrade import progress_for_legacy, result_for_legacy
-from bridge.core.envelope import stamp_envelope
+from bridge.core.downgrade import progress_for_legacy
+from bridge.core.envelope import build_request, stamp_envelope
 from bridge.core.eras import (
     BATCHING_VERSION,
     INTERNAL_ERROR,
@@ -26,13 +26,16 @@ from bridge.core.eras import (
     METHOD_NOT_FOUND,
     MODERN_PROTOCOL_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
+    is_log_level,
+    is_progress_token,
 )
 from bridge.core.events import CLIENT, SERVER
-from bridge.core.handshake import initialize_result
+from bridge.core.handshake import legacy_result
 from bridge.core.inputs_a import ELIGIBLE, InputLoop
 from bridge.core.jsonrpc import Inbound
 from bridge.core.listen_a import Listener
-from bridge.core.probe import Probe
+from bridge.core.normalize import normalize_result
+from bridge.core.probe import Probe, is_discover_result
 from bridge.core.router import Pending, Router
 
 Message = dict[str, Any]
@@ -86,6 +89,18 @@ class ModeA:
         return stamp_envelope(params, client_capabilities=self.client_caps,
                               client_info=self.client_info, log_level=self.log_level)
 
+    def modern_request(self, id: Any, method: str, params: Message | None) -> Message:
+        """The client's request as the modern server needs it: the envelope stamped on."""
+        return build_request(id, method, params, era="modern", client_info=self.client_info,
+                             client_capabilities=self.client_caps, log_level=self.log_level)
+
+    def local_result(self, method: str) -> Message:
+        """The result of a request the modern era removed, answered here (§4.1)."""
+        result = legacy_result(self.discover or {}, method, self.version,
+                               self.ctx.config.bridge_info)
+        assert result is not None, method  # only those methods are answered here
+        return result
+
     # From the client ----------------------------------------------------------------------
 
     def on_client(self, inbound: Inbound) -> None:
@@ -113,13 +128,13 @@ class ModeA:
 
     def forward(self, message: Message) -> None:
         params = message.get("params")
-        message["params"] = self.envelope(params)
         token = _progress_token(params)
         if token is not None:
             # Only tokens of live requests may carry progress to the client: once a request
             # ends or is cancelled, nothing more for it reaches the client (stdio.mdx).
             self.progress_seen.setdefault((type(token), token), float("-inf"))
-        self.router.forward(SERVER, message, data=(params, token, False))
+        self.router.forward(SERVER, self.modern_request(message["id"], message["method"], params),
+                            data=(params, token, False))
 
     def _on_client_notification(self, message: Message) -> None:
         method = message["method"]
@@ -139,7 +154,8 @@ class ModeA:
             return
         bid = self.router.find(SERVER, request_id)
         if bid is not None:
-            row = self.router.cancel(SERVER, bid, params.get("reason"))
+            reason = params.get("reason")
+            row = self.router.cancel(SERVER, bid, reason if isinstance(reason, str) else None)
             if row is not None:
                 self._forget_progress(row)
 
@@ -169,7 +185,7 @@ class ModeA:
     def _unservable(self, asked: Any) -> tuple[str, Any] | None:
         """Why the server cannot be offered to a legacy client at all, if it cannot."""
         if self.discover is None:
-            supported = (self.probe_error or {}).get("data", {}).get("supported")
+            supported = _supported_versions(self.probe_error)
             return (f"mcp-rosetta: the server speaks only protocol versions {supported}; "
                     f"mcp-rosetta speaks {MODERN_PROTOCOL_VERSION} to it",
                     {"supported": list(LEGACY_PROTOCOL_VERSIONS), "requested": asked,
@@ -184,11 +200,8 @@ class ModeA:
 
     def answer_initialize(self) -> None:
         """Reply to the pending initialize, with exactly the capabilities deliverable."""
-        result = initialize_result(self.discover or {}, self.version, self.ctx.config.bridge_info)
+        result = self.local_result("initialize")
         self.listener.advertise(result["capabilities"])
-        # The bridge serves logging/setLevel itself (it stamps the level on every request),
-        # so it can offer logging even when the server emits logs without declaring it.
-        result["capabilities"].setdefault("logging", {})
         self.ctx.reply(CLIENT, self.initialize_id, result)
         self.ctx.log("info", "client.initialized", mode="A", version=self.version,
                      client=(self.client_info or {}).get("name"))
@@ -196,17 +209,17 @@ class ModeA:
         self.initialized = True
 
     def _ping(self, message: Message) -> None:
-        self.ctx.reply(CLIENT, message["id"], {})
+        self.ctx.reply(CLIENT, message["id"], self.local_result("ping"))
 
     def _set_level(self, message: Message) -> None:
         level = (message.get("params") or {}).get("level")
-        if level not in LOG_SEVERITY:
+        if not is_log_level(level):
             self.ctx.reply_error(CLIENT, message["id"], INVALID_PARAMS,
                                  f"Invalid log level: {level!r}")
         else:
             # logging.mdx (2026-07-28): the level rides on each request from now on.
             self.log_level = level
-            self.ctx.reply(CLIENT, message["id"], {})
+            self.ctx.reply(CLIENT, message["id"], self.local_result("logging/setLevel"))
 
     # From the server ----------------------------------------------------------------------
 
@@ -256,7 +269,8 @@ class ModeA:
             return
         token = params.get("progressToken")
         value = params.get("progress")
-        if not isinstance(value, int | float) or isinstance(value, bool):
+        if not is_progress_token(token) or not isinstance(value, int | float) \
+                or isinstance(value, bool):
             return
         key = (type(token), token)
         last = self.progress_seen.get(key)
@@ -271,28 +285,28 @@ class ModeA:
             self.progress_seen.pop((type(token), token), None)
 
     def _forget_progress(self, row: Pending) -> None:
-        if isinstance(row.data, tuple):
-            self.forget_progress_token(row.data[1])
+        data = row.data
+        if isinstance(data, tuple) and data[1] is not None:  # most requests want no progress
+            self.forget_progress_token(data[1])
 
     def _on_forward_answer(self, row: Pending, message: Message) -> None:
-        self.ctx.cancel_timer(("timeout", message["id"]))
         result = message.get("result")
-        if result is not None and result.get("resultType") == "input_required" \
-                and row.method in ELIGIBLE:
+        kind = result.get("resultType", "complete") if result is not None else None
+        if kind == "input_required" and row.method in ELIGIBLE and result is not None:
             self.inputs.begin(row, result)  # progress keeps its high-water mark over rounds
             return
         self._forget_progress(row)
         if result is None:
             self.relay_error(row, message)
             return
-        kind = result.get("resultType", "complete")
         if kind != "complete":
             # input_required only answers tools/call, resources/read, prompts/get (mrtr.mdx).
             self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR,
                                  f"mcp-rosetta: the server answered {row.method} with "
                                  f"resultType {kind!r}, which this method cannot carry")
             return
-        message["result"] = result_for_legacy(result, row.method, self.version)
+        message["result"] = normalize_result(result, to_era="legacy", method=row.method,
+                                             version=self.version)
         message["id"] = row.origin_id
         self.ctx.send(CLIENT, message)
 
@@ -308,12 +322,11 @@ class ModeA:
     def _retry_version(self, row: Pending, error: Message) -> bool:
         """-32022 mid-session: rediscover, and retry once if our version is still there."""
         self.router.issue(SERVER, "server/discover", self.envelope(None), "discover")
-        supported = (error.get("data") or {}).get("supported") or []
+        supported = _supported_versions(error)
         params, token, retried = row.data if isinstance(row.data, tuple) else (None, None, True)
         if MODERN_PROTOCOL_VERSION in supported and not retried:
-            message = {"jsonrpc": "2.0", "id": row.origin_id, "method": row.method,
-                       "params": self.envelope(params)}
-            self.router.forward(SERVER, message, data=(params, token, True))
+            self.router.forward(SERVER, self.modern_request(row.origin_id, row.method, params),
+                                data=(params, token, True))
             return True
         self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR,
                              f"mcp-rosetta: the server no longer supports "
@@ -323,7 +336,7 @@ class ModeA:
 
     def _on_rediscover(self, row: Pending, message: Message) -> None:
         result = message.get("result")
-        if isinstance(result, dict) and "supportedVersions" in result:
+        if is_discover_result(result):
             self.discover = result
             self.ctx.log("info", "server.rediscovered", versions=result["supportedVersions"])
 
@@ -340,11 +353,13 @@ class ModeA:
             self.listener.on_timer(key)
 
     def busy(self) -> bool:
-        return self.initialize_id is not None or bool(self.inputs.calls) or self.router.busy()
+        return self.initialize_id is not None or bool(self.inputs.calls) or self.router.busy() \
+            or self.listener.busy()
 
     def fail_pending(self, reason: str) -> None:
         self.router.fail_all(reason)
         self.inputs.fail_all(reason)
+        self.listener.fail_all(reason)
         if self.initialize_id is not None:
             self.ctx.reply_error(CLIENT, self.initialize_id, INTERNAL_ERROR, reason)
             self.initialize_id = None
@@ -352,7 +367,17 @@ class ModeA:
 
 def _progress_token(params: Any) -> Any:
     meta = params.get("_meta") if isinstance(params, dict) else None
-    return meta.get("progressToken") if isinstance(meta, dict) else None
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    return token if token is not None and is_progress_token(token) else None
+
+
+def _supported_versions(error: Any) -> list[str]:
+    """The versions an UnsupportedProtocolVersion error names as supported; [] if none."""
+    data = error.get("data") if isinstance(error, dict) else None
+    supported = data.get("supported") if isinstance(data, dict) else None
+    if isinstance(supported, list) and all(isinstance(v, str) for v in supported):
+        return supported
+    return []
 
 
 def _means_not_found(error: Message) -> bool:

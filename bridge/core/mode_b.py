@@ -13,10 +13,9 @@ from typing import Any
 
 from bridge.core.capabilities import server_caps_to_modern
 from bridge.core.context import Context
-from bridge.core.envelope import strip_envelope
+from bridge.core.envelope import build_request
 from bridge.core.eras import (
     BATCHING_VERSION,
-    ENVELOPE_KEYS,
     INTERNAL_ERROR,
     LATEST_LEGACY_VERSION,
     LEGACY_PROTOCOL_VERSIONS,
@@ -29,10 +28,11 @@ from bridge.core.inputs_b import ELIGIBLE, INPUT_METHODS, Inputs
 from bridge.core.jsonrpc import Inbound, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.listen_b import Listener
+from bridge.core.normalize import normalize_result
 from bridge.core.probe import Probe
 from bridge.core.request_meta import RequestMeta, read_meta, usable_info
 from bridge.core.router import Pending, Router
-from bridge.core.upgrade import error_for_modern, result_for_modern, with_server_info
+from bridge.core.upgrade import error_for_modern, with_server_info
 
 Message = dict[str, Any]
 
@@ -49,9 +49,6 @@ REMOVED_METHODS = frozenset({"initialize", "ping", "logging/setLevel", "resource
                              "resources/unsubscribe"})
 CACHE_SCOPE = "private"  # caching.mdx: the safe scope when nothing says a result is public
 HANDSHAKE = ("handshake",)
-# The client's progressToken is replaced by the bridge's own (§9.3), in the same pass that
-# strips the envelope.
-_NOT_FOR_LEGACY = ENVELOPE_KEYS | {"progressToken"}
 NEW, INITIALIZING, SETTLING, READY, FAILED = "new", "initializing", "settling", "ready", "failed"
 
 
@@ -157,19 +154,11 @@ class ModeB:
         flight = Flight(meta)
         if meta.progress_token is not None:
             flight.token = self.track_progress(flight)
-        method = message["method"]
-        params = self.legacy_params(method, message.get("params"), flight.token)
         self.prepare_logs(meta)
-        self.router.forward(SERVER, {"jsonrpc": "2.0", "id": message["id"], "method": method,
-                                     "params": params}, "forward", flight)
-
-    def legacy_params(self, method: str, params: Message | None, token: str | None) -> Message:
-        """Params for the legacy server: no envelope, no MRTR fields, the bridge's token."""
-        out = strip_envelope(params, _NOT_FOR_LEGACY) or {}
-        if token is not None:
-            out["_meta"] = {**out.get("_meta", {}), "progressToken": token}
-        shape = _LEGACY_PARAMS.get(method)
-        return shape(out, self.version) if shape is not None else out
+        # The legacy server gets no envelope, no MRTR fields, and the bridge's token (§9.3).
+        request = build_request(message["id"], message["method"], message.get("params"),
+                                era="legacy", version=self.version, progress_token=flight.token)
+        self.router.forward(SERVER, request, "forward", flight)
 
     def _cancel(self, params: Message) -> None:
         request_id = params.get("requestId")
@@ -281,8 +270,8 @@ class ModeB:
         if shape is not None:
             result = shape(result)
         ttl = 0 if retried else self.ctx.config.cache_ttl_ms
-        return result_for_modern(result, method, server_info=self.server_info, ttl_ms=ttl,
-                                 cache_scope=CACHE_SCOPE)
+        return normalize_result(result, to_era="modern", method=method,
+                                server_info=self.server_info, ttl_ms=ttl, cache_scope=CACHE_SCOPE)
 
     def with_server_info(self, result: Message) -> Message:
         return with_server_info(result, self.server_info)
@@ -293,7 +282,6 @@ class ModeB:
 
     def _on_forward_answer(self, row: Pending, message: Message) -> None:
         flight: Flight = row.data
-        self.ctx.cancel_timer(("timeout", message["id"]))
         self.untrack_progress(flight.token)
         if "error" in message:
             self.reply_error(row.origin_id, message["error"])
@@ -429,13 +417,6 @@ class ModeB:
                                  {"source": "mcp-rosetta"})
 
 
-def _completion_for(params: Message, version: str) -> Message:
-    # completion/complete `context` arrived in 2025-06-18 (TRANSLATION.md §10.2).
-    if version < "2025-06-18" and "context" in params:
-        return {k: v for k, v in params.items() if k != "context"}
-    return params
-
-
 def _tools_without_execution(result: Message) -> Message:
     # Tool.execution belongs to legacy tasks, which are not bridged (TRANSLATION.md §4.3).
     tools = result.get("tools")
@@ -447,9 +428,6 @@ def _tools_without_execution(result: Message) -> Message:
     return {**result, "tools": stripped}
 
 
-_LEGACY_PARAMS: dict[str, Callable[[Message, str], Message]] = {
-    "completion/complete": _completion_for,
-}
 _MODERN_RESULTS: dict[str, Callable[[Message], Message]] = {
     "tools/list": _tools_without_execution,
 }

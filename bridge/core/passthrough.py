@@ -75,7 +75,8 @@ class PassThrough:
         if type(meta) is not dict or META_SUBSCRIPTION_ID not in meta:
             return
         if row is None:
-            row = self.router.pending[SERVER].get(meta[META_SUBSCRIPTION_ID])
+            tag = meta[META_SUBSCRIPTION_ID]
+            row = self.router.pending[SERVER].get(tag) if isinstance(tag, str) else None
         if row is not None:
             params["_meta"] = {**meta, META_SUBSCRIPTION_ID: row.origin_id}
 

@@ -6,7 +6,7 @@ DiscoverResult (or the modern error) it got. Rules: stdio.mdx §Backward Compati
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from bridge.core.context import Context
 from bridge.core.envelope import build_request
@@ -15,7 +15,7 @@ from bridge.core.events import SERVER
 from bridge.core.jsonrpc import Inbound
 
 
-def is_discover_result(result: Any) -> bool:
+def is_discover_result(result: Any) -> TypeGuard[dict[str, Any]]:
     versions = result.get("supportedVersions") if isinstance(result, dict) else None
     return isinstance(versions, list) and all(isinstance(v, str) for v in versions)
 

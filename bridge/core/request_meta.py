@@ -10,13 +10,14 @@ from typing import Any
 
 from bridge.core.eras import (
     INVALID_PARAMS,
-    LOG_SEVERITY,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
+    is_log_level,
+    is_progress_token,
 )
 
 Message = dict[str, Any]
@@ -75,16 +76,12 @@ def _read_fields(meta: Message) -> RequestMeta | Refusal:
     if info is not None and not isinstance(info, dict):
         return Refusal(INVALID_PARAMS, f"{META_CLIENT_INFO} must be an Implementation object")
     level = meta.get(META_LOG_LEVEL)
-    if level is not None and level not in LOG_SEVERITY:
+    if level is not None and not is_log_level(level):
         return Refusal(INVALID_PARAMS, f"Invalid log level: {level!r}")
     token = meta.get("progressToken")
-    if token is not None and not _is_progress_token(token):
+    if token is not None and not is_progress_token(token):
         return Refusal(INVALID_PARAMS, "progressToken must be a string or a number")
     return RequestMeta(caps, info, level, token)
-
-
-def _is_progress_token(token: Any) -> bool:
-    return isinstance(token, str | int | float) and not isinstance(token, bool)
 
 
 def usable_info(info: Message | None) -> bool:

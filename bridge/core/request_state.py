@@ -18,6 +18,8 @@ import hmac
 import json
 from typing import Any
 
+from bridge.core.codec import RawNumber
+
 PREFIX = "rs1."
 _LABEL = b"mcp-rosetta requestState v1\x00"
 # Fields that ride beside a retried request's own params and so are not part of its identity.
@@ -29,8 +31,15 @@ def request_digest(method: str, params: Any) -> str:
     salient = {k: v for k, v in params.items() if k not in _NOT_SALIENT} \
         if isinstance(params, dict) else {}
     canonical = json.dumps([method, salient], sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=True)
+                           ensure_ascii=True, default=_number_text)
     return _b64(hashlib.sha256(canonical.encode("ascii")).digest())
+
+
+def _number_text(value: Any) -> str:
+    if type(value) is RawNumber:
+        text: str = value.text  # a number Python does not hold, compared by its digits
+        return text
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def seal(secret: bytes, *, key: str, nonce: str, digest: str, expires: float) -> str:

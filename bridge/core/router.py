@@ -37,23 +37,26 @@ def other(side: Side) -> Side:
 class Router:
     """Rows keyed by the id the bridge used toward each side."""
 
-    __slots__ = ("ctx", "pending")
+    __slots__ = ("ctx", "pending", "timed")
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.pending: dict[Side, dict[str, Pending]] = {CLIENT: {}, SERVER: {}}
+        self.timed = ctx.config.request_timeout > 0  # forwarded requests get a timeout
 
     def forward(
-        self, to: Side, message: dict[str, Any], purpose: str = "forward", data: Any = None
+        self, to: Side, message: dict[str, Any], purpose: str = "forward", data: Any = None,
+        origin_id: Any = None,
     ) -> str:
-        """Send a peer's request on to `to` under a fresh id; the row remembers the original."""
+        """Send a peer's request on to `to` under a fresh id; the row remembers who waits for
+        the answer: the id the request came with, unless `origin_id` names another."""
         bid = self.ctx.mint_id()
-        self.pending[to][bid] = Pending(message["id"], message["method"], purpose, data)
+        origin = message["id"] if origin_id is None else origin_id
+        self.pending[to][bid] = Pending(origin, message["method"], purpose, data)
         message["id"] = bid
         self.ctx.send(to, message)
-        timeout = self.ctx.config.request_timeout
-        if timeout > 0 and to == SERVER and purpose == "forward":
-            self.ctx.schedule(("timeout", bid), timeout)
+        if self.timed and to == SERVER and purpose == "forward":
+            self.ctx.schedule(("timeout", bid), self.ctx.config.request_timeout)
         return bid
 
     def issue(
@@ -75,12 +78,14 @@ class Router:
         return bid
 
     def take(self, side: Side, message: dict[str, Any]) -> Pending | None:
-        """The row a response from `side` answers, removed; None (logged) if unknown."""
-        row = (
-            self.pending[side].pop(message["id"], None) if isinstance(message["id"], str) else None
-        )
+        """The row a response from `side` answers, removed with its timeout; None (logged) if
+        unknown."""
+        bid = message["id"]
+        row = self.pending[side].pop(bid, None) if isinstance(bid, str) else None
         if row is None:
-            self.ctx.log("warning", "response.unmatched", side=side, id=message["id"])
+            self.ctx.log("warning", "response.unmatched", side=side, id=bid)
+        elif self.timed and row.purpose == "forward":
+            self.ctx.cancel_timer(("timeout", bid))
         return row
 
     def find(self, to: Side, origin_id: Any) -> str | None:

@@ -23,7 +23,7 @@ CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resourc
 _MCP_RESERVED = range(-32099, -32019)
 
 
-def result_for_modern(result: dict[str, Any], method: str | None, *,
+def result_for_modern(result: dict[str, Any], method: str | None,
                       server_info: dict[str, Any] | None = None, ttl_ms: int = 0,
                       cache_scope: str = "private") -> dict[str, Any]:
     """A legacy result as a modern server sends it: resultType, cache hints, serverInfo."""

@@ -20,6 +20,7 @@ from bridge.core.events import (
     ChildStarted,
     Log,
     MessageReceived,
+    MessageTooLarge,
     PeerClosed,
     Send,
     ShutdownRequested,
@@ -70,6 +71,10 @@ class Harness:
     def server(self, message: Any) -> list[Action]:
         raw = message if isinstance(message, bytes) else encode(message).rstrip(b"\n")
         return self._run(MessageReceived("server", raw))
+
+    def too_large(self, side: str, head: bytes, limit: int = 1024) -> list[Action]:
+        """`side` wrote a line longer than `limit` bytes that began with `head`."""
+        return self._run(MessageTooLarge(side, head, limit))  # type: ignore[arg-type]
 
     def advance(self, seconds: float) -> list[Action]:
         self.now += seconds
@@ -125,6 +130,28 @@ def mode_a(version: str = "2025-11-25", caps: Message | None = None,
     assert len(to_client) == 1 and "result" in to_client[0], to_client
     h.client({"jsonrpc": "2.0", "method": "notifications/initialized"})
     return h, to_client[0]["result"]
+
+
+def legacy_pair(version: str = "2025-06-18") -> tuple[Harness, Message]:
+    """A bridge in mode P between legacy peers after initialize; returns it and the answer."""
+    h = Harness()
+    probe = one(h.start(), "server")
+    h.client(initialize(version))
+    forwarded = one(h.server(fail(probe, -32601, "Method not found")), "server")
+    reply = one(h.server(answer(forwarded, {"protocolVersion": version, "capabilities": {},
+                                            "serverInfo": {"name": "old", "version": "1"}})),
+                "client")
+    return h, reply
+
+
+def modern_pair() -> Harness:
+    """A bridge in mode P between modern peers, after a first request and its answer."""
+    h = Harness()
+    probe = one(h.start(), "server")
+    h.client(request("first", "ping", {"_meta": modern_meta()}))
+    forwarded = one(h.server(answer(probe, DISCOVER_RESULT)), "server")
+    one(h.server(answer(forwarded, {"resultType": "complete"})), "client")
+    return h
 
 
 def request(id: Any, method: str, params: Message | None = None) -> Message:

@@ -239,6 +239,23 @@ def test_subscribe_opens_a_per_uri_stream_and_is_answered_after_its_ack() -> Non
     assert sent(actions, "server") == []
 
 
+@pytest.mark.parametrize("stop", ["shutdown", "client closes"])
+def test_a_subscribe_still_waiting_for_its_stream_is_answered_when_the_bridge_stops(
+        stop: str) -> None:
+    h, _, _ = session()
+    listen = one(h.client(request(10, "resources/subscribe", {"uri": URI})), "server")
+    assert sent(h.server(closed(listen)), "client") == []  # ended before its ack: re-opened
+    if stop == "client closes":
+        assert quiet(h.close("client"))  # the client is still owed an answer
+        actions = h.advance(5)  # drain_timeout
+    else:
+        actions = h.shutdown()
+    reason = "the client closed its input" if stop == "client closes" \
+        else "mcp-rosetta is shutting down"
+    assert sent(actions, "client") == [{"jsonrpc": "2.0", "id": 10, "error": {
+        "code": -32603, "message": reason, "data": {"source": "mcp-rosetta"}}}]
+
+
 def test_updates_are_forwarded_only_for_subscribed_uris() -> None:
     h, session_listen, _ = session()
     listen = subscribed(h, URI)

@@ -413,7 +413,9 @@ def test_invalid_client_input_gets_an_error_not_a_crash() -> None:
     h, _ = mode_a()
     assert one(h.client(b"{oops"), "client")["error"]["code"] == -32700
     reply = one(h.client({"jsonrpc": "2.0", "id": 4, "method": "x", "params": [1]}), "client")
-    assert reply["id"] == 4 and reply["error"]["code"] == -32600
+    assert reply["id"] == 4 and reply["error"]["code"] == -32602  # MCP params are objects
+    reply = one(h.client({"jsonrpc": "2.0", "id": 5, "method": "x", "params": 1}), "client")
+    assert reply["id"] == 5 and reply["error"]["code"] == -32600  # not even JSON-RPC
 
 
 def test_client_eof_waits_for_the_answers_it_is_owed_then_stops() -> None:

@@ -6,24 +6,12 @@ from tests.core.harness import (
     DISCOVER_RESULT,
     Harness,
     answer,
-    fail,
-    initialize,
+    legacy_pair,
     modern_meta,
     one,
     request,
     sent,
 )
-
-
-def legacy_pair(version: str = "2025-06-18") -> tuple[Harness, dict]:
-    h = Harness()
-    probe = one(h.start(), "server")
-    h.client(initialize(version))
-    forwarded = one(h.server(fail(probe, -32601, "Method not found")), "server")
-    reply = one(h.server(answer(forwarded, {"protocolVersion": version, "capabilities": {},
-                                            "serverInfo": {"name": "old", "version": "1"}})),
-                "client")
-    return h, reply
 
 
 def test_legacy_pair_relays_the_handshake_untouched() -> None:

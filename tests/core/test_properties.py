@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bridge.core.codec import encode
-from tests.core.harness import DISCOVER_RESULT, Harness, answer, fail, mode_a, one, request, sent
+from tests.core.harness import answer, fail, mode_a, modern_pair, request, sent
 
 json_values = st.recursive(
     st.none()
@@ -80,7 +80,7 @@ def test_handle_never_raises_on_arbitrary_input(lines: list[tuple[str, Any]]) ->
 def test_every_request_gets_exactly_one_response_under_its_own_id(
     mode: str, calls: list[tuple[Any, str]], order: Any, outcome: list[bool]
 ) -> None:
-    h = mode_a()[0] if mode == "A" else _modern_pair()
+    h = mode_a()[0] if mode == "A" else modern_pair()
     replies: list[Any] = []
     in_flight: dict[str, Any] = {}
     for client_id, method in calls:
@@ -113,21 +113,3 @@ def test_every_request_gets_exactly_one_response_under_its_own_id(
     assert got == want
 
 
-def _modern_pair() -> Harness:
-    h = Harness()
-    probe = one(h.start(), "server")
-    h.client(
-        request(
-            "first",
-            "ping",
-            {
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                }
-            },
-        )
-    )
-    forwarded = one(h.server(answer(probe, DISCOVER_RESULT)), "server")
-    one(h.server(answer(forwarded, {"resultType": "complete"})), "client")
-    return h

@@ -1,12 +1,18 @@
-"""The public library API in bridge/protocol.py."""
+"""The public library API in bridge/protocol.py: the functions the bridge itself runs."""
 
 from __future__ import annotations
 
+import ast
 import json
+import pathlib
+from typing import Any
 
 import pytest
 
+import bridge
+import bridge.protocol
 from bridge.protocol import (
+    LATEST_LEGACY_VERSION,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
@@ -14,8 +20,6 @@ from bridge.protocol import (
     META_SERVER_INFO,
     MODERN_PROTOCOL_VERSION,
     build_request,
-    decline_input_response,
-    detect_era,
     format_message,
     is_modern_error,
     legacy_context,
@@ -26,14 +30,39 @@ from bridge.protocol import (
 )
 
 
+def _calls_in_the_bridge() -> set[str]:
+    """The names of every function the bridge's own modules call (the library excluded)."""
+    root = pathlib.Path(bridge.__file__).parent
+    names: set[str] = set()
+    for path in [*root.glob("core/*.py"), *root.glob("shell/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                names.add(func.id if isinstance(func, ast.Name) else getattr(func, "attr", ""))
+    return names
+
+
+def test_every_function_of_the_library_is_one_the_bridge_runs() -> None:
+    called = _calls_in_the_bridge()
+    functions = {name: getattr(bridge.protocol, name) for name in bridge.protocol.__all__
+                 if callable(getattr(bridge.protocol, name)) and name[0].islower()}
+    assert sorted(functions) == ["build_request", "format_message", "is_modern_error",
+                                 "legacy_context", "legacy_request", "legacy_result",
+                                 "normalize_result", "parse_inbound"]
+    for name, function in functions.items():
+        assert function.__module__.startswith("bridge.core."), name
+        assert function.__name__ in called, f"the bridge never calls {name}"
+
+
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
         (b"{not json", "not JSON"),
         (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', "batches need revision 2025-03-26"),
-        (b'{"jsonrpc":"2.0"}', "neither method nor id"),
+        (b'{"jsonrpc":"2.0"}', "neither method nor result nor error"),
         (b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}', "exactly one"),
-        (b'{"jsonrpc":"2.0","id":1}', "exactly one"),
+        (b'{"jsonrpc":"2.0","id":1}', "neither method nor result nor error"),
+        (b'{"jsonrpc":"2.0","result":{}}', "needs an id"),
         (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', "string or an integer"),
         (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', "string or an integer"),
         (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}', "params must be an object"),
@@ -60,7 +89,20 @@ def test_parse_inbound_kinds() -> None:
 
 def test_parse_inbound_keeps_the_id_of_an_invalid_request() -> None:
     inbound = parse_inbound(b'{"jsonrpc":"2.0","id":"x1","method":"a","params":"no"}')
-    assert (inbound.kind, inbound.id) == ("invalid", "x1")
+    assert (inbound.kind, inbound.id, inbound.code) == ("invalid", "x1", -32600)
+    inbound = parse_inbound(b'{"jsonrpc":"2.0","id":7}')
+    assert (inbound.kind, inbound.id, inbound.code) == ("invalid", 7, -32600)
+
+
+@pytest.mark.parametrize("line", [
+    b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}',
+    b'{"id":1,"result":{}}',
+    b'{"jsonrpc":"1.0","id":1,"error":{"code":1,"message":"x"}}',
+    b'{"jsonrpc":"2.0","id":1,"result":[]}',
+])
+def test_a_malformed_response_is_never_answered(line: bytes) -> None:
+    inbound = parse_inbound(line)
+    assert (inbound.kind, inbound.code) == ("invalid", None)
 
 
 def test_parse_inbound_batches_only_when_allowed() -> None:
@@ -122,6 +164,15 @@ def test_build_request_legacy_strips_envelope_and_mrtr_fields() -> None:
     assert "inputResponses" in params  # the input is not changed
 
 
+def test_build_request_legacy_gives_the_peer_another_progress_token() -> None:
+    params = {"name": "t", "_meta": {META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION,
+                                     "progressToken": 1, "traceparent": "00-ab"}}
+    request = build_request("a", "tools/call", params, era="legacy", progress_token="bridge-7")
+    assert request == {"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {
+        "name": "t", "_meta": {"traceparent": "00-ab", "progressToken": "bridge-7"}}}
+    assert params["_meta"]["progressToken"] == 1
+
+
 def test_normalize_result_to_legacy_strips_modern_fields() -> None:
     result = {
         "resultType": "complete",
@@ -169,13 +220,6 @@ def test_non_object_structured_content_never_reaches_a_legacy_client() -> None:
     assert out == {"content": [{"type": "text", "text": "[1,2]"}]}
 
 
-def test_decline_input_response() -> None:
-    assert decline_input_response({"method": "elicitation/create"}) == {"action": "decline"}
-    assert decline_input_response({"method": "roots/list"}) == {"roots": []}
-    assert decline_input_response({"method": "sampling/createMessage"}) is None
-    assert decline_input_response({"method": "other"}) is None
-
-
 def test_is_modern_error() -> None:
     assert is_modern_error(
         {"code": -32022, "message": "x", "data": {"supported": ["2026-07-28"], "requested": "1"}}
@@ -187,19 +231,19 @@ def test_is_modern_error() -> None:
     assert not is_modern_error(None)
 
 
-def test_detect_era_and_legacy_request() -> None:
-    modern = build_request(1, "tools/list", None, era="modern")
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-03-26"},
-    }
-    assert detect_era(modern) == "modern"
-    assert detect_era(init) == "legacy"
-    assert legacy_request(None, init) == "2025-03-26"
-    assert legacy_request("2025-06-18", {"method": "tools/list"}) == "2025-06-18"
-    assert legacy_request("2025-06-18", modern) is None
+@pytest.mark.parametrize(("request_", "revision"), [
+    ({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+      "params": {"protocolVersion": "2025-03-26"}}, "2025-03-26"),  # names its own
+    ({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+      "params": {"protocolVersion": ["2025-03-26"]}}, "2025-06-18"),  # names none usable
+    ({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, "2025-06-18"),
+    ({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": {}}}, "2025-06-18"),
+    (build_request(1, "tools/list", None, era="modern"), None),  # modern: never legacy
+    ("not a request", None),
+])
+def test_legacy_request_names_the_revision_a_request_was_made_under(
+        request_: Any, revision: str | None) -> None:
+    assert legacy_request("2025-06-18", request_) == revision
 
 
 def test_legacy_context_drops_completion_context_for_old_revisions() -> None:
@@ -209,10 +253,12 @@ def test_legacy_context_drops_completion_context_for_old_revisions() -> None:
         "context": {"arguments": {}},
         "_meta": {META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION},
     }
-    old = legacy_context(params, {"protocolVersion": "2025-03-26", "method": "completion/complete"})
+    old = legacy_context(params, method="completion/complete", version="2025-03-26")
     assert old == {"ref": {}, "argument": {}}
-    new = legacy_context(params, {"protocolVersion": "2025-06-18", "method": "completion/complete"})
+    new = legacy_context(params, method="completion/complete", version="2025-06-18")
     assert new == {"ref": {}, "argument": {}, "context": {"arguments": {}}}
+    assert legacy_context(None) is None
+    assert legacy_context(None, progress_token=3) == {"_meta": {"progressToken": 3}}
 
 
 def test_legacy_result_answers_removed_methods() -> None:
@@ -224,10 +270,15 @@ def test_legacy_result_answers_removed_methods() -> None:
         "cacheScope": "public",
     }
     init = legacy_result(discover, "initialize", "2025-06-18")
-    assert init is not None
-    assert init["protocolVersion"] == "2025-06-18"
-    assert init["capabilities"] == {"tools": {}}
-    assert legacy_result(discover, "ping", "2025-06-18") == {}
+    # logging is always offered: the bridge serves logging/setLevel itself.
+    assert init == {"protocolVersion": "2025-06-18",
+                    "capabilities": {"tools": {}, "logging": {}},
+                    "serverInfo": {"name": "mcp-rosetta", "version": bridge.__version__}}
+    named = legacy_result(discover, "initialize", LATEST_LEGACY_VERSION, {"name": "b",
+                                                                          "version": "2"})
+    assert named is not None and named["serverInfo"] == {"name": "b", "version": "2"}
+    for method in ("ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"):
+        assert legacy_result(discover, method, "2025-06-18") == {}
     assert legacy_result(discover, "tools/list", "2025-06-18") is None
 
 
