@@ -19,15 +19,18 @@ BRIDGE = object()
 
 
 class Pending:
-    """One request in flight: who asked (`origin_id`), what, and why (`purpose`, `data`)."""
+    """One request in flight: who asked (`origin_id`), what, and why (`purpose`, `data`),
+    and when it was sent (`sent`, the core's clock)."""
 
-    __slots__ = ("data", "method", "origin_id", "purpose")
+    __slots__ = ("data", "method", "origin_id", "purpose", "sent")
 
-    def __init__(self, origin_id: Any, method: str, purpose: str, data: Any = None) -> None:
+    def __init__(self, origin_id: Any, method: str, purpose: str, data: Any = None,
+                 sent: float = 0.0) -> None:
         self.origin_id = origin_id
         self.method = method
         self.purpose = purpose
         self.data = data
+        self.sent = sent
 
 
 def other(side: Side) -> Side:
@@ -50,13 +53,17 @@ class Router:
     ) -> str:
         """Send a peer's request on to `to` under a fresh id; the row remembers who waits for
         the answer: the id the request came with, unless `origin_id` names another."""
-        bid = self.ctx.mint_id()
+        ctx = self.ctx
+        bid = ctx.mint_id()
         origin = message["id"] if origin_id is None else origin_id
-        self.pending[to][bid] = Pending(origin, message["method"], purpose, data)
+        self.pending[to][bid] = Pending(origin, message["method"], purpose, data, ctx.now)
         message["id"] = bid
-        self.ctx.send(to, message)
+        ctx.send(to, message)
         if self.timed and to == SERVER and purpose == "forward":
-            self.ctx.schedule(("timeout", bid), self.ctx.config.request_timeout)
+            ctx.schedule(("timeout", bid), ctx.config.request_timeout)
+        if ctx.log_enabled:
+            ctx.debug("request.forwarded", to=to, method=message["method"], client_id=origin,
+                      server_id=bid, purpose=purpose)
         return bid
 
     def issue(
@@ -69,12 +76,14 @@ class Router:
         origin_id: Any = BRIDGE,
     ) -> str:
         """Send a request of the bridge's own making to `to`."""
-        bid = self.ctx.mint_id()
-        self.pending[to][bid] = Pending(origin_id, method, purpose, data)
+        ctx = self.ctx
+        bid = ctx.mint_id()
+        self.pending[to][bid] = Pending(origin_id, method, purpose, data, ctx.now)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": bid, "method": method}
         if params is not None:
             message["params"] = params
-        self.ctx.send(to, message)
+        ctx.send(to, message)
+        ctx.debug("request.issued", to=to, method=method, id=bid, purpose=purpose)
         return bid
 
     def take(self, side: Side, message: dict[str, Any]) -> Pending | None:
@@ -84,9 +93,18 @@ class Router:
         row = self.pending[side].pop(bid, None) if isinstance(bid, str) else None
         if row is None:
             self.ctx.log("warning", "response.unmatched", side=side, id=bid)
-        elif self.timed and row.purpose == "forward":
+            return None
+        if self.timed and row.purpose == "forward":
             self.ctx.cancel_timer(("timeout", bid))
+        if self.ctx.log_enabled:
+            self._matched(side, row, bid, "error" in message)
         return row
+
+    def _matched(self, side: Side, row: Pending, bid: str, failed: bool) -> None:
+        origin = None if row.origin_id is BRIDGE else row.origin_id
+        self.ctx.debug("response.matched", side=side, method=row.method, server_id=bid,
+                       client_id=origin, purpose=row.purpose, error=failed,
+                       elapsed_ms=round((self.ctx.now - row.sent) * 1000, 3))
 
     def find(self, to: Side, origin_id: Any) -> str | None:
         """The bridge id of the request `origin_id` made toward `to` (for cancellation).

@@ -440,3 +440,27 @@ def test_client_eof_drain_is_bounded() -> None:
 def test_client_eof_with_nothing_owed_stops_at_once() -> None:
     h, _ = mode_a()
     assert any(isinstance(a, Stop) and a.code == 0 for a in h.close("client"))
+
+
+def test_debug_logs_name_each_hop_of_a_call_with_its_time() -> None:
+    h, _ = mode_a(config=CoreConfig(debug_logs=True))
+    h.logs.clear()
+    forwarded = one(h.client(request(5, "tools/call", {"name": "slow"})), "server")
+    h.now += 0.25
+    h.server(answer(forwarded, {"content": []}))
+    hops = [(log.event, log.fields) for log in h.logs if log.level == "debug"]
+    assert hops == [
+        ("request.forwarded", {"to": "server", "method": "tools/call", "client_id": 5,
+                               "server_id": forwarded["id"], "purpose": "forward"}),
+        ("response.matched", {"side": "server", "method": "tools/call",
+                              "server_id": forwarded["id"], "client_id": 5,
+                              "purpose": "forward", "error": False, "elapsed_ms": 250.0}),
+    ]
+
+
+def test_without_debug_logs_a_call_logs_nothing() -> None:
+    h, _ = mode_a()
+    h.logs.clear()
+    forwarded = one(h.client(request(5, "tools/call", {"name": "slow"})), "server")
+    h.server(answer(forwarded, {"content": []}))
+    assert h.logs == []
