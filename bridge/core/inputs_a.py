@@ -339,7 +339,7 @@ class InputLoop:
         for call in calls:
             self._finish(call)
             self.ctx.reply_error(CLIENT, call.origin_id, INTERNAL_ERROR, reason,
-                                 data if data is not None else SOURCE)
+                                 {**(data or SOURCE), "method": call.method})
         for call in calls:
             self._withdraw_questions(call)
 

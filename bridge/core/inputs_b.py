@@ -622,7 +622,7 @@ class Inputs:
         for call in list(self.calls.values()):
             if call.owner is not None:
                 self.ctx.reply_error(CLIENT, call.owner, INTERNAL_ERROR, reason,
-                                     data if data is not None else SOURCE)
+                                     {**(data or SOURCE), "method": call.method})
             self._drop(call)
         self.holder = None
         self.shared = 0
