@@ -7,9 +7,10 @@ cancellation.mdx; TRANSLATION.md §6.4.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bridge.core.capabilities import LIST_CHANGES, has_flag
+from bridge.core.context import Context
 from bridge.core.envelope import stamp_envelope
 from bridge.core.eras import (
     INTERNAL_ERROR,
@@ -19,14 +20,27 @@ from bridge.core.eras import (
 )
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.jsonrpc import notification
-from bridge.core.router import SOURCE, Pending
-
-if TYPE_CHECKING:
-    from bridge.core.mode_a import ModeA
+from bridge.core.router import SOURCE, Pending, Router
 
 Message = dict[str, Any]
 
 SESSION = "session"  # the stream for list changes, as opposed to one per resource URI
+
+
+class Host(Protocol):
+    """What the listener needs of its mode: the modern server, the client it speaks for, and
+    the initialize that may be waiting on the session stream."""
+
+    ctx: Context
+    router: Router
+    client_caps: Message
+    client_info: Message | None
+    initialize_id: Any
+
+    @property
+    def server_caps(self) -> Message: ...
+    def answer_initialize(self) -> None: ...
+    def local_result(self, method: str) -> Message: ...
 
 
 class Stream:
@@ -48,7 +62,7 @@ class Stream:
 class Listener:
     """The session stream (list changes) and one stream per subscribed URI (no gaps)."""
 
-    def __init__(self, mode: ModeA) -> None:
+    def __init__(self, mode: Host) -> None:
         self.mode = mode
         self.ctx = mode.ctx
         self.session: Stream | None = None

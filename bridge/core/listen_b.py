@@ -7,9 +7,10 @@ stream asked for are dropped. Rules: subscriptions.mdx; TRANSLATION.md §6.5, §
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bridge.core.capabilities import LIST_CHANGES, has_flag
+from bridge.core.context import Context
 from bridge.core.eras import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -21,15 +22,21 @@ from bridge.core.handover import ListenStream, acknowledged_list_changes, announ
 from bridge.core.jsonrpc import is_request_id, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.request_meta import RequestMeta
-from bridge.core.router import Pending
-
-if TYPE_CHECKING:
-    from bridge.core.mode_b import ModeB
+from bridge.core.router import Pending, Router
 
 Message = dict[str, Any]
 
 UPDATED = "notifications/resources/updated"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+
+
+class Host(Protocol):
+    """What the listener needs of its mode: the legacy server it subscribes at."""
+
+    ctx: Context
+    router: Router
+    server_caps: Message
+    server_info: Message | None
 
 
 class Stream:
@@ -61,7 +68,7 @@ class Subscription:
 class Listener:
     """All open streams, and the reference-counted legacy subscriptions behind them."""
 
-    def __init__(self, mode: ModeB) -> None:
+    def __init__(self, mode: Host) -> None:
         self.mode = mode
         self.ctx = mode.ctx
         self.streams: dict[tuple[type, Any], Stream] = {}

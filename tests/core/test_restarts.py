@@ -52,6 +52,12 @@ def serving_a(config: CoreConfig | None = None) -> Harness:
     return mode_a(config=config)[0]
 
 
+def answer_probe(h: Harness, probe: Message | None) -> None:
+    """The new server is modern."""
+    assert probe is not None
+    h.server(answer(probe, DISCOVER_RESULT))
+
+
 # The requests in flight ---------------------------------------------------------------------
 
 
@@ -323,7 +329,10 @@ def test_mode_b_parked_calls_end_and_their_request_state_resumes_nothing() -> No
                                                 "requestedSchema": {"type": "object"}}))
     parked = one(h.advance(0.01), "client")["result"]
     assert parked["resultType"] == "input_required" and call["method"] == "tools/call"
-    h.exit_child(1)
+    assert one(h.client(modern(3, "tools/list")), "server")["method"] == "tools/list"
+    lost = one(h.exit_child(1), "client")  # the parked call has no request to answer
+    assert lost["id"] == 3 and lost["error"]["data"] == {
+        "source": "mcp-rosetta", "exitStatus": 1, "method": "tools/list"}
     probe = restarted(h)
     assert probe is not None
     h.client(modern(2, "tools/call", {"name": "login", "requestState": parked["requestState"],
@@ -336,7 +345,3 @@ def test_mode_b_parked_calls_end_and_their_request_state_resumes_nothing() -> No
     assert reply["error"]["code"] == -32602
     assert reply["error"]["data"] == {"reason": "ended"}
 
-
-def answer_probe(h: Harness, probe: Message | None) -> None:
-    assert probe is not None
-    h.server(answer(probe, DISCOVER_RESULT))

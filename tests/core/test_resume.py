@@ -45,7 +45,6 @@ from tests.core.test_listen_a import (
 
 Message = dict[str, Any]
 
-REFUSED = ("Method not found",)
 LEGACY_CAPS = {"tools": {"listChanged": True}, "resources": {"subscribe": True}, "logging": {}}
 LEGACY_SERVER_INFO = {"name": "old", "version": "1"}
 
@@ -66,6 +65,11 @@ def legacy_result(version: str = "2025-06-18", caps: Message | None = None) -> M
             "serverInfo": LEGACY_SERVER_INFO}
 
 
+def refused(probe: Message) -> Message:
+    """A legacy server's answer to the probe."""
+    return fail(probe, -32601, "Method not found")
+
+
 def lose_and_restart(h: Harness) -> Message:
     """The server exits; after the back-off a new one starts: its probe."""
     h.exit_child(1)
@@ -80,7 +84,7 @@ def legacy_client_of_legacy_server() -> Harness:
     h = Harness()
     probe = one(h.start(), "server")
     h.client(initialize("2025-06-18", caps={"roots": {}}))
-    forwarded = one(h.server(fail(probe, -32601, *REFUSED)), "server")
+    forwarded = one(h.server(refused(probe)), "server")
     one(h.server(answer(forwarded, legacy_result())), "client")
     one(h.client(note("notifications/initialized")), "server")
     for n, (method, params) in enumerate([
@@ -153,24 +157,22 @@ def test_mode_a_a_call_in_its_input_loop_fails_and_its_question_is_withdrawn() -
     assert failed["id"] == 7 and failed["error"]["data"]["exitStatus"] == 1
     assert withdrawn == note("notifications/cancelled", {"requestId": asked["id"],
                                                          "reason": "the call was cancelled"})
-    h.server(answer(restarted(h) or {}, DISCOVER_RESULT))
-    assert quiet(h.client(answer(asked, {"action": "accept", "content": {}})))
+    probe = restarted(h)
+    assert probe is not None
+    h.server(answer(probe, DISCOVER_RESULT))
+    assert quiet(h.client(answer(asked, {"action": "accept", "content": {}})))  # too late
 
 
 def test_mode_a_an_initialize_still_waiting_fails_and_the_client_may_begin_again() -> None:
     h, _ = opening()
     reply = one(h.exit_child(1), "client")
     assert reply["id"] == 0 and reply["error"]["code"] == -32603
-    assert quiet(h.server(answer(lose_and_restart_from_down(h), FULL)))
+    probe = restarted(h)
+    assert probe is not None
+    assert quiet(h.server(answer(probe, FULL)))
     lists = one(h.client(initialize()), "server")
     assert one(h.server(ack(lists, ALL_LISTS)), "client")["result"]["protocolVersion"] \
         == "2025-11-25"
-
-
-def lose_and_restart_from_down(h: Harness) -> Message:
-    probe = restarted(h)
-    assert probe is not None
-    return probe
 
 
 # Mode B: modern client, legacy server ------------------------------------------------------
@@ -178,7 +180,7 @@ def lose_and_restart_from_down(h: Harness) -> Message:
 
 def settled_b(h: Harness, probe: Message, init: Message = LEGACY_INIT_RESULT) -> list[Any]:
     """The bridge's own handshake with the new legacy server; the actions that ended it."""
-    initialize_request = one(h.server(fail(probe, -32601, *REFUSED)), "server")
+    initialize_request = one(h.server(refused(probe)), "server")
     assert initialize_request["method"] == "initialize"
     initialized, ping = sent(h.server(answer(initialize_request, init)), "server")
     assert initialized == note("notifications/initialized")
@@ -218,7 +220,7 @@ def test_mode_b_a_stream_not_yet_acknowledged_gets_its_acknowledgement_from_the_
 def test_mode_b_with_no_stream_the_handshake_waits_for_the_first_request() -> None:
     h, _ = mode_b()
     probe = lose_and_restart(h)
-    assert sent(h.server(fail(probe, -32601, *REFUSED)), "server") == []
+    assert sent(h.server(refused(probe)), "server") == []
     assert one(h.client(modern("d2", "tools/list")), "server")["method"] == "initialize"
 
 
@@ -229,7 +231,7 @@ def test_mode_b_applies_the_log_level_again_at_the_new_server() -> None:
     assert set_level["params"] == {"level": "warning"}
     h.server(answer(set_level, {}))
     h.server(answer(listed, {"tools": []}))
-    assert sent(h.server(fail(lose_and_restart(h), -32601, *REFUSED)), "server") == []
+    assert sent(h.server(refused(lose_and_restart(h))), "server") == []
     initialize_request = one(h.client(modern(2, "tools/list", meta=level)), "server")
     _, ping = sent(h.server(answer(initialize_request, LEGACY_INIT_RESULT)), "server")
     set_level, listed = sent(h.server(answer(ping, {})), "server")
@@ -239,7 +241,7 @@ def test_mode_b_applies_the_log_level_again_at_the_new_server() -> None:
 def test_mode_b_a_failed_handshake_ends_the_streams_it_could_not_reopen() -> None:
     h, _ = mode_b()
     h.client(modern_listen(1, toolsListChanged=True))
-    initialize_request = one(h.server(fail(lose_and_restart(h), -32601, *REFUSED)), "server")
+    initialize_request = one(h.server(refused(lose_and_restart(h))), "server")
     reply = one(h.server(fail(initialize_request, -32600, "no")), "client")
     assert reply["id"] == 1 and reply["error"]["code"] == -32603
 
@@ -249,7 +251,7 @@ def test_mode_b_a_failed_handshake_ends_the_streams_it_could_not_reopen() -> Non
 
 def test_pass_through_legacy_replays_the_clients_session_and_absorbs_the_answer() -> None:
     h = legacy_client_of_legacy_server()
-    replay = one(h.server(fail(lose_and_restart(h), -32601, *REFUSED)), "server")
+    replay = one(h.server(refused(lose_and_restart(h))), "server")
     assert replay == {"jsonrpc": "2.0", "id": replay["id"], "method": "initialize",
                       "params": initialize("2025-06-18", caps={"roots": {}})["params"]}
     assert sent(h.client(request(9, "tools/list")), "server") == []  # waits for the replay
@@ -267,9 +269,23 @@ def test_pass_through_legacy_replays_the_clients_session_and_absorbs_the_answer(
         "jsonrpc": "2.0", "id": 9, "result": {"tools": []}}
 
 
+def test_pass_through_legacy_passes_on_what_the_client_said_meanwhile_in_order() -> None:
+    h = legacy_client_of_legacy_server()
+    h.exit_child(1)
+    h.client(note("notifications/roots/list_changed"))
+    h.client(request(9, "tools/list"))
+    probe = restarted(h)
+    assert probe is not None
+    replay = one(h.server(refused(probe)), "server")
+    sent_next = sent(h.server(answer(replay, legacy_result())), "server")
+    assert [m.get("method") for m in sent_next] == [
+        "notifications/initialized", "resources/subscribe", "logging/setLevel",
+        "notifications/roots/list_changed", "tools/list"]
+
+
 def test_pass_through_legacy_goes_on_if_the_replay_is_never_answered() -> None:
     h = legacy_client_of_legacy_server()
-    one(h.server(fail(lose_and_restart(h), -32601, *REFUSED)), "server")
+    one(h.server(refused(lose_and_restart(h))), "server")
     h.client(request(9, "tools/list"))
     actions = h.advance(CoreConfig().handshake_timeout)
     assert [m.get("method") for m in sent(actions, "server")] == [
@@ -334,7 +350,7 @@ def test_mode_a_becomes_pass_through_with_the_clients_own_initialize_replayed() 
     h, _, _ = session()
     subscribed(h)
     one(h.client(request(5, "logging/setLevel", {"level": "warning"})), "client")
-    replay = one(h.server(fail(lose_and_restart(h), -32601, *REFUSED)), "server")
+    replay = one(h.server(refused(lose_and_restart(h))), "server")
     assert h.bridge.mode == "P"
     assert replay["method"] == "initialize" and replay["params"] == initialize()["params"]
     actions = h.server(answer(replay, legacy_result("2025-11-25")))
