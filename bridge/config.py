@@ -51,6 +51,12 @@ def count(value: Any) -> int:
     return value
 
 
+def count_or_zero(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("expected an integer >= 0")
+    return value
+
+
 def milliseconds(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError("expected an integer number of milliseconds >= 0")
@@ -135,6 +141,9 @@ CORE_KEYS: dict[str, Check] = {
     "probe_timeout": seconds,
     "request_timeout": seconds,
     "drain_timeout": seconds,
+    "restart_backoff": backoff,
+    "max_restarts": count_or_zero,
+    "restart_window": seconds,
     "bridge_info": implementation,
     "default_log_level": choice(*LOG_LEVELS),
     "mrtr_max_rounds": count,

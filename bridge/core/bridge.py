@@ -1,7 +1,10 @@
-"""The bridge's lifecycle: era detection, the mode it picks, and every event routed to it.
+"""The bridge's lifecycle: era detection, the mode it picks, every event routed to it, and the
+server's restarts with the client's session kept.
 
 Must not translate messages itself: once both eras are known a mode handler (P, A or B)
-owns the traffic. `handle` never raises; a bug is logged as `bridge.error`, not a crash.
+owns the traffic, and a handler made for a restarted server re-opens the client's session
+from the record the lost one handed over. `handle` never raises; a bug is logged as
+`bridge.error`, not a crash.
 """
 
 from __future__ import annotations
@@ -32,18 +35,27 @@ from bridge.core.events import (
     PeerClosed,
     RestartChild,
     ShutdownRequested,
+    Status,
     Stop,
     TimerFired,
 )
+from bridge.core.handover import ClientSession, Handover, open_requests
 from bridge.core.jsonrpc import Inbound, parse_inbound, refused
 from bridge.core.limits import settle
 from bridge.core.probe import Probe
+from bridge.core.restarts import Outage, Restarts
+from bridge.core.router import SOURCE
 from bridge.core.salvage import top_level
+from bridge.core.timers import Timers
+from bridge.core.waiting import Waiting
 
 EX_OK = 0
 EX_UNAVAILABLE = 69
 # The kinds a mode handler takes as they come (not a batch, nor a refused message).
 _SINGLE = frozenset({"request", "notification", "response", "invalid"})
+# The server process, as the lifecycle sees it: waiting for ChildStarted, waiting for the
+# probe's answer, serving (its era known), or gone and waiting out the back-off.
+STARTING, PROBING, SERVING, DOWN = "starting", "probing", "serving", "down"
 
 
 class Handler(Protocol):
@@ -51,11 +63,19 @@ class Handler(Protocol):
 
     @property
     def client_batching(self) -> bool: ...
+    @property
+    def resuming(self) -> bool:
+        """Whether it is still re-opening a client's session at a new server: the bridge
+        holds the client's messages until it is done."""
     def on_client(self, inbound: Inbound) -> None: ...
     def on_server(self, inbound: Inbound) -> None: ...
     def on_timer(self, key: Any) -> None: ...
     def busy(self) -> bool: ...
     def fail_pending(self, reason: str) -> None: ...
+    def lose_server(self, outage: Outage) -> Handover:
+        """The server is gone: answer what it took, and hand on the client's session."""
+    def resume(self, session: ClientSession) -> None:
+        """Re-open at this (new) server the session a lost handler handed over."""
 
 
 class Bridge:
@@ -67,20 +87,36 @@ class Bridge:
         self.secret = secret
         self.client_era: Era | None = None
         self.handler: Handler | None = None
-        self.probe = Probe(self.ctx)
+        # The lifecycle's own timers (the probe, the drain, restarts, held requests) outlive
+        # any mode handler; ctx.timers are the handler's, and go with it.
+        self._timers = Timers()
+        self.probe = Probe(self.ctx, self._timers)
         self.batches = Batches()
-        self._queue: list[Inbound] = []
+        self._waiting = Waiting(self.ctx, self._timers)
+        self._restarts = Restarts(self.ctx.config)
+        self._server = STARTING
+        self._outage: Outage | None = None  # why the server is down, until it is restarted
+        self._attempt = 0  # the pending restart's number within the window, and its delay
+        self._delay = 0.0
+        self._skip_probe = False  # the last server exited on the probe: take the next as legacy
+        self._session: ClientSession | None = None  # handed over, until a handler resumes it
+        self._lost_mode: str | None = None
+        self._ready_told = False
+        self._holding = False  # client messages wait while the handler re-opens the session
         self._stopped = False
         self._client_closed = False
         self._closing: float | None = None  # set once asked to stop: the drain's length
-        self._restarts = 0
+        self._detour = False  # closing or holding: client messages take the long way
 
     @property
     def mode(self) -> str | None:
         return self.handler.mode if self.handler is not None else None
 
     def next_deadline(self) -> float | None:
-        return self.ctx.timers.next_deadline()
+        own, mode = self._timers.next_deadline(), self.ctx.timers.next_deadline()
+        if own is None or mode is None:
+            return mode if own is None else own
+        return min(own, mode)
 
     def handle(self, event: Event, now: float) -> list[Action]:
         ctx = self.ctx
@@ -93,8 +129,8 @@ class Bridge:
             self._dispatch(event)
         except Exception as exc:  # a bug must cost one message, not the bridge
             ctx.log("error", "bridge.error", error=repr(exc), during=type(event).__name__)
-        if self._closing is not None and not self._stopped:
-            self._drain_or_stop()
+        if self._detour and not self._stopped:
+            self._after_detour()
         if self.batches.open:
             self.batches.collect(actions)
         return actions
@@ -114,7 +150,8 @@ class Bridge:
         elif type(event) is ChildStarted:
             self._on_child_started()
         elif type(event) is ChildExited:
-            self._on_child_exited(event.code)
+            self.ctx.log("warning" if event.code else "info", "child.exited", code=event.code)
+            self._on_server_gone(Outage(event.code))
         elif type(event) is PeerClosed:
             self._on_peer_closed(event.side)
         elif type(event) is ShutdownRequested:
@@ -124,7 +161,7 @@ class Bridge:
         handler = self.handler
         inbound = parse_inbound(line, batching=handler is not None and handler.client_batching)
         if handler is not None and inbound.kind in _SINGLE and not self.batches.open \
-                and self._closing is None:
+                and not self._detour:
             handler.on_client(inbound)  # nearly every message: one call, no detour
         else:
             self._on_client(inbound)
@@ -144,7 +181,7 @@ class Bridge:
             self.batches.on_notification(inbound.message)
         if self._closing is not None and inbound.kind == "request":
             self._refuse_while_closing(inbound)
-        elif self.handler is not None:
+        elif self.handler is not None and not self._holding:
             self.handler.on_client(inbound)
         else:
             self._before_mode(inbound)
@@ -183,30 +220,25 @@ class Bridge:
             self._on_server(inbound, "message.too_large")
 
     def _on_timers(self) -> None:
-        for key in self.ctx.timers.pop_due(self.ctx.now):
-            if key == Probe.TIMER:
-                self.probe.on_timeout()
-                self._settled()
-            elif key == self.DRAIN:
-                self._stop(EX_OK, "the client closed its input" if self._client_closed
-                           else "mcp-rosetta is shutting down")
-            elif self.handler is not None:
+        now = self.ctx.now
+        for key in self._timers.pop_due(now):
+            if not self._stopped:
+                self._on_own_timer(key)
+        for key in self.ctx.timers.pop_due(now):
+            if self.handler is not None and not self._stopped:
                 self.handler.on_timer(key)
 
-    def _on_child_started(self) -> None:
-        self.probe.start(restarted=self._restarts > 0)
-        if self.probe.era is not None:
+    def _on_own_timer(self, key: Any) -> None:
+        if key == Probe.TIMER:
+            self.probe.on_timeout()
             self._settled()
-
-    def _on_child_exited(self, code: int) -> None:
-        self.ctx.log("warning" if code else "info", "child.exited", code=code)
-        if self.probe.waiting and self._restarts == 0:
-            # stdio.mdx: some legacy servers exit on an unexpected first message.
-            self._restarts += 1
-            self.probe.abandon()
-            self.ctx.actions.append(RestartChild())
-            return
-        self._stop(EX_UNAVAILABLE, f"the server exited (code {code})")
+        elif key == self.RESTART:
+            self._restart_now()
+        elif key == self.DRAIN:
+            self._stop(EX_OK, "the client closed its input" if self._client_closed
+                       else "mcp-rosetta is shutting down")
+        elif key[0] == Waiting.TIMER:
+            self._waiting.expire(key[1])
 
     def _on_peer_closed(self, side: str) -> None:
         if side == CLIENT:
@@ -214,23 +246,107 @@ class Bridge:
             self._client_closed = True
             # handle() drains what the client is owed, then stops.
             self._closing = self.ctx.config.drain_timeout
-        elif not self.probe.waiting:
-            self._stop(EX_UNAVAILABLE, "the server closed its output")
+            self._detour = True
+        else:
+            self.ctx.log("warning", "server.closed")
+            self._on_server_gone(Outage(None))
+
+    # The server process: started, lost, restarted ------------------------------------------
+
+    RESTART = ("restart",)
+
+    def _on_child_started(self) -> None:
+        self._server = PROBING
+        self.probe.start(skip=self._skip_probe)
+        self._skip_probe = False
+        if self.probe.era is not None:
+            self._settled()
+
+    def _on_server_gone(self, outage: Outage) -> None:
+        """The server exited or closed its output (ChildExited, PeerClosed: each crash says
+        both, in either order)."""
+        if self._server == DOWN:
+            assert self._outage is not None
+            if self._outage.code is None:  # the second word of the same crash: not counted
+                self._outage.code = outage.code
+            return
+        if self._closing is not None:
+            self._stop(EX_UNAVAILABLE, f"mcp-rosetta: the server {outage.what}")
+            return
+        probing, serving = self._server == PROBING, self._server == SERVING
+        if probing:
+            # stdio.mdx §Backward Compatibility: some legacy servers exit on an unexpected
+            # first message (or close their output); start it again at once, as legacy.
+            self.probe.abandon()
+            self._skip_probe = True
+        attempt = self._restarts.take(self.ctx.now)
+        if attempt is None:
+            self._give_up(outage)
+            return
+        if serving:
+            self._lose_handler(outage)
+        # A server that never started (its exec failed) or died on the probe is a failed
+        # start; the next one gets a probe of its own.
+        self.probe = Probe(self.ctx, self._timers)
+        self._server, self._outage, self._attempt = DOWN, outage, attempt
+        self._delay = 0.0 if probing else self._restarts.backoff(attempt)
+        if self._delay > 0:
+            self._timers.schedule(self.RESTART, self.ctx.now + self._delay)
+        else:
+            self._restart_now()
+
+    def _lose_handler(self, outage: Outage) -> None:
+        """Every request the server took gets its error; the client's session is handed on,
+        and what the handler never sent waits for the next server."""
+        handler = self.handler
+        if handler is None:
+            return
+        handover = handler.lose_server(outage)
+        self._session = handover.session
+        self._waiting.hold_first(handover.unsent)
+        self._lost_mode = handler.mode
+        self.handler = None
+        self._holding = False
+        self._detour = self._closing is not None
+        self.ctx.timers = Timers()  # the lost handler's timers go with it
+
+    def _restart_now(self) -> None:
+        outage = self._outage
+        assert outage is not None
+        config = self.ctx.config
+        self.ctx.log("warning", "child.restarted", code=outage.code, reason=outage.what,
+                     attempt=self._attempt, max_restarts=config.max_restarts,
+                     backoff_s=self._delay, mode=self._lost_mode)
+        self.ctx.actions.append(Status(
+            f"restarting the server: it {outage.what} (restart {self._attempt} of at most "
+            f"{config.max_restarts} within {config.restart_window:g} s)"))
+        self.ctx.actions.append(RestartChild())
+        self._server, self._outage = STARTING, None
+
+    def _give_up(self, outage: Outage) -> None:
+        config = self.ctx.config
+        self.ctx.log("error", "child.gave_up", code=outage.code, reason=outage.what,
+                     max_restarts=config.max_restarts, window_s=config.restart_window)
+        self.ctx.actions.append(Status(f"stopped: the server {outage.what} and has used up "
+                                       f"its {config.max_restarts} restarts"))
+        self._stop(EX_UNAVAILABLE, self._restarts.gave_up(outage))
 
     # Era detection ------------------------------------------------------------------------
 
     def _before_mode(self, inbound: Inbound) -> None:
-        """A client message before the mode is known: learn the client's era, or queue."""
+        """A client message no handler can take yet (the mode is unknown, or the server is
+        restarting): learn the client's era, or hold it. An invalid one needs no server: it
+        is answered at once."""
+        if inbound.kind == "invalid":
+            self.ctx.reject(CLIENT, inbound)
+            return
         if self.client_era is None and not self._learn_client_era(inbound):
             return
-        self._queue.append(inbound)
+        self._waiting.hold(inbound)
         self._choose_mode()
 
     def _learn_client_era(self, inbound: Inbound) -> bool:
         message = inbound.message
-        if inbound.kind == "invalid":
-            self.ctx.reject(CLIENT, inbound)
-            return False
         if inbound.kind != "request":
             self.ctx.log("info", "message.dropped", side=CLIENT, reason="before the first request")
             return False
@@ -250,33 +366,53 @@ class Bridge:
         return True
 
     def _settled(self) -> None:
-        """The server's era is known: the bridge is ready to serve (systemd READY=1)."""
-        if self._restarts == 0:
+        """The server's era is known: the bridge is ready to serve (systemd READY=1, once)."""
+        self._server = SERVING
+        if not self._ready_told:
+            self._ready_told = True
             self.ctx.actions.append(NotifyReady())
+        if self._restarts.total:
+            count = self._restarts.total
+            self.ctx.actions.append(Status(
+                f"serving; the server restarted {count} time{'s' if count > 1 else ''}"))
         self._choose_mode()
 
     def _choose_mode(self) -> None:
         server_era = self.probe.era
         if self.handler is not None or self.client_era is None or server_era is None:
             return
-        # Each mode is imported when chosen: a bridge only ever runs one, and importing the
-        # others would add to every start-up (issue 6).
-        if self.client_era == server_era:
+        handler = self.handler = self._new_handler(self.client_era, server_era)
+        self.ctx.log("info", "mode.chosen", mode=handler.mode, client_era=self.client_era,
+                     server_era=server_era, previous=self._lost_mode)
+        session, self._session = self._session, None
+        if session is not None:
+            handler.resume(session)
+        if handler.resuming:
+            self._holding = self._detour = True
+        else:
+            self._release()
+
+    def _new_handler(self, client_era: Era, server_era: Era) -> Handler:
+        # Each mode is imported when chosen: a bridge runs one unless the server restarts as
+        # the other era, and importing the others would add to every start-up.
+        if client_era == server_era:
             from bridge.core.passthrough import PassThrough
 
-            self.handler = PassThrough(self.ctx, server_era)
-        elif self.client_era == "legacy":
+            return PassThrough(self.ctx, server_era)
+        if client_era == "legacy":
             from bridge.core.mode_a import ModeA
 
-            self.handler = ModeA(self.ctx, self.probe)
-        else:
-            from bridge.core.mode_b import ModeB
+            return ModeA(self.ctx, self.probe)
+        from bridge.core.mode_b import ModeB
 
-            self.handler = ModeB(self.ctx, self.probe, self.secret)
-        self.ctx.log("info", "mode.chosen", mode=self.handler.mode,
-                     client_era=self.client_era, server_era=server_era)
-        queued, self._queue = self._queue, []
-        for inbound in queued:
+        return ModeB(self.ctx, self.probe, self.secret)
+
+    def _release(self) -> None:
+        """The handler can serve: what the client said meanwhile reaches it, in order."""
+        assert self.handler is not None
+        self._holding = False
+        self._detour = self._closing is not None
+        for inbound in self._waiting.release():
             self.handler.on_client(inbound)
 
     # Shutdown -----------------------------------------------------------------------------
@@ -289,6 +425,7 @@ class Bridge:
         elif self._closing is None:
             self.ctx.log("info", "bridge.closing", grace_s=grace)
             self._closing = grace
+            self._detour = True
 
     def _refuse_while_closing(self, request: Inbound) -> None:
         """A request that arrives while the bridge winds down gets an error, not the server;
@@ -296,25 +433,32 @@ class Bridge:
         self.ctx.reply_error(CLIENT, request.message["id"], INTERNAL_ERROR,
                              "mcp-rosetta is shutting down", {"source": "mcp-rosetta"})
 
+    def _after_detour(self) -> None:
+        """After an event while closing or holding: release what a handler that has re-opened
+        the session can now take; stop once closing and nothing is owed."""
+        if self._holding and self.handler is not None and not self.handler.resuming:
+            self._release()
+        if self._closing is not None:
+            self._drain_or_stop()
+
     def _drain_or_stop(self) -> None:
         """Once closing: stop when nothing is owed, or when the drain's time runs out."""
-        owed = bool(self._queue) or self.probe.waiting or (
+        owed = self._waiting.owes() or self.probe.waiting or (
             self.handler is not None and self.handler.busy())
         if not owed:
             self._stop(EX_OK, "the client closed its input" if self._client_closed
                        else "mcp-rosetta is shutting down")
-        elif self.DRAIN not in self.ctx.timers:
+        elif self.DRAIN not in self._timers:
             assert self._closing is not None
-            self.ctx.schedule(self.DRAIN, self._closing)
+            self._timers.schedule(self.DRAIN, self.ctx.now + self._closing)
 
     def _stop(self, code: int, reason: str) -> None:
         """Answer every request still waiting (exactly one response each), then stop."""
         if self.handler is not None:
             self.handler.fail_pending(reason)
-        for inbound in self._queue:
-            if inbound.kind == "request":
-                self.ctx.reply_error(CLIENT, inbound.message["id"], -32603, reason,
-                                     {"source": "mcp-rosetta"})
-        self._queue = []
+        elif self._session is not None:  # handed over, and no server took it up
+            for request_id in open_requests(self._session):
+                self.ctx.reply_error(CLIENT, request_id, INTERNAL_ERROR, reason, SOURCE)
+        self._waiting.fail_all(reason)
         self.ctx.actions.append(Stop(code))
         self._stopped = True

@@ -28,6 +28,13 @@ class CoreConfig:
     """Seconds a forwarded request may wait for its answer; 0 waits for ever."""
     drain_timeout: float = 5.0
     """Seconds to wait, once the client closes its input, for answers it is still owed."""
+    restart_backoff: tuple[float, float] = (0.5, 30.0)
+    """First and largest delay before starting again a server that exited or closed its
+    output; it doubles with each restart counted in restart_window."""
+    max_restarts: int = 5
+    """Restarts allowed within restart_window; one more ends the session (exit 69). 0: none."""
+    restart_window: float = 60.0
+    """Seconds over which restarts are counted against max_restarts."""
     bridge_info: dict[str, Any] = field(default_factory=default_bridge_info)
     """The Implementation the bridge names when a peer's own is unknown."""
     default_log_level: str | None = None

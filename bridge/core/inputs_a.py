@@ -13,7 +13,7 @@ from bridge.core.capabilities import declares, input_capability
 from bridge.core.eras import INTERNAL_ERROR
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.normalize import normalize_result
-from bridge.core.router import Pending
+from bridge.core.router import SOURCE, Pending
 
 if TYPE_CHECKING:
     from bridge.core.mode_a import ModeA
@@ -333,11 +333,15 @@ class InputLoop:
         self.ctx.cancel_timer(("mrtr", "retry", call.key))
         self.mode.forget_progress_token(call.token)
 
-    def fail_all(self, reason: str) -> None:
-        for call in list(self.calls.values()):
+    def fail_all(self, reason: str, data: Message | None = None) -> None:
+        """Every call in its loop gets an error; what the client is still asked is withdrawn."""
+        calls = list(self.calls.values())
+        for call in calls:
             self._finish(call)
             self.ctx.reply_error(CLIENT, call.origin_id, INTERNAL_ERROR, reason,
-                                 {"source": "mcp-rosetta"})
+                                 {**(data or SOURCE), "method": call.method})
+        for call in calls:
+            self._withdraw_questions(call)
 
 
 def _declares_roots_changes(caps: Message) -> bool:

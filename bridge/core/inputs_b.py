@@ -35,7 +35,7 @@ from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.request_meta import RequestMeta
 from bridge.core.request_state import expired, request_digest, seal, unseal
 from bridge.core.roots_b import FENCE, REASK, SETTLE, Roots
-from bridge.core.router import BRIDGE, Pending
+from bridge.core.router import BRIDGE, SOURCE, Pending
 
 if TYPE_CHECKING:
     from bridge.core.mode_b import ModeB
@@ -616,12 +616,13 @@ class Inputs:
         """Whether a round waits for its answer (a parked call's round was answered)."""
         return any(call.owner is not None for call in self.calls.values())
 
-    def fail_all(self, reason: str) -> None:
-        """Shutdown: every round still waiting gets an error; the server is going away."""
+    def fail_all(self, reason: str, data: Message | None = None) -> None:
+        """The server is going away: every round still waiting gets an error, and every call
+        ends (a parked call's requestState resumes nothing any more)."""
         for call in list(self.calls.values()):
             if call.owner is not None:
                 self.ctx.reply_error(CLIENT, call.owner, INTERNAL_ERROR, reason,
-                                     {"source": "mcp-rosetta"})
+                                     {**(data or SOURCE), "method": call.method})
             self._drop(call)
         self.holder = None
         self.shared = 0

@@ -7,9 +7,10 @@ cancellation.mdx; TRANSLATION.md §6.4.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bridge.core.capabilities import LIST_CHANGES, has_flag
+from bridge.core.context import Context
 from bridge.core.envelope import stamp_envelope
 from bridge.core.eras import (
     INTERNAL_ERROR,
@@ -19,26 +20,40 @@ from bridge.core.eras import (
 )
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.jsonrpc import notification
-from bridge.core.router import Pending
-
-if TYPE_CHECKING:
-    from bridge.core.mode_a import ModeA
+from bridge.core.router import SOURCE, Pending, Router
 
 Message = dict[str, Any]
 
 SESSION = "session"  # the stream for list changes, as opposed to one per resource URI
 
 
+class Host(Protocol):
+    """What the listener needs of its mode: the modern server, the client it speaks for, and
+    the initialize that may be waiting on the session stream."""
+
+    ctx: Context
+    router: Router
+    client_caps: Message
+    client_info: Message | None
+    initialize_id: Any
+
+    @property
+    def server_caps(self) -> Message: ...
+    def answer_initialize(self) -> None: ...
+    def local_result(self, method: str) -> Message: ...
+
+
 class Stream:
     """One listen request: what it asks for, what the server honoured, who waits on it."""
 
-    __slots__ = ("acked", "asked", "attempts", "honored", "id", "uri", "waiters")
+    __slots__ = ("acked", "asked", "attempts", "granted", "honored", "id", "uri", "waiters")
 
     def __init__(self, uri: str | None, asked: Message) -> None:
         self.uri = uri
         self.asked = asked  # the listen filter sent
         self.id: str | None = None
         self.acked = False
+        self.granted = False  # a URI's stream: the client was told it is subscribed
         self.honored: Message = {}  # the filter the server acknowledged
         self.attempts = 0
         self.waiters: list[Any] = []  # client ids of resources/subscribe awaiting the ack
@@ -47,7 +62,7 @@ class Stream:
 class Listener:
     """The session stream (list changes) and one stream per subscribed URI (no gaps)."""
 
-    def __init__(self, mode: ModeA) -> None:
+    def __init__(self, mode: Host) -> None:
         self.mode = mode
         self.ctx = mode.ctx
         self.session: Stream | None = None
@@ -114,6 +129,7 @@ class Listener:
         uris = honored.get("resourceSubscriptions")
         waiters, stream.waiters = stream.waiters, []
         if isinstance(uris, list) and stream.uri in uris:
+            stream.granted = True
             for waiter in waiters:
                 self.ctx.reply(CLIENT, waiter, self.mode.local_result("resources/subscribe"))
             return
@@ -270,13 +286,38 @@ class Listener:
         """Whether a resources/subscribe still waits for its stream's acknowledgement."""
         return any(stream.waiters for stream in self.by_uri.values())
 
-    def fail_all(self, reason: str) -> None:
-        """Shutdown: every resources/subscribe still waiting is answered with an error."""
+    def fail_all(self, reason: str, data: Message | None = None) -> None:
+        """Every resources/subscribe still waiting is answered with an error."""
         for stream in self.by_uri.values():
             waiters, stream.waiters = stream.waiters, []
             for waiter in waiters:
                 self.ctx.reply_error(CLIENT, waiter, INTERNAL_ERROR, reason,
-                                     {"source": "mcp-rosetta"})
+                                     data if data is not None else SOURCE)
+
+    # A restarted server -------------------------------------------------------------------
+
+    def subscribed(self) -> list[str]:
+        """The URIs the client was told it is subscribed to (and has not unsubscribed)."""
+        return [uri for uri, stream in self.by_uri.items() if stream.granted]
+
+    def resume(self, changes: list[str], uris: list[str], *, subscribe: bool) -> None:
+        """Re-open, at a new server, the streams of a client's session: one for the list
+        changes it was told of (`changes`) that this server offers, one per URI."""
+        caps = self.mode.server_caps
+        wanted = {flag: True for method, (flag, area) in LIST_CHANGES.items()
+                  if method in changes and has_flag(caps, area, "listChanged")}
+        if wanted:
+            self.session = Stream(None, wanted)
+            self._open(self.session)
+        self.subscribe_ok = subscribe and has_flag(caps, "resources", "subscribe")
+        for uri in uris:
+            if not self.subscribe_ok:
+                self.ctx.log("warning", "subscription.lost", uri=uri,
+                             reason="the new server offers no resource subscriptions")
+                continue
+            stream = self.by_uri[uri] = Stream(uri, {"resourceSubscriptions": [uri]})
+            stream.granted = True
+            self._open(stream)
 
 
 def _name(stream: Stream) -> str:

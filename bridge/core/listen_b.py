@@ -7,9 +7,10 @@ stream asked for are dropped. Rules: subscriptions.mdx; TRANSLATION.md §6.5, §
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bridge.core.capabilities import LIST_CHANGES, has_flag
+from bridge.core.context import Context
 from bridge.core.eras import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -17,13 +18,11 @@ from bridge.core.eras import (
     META_SUBSCRIPTION_ID,
 )
 from bridge.core.events import CLIENT, SERVER
+from bridge.core.handover import ListenStream, acknowledged_list_changes, announce
 from bridge.core.jsonrpc import is_request_id, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.request_meta import RequestMeta
-from bridge.core.router import Pending
-
-if TYPE_CHECKING:
-    from bridge.core.mode_b import ModeB
+from bridge.core.router import Pending, Router
 
 Message = dict[str, Any]
 
@@ -31,18 +30,28 @@ UPDATED = "notifications/resources/updated"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 
 
+class Host(Protocol):
+    """What the listener needs of its mode: the legacy server it subscribes at."""
+
+    ctx: Context
+    router: Router
+    server_caps: Message
+    server_info: Message | None
+
+
 class Stream:
     """One open listen request: the flags it was granted and the URIs it is subscribed to."""
 
-    __slots__ = ("acked", "asked", "flags", "id", "uris", "waiting")
+    __slots__ = ("asked", "flags", "id", "request", "told", "uris", "waiting")
 
-    def __init__(self, id: Any, flags: list[str], asked: list[str]) -> None:
-        self.id = id  # the client's listen id, exact JSON type: it is the subscriptionId
+    def __init__(self, request: Message, flags: list[str], asked: list[str]) -> None:
+        self.request = request  # the client's listen request, as it came
+        self.id = request["id"]  # exact JSON type: it is the subscriptionId
         self.flags = flags
         self.asked = asked  # URIs asked for, in order, without repeats
         self.uris: list[str] = []  # URIs whose resources/subscribe succeeded
         self.waiting: set[str] = set()  # URIs whose resources/subscribe is unanswered
-        self.acked = False
+        self.told: Message | None = None  # the filter its acknowledgement named, once sent
 
 
 class Subscription:
@@ -59,7 +68,7 @@ class Subscription:
 class Listener:
     """All open streams, and the reference-counted legacy subscriptions behind them."""
 
-    def __init__(self, mode: ModeB) -> None:
+    def __init__(self, mode: Host) -> None:
         self.mode = mode
         self.ctx = mode.ctx
         self.streams: dict[tuple[type, Any], Stream] = {}
@@ -68,27 +77,33 @@ class Listener:
     # Opening ------------------------------------------------------------------------------
 
     def listen(self, message: Message, meta: RequestMeta) -> None:
+        stream = self._open(message)
+        if stream is not None and not stream.waiting:
+            self._acknowledge(stream)
+
+    def _open(self, message: Message) -> Stream | None:
+        """A stream for the listen request `message`, its subscriptions asked for; None if
+        the request is refused (it is answered with the error)."""
         wanted = (message.get("params") or {}).get("notifications")
         uris = wanted.get("resourceSubscriptions", []) if isinstance(wanted, dict) else None
         if not isinstance(wanted, dict) or not isinstance(uris, list) or not _is_uri_list(uris):
             self.ctx.reply_error(CLIENT, message["id"], INVALID_PARAMS,
                                  "subscriptions/listen needs a notifications filter object "
                                  "(resourceSubscriptions: an array of URI strings)")
-            return
+            return None
         if typed(message["id"]) in self.streams:
             self.ctx.reply_error(CLIENT, message["id"], INVALID_REQUEST,
                                  "This id already names an open subscription")
-            return
+            return None
         caps = self.mode.server_caps
         flags = [flag for flag, area in LIST_CHANGES.values()
                  if wanted.get(flag) is True and has_flag(caps, area, "listChanged")]
-        stream = Stream(message["id"], flags, list(dict.fromkeys(uris)))
+        stream = Stream(message, flags, list(dict.fromkeys(uris)))
         self.streams[typed(stream.id)] = stream
         if has_flag(caps, "resources", "subscribe"):
             for uri in stream.asked:
                 self._hold(stream, uri)
-        if not stream.waiting:
-            self._acknowledge(stream)
+        return stream
 
     def _hold(self, stream: Stream, uri: str) -> None:
         """Take a reference on `uri` for `stream`; subscribe at the server on 0 -> 1."""
@@ -122,7 +137,7 @@ class Listener:
                 stream.waiting.discard(sub.uri)
                 if ok:
                     stream.uris.append(sub.uri)
-                if not stream.waiting:
+                if not stream.waiting and stream.told is None:
                     self._acknowledge(stream)
 
     def _acknowledge(self, stream: Stream) -> None:
@@ -132,7 +147,7 @@ class Listener:
         if stream.uris:
             stream.uris.sort(key=stream.asked.index)
             honored["resourceSubscriptions"] = list(stream.uris)
-        stream.acked = True
+        stream.told = honored
         self.ctx.send(CLIENT, notification(ACKNOWLEDGED, {
             "_meta": {META_SUBSCRIPTION_ID: stream.id}, "notifications": honored}))
         self.ctx.log("info", "listen.opened", subscription=stream.id, honored=sorted(honored))
@@ -146,11 +161,13 @@ class Listener:
         params = params if isinstance(params, dict) else {}
         if method in LIST_CHANGES:
             flag = LIST_CHANGES[method][0]
-            targets = [s for s in self.streams.values() if s.acked and flag in s.flags]
+            targets = [s for s in self.streams.values()
+                       if s.told is not None and flag in s.flags]
         elif method == UPDATED:
             uri = params.get("uri")
             targets = [s for s in self.streams.values()
-                       if s.acked and isinstance(uri, str) and any(_covers(u, uri) for u in s.uris)]
+                       if s.told is not None and isinstance(uri, str)
+                       and any(_covers(u, uri) for u in s.uris)]
         else:
             return False
         for stream in targets:
@@ -190,11 +207,35 @@ class Listener:
     def close_all(self) -> None:
         """Shutdown: end every stream gracefully with its listen result (subscriptions.mdx)."""
         for stream in self.streams.values():
-            meta: Message = {META_SUBSCRIPTION_ID: stream.id}
-            if self.mode.server_info is not None:
-                meta[META_SERVER_INFO] = self.mode.server_info
-            self.ctx.reply(CLIENT, stream.id, {"resultType": "complete", "_meta": meta})
+            self.end(stream.id)
         self.streams.clear()
+
+    def end(self, subscription_id: Any) -> None:
+        """A stream's end: its listen request's result."""
+        meta: Message = {META_SUBSCRIPTION_ID: subscription_id}
+        if self.mode.server_info is not None:
+            meta[META_SERVER_INFO] = self.mode.server_info
+        self.ctx.reply(CLIENT, subscription_id, {"resultType": "complete", "_meta": meta})
+
+    # A restarted server -------------------------------------------------------------------
+
+    def handed_over(self) -> list[ListenStream]:
+        """Every open stream, for the handler of the next server."""
+        return [ListenStream(s.request, s.told) for s in self.streams.values()]
+
+    def restore(self, record: ListenStream) -> None:
+        """A stream the client opened before the server restarted: subscribed again at this
+        server, and not acknowledged twice; then told that every list it was promised
+        changes may have changed, since this server may offer others."""
+        stream = self._open(record.request)
+        if stream is None:
+            return
+        stream.told = record.acknowledged
+        if stream.told is None:
+            if not stream.waiting:
+                self._acknowledge(stream)
+            return
+        announce(self.ctx, acknowledged_list_changes(record), stream.id)
 
 
 def _is_uri_list(value: Any) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bridge.core.capabilities import client_caps_to_modern
+from bridge.core.capabilities import client_caps_to_modern, has_flag
 from bridge.core.context import Context
 from bridge.core.downgrade import progress_for_legacy
 from bridge.core.envelope import build_request, stamp_envelope
@@ -30,12 +30,20 @@ from bridge.core.eras import (
     is_progress_token,
 )
 from bridge.core.events import CLIENT, SERVER
+from bridge.core.handover import (
+    ClientSession,
+    Handover,
+    LegacySession,
+    announce,
+    told_list_changes,
+)
 from bridge.core.handshake import legacy_result
 from bridge.core.inputs_a import ELIGIBLE, InputLoop
 from bridge.core.jsonrpc import Inbound
 from bridge.core.listen_a import Listener
 from bridge.core.normalize import normalize_result
 from bridge.core.probe import Probe, is_discover_result
+from bridge.core.restarts import Outage
 from bridge.core.router import Pending, Router
 
 Message = dict[str, Any]
@@ -45,6 +53,7 @@ class ModeA:
     """The legacy server a legacy client sees, made of a modern server."""
 
     mode = "A"
+    resuming = False  # a modern server needs no handshake: the session is re-opened at once
 
     def __init__(self, ctx: Context, probe: Probe) -> None:
         self.ctx = ctx
@@ -53,11 +62,15 @@ class ModeA:
         self.probe_error = probe.error
         self.version = LATEST_LEGACY_VERSION
         self.initialize_id: Any = None  # set while initialize waits for the listen ack
-        self.initialized = False
+        self.initialize_params: Message = {}
+        self.answered = False  # initialize was answered: the client's session is settled
+        self.initialized = False  # the client sent notifications/initialized
+        self.told: Message = {}  # the capabilities the client's InitializeResult named
         self.client_caps_legacy: dict[str, Any] = {}
         self.client_caps: dict[str, Any] = {}
         self.client_info: dict[str, Any] | None = None
-        self.log_level = ctx.config.default_log_level
+        self.client_level: str | None = None  # set by the client's logging/setLevel
+        self.log_level = ctx.config.default_log_level  # the level stamped on each request
         self.progress_seen: dict[Any, float] = {}
         self.inputs = InputLoop(self)
         self.listener = Listener(self)
@@ -162,7 +175,7 @@ class ModeA:
     # Requests the modern era removed, answered here (TRANSLATION.md §4.1) ------------------
 
     def _initialize(self, message: Message) -> None:
-        if self.initialize_id is not None or self.initialized:
+        if self.initialize_id is not None or self.answered:
             self.ctx.reply_error(CLIENT, message["id"], INVALID_REQUEST, "Already initialized")
             return
         params = message.get("params") or {}
@@ -172,15 +185,21 @@ class ModeA:
             return
         asked = params.get("protocolVersion")
         # lifecycle.mdx §Version Negotiation: echo a supported version, else the latest.
-        self.version = asked if asked in LEGACY_PROTOCOL_VERSIONS else LATEST_LEGACY_VERSION
+        self._adopt_client(params, asked if asked in LEGACY_PROTOCOL_VERSIONS
+                           else LATEST_LEGACY_VERSION)
+        self.initialize_id = message["id"]
+        if not self.listener.open_session():
+            self.answer_initialize()
+
+    def _adopt_client(self, params: Message, version: str) -> None:
+        """The client's initialize params, and the revision it is answered with."""
+        self.initialize_params = params
+        self.version = version
         caps = params.get("capabilities")
         self.client_caps_legacy = caps if isinstance(caps, dict) else {}
         self.client_caps = client_caps_to_modern(caps)
         info = params.get("clientInfo")
         self.client_info = info if isinstance(info, dict) else None
-        self.initialize_id = message["id"]
-        if not self.listener.open_session():
-            self.answer_initialize()
 
     def _unservable(self, asked: Any) -> tuple[str, Any] | None:
         """Why the server cannot be offered to a legacy client at all, if it cannot."""
@@ -206,7 +225,8 @@ class ModeA:
         self.ctx.log("info", "client.initialized", mode="A", version=self.version,
                      client=(self.client_info or {}).get("name"))
         self.initialize_id = None
-        self.initialized = True
+        self.answered = True
+        self.told = result["capabilities"]
 
     def _ping(self, message: Message) -> None:
         self.ctx.reply(CLIENT, message["id"], self.local_result("ping"))
@@ -218,7 +238,7 @@ class ModeA:
                                  f"Invalid log level: {level!r}")
         else:
             # logging.mdx (2026-07-28): the level rides on each request from now on.
-            self.log_level = level
+            self.log_level = self.client_level = level
             self.ctx.reply(CLIENT, message["id"], self.local_result("logging/setLevel"))
 
     # From the server ----------------------------------------------------------------------
@@ -356,12 +376,45 @@ class ModeA:
         return self.initialize_id is not None or bool(self.inputs.calls) or self.router.busy() \
             or self.listener.busy()
 
+    def client_session(self) -> LegacySession | None:
+        if not self.answered:
+            return None
+        return LegacySession(self.initialize_params, self.version, self.told,
+                             initialized=self.initialized, log_level=self.client_level,
+                             subscriptions=self.listener.subscribed())
+
+    def lose_server(self, outage: Outage) -> Handover:
+        """Every call in flight (in its input loop or not) gets the error; its questions to
+        the client are withdrawn. The session is handed on."""
+        session = self.client_session()
+        self._fail_all(*outage.error())
+        return Handover(session)
+
+    def resume(self, session: ClientSession) -> None:
+        """The client's session, at a new modern server: its streams re-opened, and the lists
+        it was told change announced, since this server may offer others."""
+        assert isinstance(session, LegacySession)
+        self._adopt_client(session.initialize, session.version)
+        self.answered, self.initialized = True, session.initialized
+        self.told = session.capabilities
+        if session.log_level is not None:
+            self.log_level = self.client_level = session.log_level
+        changes = told_list_changes(session.capabilities)
+        self.listener.resume(changes, session.subscriptions,
+                             subscribe=has_flag(session.capabilities, "resources", "subscribe"))
+        announce(self.ctx, changes)
+        self.ctx.log("info", "session.resumed", mode="A", version=self.version,
+                     subscriptions=len(session.subscriptions), log_level=session.log_level)
+
     def fail_pending(self, reason: str) -> None:
-        self.router.fail_all(reason)
-        self.inputs.fail_all(reason)
-        self.listener.fail_all(reason)
+        self._fail_all(reason, None)
+
+    def _fail_all(self, reason: str, data: Message | None) -> None:
+        self.router.fail_all(reason, data)
+        self.inputs.fail_all(reason, data)
+        self.listener.fail_all(reason, data)
         if self.initialize_id is not None:
-            self.ctx.reply_error(CLIENT, self.initialize_id, INTERNAL_ERROR, reason)
+            self.ctx.reply_error(CLIENT, self.initialize_id, INTERNAL_ERROR, reason, data)
             self.initialize_id = None
 
 

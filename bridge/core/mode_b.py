@@ -24,6 +24,7 @@ from bridge.core.eras import (
     MODERN_PROTOCOL_VERSION,
 )
 from bridge.core.events import CLIENT, SERVER
+from bridge.core.handover import ClientSession, Handover, ListenStream, ModernSession
 from bridge.core.inputs_b import ELIGIBLE, INPUT_METHODS, Inputs
 from bridge.core.jsonrpc import Inbound, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
@@ -31,6 +32,7 @@ from bridge.core.listen_b import Listener
 from bridge.core.normalize import normalize_result
 from bridge.core.probe import Probe
 from bridge.core.request_meta import RequestMeta, read_meta, usable_info
+from bridge.core.restarts import Outage
 from bridge.core.router import Pending, Router
 from bridge.core.upgrade import error_for_modern, with_server_info
 
@@ -81,6 +83,8 @@ class ModeB:
         self.phase = NEW
         self.failure = ""
         self.waiting: list[tuple[Message, RequestMeta]] = []  # until the handshake is done
+        # A session handed over from a lost server: its streams, until the handshake is done.
+        self.restoring: list[ListenStream] | None = None
         self.version = LATEST_LEGACY_VERSION
         self.server_caps: Message = {}
         self.server_info: Message | None = None
@@ -226,6 +230,11 @@ class ModeB:
         self.phase = READY
         self.ctx.log("info", "server.initialized", mode="B", version=self.version,
                      server=(self.server_info or {}).get("name"))
+        if self.restoring is not None:
+            streams, self.restoring = self.restoring, None
+            for stream in streams:
+                self.listener.restore(stream)
+            self.ctx.log("info", "session.resumed", mode="B", streams=len(streams))
         waiting, self.waiting = self.waiting, []
         for message, meta in waiting:
             self._serve(message, meta)
@@ -237,6 +246,9 @@ class ModeB:
         waiting, self.waiting = self.waiting, []
         for message, _ in waiting:
             self._refuse_unavailable(message["id"])
+        streams, self.restoring = self.restoring or [], None
+        for stream in streams:  # no server to serve them: each ends with its one answer
+            self._refuse_unavailable(stream.request["id"])
 
     def _refuse_unavailable(self, request_id: Any) -> None:
         self.ctx.reply_error(CLIENT, request_id, INTERNAL_ERROR,
@@ -411,10 +423,52 @@ class ModeB:
         self.router.fail_all(reason)
         self.inputs.fail_all(reason)
         self.listener.close_all()
+        for stream in self.restoring or []:
+            self.listener.end(stream.request["id"])
+        self.restoring = None
         waiting, self.waiting = self.waiting, []
         for message, _ in waiting:
             self.ctx.reply_error(CLIENT, message["id"], INTERNAL_ERROR, reason,
                                  {"source": "mcp-rosetta"})
+
+    # A restarted server (handover.py) ----------------------------------------------------
+
+    @property
+    def resuming(self) -> bool:
+        return self.restoring is not None
+
+    def lose_server(self, outage: Outage) -> Handover:
+        """Calls in flight get the error; parked ones end, so their requestState no longer
+        resumes anything; the listen streams stay open, handed on; requests waiting for the
+        handshake never reached the server, so they wait for the next one."""
+        streams = self.listener.handed_over() + (self.restoring or [])
+        unsent = [Inbound("request", message, id=message["id"]) for message, _ in self.waiting]
+        self.waiting = []
+        reason, data = outage.error()
+        self.router.fail_all(reason, data)
+        self.inputs.fail_all(reason, data)
+        return Handover(ModernSession(streams) if streams else None, unsent)
+
+    def resume(self, session: ClientSession) -> None:
+        """The client's listen streams at a new legacy server: the bridge's handshake first,
+        at once (the streams need their subscriptions again), then each stream re-opened.
+        With no stream, the handshake waits for the first request, as at the first start."""
+        assert isinstance(session, ModernSession)
+        if not session.streams:
+            return
+        self.restoring = session.streams
+        self._initialize(_envelope_of(session.streams))
+
+
+def _envelope_of(streams: list[ListenStream]) -> RequestMeta:
+    """The envelope the client's listen requests carried (each carries a whole one): what the
+    bridge's handshake says of the client. A stream passed through from a modern server was
+    never checked here, so one that reads as no envelope stands for an anonymous client."""
+    for stream in streams:
+        meta = read_meta(stream.request)
+        if isinstance(meta, RequestMeta):
+            return meta
+    return RequestMeta({}, None, None, None)
 
 
 def _tools_without_execution(result: Message) -> Message:

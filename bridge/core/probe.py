@@ -13,6 +13,7 @@ from bridge.core.envelope import build_request
 from bridge.core.eras import Era, is_modern_error
 from bridge.core.events import SERVER
 from bridge.core.jsonrpc import Inbound
+from bridge.core.timers import Timers
 
 
 def is_discover_result(result: Any) -> TypeGuard[dict[str, Any]]:
@@ -25,19 +26,22 @@ class Probe:
 
     TIMER = ("probe",)
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, timers: Timers) -> None:
         self.ctx = ctx
+        self.timers = timers  # the lifecycle's: no mode handler exists while it runs
         self.era: Era | None = None
         self.discover: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
         self.waiting = False
         self.id: str | None = None
 
-    def start(self, *, restarted: bool) -> None:
-        """Probe the freshly started server, unless its era is pinned or already settled."""
+    def start(self, *, skip: bool) -> None:
+        """Probe the freshly started server, unless its era is pinned, or `skip`: the one
+        started before it exited or closed its output on the probe (taken as legacy)."""
         pinned = self.ctx.config.server_era
-        if restarted or pinned == "legacy":
-            self._settle("legacy", "server exited on the probe" if restarted else "pinned")
+        if skip or pinned == "legacy":
+            self._settle("legacy", "the server before it failed on the probe" if skip
+                         else "pinned")
             return
         self.id = self.ctx.mint_id()
         # The probe carries the bridge's own identity: no client may have spoken yet, and
@@ -52,7 +56,7 @@ class Probe:
         )
         self.ctx.send(SERVER, probe)
         self.waiting = True
-        self.ctx.schedule(self.TIMER, self.ctx.config.probe_timeout)
+        self.timers.schedule(self.TIMER, self.ctx.now + self.ctx.config.probe_timeout)
 
     def on_server(self, inbound: Inbound) -> None:
         message = inbound.message
@@ -60,7 +64,7 @@ class Probe:
             self.ctx.log("info", "message.dropped", side=SERVER, reason="before the probe's answer")
             return
         self.waiting = False
-        self.ctx.cancel_timer(self.TIMER)
+        self.timers.cancel(self.TIMER)
         if "result" in message and is_discover_result(message["result"]):
             self.discover = message["result"]
             self._settle("modern", "DiscoverResult")
@@ -77,7 +81,7 @@ class Probe:
 
     def abandon(self) -> None:
         self.waiting = False
-        self.ctx.cancel_timer(self.TIMER)
+        self.timers.cancel(self.TIMER)
 
     def is_late_answer(self, inbound: Inbound) -> bool:
         return (

@@ -16,6 +16,8 @@ from bridge.core.jsonrpc import notification
 
 # The origin of a request the bridge made itself: no peer waits for its answer.
 BRIDGE = object()
+# The data of an error the bridge makes itself (TRANSLATION.md §3.4).
+SOURCE: dict[str, Any] = {"source": "mcp-rosetta"}
 
 
 class Pending:
@@ -133,14 +135,7 @@ class Router:
         if row is None:
             return None
         self.cancel(SERVER, bid, "mcp-rosetta request timeout")
-        seconds = self.ctx.config.request_timeout
-        self.ctx.reply_error(
-            CLIENT,
-            row.origin_id,
-            INTERNAL_ERROR,
-            f"mcp-rosetta: no answer from the server within {seconds:g} s",
-            {"source": "mcp-rosetta", "method": row.method},
-        )
+        answer_timed_out(self.ctx, row.origin_id, row.method)
         self.ctx.log("warning", "request.timed_out", method=row.method, server_id=bid)
         return row
 
@@ -148,16 +143,23 @@ class Router:
         """Whether a client request still waits on the server (listen streams do not count)."""
         return any(row.purpose in ("forward", "round") for row in self.pending[SERVER].values())
 
-    def fail_all(self, reason: str) -> None:
-        """Answer every client request still waiting on the server with an error."""
+    def fail_all(self, reason: str, data: dict[str, Any] | None = None,
+                 purposes: tuple[str, ...] = ("forward",)) -> None:
+        """Answer every client request still waiting on the server with an error: the rows
+        of `purposes` (those a client waits on); `data` (default: the bridge as the source)
+        gains the method."""
         rows = self.pending[SERVER]
         self.pending[SERVER] = {}
+        base = data if data is not None else SOURCE
         for row in rows.values():
-            if row.origin_id is not BRIDGE and row.purpose == "forward":
-                self.ctx.reply_error(
-                    CLIENT,
-                    row.origin_id,
-                    INTERNAL_ERROR,
-                    reason,
-                    {"source": "mcp-rosetta", "method": row.method},
-                )
+            if row.origin_id is not BRIDGE and row.purpose in purposes:
+                self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR, reason,
+                                     {**base, "method": row.method})
+
+
+def answer_timed_out(ctx: Context, origin_id: Any, method: str) -> None:
+    """The error a client request gets when request_timeout ends its wait."""
+    ctx.reply_error(CLIENT, origin_id, INTERNAL_ERROR,
+                    f"mcp-rosetta: no answer from the server within "
+                    f"{ctx.config.request_timeout:g} s",
+                    {"source": "mcp-rosetta", "method": method})

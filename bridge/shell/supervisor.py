@@ -96,8 +96,13 @@ class Supervisor:
         self._serve(self._current, child if child is not None else self._spawn())
 
     def restart(self) -> None:
-        """Replace the child, in a task of its own; writes from now on go to the new one."""
+        """Replace the child, in a task of its own; writes from now on go to the new one.
+
+        The old child is retired at once, not when its stop begins: its exit or end of file,
+        already on the way, must not reach the core as news of the new one.
+        """
         old, new = self._current, self._next()
+        old.retired = True
         self._current = new
         self._replacing += 1
         self._nursery.start_soon(self._replace, old, new, name=f"restart-{new.gen}")

@@ -13,7 +13,7 @@ from typing import Any
 from bridge.core.codec import TooDeep, decode, encode
 from bridge.core.config import CoreConfig
 from bridge.core.eras import LATEST_LEGACY_VERSION, LEGACY_PROTOCOL_VERSIONS, META_SUBSCRIPTION_ID
-from bridge.core.events import Action, Send, Stop
+from bridge.core.events import Action, RestartChild, Send, Stop
 from bridge.core.jsonrpc import is_request_id, typed_id
 from bridge.core.salvage import top_level
 from tests.core.harness import LEGACY_INIT_RESULT, SECRET, Harness, modern_meta
@@ -139,6 +139,7 @@ class Session:
         self.batches: list[dict[tuple[type, Any], int]] = []
         self.stopped = False
         self.client_closed = False  # the client sends nothing more
+        self.restarting = False  # the bridge asked for a new server, not started yet
 
     # Feeding ------------------------------------------------------------------------------
 
@@ -183,6 +184,7 @@ class Session:
         """Record what the bridge sent: requests to answer, answers owed to the client."""
         for action in actions:
             self.stopped |= isinstance(action, Stop)
+            self.restarting |= isinstance(action, RestartChild)
             if not isinstance(action, Send):
                 continue
             encode(action.message)  # whatever the bridge sends, the shell can write
@@ -202,7 +204,9 @@ class Session:
         if "method" in message:
             if "id" in message:
                 self.to_client[message["id"]] = message
-            elif message["method"] == "notifications/cancelled":  # a stream the server ended
+            elif message["method"] == "notifications/cancelled" and self.client_era == "modern":
+                # a stream the server ended (to a legacy client, the bridge withdraws a
+                # request of its own)
                 self._answer(message["params"]["requestId"])
             return
         self._answer(message["id"])
@@ -386,9 +390,30 @@ class Session:
             else _legacy_result(method, params)
         return {"jsonrpc": "2.0", "id": bid, "result": result}
 
+    # The server process ------------------------------------------------------------------
+
+    def lose_server(self, how: str, other_era: bool) -> None:
+        """The server exits or closes its output, or both in either order ("exit+close"),
+        mid-session; the one started next speaks the other era if `other_era`."""
+        self.to_server.clear()  # what the lost server was asked, it will never answer
+        self.listens.clear()
+        if other_era:
+            self.server_era = "legacy" if self.server_era == "modern" else "modern"
+        for word in how.split("+"):
+            self.observe(self.h.exit_child(1) if word == "exit" else self.h.close("server"))
+
+    def start_server(self) -> None:
+        """The server the bridge asked for is up (the shell's ChildStarted)."""
+        if self.restarting and not self.stopped:
+            self.restarting = False
+            self.observe(self.h.start())
+
     def settle(self, rounds: int = 30) -> None:
         """Let both valid peers answer everything asked of them, for a while."""
         for _ in range(rounds):
+            if self.restarting:
+                self.start_server()
+                continue
             probe = self.probe_answer()
             if probe is not None:
                 self.observe(self.h.server(encode(probe).rstrip(b"\n")))

@@ -22,6 +22,7 @@ from bridge.core.events import (
     MessageReceived,
     MessageTooLarge,
     PeerClosed,
+    RestartChild,
     Send,
     ShutdownRequested,
     TimerFired,
@@ -88,6 +89,17 @@ class Harness:
 
     def shutdown(self, grace: float = 0.0) -> list[Action]:
         return self._run(ShutdownRequested(grace))
+
+
+def restarted(h: Harness) -> Message | None:
+    """After the server was lost: wait out the back-off, then start the new server; the probe
+    it gets (None if it gets none)."""
+    deadline = h.bridge.next_deadline()
+    assert deadline is not None, "no restart is scheduled"
+    actions = h.advance(deadline - h.now)
+    assert [a for a in actions if isinstance(a, RestartChild)] == [RestartChild()], actions
+    probe = sent(h.start(), "server")
+    return probe[0] if probe else None
 
 
 def sent(actions: list[Action], side: str) -> list[Any]:

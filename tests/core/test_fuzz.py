@@ -2,7 +2,9 @@
 
 One side of a realistic session (fuzz_peers.py) sends valid messages with fields mutated
 (wrong types, huge and negative integers, deep values, missing and extra keys) or too long to
-be read (the bridge sees only their first bytes); the other side stays valid. Whatever
+be read (the bridge sees only their first bytes); the other side stays valid. Now and then the
+server dies mid-session (exits, closes its output, or both) and the one restarted in its place
+may speak the other era. Whatever
 arrives, `handle` never raises and never needs its catch-all guard (the harness fails on any
 `bridge.error` log), everything sent can be written, and every client request gets exactly
 one answer (a response, or the end of a listen stream) by the time the bridge stops.
@@ -106,9 +108,16 @@ def mutate(data: st.DataObject, message: Any) -> Any:
 
 
 def _step(session: Session, face: str, data: st.DataObject) -> None:
-    roll = data.draw(st.integers(0, 19))
-    if roll < 2:
+    roll = data.draw(st.integers(0, 21))
+    if roll < 2 or (roll == 21 and not session.restarting):
         session.observe(session.h.advance(data.draw(st.sampled_from([0.005, 0.05, 1, 31, 900]))))
+        return
+    if roll == 21:
+        session.start_server()
+        return
+    if roll == 20:  # the server dies mid-session; the next may speak the other era
+        session.lose_server(data.draw(st.sampled_from(["exit", "close", "exit+close",
+                                                       "close+exit"])), data.draw(st.booleans()))
         return
     side = face if roll < 14 else ("server" if face == "client" else "client")
     moves = session.client_moves() if side == "client" else session.server_moves()

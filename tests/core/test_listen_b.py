@@ -149,7 +149,7 @@ def test_shutdown_closes_every_open_stream_with_its_listen_result() -> None:
     h.client(listen("two", promptsListChanged=True))
     h.client(notify("notifications/cancelled", {"requestId": 1}))
     h.client(listen(3, resourcesListChanged=True))
-    assert sent(h.exit_child(1), "client") == [
+    assert sent(h.shutdown(), "client") == [
         {"jsonrpc": "2.0", "id": "two", "result": {"resultType": "complete",
                                                    "_meta": {SUB: "two", **OLD_SRV}}},
         {"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete",

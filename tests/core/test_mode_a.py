@@ -358,8 +358,8 @@ def test_a_batch_from_a_later_revision_is_invalid() -> None:
     assert reply["error"]["code"] == -32600
 
 
-def test_server_exit_answers_every_pending_request_then_stops() -> None:
-    h, _ = mode_a()
+def test_with_restarts_off_a_server_exit_answers_every_pending_request_then_stops() -> None:
+    h, _ = mode_a(config=CoreConfig(max_restarts=0))
     for n in range(3):
         h.client(request(n, "tools/call", {"name": "slow"}))
     actions = h.exit_child(0)

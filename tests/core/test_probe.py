@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bridge.core.config import CoreConfig
-from bridge.core.events import NotifyReady, RestartChild, Stop
+from bridge.core.events import NotifyReady, RestartChild
 from tests.core.harness import (
     DISCOVER_RESULT,
     Harness,
@@ -78,7 +78,7 @@ def test_unsupported_version_error_with_data_means_modern() -> None:
     assert "2027-01-01" in reply["error"]["message"]
 
 
-def test_a_server_exiting_on_the_probe_is_restarted_and_taken_as_legacy() -> None:
+def test_a_server_exiting_on_the_probe_is_restarted_at_once_and_taken_as_legacy() -> None:
     h = Harness()
     one(h.start(), "server")
     h.client(initialize())
@@ -87,8 +87,33 @@ def test_a_server_exiting_on_the_probe_is_restarted_and_taken_as_legacy() -> Non
     actions = h.start()
     assert one(actions, "server")["method"] == "initialize"
     assert h.bridge.mode == "P"
-    actions = h.exit_child(1)  # a second exit is final
-    assert any(isinstance(a, Stop) and a.code == 69 for a in actions)
+    assert [a for a in actions if isinstance(a, NotifyReady)] == [NotifyReady()]
+
+
+@pytest.mark.parametrize("ending", ["exit", "close"])
+def test_a_server_closing_its_output_on_the_probe_is_a_failed_start_at_once(
+        ending: str) -> None:
+    # Not left to the probe timeout, then sent an initialize it can never answer.
+    h = Harness(CoreConfig(probe_timeout=60.0))
+    one(h.start(), "server")
+    h.client(initialize())
+    actions = h.close("server") if ending == "close" else h.exit_child(0)
+    assert [a for a in actions if isinstance(a, RestartChild)] == [RestartChild()]
+    assert sent(actions, "server") == [] and sent(actions, "client") == []
+    assert h.bridge.next_deadline() is None  # the probe's timer went with it
+    assert one(h.start(), "server")["method"] == "initialize"
+    assert h.bridge.mode == "P"
+
+
+def test_ready_is_told_once_the_first_time_the_bridge_can_serve() -> None:
+    h = Harness()
+    assert not [a for a in h.start() if isinstance(a, NotifyReady)]
+    h.exit_child(1)  # on the probe
+    assert [a for a in h.start() if isinstance(a, NotifyReady)] == [NotifyReady()]
+    h.exit_child(1)  # while serving: restarted after its back-off
+    actions = h.advance(10)
+    assert [a for a in actions if isinstance(a, RestartChild)] == [RestartChild()]
+    assert not [a for a in h.start() if isinstance(a, NotifyReady)]
 
 
 def test_pinned_legacy_skips_the_probe() -> None:

@@ -8,7 +8,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bridge.core.codec import encode
-from tests.core.harness import answer, fail, mode_a, modern_pair, request, sent
+from tests.core.harness import (
+    DISCOVER_RESULT,
+    answer,
+    fail,
+    mode_a,
+    modern_pair,
+    request,
+    restarted,
+    sent,
+)
 
 json_values = st.recursive(
     st.none()
@@ -68,6 +77,9 @@ def test_handle_never_raises_on_arbitrary_input(lines: list[tuple[str, Any]]) ->
             h.server(raw)
 
 
+LOSSES = st.sampled_from(["exit", "close", "exit+close", "close+exit"])
+
+
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(
     mode=st.sampled_from(["A", "P"]),
@@ -76,29 +88,44 @@ def test_handle_never_raises_on_arbitrary_input(lines: list[tuple[str, Any]]) ->
     ),
     order=st.randoms(use_true_random=False),
     outcome=st.lists(st.booleans(), min_size=10, max_size=10),
+    loss=st.none() | st.tuples(st.integers(0, 10), LOSSES),
 )
 def test_every_request_gets_exactly_one_response_under_its_own_id(
-    mode: str, calls: list[tuple[Any, str]], order: Any, outcome: list[bool]
+    mode: str, calls: list[tuple[Any, str]], order: Any, outcome: list[bool],
+    loss: tuple[int, str] | None,
 ) -> None:
+    """Also when the server dies mid-session (at call `loss[0]`): what it had is answered
+    with an error, what comes meanwhile waits for the new server."""
     h = mode_a()[0] if mode == "A" else modern_pair()
     replies: list[Any] = []
     in_flight: dict[str, Any] = {}
-    for client_id, method in calls:
-        params = (
-            {"name": "x"}
-            if mode == "A"
-            else {
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                }
-            }
-        )
-        actions = h.client(request(client_id, method, params))
-        replies += sent(actions, "client")
+
+    def run(actions: list[Any]) -> None:
+        replies.extend(sent(actions, "client"))
         for forwarded in sent(actions, "server"):
+            if forwarded.get("method") == "server/discover":
+                continue  # the new server's probe
             assert forwarded["id"] not in in_flight  # no id reused while in flight
             in_flight[forwarded["id"]] = forwarded
+
+    params = {"name": "x"} if mode == "A" else {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}
+    def lose(how: str) -> None:
+        for word in how.split("+"):
+            run(h.exit_child(1) if word == "exit" else h.close("server"))
+        in_flight.clear()  # the lost server answers nothing
+
+    for n, (client_id, method) in enumerate(calls):
+        if loss is not None and n == loss[0]:
+            lose(loss[1])
+        run(h.client(request(client_id, method, params)))
+    if loss is not None:
+        if loss[0] >= len(calls):
+            lose(loss[1])
+        probe = restarted(h)
+        assert probe is not None
+        run(h.server(answer(probe, DISCOVER_RESULT)))
     pending = list(in_flight.values())
     order.shuffle(pending)
     for n, forwarded in enumerate(pending):
@@ -107,9 +134,7 @@ def test_every_request_gets_exactly_one_response_under_its_own_id(
             if outcome[n]
             else fail(forwarded, -32000, "boom")
         )
-        replies += sent(h.server(reply), "client")
+        run(h.server(reply))
     got = sorted((type(r["id"]).__name__, str(r["id"])) for r in replies)
     want = sorted((type(c).__name__, str(c)) for c, _ in calls)
     assert got == want
-
-

@@ -10,8 +10,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bridge.core.codec import encode
-from tests.core.harness import answer, fail, mode_b, modern, no_requests_to, request, sent
-from tests.core.test_properties import _message_like, json_values
+from tests.core.harness import (
+    LEGACY_INIT_RESULT,
+    answer,
+    fail,
+    mode_b,
+    modern,
+    no_requests_to,
+    request,
+    restarted,
+    sent,
+)
+from tests.core.test_properties import LOSSES, _message_like, json_values
 
 ids = st.one_of(st.integers(-(2**40), 2**40), st.text(max_size=6))
 methods = st.sampled_from(["tools/list", "tools/call", "resources/read", "prompts/get",
@@ -39,9 +49,13 @@ def test_handle_never_raises_on_arbitrary_input_in_mode_b(lines: list[tuple[str,
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(calls=st.lists(st.tuples(ids, methods, caps), min_size=1, max_size=8,
                       unique_by=lambda c: (type(c[0]), c[0])),
-       rng=st.randoms(use_true_random=False))
+       rng=st.randoms(use_true_random=False),
+       loss=st.none() | st.tuples(st.integers(0, 40), LOSSES))
 def test_every_request_gets_exactly_one_answer_across_rounds(
-        calls: list[tuple[Any, str, Any]], rng: random.Random) -> None:
+        calls: list[tuple[Any, str, Any]], rng: random.Random,
+        loss: tuple[int, str] | None) -> None:
+    """Also when the server dies (at step `loss[0]`) and a new one takes its place: calls in
+    flight get an error, parked ones end, listen streams stay open until shutdown."""
     h, _ = mode_b()
     asked: list[Any] = []  # every request id the client sent, retries included
     got: list[Any] = []
@@ -50,8 +64,7 @@ def test_every_request_gets_exactly_one_answer_across_rounds(
     def run(actions: list[Any]) -> None:
         no_requests_to(actions)
         got.extend(m["id"] for m in sent(actions, "client") if "id" in m)
-        open_server.extend(m for m in sent(actions, "server") if "method" in m and "id" in m
-                           and m["method"] not in ("ping",))
+        open_server.extend(m for m in sent(actions, "server") if "method" in m and "id" in m)
         for reply in [m for m in sent(actions, "client") if "id" in m]:
             result = reply.get("result") or {}
             if result.get("resultType") == "input_required" and rng.random() < 0.7:
@@ -71,12 +84,29 @@ def test_every_request_gets_exactly_one_answer_across_rounds(
         originals[client_id] = (method, params, cap)
         asked.append(client_id)
         run(h.client(modern(client_id, method, params, caps=cap)))
-    for _ in range(40):
+    def lose_and_restart(how: str) -> None:
+        for word in how.split("+"):
+            run(h.exit_child(1) if word == "exit" else h.close("server"))
+        open_server.clear()  # the lost server answers nothing
+        probe = restarted(h)
+        assert probe is not None
+        run(h.server(fail(probe, -32601, "Method not found")))
+
+    for step in range(41):
+        if loss is not None and step == loss[0]:
+            lose_and_restart(loss[1])
         if not open_server:
-            break
+            if loss is None or step >= loss[0]:
+                break
+            continue
         target = open_server.pop(rng.randrange(len(open_server)))
         roll = rng.random()
-        if target["method"] in ("tools/call", "resources/read", "prompts/get") and roll < 0.4:
+        if target["method"] == "initialize":  # the bridge's handshake with a new server
+            run(h.server(answer(target, LEGACY_INIT_RESULT)))
+        elif target["method"] == "ping":
+            run(h.server(answer(target, {})))
+        elif target["method"] in ("tools/call", "resources/read", "prompts/get") \
+                and roll < 0.4:
             method, params = rng.choice(QUESTIONS)
             run(h.server(request(f"q{rng.random()}", method, params)))
             open_server.append(target)

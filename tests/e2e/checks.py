@@ -10,6 +10,8 @@ import: it needs the SDKs' anyio).
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -179,3 +181,51 @@ def check_modern_logs(report: dict[str, Any]) -> None:
         "error",
     ]
     assert not [log for log in report["logs"] if log["phase"] == "chatty:None"]
+
+
+def check_restart(report: dict[str, Any]) -> None:
+    """The server was killed during a call and replaced: the call got one error saying so, and
+    the same session went on with the new server (another pid)."""
+    no_errors(report, allowed={"kill:slow"})
+    assert report.get("killed") is True, "the server was never killed"
+    error = report["kill:slow"]["error"]
+    assert error["code"] == -32603 and "is being restarted" in error["message"], error
+    before = report["pid:before"]["structuredContent"]["pid"]
+    assert report["pid:after"]["structuredContent"]["pid"] != before
+    assert "echo" in report["tools:after:names"]
+    assert text_of(report["call:echo"]) == "hi"
+    check_one_answer_each(report)
+
+
+def check_one_answer_each(report: dict[str, Any]) -> None:
+    """On the wire: every request the client sent got exactly one answer (a listen stream,
+    which may be left open, at most one)."""
+    answered = Counter(json.dumps(answer["id"]) for answer in report["wire"]["answered"])
+    assert [key for key, count in answered.items() if count > 1] == []
+    unanswered = [request for request in report["wire"]["sent"]
+                  if request["method"] != "subscriptions/listen"
+                  and answered[json.dumps(request["id"])] != 1]
+    assert unanswered == []
+
+
+def check_legacy_restart(report: dict[str, Any]) -> None:
+    check_restart(report)
+    assert report["restart:arrived"] is True, "no tools list_changed after the restart"
+    assert notifications_in(report, "add_tool", "notifications/tools/list_changed")
+    updated = notifications_in(report, "touch", "notifications/resources/updated")
+    assert [note["params"]["uri"] for note in updated] == ["memo://greeting"]
+    assert [log["level"] for log in report["logs"] if log["phase"] == "chatty"] == [
+        "warning", "error"]
+
+
+def check_modern_restart(report: dict[str, Any]) -> None:
+    check_restart(report)
+    assert report["restart:event"] == {"type": "ToolsListChanged"}
+    assert report["add_tool:event"] == {"type": "ToolsListChanged"}
+    assert report["touch:event"] == {"type": "ResourceUpdated", "uri": "memo://greeting"}
+    streams = (report["listen:tools"]["id"], report["listen:resource"]["id"])
+    for note in report["notifications"]:
+        if note["method"] not in ("notifications/progress", "notifications/message"):
+            assert note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] in streams
+    assert [log["level"] for log in report["logs"] if log["phase"] == "chatty:warning"] == [
+        "warning", "error"]

@@ -9,6 +9,9 @@ Scenarios:
   inputs  every server-to-client request kind: elicitation, sampling, roots, two in one call
   notify  resources/subscribe, tools list_changed, resources/updated, unsubscribe, setLevel
   logs    logging/setLevel at two levels, each followed by a call of `chatty`
+  restart subscribe and set a level, then kill the server (by the pid its `pid` tool gives)
+          during a slow call; once told the tools changed, the same session lists and calls
+          tools, hears of a new tool, of the subscribed resource, and logs at its level
   time    the tools of the published `mcp-server-time`
 
 Prints ONE JSON object on stdout (see peer_common.Recorder); exits 1 if the session could
@@ -26,6 +29,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from peer_common import (
+    RESTART_TIMEOUT,
     SAMPLING_MODEL,
     SAMPLING_TEXT,
     Recorder,
@@ -33,10 +37,12 @@ from peer_common import (
     dump,
     error_info,
     fill_form,
+    kill,
     parse_argv,
+    tapped,
 )
 
-SCENARIOS = ("basic", "inputs", "notify", "logs", "time")
+SCENARIOS = ("basic", "inputs", "notify", "logs", "restart", "time")
 SCENARIO_TIMEOUT = 60.0
 # How long to wait for a notification that should come, and for one that should not.
 EXPECT_TIMEOUT = 3.0
@@ -255,6 +261,52 @@ async def logs(session: ClientSession, rec: Recorder) -> None:
         await expect_logs(rec, f"chatty:{level}", lambda: session.call_tool("chatty", {}))
 
 
+# --- scenario: restart ----------------------------------------------------------------------
+
+
+async def restart(session: ClientSession, rec: Recorder) -> None:
+    uri = "memo://greeting"
+    await expect(rec, "subscribe", None, lambda: session.subscribe_resource(uri))
+    await expect(rec, "set_level", None, lambda: session.set_logging_level("warning"))
+    await rec.step("pid:before", lambda: session.call_tool("pid", {}))
+    await kill_during_a_call(session, rec)
+    # The bridge tells the client its lists may have changed once the new server serves.
+    rec.out["restart:arrived"] = await rec.wait_for(
+        "notifications", "notifications/tools/list_changed", RESTART_TIMEOUT)
+    rec.phase = "after"
+    await list_tool_names(session, rec, "tools:after")
+    await rec.step("call:echo", lambda: session.call_tool("echo", {"text": "hi"}))
+    await rec.step("pid:after", lambda: session.call_tool("pid", {}))
+    await expect(
+        rec,
+        "add_tool",
+        "notifications/tools/list_changed",
+        lambda: session.call_tool("add_tool", {"name": "zap"}),
+    )
+    await expect(
+        rec,
+        "touch",
+        "notifications/resources/updated",
+        lambda: session.call_tool("touch", {"uri": uri}),
+    )
+    await expect_logs(rec, "chatty", lambda: session.call_tool("chatty", {}))
+
+
+async def kill_during_a_call(session: ClientSession, rec: Recorder) -> None:
+    """Kill the server once a slow call is running there; the call's one answer is recorded."""
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        pass  # only here so that the call reports progress: it has begun at the server
+
+    rec.phase = "restart"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(rec.step, "kill:slow",
+                      lambda: session.call_tool("slow", {"steps": 600}, progress_callback=progress))
+        if await rec.wait_for("notifications", "notifications/progress", RESTART_TIMEOUT):
+            kill(rec.out["pid:before"]["structuredContent"]["pid"])
+            rec.out["killed"] = True
+
+
 # --- scenario: time (the published mcp-server-time) ----------------------------------------
 
 
@@ -275,6 +327,7 @@ SCENARIO_FUNCTIONS = {
     "inputs": inputs,
     "notify": notify,
     "logs": logs,
+    "restart": restart,
     "time": time_tools,
 }
 
@@ -282,9 +335,12 @@ SCENARIO_FUNCTIONS = {
 async def run(scenario: str, server_cmd: list[str], rec: Recorder) -> int:
     params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ))
     timeout = timedelta(seconds=SCENARIO_TIMEOUT)
+    transport = stdio_client(params)
+    if scenario == "restart":
+        transport = tapped(transport, rec)
     with anyio.fail_after(SCENARIO_TIMEOUT + 5):
         async with (
-            stdio_client(params) as (read, write),
+            transport as (read, write),
             ClientSession(read, write, timeout, **callbacks(rec)) as session,
         ):
             if await rec.step("initialize", session.initialize) is None:

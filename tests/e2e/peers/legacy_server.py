@@ -11,6 +11,7 @@ Usage: python legacy_server.py
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import anyio
@@ -74,6 +75,12 @@ async def slow(ctx: Context, steps: int = 3, delay: float = 0.05) -> str:
 def stats() -> dict[str, int]:
     """Counters for slow calls."""
     return dict(STATS)
+
+
+@mcp.tool()
+def pid() -> dict[str, int]:
+    """This server's process id (a test kills the server by it)."""
+    return {"pid": os.getpid()}
 
 
 @mcp.tool()

@@ -11,6 +11,10 @@ Scenarios:
   inputs  every input_required kind: elicitation, sampling, roots, two in one round,
           two rounds, a requestState-only round, a prompt and a resource that elicit
   notify  subscriptions/listen: tools list_changed, resources/updated, closing a stream
+  restart two listen streams open, then kill the server (by the pid its `pid` tool gives)
+          during a slow call; once its tools stream says the tools changed, the same client
+          lists and calls tools, hears of a new tool and of the subscribed resource on the
+          streams it opened before, and gets logs at the level it asks for
   filesystem  @modelcontextprotocol/server-filesystem started with no directory: it works in
           the client's roots (the first directory of $ROSETTA_E2E_ROOTS), then in the second
           once the client's roots change
@@ -31,9 +35,11 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from peer_common import (
     FILE_TEXT,
+    RESTART_TIMEOUT,
     SAMPLING_MODEL,
     SAMPLING_TEXT,
     Recorder,
@@ -42,15 +48,17 @@ from peer_common import (
     error_info,
     file_uri,
     fill_form,
+    kill,
     parse_argv,
     root_dirs,
+    tapped,
 )
 
 warnings.simplefilter("ignore", MCPDeprecationWarning)
 
 MODERN = "2026-07-28"
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
-SCENARIOS = ("basic", "inputs", "notify", "filesystem", "everything")
+SCENARIOS = ("basic", "inputs", "notify", "restart", "filesystem", "everything")
 SCENARIO_TIMEOUT = 60.0
 EXPECT_TIMEOUT = 3.0
 QUIET_PERIOD = 0.5
@@ -282,6 +290,50 @@ def event_json(event: Any) -> dict[str, Any]:
     return {"type": type(event).__name__, **{k: v for k, v in vars(event).items()}}
 
 
+# --- scenario: restart ----------------------------------------------------------------------
+
+
+async def restart(client: Client, rec: Recorder) -> None:
+    uri = "memo://greeting"
+    async with client.listen(tools_list_changed=True) as tools_sub:
+        record_subscription(rec, "listen:tools", tools_sub)
+        async with client.listen(resource_subscriptions=[uri]) as uri_sub:
+            record_subscription(rec, "listen:resource", uri_sub)
+            await rec.step("pid:before", lambda: client.call_tool("pid", {}))
+            await kill_during_a_call(client, rec)
+            # Once the new server serves, the stream hears that the tools may have changed.
+            await expect_event(rec, "restart", tools_sub, RESTART_TIMEOUT)
+            rec.phase = "after"
+            await list_tool_names(client, rec, "tools:after")
+            await rec.step("call:echo", lambda: client.call_tool("echo", {"text": "hi"}))
+            await rec.step("pid:after", lambda: client.call_tool("pid", {}))
+            await act(rec, "add_tool", lambda: client.call_tool("add_tool", {"name": "zap"}))
+            await expect_event(rec, "add_tool", tools_sub)
+            await act(rec, "touch", lambda: client.call_tool("touch", {"uri": uri}))
+            await expect_event(rec, "touch", uri_sub)
+            await chatty_at(client, rec, "warning")
+
+
+async def kill_during_a_call(client: Client, rec: Recorder) -> None:
+    """Kill the server once a slow call is running there; the call's one answer is recorded."""
+    began = anyio.Event()
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        began.set()
+
+    rec.phase = "restart"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            rec.step,
+            "kill:slow",
+            lambda: client.call_tool("slow", {"steps": 600}, progress_callback=progress),
+        )
+        with anyio.move_on_after(RESTART_TIMEOUT):
+            await began.wait()
+            kill(rec.out["pid:before"]["structuredContent"]["pid"])
+            rec.out["killed"] = True
+
+
 # --- scenarios for published servers --------------------------------------------------------
 
 
@@ -352,6 +404,7 @@ SCENARIO_FUNCTIONS = {
     "basic": basic,
     "inputs": inputs,
     "notify": notify,
+    "restart": restart,
     "filesystem": filesystem,
     "everything": everything,
 }
@@ -367,10 +420,10 @@ async def discover(client: Client, rec: Recorder) -> bool:
     return True
 
 
-def make_client(server_cmd: list[str], rec: Recorder) -> Client:
+def make_client(server_cmd: list[str], rec: Recorder, scenario: str) -> Client:
     params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ))
     return Client(
-        params,
+        tapped(stdio_client(params), rec) if scenario == "restart" else params,
         mode=MODERN,  # adopt 2026-07-28 directly: no probe-then-initialize fallback
         cache=None,  # every list goes to the wire, so change notifications are observable
         read_timeout_seconds=SCENARIO_TIMEOUT,
@@ -380,7 +433,7 @@ def make_client(server_cmd: list[str], rec: Recorder) -> Client:
 
 async def run(scenario: str, server_cmd: list[str], rec: Recorder) -> int:
     with anyio.fail_after(SCENARIO_TIMEOUT + 5):
-        async with make_client(server_cmd, rec) as client:
+        async with make_client(server_cmd, rec, scenario) as client:
             if not await discover(client, rec):
                 return 1
             await SCENARIO_FUNCTIONS[scenario](client, rec)

@@ -22,6 +22,7 @@ Usage: python modern_server.py [--undeclared-logging]
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
 import warnings
@@ -225,6 +226,10 @@ async def tool_stats(ctx: Any, args: dict[str, Any]) -> dict[str, Any]:
     return text_result(str(STATS), dict(STATS))
 
 
+async def tool_pid(ctx: Any, args: dict[str, Any]) -> dict[str, Any]:
+    return text_result(str(os.getpid()), {"pid": os.getpid()})
+
+
 async def tool_chatty(ctx: Any, args: dict[str, Any]) -> dict[str, Any]:
     # The SDK drops levels below the request's `_meta` logLevel, and all of them if absent.
     for level in LOG_LEVELS:
@@ -332,6 +337,7 @@ TOOLS: dict[str, tuple[dict[str, Any], Handler]] = {
     "squares": tool(tool_squares, "Squares 1..n", _schema(n="integer"), SQUARES_SCHEMA),
     "slow": tool(tool_slow, "Sleep in steps, reporting progress", _schema(steps="integer")),
     "stats": tool(tool_stats, "Counters for slow calls", _schema()),
+    "pid": tool(tool_pid, "This server's process id (a test kills the server by it)", _schema()),
     "chatty": tool(tool_chatty, "Log at four levels", _schema()),
     "add_tool": tool(tool_add_tool, "Add a tool (tools list_changed)", _schema(name="string")),
     "touch": tool(tool_touch, "Mark a resource updated", _schema(uri="string")),

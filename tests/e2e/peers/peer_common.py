@@ -10,12 +10,15 @@ Each step is recorded under its own key, as the result dumped to wire-shaped JSO
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
+import signal
 import sys
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TextIO
 
 import anyio
@@ -140,3 +143,62 @@ class Recorder:
         self.out["finished_at"] = time.time()
         stream.write(json.dumps(self.out, sort_keys=True) + "\n")
         stream.flush()
+
+
+# --- the wire, for the restart scenarios ----------------------------------------------------
+
+# How long a scenario waits for a killed server to be replaced and the session re-opened.
+RESTART_TIMEOUT = 30.0
+
+
+def kill(pid: int) -> None:
+    """Kill the server process `pid` as a crash would: no goodbye, no flush."""
+    os.kill(pid, signal.SIGKILL)
+
+
+def _wire_of(item: Any) -> dict[str, Any] | None:
+    """A stream item as wire JSON: an SDK SessionMessage of either SDK (1.x wraps the message
+    in a RootModel), or None for an exception the stream carried."""
+    message = getattr(item, "message", None)
+    root = getattr(message, "root", message)
+    if not hasattr(root, "model_dump"):
+        return None
+    wire: dict[str, Any] = root.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return wire
+
+
+@contextlib.asynccontextmanager
+async def tapped(transport: Any, rec: Recorder) -> AsyncIterator[tuple[Any, Any]]:
+    """`transport`'s streams, with each request the client sends and each response it receives
+    recorded by id and phase in rec.out["wire"]: the test checks that every request got
+    exactly one answer, which the SDK's own bookkeeping would hide."""
+    wire: dict[str, list[dict[str, Any]]] = {"sent": [], "answered": []}
+    rec.out["wire"] = wire
+    async with transport as (read, write):
+        inbound_send, inbound = anyio.create_memory_object_stream[Any](math.inf)
+        outbound, outbound_receive = anyio.create_memory_object_stream[Any](math.inf)
+
+        async def receive() -> None:
+            async with inbound_send:
+                async for item in read:
+                    message = _wire_of(item)
+                    if message is not None and "id" in message and "method" not in message:
+                        wire["answered"].append({"id": message["id"], "phase": rec.phase})
+                    await inbound_send.send(item)
+
+        async def send() -> None:
+            async with outbound_receive:
+                async for item in outbound_receive:
+                    message = _wire_of(item)
+                    if message is not None and "id" in message and "method" in message:
+                        wire["sent"].append({"id": message["id"], "phase": rec.phase,
+                                             "method": message["method"]})
+                    await write.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(receive)
+            tg.start_soon(send)
+            try:
+                yield inbound, outbound
+            finally:
+                tg.cancel_scope.cancel()
