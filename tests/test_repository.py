@@ -48,8 +48,9 @@ def test_ci_runs_the_readme_commands_as_written() -> None:
 
 def test_the_library_snippet_prints_what_the_readme_says() -> None:
     (snippet,) = fenced_blocks("python")
-    shown = fenced_blocks("text")[0]
-    assert README.index(shown) > README.index(snippet)  # the output follows the snippet
+    after = README.index(snippet) + len(snippet)
+    # The output is the first text block after the snippet.
+    shown = next(block for block in fenced_blocks("text") if README.index(block) > after)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(snippet, "README.md", "exec"), {})
