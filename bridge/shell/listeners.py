@@ -10,7 +10,7 @@ import contextlib
 import os
 import socket
 import stat
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 
 from bridge.errors import ConfigError
 from bridge.shell.settings import DaemonConfig
@@ -98,20 +98,19 @@ def _clear_stale(path: str) -> None:
 
 
 def _uid(owner: str | None) -> int:
-    if owner is None:
-        return -1
-    if owner.isdigit():
-        return int(owner)
     import pwd
 
-    return pwd.getpwnam(owner).pw_uid
+    return _account(owner, lambda name: pwd.getpwnam(name).pw_uid)
 
 
 def _gid(group: str | None) -> int:
-    if group is None:
-        return -1
-    if group.isdigit():
-        return int(group)
     import grp
 
-    return grp.getgrnam(group).gr_gid
+    return _account(group, lambda name: grp.getgrnam(name).gr_gid)
+
+
+def _account(name: str | None, lookup: Callable[[str], int]) -> int:
+    """A user or group by name or number; -1 (leave it as it is) for None."""
+    if name is None:
+        return -1
+    return int(name) if name.isdigit() else lookup(name)

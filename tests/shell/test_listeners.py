@@ -81,3 +81,22 @@ def test_the_socket_systemd_passes_is_fd_3_and_its_variables_are_cleared(
     listener.close()
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"fd": 3, "family": int(socket.AF_UNIX), "left": []}
+
+
+@pytest.mark.parametrize("by", ["number", "name"])
+def test_a_bound_socket_gets_its_owner_and_group(tmp_path: Path, by: str) -> None:
+    import grp
+    import os
+    import pwd
+
+    uid, gid = os.getuid(), os.getgid()
+    owner = str(uid) if by == "number" else pwd.getpwuid(uid).pw_name
+    group = str(gid) if by == "number" else grp.getgrgid(gid).gr_name
+    path = tmp_path / "d.sock"
+    with bind_unix(DaemonConfig(listen=str(path), listen_owner=owner, listen_group=group)):
+        assert (path.stat().st_uid, path.stat().st_gid) == (uid, gid)
+
+
+def test_an_unknown_owner_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no-such-user-xyz"):
+        bind_unix(DaemonConfig(listen=str(tmp_path / "d.sock"), listen_owner="no-such-user-xyz"))
