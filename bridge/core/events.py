@@ -18,7 +18,7 @@ SERVER: Side = "server"
 
 # The two records made for every message (MessageReceived in, Send out) are not frozen: a
 # frozen dataclass's __init__ costs twice as much (object.__setattr__ per field), on the
-# hottest path there is (issue 6). Nothing mutates them either way.
+# hottest path there is. Nothing mutates them either way.
 @dataclass(slots=True)
 class MessageReceived:
     """A peer wrote one line (raw bytes, without the newline)."""

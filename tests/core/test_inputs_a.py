@@ -1,4 +1,4 @@
-"""Transcripts of mode A's input loop: `input_required` becomes legacy server requests (issue 3).
+"""Transcripts of mode A's input loop: `input_required` becomes legacy server requests.
 
 Rules: mrtr.mdx; TRANSLATION.md §5.5-5.7, §5.9, §9.2-9.3, Appendix A.
 """
@@ -836,7 +836,7 @@ def test_shutdown_answers_every_call_in_its_loop() -> None:
 
 
 def test_nothing_more_reaches_the_client_for_a_cancelled_call() -> None:
-    """Issue 3: after the client cancels, the bridge sends nothing more for that call.
+    """After the client cancels, the bridge sends nothing more for that call.
 
     Needs mode_a.py (not this module): `_relay_progress` forwards progress for any token,
     and `forget_progress_token` (called when a loop ends) makes a finished token look new.

@@ -1,4 +1,4 @@
-"""Transcripts of mode A's listen streams, subscriptions and log levels (issue 4).
+"""Transcripts of mode A's listen streams, subscriptions and log levels.
 
 Rules: subscriptions.mdx, cancellation.mdx, server/utilities/logging.mdx; TRANSLATION.md §6.4,
 §8, §9.2.
