@@ -63,18 +63,38 @@ STUBBORN = textwrap.dedent("""
 """)
 
 
-def stubborn_bridge(tmp_path: Path, *flags: str) -> tuple[subprocess.Popen[bytes], list[int]]:
-    """The bridge in front of STUBBORN; returns it and the pids of the server and its helper."""
-    pids = tmp_path / "pids"
-    bridge = subprocess.Popen(
-        [sys.executable, "-m", "bridge", "--probe-timeout", "0.2", "--log-format", "json",
-         *flags, "--", sys.executable, "-c", STUBBORN, str(pids)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while not pids.exists():
-        assert time.monotonic() < deadline, "the server never started"
-        time.sleep(0.02)
-    return bridge, [int(pid) for pid in pids.read_text().split()]
+class Stubborn:
+    """The bridge in front of STUBBORN, once its session runs (so its signals are handled)."""
+
+    def __init__(self, tmp_path: Path, *flags: str) -> None:
+        pids = tmp_path / "pids"
+        self.bridge = subprocess.Popen(
+            [sys.executable, "-m", "bridge", "--probe-timeout", "0.2", "--log-format", "json",
+             *flags, "--", sys.executable, "-c", STUBBORN, str(pids)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert self.bridge.stderr is not None
+        self.early: list[str] = []  # what it logged until then
+        while not any('"child.started"' in line for line in self.early):
+            line = self.bridge.stderr.readline().decode()
+            assert line, "the bridge ended before its session started"
+            self.early.append(line)
+        deadline = time.monotonic() + 30
+        while not pids.exists():
+            assert time.monotonic() < deadline, "the server never started"
+            time.sleep(0.02)
+        self.server, self.helper = (int(pid) for pid in pids.read_text().split())
+
+    def finish(self, stdin: bytes | None = None) -> list[dict[str, object]]:
+        """Wait for the bridge to exit; every event it logged."""
+        _, stderr = self.bridge.communicate(stdin, timeout=30)
+        lines = self.early + stderr.decode().splitlines()
+        assert self.bridge.returncode == 0, "".join(lines)[-3000:]
+        return [json.loads(line) for line in lines]
+
+    def clean_up(self) -> None:
+        for pid in (self.server, self.helper):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_the_demo_runs_and_shows_both_sides() -> None:
@@ -121,46 +141,34 @@ def test_the_demo_fails_loudly_when_a_step_goes_wrong(
 
 
 def test_a_sigkilled_bridge_takes_its_server_along(tmp_path: Path) -> None:
-    bridge, (server, helper) = stubborn_bridge(tmp_path)
+    stubborn = Stubborn(tmp_path)
     try:
-        bridge.kill()
-        bridge.wait(timeout=30)
-        assert wait_gone([server], 1.0) == []  # the parent-death signal, at once
+        stubborn.bridge.kill()
+        stubborn.bridge.wait(timeout=30)
+        assert wait_gone([stubborn.server], 1.0) == []  # the parent-death signal, at once
     finally:
-        for pid in (server, helper):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        stubborn.clean_up()
 
 
 def test_shutdown_ends_a_helper_that_left_the_servers_group(tmp_path: Path) -> None:
-    bridge, (server, helper) = stubborn_bridge(tmp_path, "--config", str(FAST_CONFIG))
+    stubborn = Stubborn(tmp_path, "--config", str(FAST_CONFIG))
     try:
-        assert os.getsid(helper) == helper != os.getsid(server)
-        _, stderr = bridge.communicate(b"", timeout=30)  # the client leaves
-        assert bridge.returncode == 0, stderr
-        assert wait_gone([server, helper], 1.0) == []
-        events = [json.loads(line)["event"] for line in stderr.decode().splitlines()]
-        assert "orphans.ended" in events
+        assert os.getsid(stubborn.helper) == stubborn.helper != os.getsid(stubborn.server)
+        events = stubborn.finish(b"")  # the client leaves
+        assert wait_gone([stubborn.server, stubborn.helper], 1.0) == []
+        assert "orphans.ended" in [event["event"] for event in events]
     finally:
-        for pid in (server, helper):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        stubborn.clean_up()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM, signal.SIGINT])
 def test_ending_signals_stop_the_session_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
-    bridge, (server, helper) = stubborn_bridge(tmp_path, "--config", str(FAST_CONFIG))
+    stubborn = Stubborn(tmp_path, "--config", str(FAST_CONFIG))
     try:
-        time.sleep(0.5)  # past the probe: the session is serving
-        bridge.send_signal(sig)
-        _, stderr = bridge.communicate(timeout=30)
-        assert bridge.returncode == 0, stderr
-        assert wait_gone([server, helper], 1.0) == []
-        received = [json.loads(line) for line in stderr.decode().splitlines()]
-        assert {"event": "signal.received", "signal": sig.name} in [
-            {k: r[k] for k in ("event", "signal")} for r in received
-            if r["event"] == "signal.received"]
+        stubborn.bridge.send_signal(sig)
+        events = stubborn.finish()
+        assert wait_gone([stubborn.server, stubborn.helper], 1.0) == []
+        received = [event["signal"] for event in events if event["event"] == "signal.received"]
+        assert received == [sig.name]
     finally:
-        for pid in (server, helper):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        stubborn.clean_up()
