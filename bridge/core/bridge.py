@@ -45,7 +45,7 @@ from bridge.core.limits import settle
 from bridge.core.probe import Probe
 from bridge.core.restarts import Outage, Restarts
 from bridge.core.router import SOURCE
-from bridge.core.salvage import top_level
+from bridge.core.salvage import both_ends
 from bridge.core.timers import Timers
 from bridge.core.waiting import Waiting
 
@@ -211,8 +211,9 @@ class Bridge:
             self.ctx.log("info", "message.dropped", side=SERVER, reason="no client yet")
 
     def _on_too_large(self, event: MessageTooLarge) -> None:
-        """A line the shell discarded as too long: answered as far as its first bytes allow."""
-        inbound = refused(top_level(event.head),
+        """A line the shell discarded as too long: answered as far as its first and last bytes
+        allow (writers put the id first, or last)."""
+        inbound = refused(both_ends(event.head, event.tail),
                           f"longer than {event.limit} bytes (mcp-rosetta's max_message_bytes)")
         if event.side == CLIENT:
             self._on_client(inbound, "message.too_large")

@@ -31,13 +31,14 @@ class MessageReceived:
 class MessageTooLarge:
     """A peer wrote a line longer than `limit` bytes; the shell discarded it as it streamed in.
 
-    `head` is the line's first bytes (at most a few KiB), enough to recover the id of a
-    request or response that names it early; the rest was never held in memory.
+    `head` and `tail` are the line's first and last bytes (a few KiB each), enough to recover
+    the id of a request or response that names it first or last; the rest was never held.
     """
 
     side: Side
     head: bytes
     limit: int
+    tail: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,10 @@
-"""The top-level members of a JSON object read from its first bytes, when the whole cannot be read.
+"""The top-level members of a JSON object read from its first or last bytes, when the whole
+cannot be read.
 
 Must not guess: it tracks strings (escapes included) and nesting exactly, so a key nested
 inside `params` is never taken for a top-level one, and a value counts only once it is
-complete (a number cut off by the end of the bytes might have gone on).
+complete (a number cut off by the end of the bytes might have gone on). From the last bytes,
+only the trailing members with plain values are read: the first object or array ends the scan.
 """
 
 from __future__ import annotations
@@ -82,3 +84,78 @@ def top_level(data: bytes) -> dict[str, Any]:
         else:
             break  # the end of the object, or not JSON
     return members
+
+
+_WHITESPACE = b" \t\n\r"
+_LITERAL = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null")
+_LITERAL_BYTES = frozenset(b"0123456789+-.eEtruefalsn")
+
+
+def both_ends(head: bytes, tail: bytes) -> dict[str, Any]:
+    """The top-level members the first and the last bytes of one object show, together."""
+    members = trailing(tail)
+    for key, value in top_level(head).items():
+        if value is not UNREAD or key not in members:
+            members[key] = value
+    return members
+
+
+def trailing(data: bytes) -> dict[str, Any]:
+    """The top-level members that end the object whose last bytes are `data`, read backwards
+    from its closing brace while their values are strings, numbers, true, false or null.
+
+    Some writers put `id` last (`{"result": {...}, "jsonrpc": "2.0", "id": 5}`): the first
+    bytes of a huge message then show no id, the last ones do. Not an object's end: {}.
+    """
+    members: dict[str, Any] = {}
+    brace = _skip_back(data, len(data)) - 1
+    if brace < 0 or data[brace] != ord("}"):
+        return members
+    while True:
+        value_end = _skip_back(data, brace)
+        value_start = _value_start(data, value_end)
+        colon = _skip_back(data, value_start) - 1 if value_start is not None else -1
+        if colon < 0 or data[colon] != ord(":"):
+            break
+        key_end = _skip_back(data, colon)
+        key_start = _string_start(data, key_end)
+        if key_start is None:
+            break
+        try:
+            key, value = decode(data[key_start:key_end]), decode(data[value_start:value_end])
+        except DecodeError:
+            break
+        members.setdefault(key, value)  # read backwards: the last of a repeated key wins
+        brace = _skip_back(data, key_start) - 1
+        if brace < 0 or data[brace] != ord(","):
+            break  # the object's opening brace, or the start of `data`
+    return members
+
+
+def _skip_back(data: bytes, end: int) -> int:
+    while end > 0 and data[end - 1] in _WHITESPACE:
+        end -= 1
+    return end
+
+
+def _value_start(data: bytes, end: int) -> int | None:
+    """Where the plain value ending at `end` begins; None if it is not one."""
+    if end > 0 and data[end - 1] == ord('"'):
+        return _string_start(data, end)
+    start = end
+    while start > 0 and data[start - 1] in _LITERAL_BYTES:
+        start -= 1
+    return start if start < end and _LITERAL.fullmatch(data, start, end) else None
+
+
+def _string_start(data: bytes, end: int) -> int | None:
+    """Where the string ending at `end` (just after its closing quote) begins; None if it does
+    not close there, or begins before `data` does."""
+    if end < 2 or data[end - 1] != ord('"'):
+        return None
+    quote = end - 1
+    while (quote := data.rfind(b'"', 0, quote)) >= 0:
+        backslashes = quote - len(data[:quote].rstrip(b"\\"))
+        if backslashes % 2 == 0:  # not escaped: the opening quote
+            return quote
+    return None

@@ -97,7 +97,7 @@ class Driver:
                 break
             line = pop()
             event = MessageReceived(side, line) if type(line) is bytes \
-                else MessageTooLarge(side, line.head, self._limit)  # type: ignore[union-attr]
+                else MessageTooLarge(side, line.head, self._limit, line.tail)  # type: ignore[union-attr]
             if self._debug:
                 self._log.debug("message.received", side=side, bytes=_size(line))
             del line

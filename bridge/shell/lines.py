@@ -1,30 +1,34 @@
 """Newline-delimited framing: split a byte stream into lines, and never hold one past a limit.
 
 Must not decode JSON or look inside a line: the core gets the raw bytes (or, for a line over
-the limit, its first bytes only).
+the limit, its first and last bytes only).
 """
 
 from __future__ import annotations
 
 DEFAULT_LIMIT = 64 * 1024 * 1024
-# What is kept of a line over the limit: enough for the core to find an id written early.
+# What is kept of each end of a line over the limit: enough for the core to find its id, which
+# writers put first or last.
 HEAD_SIZE = 4096
 
 
 class Oversized:
-    """A line longer than the limit, discarded as it streamed in; `head` is its first
-    HEAD_SIZE bytes (all of it if shorter), `size` its length."""
+    """A line longer than the limit, discarded as it streamed in; `head` and `tail` are its
+    first and last HEAD_SIZE bytes (all of it if shorter), `size` its length."""
 
-    __slots__ = ("head", "size")
+    __slots__ = ("head", "size", "tail")
 
-    def __init__(self, head: bytes, size: int) -> None:
+    def __init__(self, head: bytes, size: int, tail: bytes = b"") -> None:
         self.head = head
         self.size = size
+        self.tail = tail or head[-HEAD_SIZE:]
 
     def grow(self, piece: bytes) -> None:
-        """Count more of the line; its head takes what it still lacks of HEAD_SIZE."""
+        """Count more of the line; its head takes what it still lacks of HEAD_SIZE, and its
+        tail moves on."""
         if len(self.head) < HEAD_SIZE:
             self.head += piece[:HEAD_SIZE - len(self.head)]
+        self.tail = (self.tail + piece[-HEAD_SIZE:])[-HEAD_SIZE:]
         self.size += len(piece)
 
     def __repr__(self) -> str:
@@ -39,7 +43,7 @@ class LineSplitter:
 
     A partial line is kept as a list of chunks and joined once when its newline arrives, so a
     line of n bytes costs O(n) however many chunks it spans. Once a partial line passes
-    `limit` bytes it is dropped but for its head, and the rest of it is only counted: memory
+    `limit` bytes it is dropped but for its two ends, and the rest of it is only counted: memory
     stays under the limit whatever a peer sends.
     """
 
@@ -84,7 +88,7 @@ class LineSplitter:
             self._parts.append(piece)
             self._held += len(piece)
         if self._held > self._limit:
-            self._skipping = Oversized(_head(self._parts), self._held)
+            self._skipping = Oversized(_head(self._parts), self._held, _tail(self._parts))
             self._parts.clear()
             self._held = 0
 
@@ -97,7 +101,7 @@ class LineSplitter:
             return skipping
         self._parts.append(piece)
         size = self._held + len(piece)
-        line = Oversized(_head(self._parts), size) if size > self._limit \
+        line = Oversized(_head(self._parts), size, _tail(self._parts)) if size > self._limit \
             else b"".join(self._parts)
         self._parts.clear()
         self._held = 0
@@ -108,7 +112,7 @@ class LineSplitter:
         lines: list[Line] = []
         for line in [first, *pieces[1:]]:
             if type(line) is bytes and len(line) > self._limit:
-                line = Oversized(line[:HEAD_SIZE], len(line))
+                line = Oversized(line[:HEAD_SIZE], len(line), line[-HEAD_SIZE:])
             lines += [line] if type(line) is Oversized else _kept([line])  # type: ignore[list-item]
         return lines
 
@@ -120,6 +124,15 @@ def _head(parts: list[bytes]) -> bytes:
             break
         head += part[:HEAD_SIZE - len(head)]
     return head
+
+
+def _tail(parts: list[bytes]) -> bytes:
+    tail = parts[-1][-HEAD_SIZE:]
+    for part in reversed(parts[:-1]):
+        if len(tail) >= HEAD_SIZE:
+            break
+        tail = part[-(HEAD_SIZE - len(tail)):] + tail
+    return tail
 
 
 def _kept(lines: list[bytes]) -> list[Line]:

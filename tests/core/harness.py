@@ -73,9 +73,11 @@ class Harness:
         raw = message if isinstance(message, bytes) else encode(message).rstrip(b"\n")
         return self._run(MessageReceived("server", raw))
 
-    def too_large(self, side: str, head: bytes, limit: int = 1024) -> list[Action]:
-        """`side` wrote a line longer than `limit` bytes that began with `head`."""
-        return self._run(MessageTooLarge(side, head, limit))  # type: ignore[arg-type]
+    def too_large(self, side: str, head: bytes, limit: int = 1024,
+                  tail: bytes = b"") -> list[Action]:
+        """`side` wrote a line longer than `limit` bytes that began with `head` (and ended
+        with `tail`, if given)."""
+        return self._run(MessageTooLarge(side, head, limit, tail))  # type: ignore[arg-type]
 
     def advance(self, seconds: float) -> list[Action]:
         self.now += seconds

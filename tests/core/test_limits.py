@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from bridge.core.codec import MAX_DEPTH, encode
+from bridge.core.salvage import trailing
 from tests.core.harness import (
     DISCOVER_RESULT,
     Harness,
@@ -193,10 +194,35 @@ def test_a_result_too_long_answers_the_waiting_request_and_ends_its_row(make: An
     assert sent(h.server(answer(forwarded, {"content": []})), "client") == []
 
 
-def test_a_result_whose_id_comes_last_cannot_be_attributed_and_is_dropped() -> None:
+@pytest.mark.parametrize("make", every_mode())
+def test_a_result_whose_id_comes_last_is_answered_from_its_tail(make: Any) -> None:
+    # The TypeScript SDK writes `id` last: {"result": {...}, "jsonrpc": "2.0", "id": ...}.
+    h = make()
+    forwarded = one(h.client(client_call(h, 5, {"name": "t"})), "server")
+    tail = b'xxxx"}]},"jsonrpc":"2.0","id":' + encode(forwarded["id"]).rstrip(b"\n") + b"}"
+    actions = h.too_large("server", b'{"result":{"content":[{"type":"text","text":"xxxxxxx',
+                          tail=tail)
+    assert sent(actions, "client") == [stand_in(5, "server", TOO_LONG)]
+    assert sent(h.server(answer(forwarded, {"content": []})), "client") == []
+
+
+def test_a_request_whose_id_comes_last_is_refused_under_it() -> None:
+    h, _ = mode_a()
+    actions = h.too_large("client", b'{"method":"tools/call","params":{"name":"t","arguments":',
+                          tail=b'xxxx"}},"jsonrpc":"2.0","id":"big-9"}\r')
+    assert sent(actions, "client") == [refused("big-9", TOO_LONG)]
+
+
+@pytest.mark.parametrize("tail", [
+    b'xxxxxx"}]}}',  # the id sits inside the result: not the message's own
+    b'xxxx"},"id":5,"params":{"x":1}}',  # an object follows the id: the scan stops first
+    b'xx","id":12',  # not the end of an object
+])
+def test_a_result_with_no_id_at_either_end_is_a_logged_drop(tail: bytes) -> None:
     h, _ = mode_a()
     one(h.client(request(5, "tools/call", {"name": "t"})), "server")
-    actions = h.too_large("server", b'{"result":{"content":[{"type":"text","text":"xxxxxxx')
+    actions = h.too_large("server", b'{"result":{"content":[{"type":"text","text":"xxxxxxx',
+                          tail=tail)
     assert sent(actions, "client") == []
     assert logged(h, "message.too_large")[-1]["outcome"] == "dropped"
 
@@ -246,3 +272,19 @@ def test_a_probe_answer_too_long_is_not_a_discover_result() -> None:
     h.too_large("server", head_of(answer(probe, DISCOVER_RESULT), 60))
     assert h.bridge.probe.era == "legacy"
     assert logged(h, "era.detected")[-1]["reason"] == "not a DiscoverResult"
+
+
+@pytest.mark.parametrize(("tail", "members"), [
+    (b'xx"}]},"jsonrpc":"2.0","id":"rosetta-5"}', {"jsonrpc": "2.0", "id": "rosetta-5"}),
+    (b'xx"}]},"id":5,"jsonrpc":"2.0"} \r', {"id": 5, "jsonrpc": "2.0"}),
+    (b'x"}], "id" : -12 , "a\\"b":"q\\\\"}', {"id": -12, 'a"b': "q\\"}),
+    (b'"ok":true,"n":null,"id":12345678901234567890123}',
+     {"ok": True, "n": None, "id": 12345678901234567890123}),
+    (b'"id":5}', {"id": 5}),
+    (b'5}', {}),  # a value with no key before it in the bytes
+    (b'xx"}]}}', {}),
+    (b'{"a":1', {}),
+])
+def test_the_members_at_the_end_of_an_object_are_read_backwards(
+        tail: bytes, members: Message) -> None:
+    assert trailing(tail) == members
