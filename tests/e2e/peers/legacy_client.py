@@ -210,10 +210,8 @@ async def inputs(session: ClientSession, rec: Recorder) -> None:
 # --- scenario: notify -----------------------------------------------------------------------
 
 
-async def notify(session: ClientSession, rec: Recorder) -> None:
-    uri = "memo://greeting"
-    await list_tool_names(session, rec, "tools:before")
-    await expect(rec, "subscribe", None, lambda: session.subscribe_resource(uri))
+async def hear_changes(session: ClientSession, rec: Recorder, uri: str) -> None:
+    """A new tool is announced, and a touched subscribed resource reports its update."""
     await expect(
         rec,
         "add_tool",
@@ -226,6 +224,13 @@ async def notify(session: ClientSession, rec: Recorder) -> None:
         "notifications/resources/updated",
         lambda: session.call_tool("touch", {"uri": uri}),
     )
+
+
+async def notify(session: ClientSession, rec: Recorder) -> None:
+    uri = "memo://greeting"
+    await list_tool_names(session, rec, "tools:before")
+    await expect(rec, "subscribe", None, lambda: session.subscribe_resource(uri))
+    await hear_changes(session, rec, uri)
     await expect(rec, "unsubscribe", None, lambda: session.unsubscribe_resource(uri))
     await expect(rec, "touch_unsubscribed", None, lambda: session.call_tool("touch", {"uri": uri}))
     await list_tool_names(session, rec, "tools:after")
@@ -277,18 +282,7 @@ async def restart(session: ClientSession, rec: Recorder) -> None:
     await list_tool_names(session, rec, "tools:after")
     await rec.step("call:echo", lambda: session.call_tool("echo", {"text": "hi"}))
     await rec.step("pid:after", lambda: session.call_tool("pid", {}))
-    await expect(
-        rec,
-        "add_tool",
-        "notifications/tools/list_changed",
-        lambda: session.call_tool("add_tool", {"name": "zap"}),
-    )
-    await expect(
-        rec,
-        "touch",
-        "notifications/resources/updated",
-        lambda: session.call_tool("touch", {"uri": uri}),
-    )
+    await hear_changes(session, rec, uri)
     await expect_logs(rec, "chatty", lambda: session.call_tool("chatty", {}))
 
 
