@@ -48,9 +48,18 @@ class ChildStarted:
 
 @dataclass(frozen=True, slots=True)
 class ChildExited:
-    """The server process ended with `code` (negative: killed by that signal)."""
+    """The server process ended with `code` (negative: killed by that signal), or could not
+    be started at all (126 not executable, 127 not found, as a shell reports them).
+
+    `cause` is what the shell knows beyond the status, in words for the user: why the
+    command could not start (not found, with the PATH searched; not executable).
+    `stderr_tail` is the last lines the process wrote to its stderr, which name the fault of
+    a server that ended before it ever answered.
+    """
 
     code: int
+    cause: str = ""
+    stderr_tail: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
