@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bridge.core.config import CoreConfig
-from bridge.core.events import NotifyReady, RestartChild
+from bridge.core.events import Log, NotifyReady, RestartChild
 from tests.core.harness import (
     DISCOVER_RESULT,
     Harness,
@@ -56,16 +56,6 @@ def test_silence_means_legacy_after_the_probe_timeout() -> None:
     assert any(isinstance(a, NotifyReady) for a in actions)
 
 
-def test_a_late_probe_answer_is_dropped_quietly() -> None:
-    h = Harness(CoreConfig(probe_timeout=1.0))
-    probe = one(h.start(), "server")
-    h.client(initialize())
-    h.advance(1.0)
-    actions = h.server(answer(probe, DISCOVER_RESULT))
-    assert sent(actions, "client") == []
-    assert [log.event for log in h.logs if log.event == "probe.late_answer"]
-
-
 def test_unsupported_version_error_with_data_means_modern() -> None:
     h = Harness()
     probe = one(h.start(), "server")
@@ -78,16 +68,19 @@ def test_unsupported_version_error_with_data_means_modern() -> None:
     assert "2027-01-01" in reply["error"]["message"]
 
 
-def test_a_server_exiting_on_the_probe_is_restarted_at_once_and_taken_as_legacy() -> None:
+def test_a_server_exiting_cleanly_on_the_probe_is_started_once_more_unprobed_as_legacy() -> None:
     h = Harness()
     one(h.start(), "server")
     h.client(initialize())
-    actions = h.exit_child(1)
+    actions = h.exit_child(0)
     assert any(isinstance(a, RestartChild) for a in actions)
+    assert sent(actions, "client") == []
     actions = h.start()
     assert one(actions, "server")["method"] == "initialize"
     assert h.bridge.mode == "P"
     assert [a for a in actions if isinstance(a, NotifyReady)] == [NotifyReady()]
+    assert [(log.fields["attempt"], log.fields["probe"]) for log in h.logs
+            if log.event == "child.restarted"] == [(0, False)]
 
 
 @pytest.mark.parametrize("ending", ["exit", "close"])
@@ -97,7 +90,10 @@ def test_a_server_closing_its_output_on_the_probe_is_a_failed_start_at_once(
     h = Harness(CoreConfig(probe_timeout=60.0))
     one(h.start(), "server")
     h.client(initialize())
-    actions = h.close("server") if ending == "close" else h.exit_child(0)
+    if ending == "close":
+        assert h.close("server") == [Log("warning", "server.closed", {})]
+        assert h.bridge.next_deadline() == 1.0  # the wait for its exit, not the probe's
+    actions = h.exit_child(0)
     assert [a for a in actions if isinstance(a, RestartChild)] == [RestartChild()]
     assert sent(actions, "server") == [] and sent(actions, "client") == []
     assert h.bridge.next_deadline() is None  # the probe's timer went with it
@@ -108,8 +104,9 @@ def test_a_server_closing_its_output_on_the_probe_is_a_failed_start_at_once(
 def test_ready_is_told_once_the_first_time_the_bridge_can_serve() -> None:
     h = Harness()
     assert not [a for a in h.start() if isinstance(a, NotifyReady)]
-    h.exit_child(1)  # on the probe
+    h.exit_child(0)  # on the probe
     assert [a for a in h.start() if isinstance(a, NotifyReady)] == [NotifyReady()]
+    h.server({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})  # it serves
     h.exit_child(1)  # while serving: restarted after its back-off
     actions = h.advance(10)
     assert [a for a in actions if isinstance(a, RestartChild)] == [RestartChild()]

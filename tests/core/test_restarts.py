@@ -86,18 +86,31 @@ def test_the_error_says_how_the_server_went(code: int, what: str) -> None:
     assert error["data"]["exitStatus"] == code
 
 
-def test_a_closed_output_is_a_crash_too_and_its_exit_is_not_counted_again() -> None:
+def test_a_closed_output_waits_for_the_exit_status_the_error_then_names() -> None:
     h = serving_a(CoreConfig(max_restarts=1))
     h.client(request(1, "tools/list"))
-    error = one(h.close("server"), "client")["error"]
+    assert sent(h.close("server"), "client") == []  # the exit usually follows at once
+    error = one(h.exit_child(1), "client")["error"]
+    assert error["message"].startswith("mcp-rosetta: the server exited with status 1 and is being")
+    assert error["data"] == {"source": "mcp-rosetta", "exitStatus": 1, "method": "tools/list"}
+    restarted(h)
+    assert logged(h, "child.restarted") == [{
+        "code": 1, "reason": "exited with status 1", "attempt": 1, "max_restarts": 1,
+        "backoff_s": 0.5, "mode": "A"}]
+
+
+def test_a_closed_output_with_no_exit_is_a_crash_after_a_second() -> None:
+    h = serving_a(CoreConfig(max_restarts=1))
+    h.client(request(1, "tools/list"))
+    h.close("server")
+    assert sent(h.advance(0.99), "client") == []
+    error = one(h.advance(0.01), "client")["error"]
     assert error["message"].startswith("mcp-rosetta: the server closed its output and is being")
     assert error["data"] == {"source": "mcp-rosetta", "exitStatus": None, "method": "tools/list"}
     later = h.exit_child(1)  # the same crash's other word: no second restart, no give-up
     assert restarts(later) == 0 and stops(later) == [] and sent(later, "client") == []
     restarted(h)
-    assert logged(h, "child.restarted") == [{
-        "code": 1, "reason": "exited with status 1", "attempt": 1, "max_restarts": 1,
-        "backoff_s": 0.5, "mode": "A"}]
+    assert [f["code"] for f in logged(h, "child.restarted")] == [1]
 
 
 def test_an_exit_then_a_closed_output_is_one_crash() -> None:
@@ -152,7 +165,7 @@ def test_past_the_budget_the_session_ends_with_69_and_one_clear_line() -> None:
     reason = ("mcp-rosetta: the server exited with status 1 after 2 restarts within 60 s; "
               "mcp-rosetta gives up")
     assert one(actions, "client") == {"jsonrpc": "2.0", "id": "late", "error": {
-        "code": -32603, "message": reason, "data": {"source": "mcp-rosetta",
+        "code": -32603, "message": reason, "data": {"source": "mcp-rosetta", "exitStatus": 1,
                                                     "method": "tools/list"}}}
     assert logged(h, "child.gave_up") == [{"code": 1, "reason": "exited with status 1",
                                             "max_restarts": 2, "window_s": 60.0}]
