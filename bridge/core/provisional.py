@@ -68,9 +68,9 @@ class Provisional:
         kind = inbound.kind
         if kind == "request":
             self._answered.discard(typed_id(inbound.message["id"]))  # an id used again
-            self._kept.append(inbound)
-        elif kind == "notification":
-            self._kept.append(inbound)
+        elif kind != "notification":
+            return True
+        self._kept.append(Inbound(kind, _copy(inbound.message), id=inbound.id))
         return True
 
     def note_answers(self, actions: list[Action]) -> None:
@@ -90,3 +90,12 @@ class Provisional:
         answered = self._answered
         return [inbound for inbound in self._kept if inbound.kind == "notification"
                 or typed_id(inbound.message["id"]) not in answered]
+
+
+def _copy(message: Message) -> Message:
+    """A copy the handler's edits do not reach: it renumbers ids and re-stamps params."""
+    copy = dict(message)
+    params = copy.get("params")
+    if isinstance(params, dict):
+        copy["params"] = dict(params)
+    return copy

@@ -83,8 +83,9 @@ class Harness:
         self.now += seconds
         return self._run(TimerFired())
 
-    def exit_child(self, code: int = 1) -> list[Action]:
-        return self._run(ChildExited(code))
+    def exit_child(self, code: int = 1, cause: str = "",
+                   stderr_tail: tuple[str, ...] = ()) -> list[Action]:
+        return self._run(ChildExited(code, cause, stderr_tail))
 
     def close(self, side: str) -> list[Action]:
         return self._run(PeerClosed(side))  # type: ignore[arg-type]
