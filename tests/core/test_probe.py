@@ -215,7 +215,7 @@ def test_a_request_the_fallback_already_answered_is_not_answered_again() -> None
 @pytest.mark.parametrize("client", ["legacy", "modern"])
 def test_minus_32022_naming_the_modern_version_to_an_initialize_asks_discover_again(
         client: str) -> None:
-    h, probe = late()
+    h, _ = late()
     first = initialize() if client == "legacy" else request("a", "tools/list",
                                                             {"_meta": modern_meta()})
     h.client(first)
