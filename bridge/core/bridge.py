@@ -506,6 +506,7 @@ class Bridge:
             self.handler, self._holding = None, False
             self.ctx.timers = Timers()
         self._waiting.hold_first(kept)
+        self._session = provisional.session
         self._detour = self._closing is not None
         if overturn.discover is None and overturn.error is None:
             # Only a -32022 is known: ask server/discover for what the modern server offers.
@@ -588,6 +589,8 @@ class Bridge:
                                 "roots/list itself")
         session, self._session = self._session, None
         if session is not None:
+            if self._provisional is not None:
+                self._provisional.session = session
             handler.resume(session)
         if handler.resuming:
             self._holding = self._detour = True

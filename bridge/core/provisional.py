@@ -14,6 +14,7 @@ from typing import Any
 
 from bridge.core.eras import MODERN_PROTOCOL_VERSION, UNSUPPORTED_PROTOCOL_VERSION
 from bridge.core.events import CLIENT, Action, Send
+from bridge.core.handover import ClientSession
 from bridge.core.jsonrpc import Inbound, is_request_id, typed_id
 
 Message = dict[str, Any]
@@ -54,10 +55,13 @@ def refused_initialize(message: Message, method: str | None) -> Overturn | None:
 class Provisional:
     """From the probe's timeout until the server answers like a legacy server (or is lost)."""
 
-    __slots__ = ("_answered", "_kept", "since")
+    __slots__ = ("_answered", "_kept", "session", "since")
 
     def __init__(self, since: float) -> None:
         self.since = since
+        # The session a restarted server's handler was given to re-open: the handler of the
+        # true era re-opens it instead.
+        self.session: ClientSession | None = None
         self._kept: list[Inbound] = []
         self._answered: set[tuple[type, Any]] = set()
 
