@@ -261,7 +261,8 @@ class Bridge:
                 self._provisional = Provisional(self.ctx.now)
             self._settled()
         elif key == self.RESTART:
-            self._restart_now()
+            if self._server == DOWN:  # not if a start came first (a restart at once)
+                self._restart_now()
         elif key == self.EXIT_WAIT:
             self._exit_wait = False
             self._on_server_gone(Outage(None))
@@ -417,6 +418,7 @@ class Bridge:
     def _restart_now(self) -> None:
         outage = self._outage
         assert outage is not None
+        self._timers.cancel(self.RESTART)
         config = self.ctx.config
         self.ctx.log("warning", "child.restarted", code=outage.code, reason=outage.what,
                      attempt=self._attempt, max_restarts=config.max_restarts,

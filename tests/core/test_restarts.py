@@ -485,3 +485,13 @@ def test_a_modern_clients_ping_during_a_restart_waits_for_the_new_server() -> No
     h = modern_pair()
     h.exit_child(1)
     assert sent(h.client(request("p", "ping", {"_meta": modern_meta()})), "client") == []
+
+
+def test_a_restart_done_at_once_leaves_no_second_restart_behind() -> None:
+    h = serving_a(CoreConfig(restart_backoff=(1.0, 8.0)))
+    h.exit_child(1)
+    assert restarts(h.advance(1.0)) == 1
+    h.exit_child(127)  # the restart's exec failed: another after its back-off
+    h.start()  # a server comes up all the same, and exits on its probe: restarted at once
+    assert restarts(h.exit_child(1)) == 1
+    assert restarts(h.advance(60)) == 0  # the back-off's timer went with that restart
