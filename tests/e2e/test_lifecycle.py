@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import time
+from datetime import datetime
 from typing import Any
 
 import checks
@@ -97,8 +98,16 @@ def test_a_server_that_exits_before_answering_is_not_restarted_and_says_why() ->
     assert [log for log in logs if log.get("event") == "child.restarted"] == []
     [failed] = [log for log in logs if log.get("event") == "child.failed"]
     assert failed["level"] == "error" and failed["code"] == 1
-    # Not the probe's 30 s, nor a restart's back-off: the start up of two interpreters.
+    # Within a second of the server's end, by the bridge's own clock: no wait for a restart's
+    # back-off, the probe's 30 s or the exit status (it came); the rest is the start of two
+    # interpreters.
+    ended = min(at(log) for log in logs if log.get("event") in ("server.closed", "child.exited"))
+    assert at(failed) - ended < 1.0, logs
     assert elapsed < 15, elapsed
+
+
+def at(log: dict[str, Any]) -> float:
+    return datetime.fromisoformat(log["timestamp"]).timestamp()
 
 
 @pytest.mark.xfail(strict=True, reason="the shell fills ChildExited.stderr_tail on the shellio "
