@@ -371,8 +371,6 @@ class Bridge:
         Every request waiting gets one error naming why; a client that has asked nothing yet
         is answered so for a while (FAILED), not left with an end of file."""
         reason, data = outage.never_served(), outage.data()
-        if outage.cause:
-            data["cause"] = outage.cause
         self.ctx.log("error", "child.failed", code=outage.code, reason=reason,
                      stderr_tail=list(outage.stderr_tail))
         self.ctx.actions.append(Status(f"stopped: {reason}"))

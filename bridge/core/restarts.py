@@ -53,8 +53,10 @@ class Outage:
 
     def data(self) -> dict[str, Any]:
         """What an error the session ends with carries: the exit status, never null when it
-        is known, and the server's last stderr lines if it wrote any."""
+        is known, why it could not start and its last stderr lines, if known."""
         data: dict[str, Any] = {"source": "mcp-rosetta", "exitStatus": self.code}
+        if self.cause:
+            data["cause"] = self.cause
         if self.stderr_tail:
             data["stderrTail"] = list(self.stderr_tail)
         return data
