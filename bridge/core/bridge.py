@@ -1,5 +1,6 @@
-"""The bridge's lifecycle: era detection, the mode it picks, every event routed to it, and the
-server's restarts with the client's session kept.
+"""The bridge's lifecycle: era detection (corrected when a slow modern server answers late), the
+mode it picks, every event routed to it, and the server's restarts with the client's session
+kept, or the end of a session whose server never served.
 
 Must not translate messages itself: once both eras are known a mode handler (P, A or B)
 owns the traffic, and a handler made for a restarted server re-opens the client's session
