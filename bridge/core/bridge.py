@@ -1,5 +1,6 @@
-"""The bridge's lifecycle: era detection, the mode it picks, every event routed to it, and the
-server's restarts with the client's session kept.
+"""The bridge's lifecycle: era detection (corrected when a slow modern server answers late), the
+mode it picks, every event routed to it, and the server's restarts with the client's session
+kept, or the end of a session whose server never served.
 
 Must not translate messages itself: once both eras are known a mode handler (P, A or B)
 owns the traffic, and a handler made for a restarted server re-opens the client's session
@@ -34,6 +35,7 @@ from bridge.core.events import (
     NotifyReady,
     PeerClosed,
     RestartChild,
+    Send,
     ShutdownRequested,
     Status,
     Stop,
@@ -43,8 +45,9 @@ from bridge.core.handover import ClientSession, Handover, open_requests
 from bridge.core.jsonrpc import Inbound, parse_inbound, refused
 from bridge.core.limits import settle
 from bridge.core.probe import Probe
+from bridge.core.provisional import Overturn, Provisional, refused_initialize
 from bridge.core.restarts import Outage, Restarts
-from bridge.core.router import SOURCE
+from bridge.core.router import SOURCE, Router
 from bridge.core.salvage import both_ends
 from bridge.core.timers import Timers
 from bridge.core.waiting import Waiting
@@ -56,10 +59,14 @@ _SINGLE = frozenset({"request", "notification", "response", "invalid"})
 # The server process, as the lifecycle sees it: waiting for ChildStarted, waiting for the
 # probe's answer, serving (its era known), or gone and waiting out the back-off.
 STARTING, PROBING, SERVING, DOWN = "starting", "probing", "serving", "down"
+# Seconds to wait, once the server's output closed, for its exit status: the shell posts the
+# exit after the end of its output, and an error that names the status helps the user most.
+EXIT_WAIT_S = 1.0
 
 
 class Handler(Protocol):
     mode: str
+    router: Router
 
     @property
     def client_batching(self) -> bool: ...
@@ -71,7 +78,7 @@ class Handler(Protocol):
     def on_server(self, inbound: Inbound) -> None: ...
     def on_timer(self, key: Any) -> None: ...
     def busy(self) -> bool: ...
-    def fail_pending(self, reason: str) -> None: ...
+    def fail_pending(self, reason: str, data: dict[str, Any] | None = None) -> None: ...
     def lose_server(self, outage: Outage) -> Handover:
         """The server is gone: answer what it took, and hand on the client's session."""
     def resume(self, session: ClientSession) -> None:
@@ -99,6 +106,14 @@ class Bridge:
         self._attempt = 0  # the pending restart's number within the window, and its delay
         self._delay = 0.0
         self._skip_probe = False  # the last server exited on the probe: take the next as legacy
+        self._served = False  # a server of this session has sent a well-formed message
+        self._unprobed = False  # the one start without a probe, after an exit 0 on the probe
+        self._exit_wait = False  # the server's output closed: its exit status is awaited
+        self._failure: tuple[str, dict[str, Any]] | None = None  # it never served: the error
+        self._provisional: Provisional | None = None  # legacy by timeout: may be overturned
+        self._corrected = False  # this server's era was corrected once already
+        self._abandoned: set[str] = set()  # ids of an overturned handler's requests
+        self._roots_told = False
         self._session: ClientSession | None = None  # handed over, until a handler resumes it
         self._lost_mode: str | None = None
         self._ready_told = False
@@ -131,6 +146,8 @@ class Bridge:
             ctx.log("error", "bridge.error", error=repr(exc), during=type(event).__name__)
         if self._detour and not self._stopped:
             self._after_detour()
+            if self._provisional is not None:
+                self._provisional.note_answers(actions)
         if self.batches.open:
             self.batches.collect(actions)
         return actions
@@ -151,7 +168,7 @@ class Bridge:
             self._on_child_started()
         elif type(event) is ChildExited:
             self.ctx.log("warning" if event.code else "info", "child.exited", code=event.code)
-            self._on_server_gone(Outage(event.code))
+            self._on_child_exited(event)
         elif type(event) is PeerClosed:
             self._on_peer_closed(event.side)
         elif type(event) is ShutdownRequested:
@@ -182,6 +199,8 @@ class Bridge:
         if self._closing is not None and inbound.kind == "request":
             self._refuse_while_closing(inbound)
         elif self.handler is not None and not self._holding:
+            if self._provisional is not None:
+                self._keep(inbound)
             self.handler.on_client(inbound)
         else:
             self._before_mode(inbound)
@@ -198,10 +217,17 @@ class Bridge:
             if stand_in is None:
                 return
             inbound = stand_in
+        if inbound.kind != "invalid":
+            self._served = True
+        if self._abandoned and self._absorbed(inbound):
+            return
         if self.probe.waiting:
             self.probe.on_server(inbound)
             if self.probe.era is not None:
                 self._settled()
+        elif self._provisional is not None and inbound.kind == "response" \
+                and self._overturned(inbound):
+            return
         elif self.handler is not None:
             if self.probe.is_late_answer(inbound):
                 self.ctx.log("info", "probe.late_answer")
@@ -232,9 +258,18 @@ class Bridge:
     def _on_own_timer(self, key: Any) -> None:
         if key == Probe.TIMER:
             self.probe.on_timeout()
+            if self.probe.era == "legacy" and not self._corrected:
+                self._provisional = Provisional(self.ctx.now)
             self._settled()
         elif key == self.RESTART:
-            self._restart_now()
+            if self._server == DOWN:  # not if a start came first (a restart at once)
+                self._restart_now()
+        elif key == self.EXIT_WAIT:
+            self._exit_wait = False
+            self._on_server_gone(Outage(None))
+        elif key == self.FAILED:
+            assert self._failure is not None
+            self._stop(EX_UNAVAILABLE, *self._failure)
         elif key == self.DRAIN:
             self._stop(EX_OK, "the client closed its input" if self._client_closed
                        else "mcp-rosetta is shutting down")
@@ -245,36 +280,57 @@ class Bridge:
         if side == CLIENT:
             self.ctx.log("info", "client.closed")
             self._client_closed = True
+            if self._failure is not None:
+                self._stop(EX_UNAVAILABLE, *self._failure)
+                return
             # handle() drains what the client is owed, then stops.
             self._closing = self.ctx.config.drain_timeout
             self._detour = True
-        else:
+        elif self._server != DOWN and not self._exit_wait:
             self.ctx.log("warning", "server.closed")
-            self._on_server_gone(Outage(None))
+            # Answered once its exit status is known, or after EXIT_WAIT_S without one.
+            self._exit_wait = True
+            self.probe.abandon()  # nothing more can answer it
+            self._timers.schedule(self.EXIT_WAIT, self.ctx.now + EXIT_WAIT_S)
 
     # The server process: started, lost, restarted ------------------------------------------
 
     RESTART = ("restart",)
+    EXIT_WAIT = ("exit-wait",)
+    FAILED = ("failed",)
 
     def _on_child_started(self) -> None:
         self._server = PROBING
+        self._corrected = False
         self.probe.start(skip=self._skip_probe)
         self._skip_probe = False
         if self.probe.era is not None:
             self._settled()
 
+    def _on_child_exited(self, event: ChildExited) -> None:
+        if self._exit_wait:  # its output closed first: this is the status waited for
+            self._exit_wait = False
+            self._timers.cancel(self.EXIT_WAIT)
+        self._on_server_gone(Outage(event.code, event.cause, event.stderr_tail))
+
     def _on_server_gone(self, outage: Outage) -> None:
         """The server exited or closed its output (ChildExited, PeerClosed: each crash says
-        both, in either order)."""
+        both, in either order; a closed output waits EXIT_WAIT_S for the exit)."""
         if self._server == DOWN:
             assert self._outage is not None
-            if self._outage.code is None:  # the second word of the same crash: not counted
-                self._outage.code = outage.code
+            self._outage.learn(outage)  # the second word of the same crash: not counted
             return
+        self._provisional, self._abandoned = None, set()
         if self._closing is not None:
-            self._stop(EX_UNAVAILABLE, f"mcp-rosetta: the server {outage.what}")
+            self._stop(EX_UNAVAILABLE, f"mcp-rosetta: the server {outage.what}", outage.data())
             return
         probing, serving = self._server == PROBING, self._server == SERVING
+        if not self._served:
+            if probing and outage.code == 0 and not self._unprobed:
+                self._start_unprobed(outage)
+            else:
+                self._fail_unserved(outage)
+            return
         if probing:
             # stdio.mdx §Backward Compatibility: some legacy servers exit on an unexpected
             # first message (or close their output); start it again at once, as legacy.
@@ -296,6 +352,53 @@ class Bridge:
         else:
             self._restart_now()
 
+    def _start_unprobed(self, outage: Outage) -> None:
+        """A server that exited cleanly on the probe may be a legacy one that takes no
+        unexpected first message (stdio.mdx §Backward Compatibility): start it once more, at
+        once and without a probe, as legacy. Not a restart: it never served."""
+        self.probe.abandon()
+        self.probe = Probe(self.ctx, self._timers)
+        self._unprobed = self._skip_probe = True
+        self.ctx.log("warning", "child.restarted", code=outage.code, reason=outage.what,
+                     attempt=0, max_restarts=self.ctx.config.max_restarts, backoff_s=0.0,
+                     mode=None, probe=False)
+        self.ctx.actions.append(Status("starting the server again without the probe it "
+                                       "exited on, as a legacy server"))
+        self.ctx.actions.append(RestartChild())
+        self._server = STARTING
+
+    def _fail_unserved(self, outage: Outage) -> None:
+        """The server ended before it ever answered: starting it again would only fail again.
+        Every request waiting gets one error naming why; a client that has asked nothing yet
+        is answered so for a while (FAILED), not left with an end of file."""
+        reason, data = outage.never_served(), outage.data()
+        self.ctx.log("error", "child.failed", code=outage.code, reason=reason,
+                     stderr_tail=list(outage.stderr_tail))
+        self.ctx.actions.append(Status(f"stopped: {reason}"))
+        self.probe.abandon()
+        self._server, self._outage = DOWN, outage
+        before = len(self.ctx.actions)
+        handler, self.handler = self.handler, None
+        if handler is not None:
+            handler.fail_pending(reason, data)
+            self.ctx.timers = Timers()
+        self._waiting.fail_all(reason, data)
+        self._failure = (reason, data)
+        answered = any(type(a) is Send and a.side == CLIENT for a in self.ctx.actions[before:])
+        if answered or self._client_closed:
+            self._stop(EX_UNAVAILABLE, reason, data)
+        else:
+            self._timers.schedule(self.FAILED, self.ctx.now + self.ctx.config.probe_timeout)
+
+    def _answer_failure(self, inbound: Inbound) -> None:
+        """While the bridge lingers after a failed start: the client's request (a ping too:
+        there is no server to reach) gets the failure, and the bridge stops after this event."""
+        assert self._failure is not None
+        if inbound.kind == "request":
+            reason, data = self._failure
+            self.ctx.reply_error(CLIENT, inbound.message["id"], INTERNAL_ERROR, reason, data)
+            self._timers.schedule(self.FAILED, self.ctx.now)
+
     def _lose_handler(self, outage: Outage) -> None:
         """Every request the server took gets its error; the client's session is handed on,
         and what the handler never sent waits for the next server."""
@@ -314,6 +417,7 @@ class Bridge:
     def _restart_now(self) -> None:
         outage = self._outage
         assert outage is not None
+        self._timers.cancel(self.RESTART)
         config = self.ctx.config
         self.ctx.log("warning", "child.restarted", code=outage.code, reason=outage.what,
                      attempt=self._attempt, max_restarts=config.max_restarts,
@@ -330,7 +434,90 @@ class Bridge:
                      max_restarts=config.max_restarts, window_s=config.restart_window)
         self.ctx.actions.append(Status(f"stopped: the server {outage.what} and has used up "
                                        f"its {config.max_restarts} restarts"))
-        self._stop(EX_UNAVAILABLE, self._restarts.gave_up(outage))
+        self._stop(EX_UNAVAILABLE, self._restarts.gave_up(outage), outage.data())
+
+    # A legacy verdict overturned --------------------------------------------------------
+
+    def _keep(self, inbound: Inbound) -> None:
+        """A client message reaching a handler chosen on a provisional verdict: kept for the
+        handler of the server's true era, should it show itself."""
+        assert self._provisional is not None
+        if not self._provisional.keep(inbound):
+            self.ctx.log("info", "era.final", side=SERVER, era="legacy",
+                         reason="too many client messages since the probe's timeout")
+            self._end_provisional()
+
+    def _end_provisional(self) -> None:
+        self._provisional = None
+        self._detour = self._closing is not None or self._holding
+
+    def _absorbed(self, inbound: Inbound) -> bool:
+        """An answer to a request of the handler an overturned verdict dropped: its client
+        request was replayed to the new handler, which answers it."""
+        if inbound.kind != "response":
+            return False
+        answer_id = inbound.message["id"]
+        if not isinstance(answer_id, str) or answer_id not in self._abandoned:
+            return False
+        self._abandoned.discard(answer_id)
+        self.ctx.debug("message.absorbed", side=SERVER, reason="asked by an overturned handler")
+        return True
+
+    def _overturned(self, inbound: Inbound) -> bool:
+        """While the legacy verdict is provisional: whether this answer shows the server is
+        modern after all (and the session was corrected); a result to anything else shows it
+        serves legacy requests, and the verdict is final."""
+        message = inbound.message
+        if self.probe.is_late_answer(inbound):
+            overturn = self.probe.late(message)
+            if overturn is None:
+                self.ctx.log("info", "probe.late_answer")
+                self._end_provisional()
+                return True
+        else:
+            overturn = refused_initialize(message, self._asked(message["id"]))
+            if overturn is None:
+                if "result" in message:
+                    self._end_provisional()
+                return False
+        self._correct(overturn)
+        return True
+
+    def _asked(self, answer_id: Any) -> str | None:
+        """The method of the handler's request an answer is for."""
+        handler = self.handler
+        row = handler.router.pending[SERVER].get(answer_id) \
+            if handler is not None and isinstance(answer_id, str) else None
+        return None if row is None else row.method
+
+    def _correct(self, overturn: Overturn) -> None:
+        """The server is modern after all: the session becomes what it would have been had
+        the probe been answered in time. The client's messages since go to the new handler,
+        the dropped handler's requests are absorbed when answered."""
+        provisional = self._provisional
+        assert provisional is not None
+        old, kept = self.handler, provisional.replay()
+        self._provisional, self._corrected = None, True
+        self.ctx.log("warning", "era.corrected", side=SERVER, was="legacy", era="modern",
+                     reason=overturn.why, after_s=round(self.ctx.now - provisional.since, 3),
+                     mode=None if old is None else old.mode, replayed=len(kept))
+        if old is not None:
+            self._abandoned = set(old.router.pending[SERVER])
+            self._lost_mode = old.mode
+            self.handler, self._holding = None, False
+            self.ctx.timers = Timers()
+        self._waiting.hold_first(kept)
+        self._session = provisional.session
+        self._detour = self._closing is not None
+        if overturn.discover is None and overturn.error is None:
+            # Only a -32022 is known: ask server/discover for what the modern server offers.
+            self.probe = Probe(self.ctx, self._timers)
+            self._server = PROBING
+            self.probe.start(skip=False)
+            return
+        self.probe.era, self.probe.discover, self.probe.error = \
+            "modern", overturn.discover, overturn.error
+        self._choose_mode()
 
     # Era detection ------------------------------------------------------------------------
 
@@ -341,7 +528,17 @@ class Bridge:
         if inbound.kind == "invalid":
             self.ctx.reject(CLIENT, inbound)
             return
+        if self._failure is not None:
+            self._answer_failure(inbound)
+            return
         if self.client_era is None and not self._learn_client_era(inbound):
+            return
+        if self.client_era == "legacy" and inbound.kind == "request" \
+                and inbound.message["method"] == "ping":
+            # lifecycle.mdx (2025-11-25) §Operation: either side may ping at any time; the
+            # bridge is alive, and a ping must not wait out a restart. (The modern era has
+            # no ping: a modern client's waits for the server like any request.)
+            self.ctx.reply(CLIENT, inbound.message["id"], {})
             return
         self._waiting.hold(inbound)
         self._choose_mode()
@@ -385,8 +582,16 @@ class Bridge:
         handler = self.handler = self._new_handler(self.client_era, server_era)
         self.ctx.log("info", "mode.chosen", mode=handler.mode, client_era=self.client_era,
                      server_era=server_era, previous=self._lost_mode)
+        if self.ctx.config.roots and handler.mode != "B" and not self._roots_told:
+            self._roots_told = True
+            self.ctx.log("warning", "roots.unused", mode=handler.mode,
+                         reason="roots (--root) serve only a legacy server behind a modern "
+                                "client (mode B); here the client answers the server's "
+                                "roots/list itself")
         session, self._session = self._session, None
         if session is not None:
+            if self._provisional is not None:
+                self._provisional.session = session
             handler.resume(session)
         if handler.resuming:
             self._holding = self._detour = True
@@ -412,8 +617,11 @@ class Bridge:
         """The handler can serve: what the client said meanwhile reaches it, in order."""
         assert self.handler is not None
         self._holding = False
-        self._detour = self._closing is not None
+        provisional = self._provisional
+        self._detour = self._closing is not None or provisional is not None
         for inbound in self._waiting.release():
+            if provisional is not None:
+                provisional.keep(inbound)
             self.handler.on_client(inbound)
 
     # Shutdown -----------------------------------------------------------------------------
@@ -453,13 +661,13 @@ class Bridge:
             assert self._closing is not None
             self._timers.schedule(self.DRAIN, self.ctx.now + self._closing)
 
-    def _stop(self, code: int, reason: str) -> None:
+    def _stop(self, code: int, reason: str, data: dict[str, Any] | None = None) -> None:
         """Answer every request still waiting (exactly one response each), then stop."""
         if self.handler is not None:
-            self.handler.fail_pending(reason)
+            self.handler.fail_pending(reason, data)
         elif self._session is not None:  # handed over, and no server took it up
             for request_id in open_requests(self._session):
-                self.ctx.reply_error(CLIENT, request_id, INTERNAL_ERROR, reason, SOURCE)
-        self._waiting.fail_all(reason)
+                self.ctx.reply_error(CLIENT, request_id, INTERNAL_ERROR, reason, data or SOURCE)
+        self._waiting.fail_all(reason, data)
         self.ctx.actions.append(Stop(code))
         self._stopped = True

@@ -23,7 +23,9 @@ class CoreConfig:
     server_era: ServerEra = "auto"
     """auto: probe with server/discover (stdio.mdx §Backward Compatibility); else pin it."""
     probe_timeout: float = 5.0
-    """Seconds to wait for the probe's answer before taking the server as legacy."""
+    """Seconds to wait for the probe's answer before taking the server as legacy, provisionally
+    (a later modern answer corrects it); also how long a client that has not spoken yet is
+    answered with the error of a server that never served, before the bridge stops."""
     request_timeout: float = 0.0
     """Seconds a forwarded request may wait for its answer; 0 waits for ever."""
     drain_timeout: float = 5.0

@@ -60,6 +60,7 @@ class ModeA:
         self.router = Router(ctx)
         self.discover = probe.discover
         self.probe_error = probe.error
+        self.contradiction = probe.contradiction  # server_era pinned to modern, wrongly
         self.version = LATEST_LEGACY_VERSION
         self.initialize_id: Any = None  # set while initialize waits for the listen ack
         self.initialize_params: Message = {}
@@ -203,6 +204,10 @@ class ModeA:
 
     def _unservable(self, asked: Any) -> tuple[str, Any] | None:
         """Why the server cannot be offered to a legacy client at all, if it cannot."""
+        if self.discover is None and self.contradiction is not None:
+            return (f"mcp-rosetta: {self.contradiction}",
+                    {"supported": list(LEGACY_PROTOCOL_VERSIONS), "requested": asked,
+                     "serverAnswered": self.probe_error})
         if self.discover is None:
             supported = _supported_versions(self.probe_error)
             return (f"mcp-rosetta: the server speaks only protocol versions {supported}; "
@@ -406,8 +411,8 @@ class ModeA:
         self.ctx.log("info", "session.resumed", mode="A", version=self.version,
                      subscriptions=len(session.subscriptions), log_level=session.log_level)
 
-    def fail_pending(self, reason: str) -> None:
-        self._fail_all(reason, None)
+    def fail_pending(self, reason: str, data: Message | None = None) -> None:
+        self._fail_all(reason, data)
 
     def _fail_all(self, reason: str, data: Message | None) -> None:
         self.router.fail_all(reason, data)

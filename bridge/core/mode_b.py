@@ -419,9 +419,9 @@ class ModeB:
         return bool(self.waiting) or self.inputs.busy() or any(
             row.purpose == "forward" for row in self.router.pending[SERVER].values())
 
-    def fail_pending(self, reason: str) -> None:
-        self.router.fail_all(reason)
-        self.inputs.fail_all(reason)
+    def fail_pending(self, reason: str, data: Message | None = None) -> None:
+        self.router.fail_all(reason, data)
+        self.inputs.fail_all(reason, data)
         self.listener.close_all()
         for stream in self.restoring or []:
             self.listener.end(stream.request["id"])
@@ -429,7 +429,7 @@ class ModeB:
         waiting, self.waiting = self.waiting, []
         for message, _ in waiting:
             self.ctx.reply_error(CLIENT, message["id"], INTERNAL_ERROR, reason,
-                                 {"source": "mcp-rosetta"})
+                                 data or {"source": "mcp-rosetta"})
 
     # A restarted server (handover.py) ----------------------------------------------------
 

@@ -291,5 +291,5 @@ class PassThrough:
     def busy(self) -> bool:
         return self.router.busy()
 
-    def fail_pending(self, reason: str) -> None:
-        self.router.fail_all(reason, purposes=("forward", "listen"))
+    def fail_pending(self, reason: str, data: Message | None = None) -> None:
+        self.router.fail_all(reason, data, purposes=("forward", "listen"))

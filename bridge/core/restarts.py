@@ -12,14 +12,29 @@ from typing import Any
 
 from bridge.core.config import CoreConfig
 
+# What of a server's stderr an error carries: its last lines, each cut short.
+STDERR_LINES, STDERR_LINE_CHARS = 10, 400
+
 
 class Outage:
-    """How the server went: its exit status, or None while only its output is known closed."""
+    """How the server went: its exit status, or None while only its output is known closed;
+    what the shell knows beyond it (`cause`: why it could not start) and its last stderr
+    lines."""
 
-    __slots__ = ("code",)
+    __slots__ = ("cause", "code", "stderr_tail")
 
-    def __init__(self, code: int | None) -> None:
+    def __init__(self, code: int | None, cause: str = "",
+                 stderr_tail: tuple[str, ...] = ()) -> None:
         self.code = code
+        self.cause = cause
+        self.stderr_tail = tuple(line[:STDERR_LINE_CHARS] for line in stderr_tail[-STDERR_LINES:])
+
+    def learn(self, later: Outage) -> None:
+        """The second word of the same crash (its exit after its closed output)."""
+        if self.code is None:
+            self.code = later.code
+        self.cause = self.cause or later.cause
+        self.stderr_tail = self.stderr_tail or later.stderr_tail
 
     @property
     def what(self) -> str:
@@ -35,6 +50,26 @@ class Outage:
         return (f"mcp-rosetta: the server {self.what} and is being restarted; "
                 f"the request was lost with it",
                 {"source": "mcp-rosetta", "exitStatus": self.code})
+
+    def data(self) -> dict[str, Any]:
+        """What an error the session ends with carries: the exit status, never null when it
+        is known, why it could not start and its last stderr lines, if known."""
+        data: dict[str, Any] = {"source": "mcp-rosetta", "exitStatus": self.code}
+        if self.cause:
+            data["cause"] = self.cause
+        if self.stderr_tail:
+            data["stderrTail"] = list(self.stderr_tail)
+        return data
+
+    def never_served(self) -> str:
+        """Why a server that never answered anything cannot be used, and what to do."""
+        if self.cause:
+            text = f"mcp-rosetta: the server could not be started: {self.cause}"
+        else:
+            text = (f"mcp-rosetta: the server {self.what} before it answered anything; "
+                    f"run the server command by hand to see why")
+        last = next((line for line in reversed(self.stderr_tail) if line.strip()), None)
+        return text if last is None else f"{text}. Its stderr ended with: {last.strip()}"
 
 
 class Restarts:

@@ -69,12 +69,12 @@ class Waiting:
             answer_timed_out(self.ctx, message["id"], message["method"])
             self.ctx.log("warning", "request.timed_out", method=message["method"], held=True)
 
-    def fail_all(self, reason: str) -> None:
+    def fail_all(self, reason: str, data: dict[str, Any] | None = None) -> None:
         """The bridge stops: every held request gets an error (exactly one answer each)."""
         for inbound in self.release():
             if inbound.kind == "request":
                 self.ctx.reply_error(CLIENT, inbound.message["id"], INTERNAL_ERROR, reason,
-                                     SOURCE)
+                                     data or SOURCE)
 
     def _cancels_held(self, message: dict[str, Any]) -> bool:
         """Whether `message` cancels a held request, which is then dropped (cancellation.mdx:

@@ -83,8 +83,9 @@ class Harness:
         self.now += seconds
         return self._run(TimerFired())
 
-    def exit_child(self, code: int = 1) -> list[Action]:
-        return self._run(ChildExited(code))
+    def exit_child(self, code: int = 1, cause: str = "",
+                   stderr_tail: tuple[str, ...] = ()) -> list[Action]:
+        return self._run(ChildExited(code, cause, stderr_tail))
 
     def close(self, side: str) -> list[Action]:
         return self._run(PeerClosed(side))  # type: ignore[arg-type]
@@ -94,11 +95,15 @@ class Harness:
 
 
 def restarted(h: Harness) -> Message | None:
-    """After the server was lost: wait out the back-off, then start the new server; the probe
-    it gets (None if it gets none)."""
-    deadline = h.bridge.next_deadline()
-    assert deadline is not None, "no restart is scheduled"
-    actions = h.advance(deadline - h.now)
+    """After the server was lost: wait out the back-off (and, after a closed output, the wait
+    for its exit status first), then start the new server; the probe it gets (None if it gets
+    none)."""
+    for _ in range(2):
+        deadline = h.bridge.next_deadline()
+        assert deadline is not None, "no restart is scheduled"
+        actions = h.advance(deadline - h.now)
+        if any(isinstance(a, RestartChild) for a in actions):
+            break
     assert [a for a in actions if isinstance(a, RestartChild)] == [RestartChild()], actions
     probe = sent(h.start(), "server")
     return probe[0] if probe else None

@@ -205,10 +205,14 @@ def test_a_pinned_modern_server_that_answers_the_probe_with_odd_data_is_refused_
     probe = one(h.start(), "server")
     h.client(request(0, "initialize", {"protocolVersion": "2025-06-18"}))
     reply = one(h.server(fail(probe, -32601, "Method not found", [1])), "client")
-    assert reply == error(0, -32602, "mcp-rosetta: the server speaks only protocol versions [];"
-                                     " mcp-rosetta speaks 2026-07-28 to it",
+    assert reply == error(0, -32602, "mcp-rosetta: server_era is pinned to modern, but the "
+                          "server answered server/discover like a legacy server (error -32601: "
+                          "'Method not found'); remove --server-era modern (or set server_era = "
+                          '"auto") to let mcp-rosetta detect the era',
                           {"supported": ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"],
-                           "requested": "2025-06-18", "serverSupportedVersions": []})
+                           "requested": "2025-06-18",
+                           "serverAnswered": {"code": -32601, "message": "Method not found",
+                                              "data": [1]}})
 
 
 @pytest.mark.parametrize("target", [["rosetta-2"], {"id": 1}, 2])

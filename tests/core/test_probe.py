@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bridge.core.config import CoreConfig
-from bridge.core.events import NotifyReady, RestartChild
+from bridge.core.events import Log, NotifyReady, RestartChild
 from tests.core.harness import (
     DISCOVER_RESULT,
     Harness,
@@ -56,16 +56,6 @@ def test_silence_means_legacy_after_the_probe_timeout() -> None:
     assert any(isinstance(a, NotifyReady) for a in actions)
 
 
-def test_a_late_probe_answer_is_dropped_quietly() -> None:
-    h = Harness(CoreConfig(probe_timeout=1.0))
-    probe = one(h.start(), "server")
-    h.client(initialize())
-    h.advance(1.0)
-    actions = h.server(answer(probe, DISCOVER_RESULT))
-    assert sent(actions, "client") == []
-    assert [log.event for log in h.logs if log.event == "probe.late_answer"]
-
-
 def test_unsupported_version_error_with_data_means_modern() -> None:
     h = Harness()
     probe = one(h.start(), "server")
@@ -78,16 +68,19 @@ def test_unsupported_version_error_with_data_means_modern() -> None:
     assert "2027-01-01" in reply["error"]["message"]
 
 
-def test_a_server_exiting_on_the_probe_is_restarted_at_once_and_taken_as_legacy() -> None:
+def test_a_server_exiting_cleanly_on_the_probe_is_started_once_more_unprobed_as_legacy() -> None:
     h = Harness()
     one(h.start(), "server")
     h.client(initialize())
-    actions = h.exit_child(1)
+    actions = h.exit_child(0)
     assert any(isinstance(a, RestartChild) for a in actions)
+    assert sent(actions, "client") == []
     actions = h.start()
     assert one(actions, "server")["method"] == "initialize"
     assert h.bridge.mode == "P"
     assert [a for a in actions if isinstance(a, NotifyReady)] == [NotifyReady()]
+    assert [(log.fields["attempt"], log.fields["probe"]) for log in h.logs
+            if log.event == "child.restarted"] == [(0, False)]
 
 
 @pytest.mark.parametrize("ending", ["exit", "close"])
@@ -97,7 +90,10 @@ def test_a_server_closing_its_output_on_the_probe_is_a_failed_start_at_once(
     h = Harness(CoreConfig(probe_timeout=60.0))
     one(h.start(), "server")
     h.client(initialize())
-    actions = h.close("server") if ending == "close" else h.exit_child(0)
+    if ending == "close":
+        assert h.close("server") == [Log("warning", "server.closed", {})]
+        assert h.bridge.next_deadline() == 1.0  # the wait for its exit, not the probe's
+    actions = h.exit_child(0)
     assert [a for a in actions if isinstance(a, RestartChild)] == [RestartChild()]
     assert sent(actions, "server") == [] and sent(actions, "client") == []
     assert h.bridge.next_deadline() is None  # the probe's timer went with it
@@ -108,8 +104,9 @@ def test_a_server_closing_its_output_on_the_probe_is_a_failed_start_at_once(
 def test_ready_is_told_once_the_first_time_the_bridge_can_serve() -> None:
     h = Harness()
     assert not [a for a in h.start() if isinstance(a, NotifyReady)]
-    h.exit_child(1)  # on the probe
+    h.exit_child(0)  # on the probe
     assert [a for a in h.start() if isinstance(a, NotifyReady)] == [NotifyReady()]
+    h.server({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})  # it serves
     h.exit_child(1)  # while serving: restarted after its back-off
     actions = h.advance(10)
     assert [a for a in actions if isinstance(a, RestartChild)] == [RestartChild()]
@@ -140,3 +137,158 @@ def test_the_first_request_must_reveal_the_era() -> None:
     reply = one(h.client(request(2, "tools/list")), "client")
     assert reply["id"] == 2 and reply["error"]["code"] == -32600
     assert h.bridge.client_era is None
+
+
+# A late answer overturns the fallback to legacy (stdio.mdx §Backward Compatibility) -------
+
+
+def late(config: CoreConfig | None = None) -> tuple[Harness, dict]:
+    """A bridge whose probe went unanswered for probe_timeout: the server is taken as legacy
+    for now. Returns it and the probe."""
+    h = Harness(config or CoreConfig(probe_timeout=5.0))
+    probe = one(h.start(), "server")
+    return h, probe
+
+
+def corrections(h: Harness) -> list[dict]:
+    return [log.fields for log in h.logs if log.event == "era.corrected"]
+
+
+def test_a_late_discover_result_serves_a_legacy_client_in_mode_a_with_nothing_lost() -> None:
+    h, probe = late()
+    h.client(initialize())
+    forwarded_init = one(h.advance(5.0), "server")  # the fallback: P, legacy
+    assert forwarded_init["method"] == "initialize" and h.bridge.mode == "P"
+    h.client({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    forwarded_list = one(h.client(request(1, "tools/list")), "server")
+    h.now = 6.0
+    actions = h.server(answer(probe, DISCOVER_RESULT))  # the slow modern server's first word
+    assert h.bridge.mode == "A"
+    reply = one(actions, "client")
+    assert reply["id"] == 0 and reply["result"]["serverInfo"]["name"] == "ModernSrv"
+    listing = one(actions, "server")
+    assert listing["method"] == "tools/list" and listing["id"] not in (
+        forwarded_init["id"], forwarded_list["id"])
+    assert listing["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    assert corrections(h) == [{"side": "server", "was": "legacy", "era": "modern",
+                               "reason": "a DiscoverResult arrived after the probe's timeout",
+                               "after_s": 1.0, "mode": "P", "replayed": 3}]
+    # What the modern server says to the legacy-shaped requests is absorbed.
+    absorbed = h.server(fail(forwarded_init, -32022, "Unsupported protocol version",
+                             {"supported": ["2026-07-28"], "requested": "2025-11-25"}))
+    absorbed += h.server(fail(forwarded_list, -32602, "missing _meta"))
+    assert sent(absorbed, "client") == [] and sent(absorbed, "server") == []
+    tools = {"resultType": "complete", "tools": []}
+    assert one(h.server(answer(listing, tools)), "client") == {
+        "jsonrpc": "2.0", "id": 1, "result": {"tools": []}}
+
+
+def test_a_late_discover_result_serves_a_modern_client_in_pass_through() -> None:
+    h, probe = late()
+    h.client(request("a", "tools/list", {"_meta": modern_meta()}))
+    handshake = one(h.advance(5.0), "server")  # the fallback: mode B's own initialize
+    assert handshake["method"] == "initialize" and h.bridge.mode == "B"
+    actions = h.server(answer(probe, DISCOVER_RESULT))
+    assert h.bridge.mode == "P"
+    forwarded = one(actions, "server")
+    assert forwarded["method"] == "tools/list" and forwarded["id"] != "a"
+    assert sent(actions, "client") == []
+    assert sent(h.server(fail(handshake, -32022, "Unsupported protocol version",
+                              {"supported": ["2026-07-28"]})), "client") == []
+    assert one(h.server(answer(forwarded, {"resultType": "complete", "tools": []})),
+               "client")["id"] == "a"
+
+
+def test_a_request_the_fallback_already_answered_is_not_answered_again() -> None:
+    h, probe = late()
+    h.client(request("a", "tools/list", {"_meta": modern_meta()}))
+    h.advance(5.0)  # mode B
+    bad = request("bad", "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion":
+                                                  "2026-07-28"}})
+    assert one(h.client(bad), "client")["id"] == "bad"  # refused by mode B at once
+    actions = h.server(answer(probe, DISCOVER_RESULT))
+    assert [m["id"] != "bad" and m["method"] for m in sent(actions, "server")] == ["tools/list"]
+    assert sent(actions, "client") == []
+    assert corrections(h)[0]["replayed"] == 1
+
+
+@pytest.mark.parametrize("client", ["legacy", "modern"])
+def test_minus_32022_naming_the_modern_version_to_an_initialize_asks_discover_again(
+        client: str) -> None:
+    h, _ = late()
+    first = initialize() if client == "legacy" else request("a", "tools/list",
+                                                            {"_meta": modern_meta()})
+    h.client(first)
+    init = one(h.advance(5.0), "server")
+    assert init["method"] == "initialize"
+    actions = h.server(fail(init, -32022, "Unsupported protocol version",
+                            {"supported": ["2026-07-28"], "requested": "2025-11-25"}))
+    rediscover = one(actions, "server")
+    assert rediscover["method"] == "server/discover" and sent(actions, "client") == []
+    assert corrections(h)[0]["reason"] == ("it answered initialize with error -32022 naming "
+                                           "2026-07-28 as supported")
+    actions = h.server(answer(rediscover, DISCOVER_RESULT))
+    if client == "legacy":
+        assert h.bridge.mode == "A" and one(actions, "client")["id"] == 0
+    else:
+        assert h.bridge.mode == "P" and one(actions, "server")["method"] == "tools/list"
+
+
+def test_a_late_legacy_error_to_the_probe_leaves_the_fallback_as_it_was() -> None:
+    h, probe = late()
+    h.client(initialize())
+    init = one(h.advance(5.0), "server")
+    actions = h.server(fail(probe, -32601, "Method not found"))
+    assert actions == [Log("info", "probe.late_answer", {})]
+    result = {"protocolVersion": "2025-11-25", "capabilities": {},
+              "serverInfo": {"name": "old", "version": "1"}}
+    assert one(h.server(answer(init, result)), "client")["result"] == result
+    assert h.bridge.mode == "P" and corrections(h) == []
+
+
+def test_a_legacy_result_makes_the_fallback_final() -> None:
+    h, probe = late()
+    h.client(initialize())
+    init = one(h.advance(5.0), "server")
+    result = {"protocolVersion": "2025-11-25", "capabilities": {},
+              "serverInfo": {"name": "dual", "version": "1"}}
+    one(h.server(answer(init, result)), "client")
+    actions = h.server(answer(probe, DISCOVER_RESULT))  # too late: the session is legacy
+    assert sent(actions, "client") == [] and sent(actions, "server") == []
+    assert h.bridge.mode == "P" and corrections(h) == []
+    assert h.bridge._detour is False  # the client's messages take the short way again
+
+
+def test_a_late_discover_result_before_the_client_spoke_chooses_mode_a_once_it_does() -> None:
+    h, probe = late()
+    h.advance(5.0)
+    h.server(answer(probe, DISCOVER_RESULT))
+    reply = one(h.client(initialize()), "client")
+    assert h.bridge.mode == "A" and reply["result"]["serverInfo"]["name"] == "ModernSrv"
+    assert [f["mode"] for f in corrections(h)] == [None]
+
+
+def test_a_pin_to_modern_that_a_legacy_server_contradicts_is_named_in_the_log() -> None:
+    h = Harness(CoreConfig(server_era="modern"))
+    probe = one(h.start(), "server")
+    h.server(fail(probe, -32601, "Method not found"))
+    [line] = [log for log in h.logs if log.event == "era.detected"]
+    assert line.level == "warning" and line.fields["era"] == "modern"
+    assert line.fields["reason"] == (
+        "server_era is pinned to modern, but the server answered server/discover like a "
+        "legacy server (error -32601: 'Method not found'); remove --server-era modern (or set "
+        'server_era = "auto") to let mcp-rosetta detect the era')
+
+
+@pytest.mark.parametrize(("client", "mode"), [("legacy", "P"), ("modern", "B")])
+def test_roots_unused_outside_mode_b_are_said_once(client: str, mode: str) -> None:
+    h = Harness(CoreConfig(roots=("file:///work",)))
+    probe = one(h.start(), "server")
+    h.client(initialize() if client == "legacy" else request("a", "tools/list",
+                                                             {"_meta": modern_meta()}))
+    h.server(fail(probe, -32601, "Method not found"))
+    assert h.bridge.mode == mode
+    warned = [log for log in h.logs if log.event == "roots.unused"]
+    assert len(warned) == (mode != "B")
+    if warned:
+        assert warned[0].level == "warning" and "mode B" in warned[0].fields["reason"]

@@ -7,13 +7,18 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bridge.core.bridge import EXIT_WAIT_S
 from bridge.core.codec import encode
+from bridge.core.config import CoreConfig
 from tests.core.harness import (
     DISCOVER_RESULT,
+    Harness,
     answer,
     fail,
+    initialize,
     mode_a,
     modern_pair,
+    one,
     request,
     restarted,
     sent,
@@ -114,6 +119,8 @@ def test_every_request_gets_exactly_one_response_under_its_own_id(
     def lose(how: str) -> None:
         for word in how.split("+"):
             run(h.exit_child(1) if word == "exit" else h.close("server"))
+        if how == "close":  # no exit status follows: the bridge waits a while for one
+            run(h.advance(EXIT_WAIT_S))
         in_flight.clear()  # the lost server answers nothing
 
     for n, (client_id, method) in enumerate(calls):
@@ -137,4 +144,57 @@ def test_every_request_gets_exactly_one_response_under_its_own_id(
         run(h.server(reply))
     got = sorted((type(r["id"]).__name__, str(r["id"])) for r in replies)
     want = sorted((type(c).__name__, str(c)) for c, _ in calls)
+    assert got == want
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    client=st.sampled_from(["legacy", "modern"]),
+    calls=st.lists(st.tuples(ids, methods), max_size=8,
+                   unique_by=lambda c: (type(c[0]), c[0])),
+    fallback_at=st.integers(0, 8),
+    order=st.randoms(use_true_random=False),
+    outcome=st.lists(st.booleans(), min_size=20, max_size=20),
+    bad=st.lists(st.booleans(), min_size=8, max_size=8),
+)
+def test_a_late_modern_answer_leaves_every_request_exactly_one_answer(
+    client: str, calls: list[tuple[Any, str]], fallback_at: int, order: Any,
+    outcome: list[bool], bad: list[bool],
+) -> None:
+    """The probe goes unanswered past its timeout (at call `fallback_at`), the client's
+    requests reach the handler chosen for a legacy server (mode B refuses the `bad` ones at
+    once), then the DiscoverResult comes: whatever the server then answers, old requests or
+    new, each client request has one answer."""
+    h = Harness(CoreConfig(probe_timeout=5.0))
+    replies: list[Any] = []
+    to_server: list[Any] = []
+
+    def run(actions: list[Any]) -> None:
+        replies.extend(m for m in sent(actions, "client") if "method" not in m)
+        to_server.extend(m for m in sent(actions, "server") if "id" in m and "method" in m)
+
+    probe = one(h.start(), "server")
+    modern_params = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                               "io.modelcontextprotocol/clientCapabilities": {}}}
+    first = initialize(id="init") if client == "legacy" else request(
+        "init", "tools/list", modern_params)
+    run(h.client(first))
+    params = {"name": "x"} if client == "legacy" else modern_params
+    for n, (client_id, method) in enumerate(calls):
+        if n == fallback_at:
+            run(h.advance(5.0))
+        unfit = client == "modern" and bad[n]  # no clientCapabilities: -32602 from mode B
+        run(h.client(request(client_id, method, {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28"}} if unfit else params)))
+    if fallback_at >= len(calls):
+        run(h.advance(5.0))
+    run(h.server(answer(probe, DISCOVER_RESULT)))
+    assert h.bridge.mode == ("A" if client == "legacy" else "P")
+    pending = [m for m in to_server if m["id"] != probe["id"]]
+    order.shuffle(pending)
+    for n, asked in enumerate(pending):  # the dropped handler's and the new one's alike
+        run(h.server(answer(asked, {"resultType": "complete", "content": []}) if outcome[n % 20]
+                     else fail(asked, -32000, "boom")))
+    got = sorted((type(r["id"]).__name__, str(r["id"])) for r in replies)
+    want = sorted([("str", "init"), *((type(c).__name__, str(c)) for c, _ in calls)])
     assert got == want

@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bridge.core.bridge import EXIT_WAIT_S
 from bridge.core.codec import encode
 from tests.core.harness import (
     LEGACY_INIT_RESULT,
@@ -87,6 +88,8 @@ def test_every_request_gets_exactly_one_answer_across_rounds(
     def lose_and_restart(how: str) -> None:
         for word in how.split("+"):
             run(h.exit_child(1) if word == "exit" else h.close("server"))
+        if how == "close":  # no exit status follows: the bridge waits a while for one
+            run(h.advance(EXIT_WAIT_S))
         open_server.clear()  # the lost server answers nothing
         probe = restarted(h)
         assert probe is not None

@@ -18,9 +18,12 @@ from tests.core.harness import (
     Harness,
     answer,
     fail,
+    initialize,
+    legacy_pair,
     mode_a,
     mode_b,
     modern,
+    modern_meta,
     modern_pair,
     one,
     request,
@@ -86,18 +89,31 @@ def test_the_error_says_how_the_server_went(code: int, what: str) -> None:
     assert error["data"]["exitStatus"] == code
 
 
-def test_a_closed_output_is_a_crash_too_and_its_exit_is_not_counted_again() -> None:
+def test_a_closed_output_waits_for_the_exit_status_the_error_then_names() -> None:
     h = serving_a(CoreConfig(max_restarts=1))
     h.client(request(1, "tools/list"))
-    error = one(h.close("server"), "client")["error"]
+    assert sent(h.close("server"), "client") == []  # the exit usually follows at once
+    error = one(h.exit_child(1), "client")["error"]
+    assert error["message"].startswith("mcp-rosetta: the server exited with status 1 and is being")
+    assert error["data"] == {"source": "mcp-rosetta", "exitStatus": 1, "method": "tools/list"}
+    restarted(h)
+    assert logged(h, "child.restarted") == [{
+        "code": 1, "reason": "exited with status 1", "attempt": 1, "max_restarts": 1,
+        "backoff_s": 0.5, "mode": "A"}]
+
+
+def test_a_closed_output_with_no_exit_is_a_crash_after_a_second() -> None:
+    h = serving_a(CoreConfig(max_restarts=1))
+    h.client(request(1, "tools/list"))
+    h.close("server")
+    assert sent(h.advance(0.99), "client") == []
+    error = one(h.advance(0.01), "client")["error"]
     assert error["message"].startswith("mcp-rosetta: the server closed its output and is being")
     assert error["data"] == {"source": "mcp-rosetta", "exitStatus": None, "method": "tools/list"}
     later = h.exit_child(1)  # the same crash's other word: no second restart, no give-up
     assert restarts(later) == 0 and stops(later) == [] and sent(later, "client") == []
     restarted(h)
-    assert logged(h, "child.restarted") == [{
-        "code": 1, "reason": "exited with status 1", "attempt": 1, "max_restarts": 1,
-        "backoff_s": 0.5, "mode": "A"}]
+    assert [f["code"] for f in logged(h, "child.restarted")] == [1]
 
 
 def test_an_exit_then_a_closed_output_is_one_crash() -> None:
@@ -152,7 +168,7 @@ def test_past_the_budget_the_session_ends_with_69_and_one_clear_line() -> None:
     reason = ("mcp-rosetta: the server exited with status 1 after 2 restarts within 60 s; "
               "mcp-rosetta gives up")
     assert one(actions, "client") == {"jsonrpc": "2.0", "id": "late", "error": {
-        "code": -32603, "message": reason, "data": {"source": "mcp-rosetta",
+        "code": -32603, "message": reason, "data": {"source": "mcp-rosetta", "exitStatus": 1,
                                                     "method": "tools/list"}}}
     assert logged(h, "child.gave_up") == [{"code": 1, "reason": "exited with status 1",
                                             "max_restarts": 2, "window_s": 60.0}]
@@ -345,3 +361,137 @@ def test_mode_b_parked_calls_end_and_their_request_state_resumes_nothing() -> No
     assert reply["error"]["code"] == -32602
     assert reply["error"]["data"] == {"reason": "ended"}
 
+
+
+# A server that never served is not restarted ---------------------------------------------
+
+TRACEBACK = ("Traceback (most recent call last):", '  File "<string>", line 1, in <module>',
+             "ModuleNotFoundError: No module named 'missing_module'")
+
+
+def test_a_server_that_exits_before_answering_anything_fails_the_session_with_its_stderr() -> None:
+    h = Harness()
+    one(h.start(), "server")
+    h.client(initialize())
+    actions = h.exit_child(1, stderr_tail=TRACEBACK)
+    message = ("mcp-rosetta: the server exited with status 1 before it answered anything; run "
+               "the server command by hand to see why. Its stderr ended with: "
+               "ModuleNotFoundError: No module named 'missing_module'")
+    assert one(actions, "client") == {"jsonrpc": "2.0", "id": 0, "error": {
+        "code": -32603, "message": message,
+        "data": {"source": "mcp-rosetta", "exitStatus": 1, "stderrTail": list(TRACEBACK)}}}
+    assert stops(actions) == [69] and restarts(actions) == 0
+    [line] = [log for log in h.logs if log.event == "child.failed"]
+    assert line.level == "error" and line.fields["reason"] == message
+    assert logged(h, "child.restarted") == []
+    assert statuses(actions) == [f"stopped: {message}"]
+
+
+@pytest.mark.parametrize(("code", "cause"), [
+    (127, "'mcp-srv' was not found on PATH=/usr/bin:/bin"),
+    (126, "'/opt/srv' is not executable (chmod +x it)")])
+def test_a_server_that_cannot_be_started_says_why_in_the_shells_words(code: int,
+                                                                       cause: str) -> None:
+    h = Harness()
+    h.client(initialize())  # held: no ChildStarted ever comes
+    actions = h.exit_child(code, cause=cause)
+    error = one(actions, "client")["error"]
+    assert error["message"] == f"mcp-rosetta: the server could not be started: {cause}"
+    assert error["data"] == {"source": "mcp-rosetta", "exitStatus": code, "cause": cause}
+    assert stops(actions) == [69] and restarts(actions) == 0
+
+
+def test_the_stderr_an_error_carries_is_bounded() -> None:
+    h = Harness()
+    h.client(initialize())
+    tail = tuple(f"line {n} " + "x" * 1000 for n in range(50))
+    data = one(h.exit_child(1, stderr_tail=tail), "client")["error"]["data"]
+    assert len(data["stderrTail"]) == 10 and data["stderrTail"][0].startswith("line 40 ")
+    assert {len(line) for line in data["stderrTail"]} == {400}
+
+
+def test_a_failed_start_before_the_client_spoke_answers_its_first_request_then_stops() -> None:
+    h = Harness(CoreConfig(probe_timeout=3.0))
+    one(h.start(), "server")
+    actions = h.exit_child(2)
+    assert stops(actions) == [] and sent(actions, "client") == []  # nobody to tell yet
+    reply = one(h.client(request(1, "ping")), "client")  # no server: a ping gets it too
+    assert reply["error"]["message"].startswith("mcp-rosetta: the server exited with status 2 "
+                                                "before it answered anything")
+    assert reply["error"]["data"]["exitStatus"] == 2
+    assert stops(h.advance(0)) == [69]
+
+
+def test_a_failed_start_with_a_silent_client_stops_after_the_probe_timeout() -> None:
+    h = Harness(CoreConfig(probe_timeout=3.0))
+    one(h.start(), "server")
+    h.exit_child(2)
+    assert stops(h.advance(2.9)) == []
+    assert stops(h.advance(0.1)) == [69]
+
+
+def test_a_failed_start_ends_at_once_when_the_client_closes() -> None:
+    h = Harness()
+    one(h.start(), "server")
+    h.exit_child(2)
+    assert stops(h.close("client")) == [69]
+
+
+def test_a_server_started_again_after_exiting_0_on_the_probe_may_fail_too() -> None:
+    h = Harness()
+    one(h.start(), "server")
+    h.client(initialize())
+    assert restarts(h.exit_child(0)) == 1  # on the probe: once more, unprobed, as legacy
+    forwarded = one(h.start(), "server")
+    assert forwarded["method"] == "initialize"
+    h.close("server")
+    actions = h.exit_child(0)
+    assert restarts(actions) == 0 and stops(actions) == [69]
+    assert one(actions, "client")["error"]["message"].startswith(
+        "mcp-rosetta: the server exited with status 0 before it answered anything")
+
+
+def test_a_server_taken_as_legacy_by_timeout_that_dies_silent_fails_too() -> None:
+    h = Harness(CoreConfig(probe_timeout=1.0))
+    one(h.start(), "server")
+    h.client(initialize())
+    h.advance(1.0)  # the fallback: the initialize went to the server
+    h.close("server")
+    actions = h.advance(1.0)  # no exit status came
+    error = one(actions, "client")["error"]
+    assert error["message"].startswith("mcp-rosetta: the server closed its output before")
+    assert error["data"] == {"source": "mcp-rosetta", "exitStatus": None, "method": "initialize"}
+    assert stops(actions) == [69]
+
+
+def test_a_give_up_after_a_closed_output_names_the_exit_status_that_follows() -> None:
+    h = serving_a(CoreConfig(max_restarts=0))
+    h.client(request(1, "tools/list"))
+    assert stops(h.close("server")) == []
+    actions = h.exit_child(3)
+    assert stops(actions) == [69]
+    assert one(actions, "client")["error"]["data"]["exitStatus"] == 3
+
+
+def test_a_legacy_clients_ping_during_a_restart_is_answered_at_once() -> None:
+    h, _ = legacy_pair()
+    h.exit_child(1)
+    assert one(h.client(request("p", "ping")), "client") == {
+        "jsonrpc": "2.0", "id": "p", "result": {}}
+
+
+def test_a_modern_clients_ping_during_a_restart_waits_for_the_new_server() -> None:
+    # 2026-07-28 removed ping: only the server can say what it makes of one.
+    h = modern_pair()
+    h.exit_child(1)
+    assert sent(h.client(request("p", "ping", {"_meta": modern_meta()})), "client") == []
+
+
+def test_a_restart_done_at_once_leaves_no_second_restart_behind() -> None:
+    h = serving_a(CoreConfig(restart_backoff=(1.0, 8.0)))
+    h.exit_child(1)
+    assert restarts(h.advance(1.0)) == 1
+    h.exit_child(127)  # the restart's exec failed: another after its back-off
+    h.start()  # a server comes up all the same, and exits on its probe: restarted at once
+    assert restarts(h.exit_child(1)) == 1
+    assert restarts(h.advance(60)) == 0  # the back-off's timer went with that restart

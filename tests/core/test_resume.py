@@ -18,6 +18,7 @@ from tests.core.harness import (
     answer,
     fail,
     initialize,
+    legacy_pair,
     mode_a,
     mode_b,
     modern,
@@ -402,3 +403,27 @@ def test_pass_through_modern_becomes_mode_b_with_its_own_handshake_at_once() -> 
                                        acknowledged({"id": 2}, promptsListChanged=True)]
     assert sent(h.server(note("notifications/tools/list_changed")), "client") == [
         tagged("notifications/tools/list_changed", "L")]
+
+
+# A restarted server slower than the probe -------------------------------------------------
+
+
+def test_a_restarted_server_found_modern_late_re_opens_the_legacy_session_in_mode_a() -> None:
+    h, _ = legacy_pair()
+    h.client({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    h.exit_child(1)
+    probe = restarted(h)
+    assert probe is not None
+    replayed = one(h.advance(5.0), "server")  # taken as legacy: P replays the initialize
+    assert replayed["method"] == "initialize" and h.bridge.mode == "P"
+    assert sent(h.client(request(7, "tools/list")), "server") == []  # held meanwhile
+    actions = h.server(answer(probe, DISCOVER_RESULT))
+    assert h.bridge.mode == "A"
+    listing = one(actions, "server")
+    assert listing["method"] == "tools/list"
+    assert listing["params"]["_meta"][META_CLIENT_INFO] == {"name": "OldClient", "version": "1.0"}
+    assert sent(actions, "client") == []  # the session is the client's own still
+    assert sent(h.server(fail(replayed, -32022, "Unsupported protocol version",
+                              {"supported": ["2026-07-28"]})), "client") == []
+    assert one(h.server(answer(listing, {"resultType": "complete", "tools": []})),
+               "client") == {"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}
