@@ -79,7 +79,7 @@ def level(*options: str) -> Check:
     pick = choice(*options)
 
     def check(value: Any) -> str:
-        return pick(value.lower() if isinstance(value, str) else value)
+        return str(pick(value.lower() if isinstance(value, str) else value))
 
     return check
 
