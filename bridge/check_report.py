@@ -6,6 +6,7 @@ Must not start or talk to anything (bridge/shell/check.py does): it only holds a
 from __future__ import annotations
 
 import json
+import shlex
 import textwrap
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -74,23 +75,26 @@ def as_json(report: Report) -> str:
 
 
 def as_text(report: Report) -> str:
-    lines = [f"mcp-rosetta check -- {' '.join(report.command)}"]
+    lines = [_cut(f"mcp-rosetta check -- {shlex.join(report.command)}")]
     for label, value in _rows(report):
         lines += _row(label, value)
     if report.stderr_tail and not report.servable:
         lines.append("  stderr (its last lines):")
         lines += [_cut("    " + line) for line in report.stderr_tail]
-    lines.append("ok: mcp-rosetta can serve it" if report.servable
-                 else f"cannot serve it: {report.failure}")
+    verdict = ("ok: mcp-rosetta can serve it" if report.servable
+               else f"cannot serve it: {report.failure}")
+    lines += textwrap.wrap(verdict, WIDTH, subsequent_indent="  ", break_on_hyphens=False)
     return "\n".join(lines)
 
 
 def _rows(report: Report) -> list[tuple[str, str]]:
+    if report.era is None and report.first_byte_ms is None and not report.stderr_tail:
+        return []  # it never ran, or said nothing: the verdict says all there is
     rows = [("server", _server(report.server_info)), ("era", _era(report))]
     if report.era is not None:
         rows += [("capabilities", ", ".join(sorted(report.capabilities)) or "none"),
                  ("offers", _offers(report.lists))]
-    rows += [("timing", _timing(report)), ("stdout", _noise(report))]
+    rows += [("started", _timing(report)), ("stdout", _noise(report))]
     if report.era is not None:
         modes = report.modes()
         rows.append(("modes", ", ".join(
@@ -144,7 +148,7 @@ def _offers(lists: dict[str, Listing]) -> str:
 def _timing(report: Report) -> str:
     first = _ms(report.first_byte_ms)
     answer = _ms(report.answer_ms)
-    return f"first byte after {first}, first answer after {answer} (from its start)"
+    return f"first byte after {first}, first answer after {answer}"
 
 
 def _ms(value: float | None) -> str:

@@ -74,12 +74,13 @@ async def _examine(settings: Settings) -> Report:
     core, facts = settings.core, Facts()
     first: Step = _legacy if core.server_era == "legacy" else _probed
     wire = await _with_server(settings, first, facts)
-    if wire.gone and "era" not in facts and core.server_era == "auto":
+    again = wire.gone and "era" not in facts and core.server_era == "auto"
+    if again:
         # As the bridge does: a server that exits on the probe is started again, as legacy.
         facts["era_reason"] = "exited on server/discover, started again as legacy"
         wire = await _with_server(settings, _legacy, facts)
     if wire.gone:
-        facts["failure"] = _gone(wire)
+        facts["failure"] = _gone(wire, again)
     elif facts.get("era") == "modern" and "failure" not in facts:
         await _with_server(settings, _dual, facts)
     return facts.report(wire, settings.shell.command)
@@ -231,8 +232,10 @@ def _ms_since(wire: Wire, moment: float | None) -> float | None:
     return None if moment is None else round((moment - wire.started) * 1000, 1)
 
 
-def _gone(wire: Wire) -> str:
+def _gone(wire: Wire, again: bool) -> str:
     code = wire.exit_code if wire.child.poll() is not None else None
     how = "closed its output" if code is None else f"exited with status {code}"
-    return (f"the server {how} before it answered {wire.asking or 'anything'}; run its "
-            "command by itself to see why")
+    when = f"before it answered {wire.asking or 'anything'}"
+    if again:
+        when = f"on server/discover and, started again as the bridge does, {when}"
+    return f"the server {how} {when}; see its stderr, or run its command by itself"
