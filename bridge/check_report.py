@@ -160,5 +160,5 @@ def _ms(value: float | None) -> str:
 def _noise(report: Report) -> str:
     if not report.noise_count:
         return "only protocol messages"
-    shown = " | ".join(report.noise)
-    return f"{report.noise_count} line(s) that are not protocol (the bridge drops them): {shown}"
+    what = "1 line" if report.noise_count == 1 else f"{report.noise_count} lines"
+    return f"{what} not protocol (the bridge drops such lines): {' | '.join(report.noise)}"

@@ -234,8 +234,8 @@ def _ms_since(wire: Wire, moment: float | None) -> float | None:
 
 def _gone(wire: Wire, again: bool) -> str:
     code = wire.exit_code if wire.child.poll() is not None else None
-    how = "closed its output" if code is None else f"exited with status {code}"
+    how = "closed its output" if code is None else f"exited (status {code})"
     when = f"before it answered {wire.asking or 'anything'}"
     if again:
-        when = f"on server/discover and, started again as the bridge does, {when}"
-    return f"the server {how} {when}; see its stderr, or run its command by itself"
+        when = f"on server/discover, then again, started once more, {when}"
+    return f"the server {how} {when}: see its stderr, or run it by itself"

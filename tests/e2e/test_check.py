@@ -8,7 +8,9 @@ Must not trust check's own code for what to expect: counts come from the servers
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -150,8 +152,8 @@ def test_a_server_that_exits_at_once_is_69_with_its_stderr() -> None:
     assert code == EX_UNAVAILABLE
     # Like the bridge, check starts it once more after it exits on the probe.
     assert report["failure"] == (
-        "the server exited with status 1 on server/discover and, started again as the bridge "
-        "does, before it answered initialize; see its stderr, or run its command by itself")
+        "the server exited (status 1) on server/discover, then again, started once more, "
+        "before it answered initialize: see its stderr, or run it by itself")
     assert report["stderr_tail"] == ["ValueError: no API key in the environment"]
     assert report["noise"] == ["loading"]
     assert stderr.splitlines() == [f"mcp-rosetta: server unavailable: {report['failure']}"]
@@ -169,3 +171,19 @@ def test_a_silent_server_is_legacy_by_timeout_and_69_without_initialize(
     assert report["failure"] == ("no answer to initialize in 0.3 s (handshake_timeout); is "
                                  "this an MCP server on stdio?")
 
+
+
+def test_the_readme_shows_checks_output_as_it_is() -> None:
+    readme = (venvs.REPO_ROOT / "README.md").read_text()
+    blocks = re.findall(r"^```text\n\$ (mcp-rosetta check .*?)\n(.*?)^```$", readme, re.M | re.S)
+    assert len(blocks) == 2
+    env = dict(os.environ, PATH=os.pathsep.join((str(Path(sys.executable).parent),
+                                                  os.environ["PATH"])))
+    for command, shown in blocks:
+        done = subprocess.run(shlex.split(command), capture_output=True, text=True, env=env,
+                              timeout=120, stdin=subprocess.DEVNULL)
+        assert done.returncode == (0 if shown.endswith("serve it\n") else EX_UNAVAILABLE)
+        # Only the start-up times differ from one run to the next.
+        assert [line for line in (done.stdout + done.stderr).splitlines()
+                if not line.startswith("  started ")] == [
+            line for line in shown.splitlines() if not line.startswith("  started ")]
