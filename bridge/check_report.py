@@ -91,11 +91,11 @@ def _rows(report: Report) -> list[tuple[str, str]]:
     if report.era is None and report.first_byte_ms is None and not report.stderr_tail:
         return []  # it never ran, or said nothing: the verdict says all there is
     rows = [("server", _server(report.server_info)), ("era", _era(report))]
-    if report.era is not None:
+    if report.servable:  # what it offers, and to whom, once it is known to answer
         rows += [("capabilities", ", ".join(sorted(report.capabilities)) or "none"),
                  ("offers", _offers(report.lists))]
     rows += [("started", _timing(report)), ("stdout", _noise(report))]
-    if report.era is not None:
+    if report.servable:
         modes = report.modes()
         rows.append(("modes", ", ".join(
             f"{era} client: {m} ({MODE_WORDS[m]})" for era, m in modes.items())))

@@ -27,7 +27,7 @@ from bridge.core.jsonrpc import request
 from bridge.core.probe import is_discover_result
 from bridge.errors import EX_OK, EX_UNAVAILABLE, ServerUnavailable
 from bridge.shell.check_wire import ServerGone, Wire, spawn_with_stderr
-from bridge.shell.child import check_command, spawn_process
+from bridge.shell.child import Child, check_command, spawn_process
 
 MAX_PAGES = 50
 """Pages of one list followed at most: a server whose cursor never ends is not waited out."""
@@ -89,7 +89,7 @@ async def _examine(settings: Settings) -> Report:
 async def _with_server(settings: Settings, step: Step, facts: Facts) -> Wire:
     """Start a server as the bridge starts it, run `step` on it, stop it as the bridge stops
     it; its wire (what it said besides, and whether it went before it answered)."""
-    child, stderr = spawn_with_stderr(partial(spawn_process, settings.shell.command))
+    child, stderr = spawn_with_stderr(_spawner(settings))
     wire = Wire(child, stderr, settings.shell.max_message_bytes)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(wire.run)
@@ -103,12 +103,17 @@ async def _with_server(settings: Settings, step: Step, facts: Facts) -> Wire:
     return wire
 
 
+def _spawner(settings: Settings) -> Callable[[], Child]:
+    """How the bridge starts this server (bridge/shell/stdio_main.py): the same function with
+    the same settings, so check meets the server the bridge will."""
+    return partial(spawn_process, settings.shell.command)
+
+
 async def _probed(wire: Wire, core: CoreConfig, facts: Facts) -> None:
     """The bridge's probe, then what the era it settles on offers."""
-    if await _probe(wire, core, facts) == "modern":
-        await _modern(wire, core, facts)
-    else:
-        await _legacy(wire, core, facts)
+    era = await _probe(wire, core, facts)
+    if "failure" not in facts:
+        await (_modern if era == "modern" else _legacy)(wire, core, facts)
 
 
 async def _probe(wire: Wire, core: CoreConfig, facts: Facts) -> Era:
@@ -118,7 +123,10 @@ async def _probe(wire: Wire, core: CoreConfig, facts: Facts) -> Era:
     answer = await wire.request(probe, core.probe_timeout)
     fallback: Era = "modern" if core.server_era == "modern" else "legacy"
     if answer is None:
-        return _settle(facts, fallback, f"no answer to server/discover in {core.probe_timeout:g} s")
+        waited = f"no answer to server/discover in {core.probe_timeout:g} s"
+        if fallback == "modern":  # pinned: no legacy handshake will be tried
+            facts["failure"] = f"{waited} (probe_timeout); is this an MCP server on stdio?"
+        return _settle(facts, fallback, waited)
     facts["answer_ms"] = _ms_since(wire, trio.current_time())
     result, error = answer.get("result"), answer.get("error")
     if isinstance(result, dict) and is_discover_result(result):

@@ -187,3 +187,12 @@ def test_the_readme_shows_checks_output_as_it_is() -> None:
         assert [line for line in (done.stdout + done.stderr).splitlines()
                 if not line.startswith("  started ")] == [
             line for line in shown.splitlines() if not line.startswith("  started ")]
+
+
+def test_a_silent_server_pinned_modern_is_69_after_the_probe() -> None:
+    code, report, _ = check(["sh", "-c", "cat > /dev/null"], "--server-era", "modern",
+                            "--probe-timeout", "200ms")
+    assert code == EX_UNAVAILABLE
+    assert report["era"] == "modern"
+    assert report["failure"] == ("no answer to server/discover in 0.2 s (probe_timeout); is "
+                                 "this an MCP server on stdio?")
