@@ -9,6 +9,7 @@ is what the bridge will meet.
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -38,7 +39,10 @@ MakeRequest = Callable[[int, str, Message | None], Message]
 def run_check(settings: Settings, *, as_json: bool = False) -> int:
     """Check the configured server, print the report on stdout; 0 if it can be served, 69
     (with the cause in one line on stderr) if not."""
-    report = trio.run(examine, settings)
+    try:
+        report = trio.run(examine, settings)  # the server is stopped on the way out, even so
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
     sys.stdout.write((json_report(report) if as_json else as_text(report)) + "\n")
     sys.stdout.flush()
     if report.servable:
