@@ -245,8 +245,7 @@ def _ms_since(wire: Wire, moment: float | None) -> float | None:
 
 
 def _gone(wire: Wire, again: bool) -> str:
-    code = wire.exit_code if wire.child.poll() is not None else None
-    how = "closed its output" if code is None else f"exited (status {code})"
+    how = "closed its output" if wire.signalled else f"exited (status {wire.exit_code})"
     when = f"before it answered {wire.asking or 'anything'}"
     if again:
         when = f"on server/discover, then again, started once more, {when}"

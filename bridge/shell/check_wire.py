@@ -73,6 +73,8 @@ class Wire:
         self.asking: str | None = None
         """The method of the last request sent."""
         self.exit_code: int | None = None
+        self.signalled = False
+        """Whether it had to be sent SIGTERM (or SIGKILL) to end once asked to stop."""
         self._stdin = trio.lowlevel.FdStream(child.stdin)
         self._stdout = trio.lowlevel.FdStream(child.stdout)
         self._stderr = trio.lowlevel.FdStream(stderr)
@@ -131,6 +133,7 @@ class Wire:
                            (timing.kill_grace, signal.SIGKILL)):
             with trio.move_on_after(grace):
                 return await self.child.wait()
+            self.signalled = True
             self.child.signal_group(sig)
         self.child.kill()
         return await self.child.wait()

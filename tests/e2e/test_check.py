@@ -196,3 +196,10 @@ def test_a_silent_server_pinned_modern_is_69_after_the_probe() -> None:
     assert report["era"] == "modern"
     assert report["failure"] == ("no answer to server/discover in 0.2 s (probe_timeout); is "
                                  "this an MCP server on stdio?")
+
+
+def test_a_server_that_closes_its_output_but_lives_on_is_named_so() -> None:
+    server = [sys.executable, "-c", "import os, time; os.close(1); time.sleep(60)"]
+    code, report, _ = check(server)
+    assert code == EX_UNAVAILABLE
+    assert report["failure"].startswith("the server closed its output on server/discover")
