@@ -219,12 +219,13 @@ def _run(argv: Sequence[str]) -> int:
     return _bridge(list(argv))
 
 
-def _settings(argv: list[str], serve: bool,
-              parse: Callable[[list[str]], argparse.Namespace] | None = None,
+def _settings(argv: list[str], serve: bool, p: argparse.ArgumentParser | None = None,
               ) -> tuple[Settings, Callable[[], Settings]]:
-    """The settings the flags and the config file give, and how to read them again."""
+    """The settings the flags and the config file give (parsed by `p`, by default the
+    bridge's or the daemon's parser), and how to read them again."""
     options, command = _split(argv)
-    args = (parse or parser(serve).parse_args)(options)
+    p = p or parser(serve)
+    args = p.parse_args(options)
     overrides = _overrides(args, command)
 
     def load() -> Settings:
@@ -233,7 +234,7 @@ def _settings(argv: list[str], serve: bool,
             if args.config:  # the file was meant to name it: a config error, like a bad key
                 raise ConfigError(f"config {args.config}: no server command: set command = "
                                   "[...] in the file, or give one after --")
-            raise UsageError("no server command: mcp-rosetta [options] -- COMMAND [ARGS...]")
+            raise UsageError(f"no server command: {p.prog} [options] -- COMMAND [ARGS...]")
         return settings
 
     return load(), load
@@ -254,11 +255,10 @@ def _serve(argv: list[str]) -> int:
 
 
 def _check(argv: list[str]) -> int:
-    args = check_parser().parse_args(_split(argv)[0])
-    settings, _ = _settings(argv, serve=False, parse=lambda _: args)
+    settings, _ = _settings(argv, serve=False, p=check_parser())
     from bridge.shell.check import run_check
 
-    return run_check(settings, as_json=args.json)
+    return run_check(settings, as_json="--json" in _split(argv)[0])  # no abbreviations
 
 
 def _connect(argv: list[str]) -> int:

@@ -69,3 +69,10 @@ def test_the_demo_fits_80_columns(capsys: pytest.CaptureFixture[str],
     lines = capsys.readouterr().out.splitlines()
     assert max(map(len, lines)) == 80  # the long hop lines are cut at the 80th column
     assert lines[-1].startswith("The legacy client never saw the modern era")
+
+
+def test_check_without_a_command_says_how_to_give_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--json"]) == 64
+    assert capsys.readouterr().err == ("mcp-rosetta: no server command: mcp-rosetta check "
+                                       "[options] -- COMMAND [ARGS...]\n")
