@@ -206,7 +206,8 @@ async def _dual(wire: Wire, core: CoreConfig, facts: Facts) -> None:
 
 async def _lists(wire: Wire, core: CoreConfig, facts: Facts, make: MakeRequest) -> None:
     """Every list the server declares, all pages (up to MAX_PAGES)."""
-    declared = facts.get("capabilities") or LISTS  # none known: ask for all
+    # Capabilities unknown (a modern error instead of a DiscoverResult): ask for every list.
+    declared = facts.get("capabilities", LISTS)
     facts["lists"] = {name: await _listing(wire, core, make, name)
                       for name in LISTS if name in declared}
 
