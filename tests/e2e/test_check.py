@@ -20,6 +20,7 @@ import venvs
 
 from bridge.demo import modern_server as demo
 from bridge.errors import EX_UNAVAILABLE
+from bridge.shell.check import MAX_PAGES
 
 DEMO_SERVER = [sys.executable, "-m", "bridge", "demo", "--server"]
 
@@ -203,3 +204,43 @@ def test_a_server_that_closes_its_output_but_lives_on_is_named_so() -> None:
     code, report, _ = check(server)
     assert code == EX_UNAVAILABLE
     assert report["failure"].startswith("the server closed its output on server/discover")
+
+
+PAGED_SERVER = '''
+import json, sys
+PAGES = int(sys.argv[1])  # 0: the cursor never ends
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "paged", "version": "1"}}
+    elif m["method"] == "tools/list":
+        page = int((m.get("params") or {}).get("cursor", "0"))
+        result = {"tools": [{"name": f"t{page}-{i}", "inputSchema": {"type": "object"}}
+                            for i in range(2)]}
+        if PAGES == 0 or page + 1 < PAGES:
+            result["nextCursor"] = str(page + 1)
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"],
+                          "error": {"code": -32601, "message": "Method not found"}}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": result}), flush=True)
+'''
+
+
+def test_every_page_is_counted_and_only_declared_lists_asked(tmp_path: Path) -> None:
+    (tmp_path / "paged.py").write_text(PAGED_SERVER)
+    code, report, _ = check([sys.executable, str(tmp_path / "paged.py"), "3"])
+    assert code == 0
+    assert report["era"] == "legacy" and report["legacy_version"] == "2025-06-18"
+    assert report["lists"] == {"tools": {"count": 6, "complete": True, "error": None}}
+
+
+def test_a_cursor_that_never_ends_is_followed_only_so_far(tmp_path: Path) -> None:
+    (tmp_path / "paged.py").write_text(PAGED_SERVER)
+    code, report, _ = check([sys.executable, str(tmp_path / "paged.py"), "0"])
+    assert code == 0
+    assert report["lists"] == {"tools": {"count": 2 * MAX_PAGES, "complete": False,
+                                         "error": None}}
