@@ -244,3 +244,13 @@ def test_a_cursor_that_never_ends_is_followed_only_so_far(tmp_path: Path) -> Non
     assert code == 0
     assert report["lists"] == {"tools": {"count": 2 * MAX_PAGES, "complete": False,
                                          "error": None}}
+
+
+def test_the_command_can_come_from_the_config(tmp_path: Path) -> None:
+    config = tmp_path / "demo.toml"
+    config.write_text(f"command = {json.dumps(DEMO_SERVER)}\nprobe_timeout = \"30s\"\n")
+    done = subprocess.run([sys.executable, "-m", "bridge", "check", "--json", "--config",
+                           str(config)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["command"], report["era"]) == (DEMO_SERVER, "modern")
