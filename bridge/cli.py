@@ -12,7 +12,15 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from bridge import __version__
-from bridge.config import Settings, count, load_settings, root_uri, seconds, socket_path
+from bridge.config import (
+    Settings,
+    count,
+    load_settings,
+    root_uri,
+    seconds,
+    size,
+    socket_path,
+)
 from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, ConfigError, UsageError
 from bridge.shell.settings import LEVELS, LOG_FORMATS
@@ -21,26 +29,52 @@ USAGE = """\
 mcp-rosetta [options] -- COMMAND [ARGS...]
        mcp-rosetta serve [options] [--listen unix:PATH] [-- COMMAND [ARGS...]]
        mcp-rosetta connect unix:PATH
-       mcp-rosetta demo [--full]"""
+       mcp-rosetta check [--json] [options] -- COMMAND [ARGS...]
+       mcp-rosetta demo [--full | --server]"""
 
 DESCRIPTION = """\
-A stdio bridge between the two eras of the Model Context Protocol. Start it in place of an
-MCP server; it starts COMMAND as its child and translates, so a client that opens with
-`initialize` can use a 2026-07-28-only server (and the other way round)."""
+A stdio bridge between the two eras of the Model Context Protocol. Start it in
+place of an MCP server; it starts COMMAND as its child and translates, so a
+client that opens with `initialize` can use a 2026-07-28-only server (and the
+other way round)."""
 
-EPILOG = """\
+COMMANDS = """\
+commands (each has its own --help):
+  serve     the bridge as a daemon on a Unix socket, a session per client
+  connect   a client's end of that daemon: relays stdin and stdout to it
+  check     start a server, report its era, what it offers, which mode
+  demo      a legacy client and a modern-only server, through the bridge
+
 examples:
   mcp-rosetta -- python -m my_server --port 0
   mcp-rosetta --config /etc/mcp-rosetta/weather.toml
-  mcp-rosetta serve --config /etc/mcp-rosetta/weather.toml    (a daemon: a session per client)
-  mcp-rosetta connect /run/mcp-rosetta/weather.sock            (a client's end of that daemon)
+  mcp-rosetta serve --config /etc/mcp-rosetta/weather.toml
+  mcp-rosetta connect /run/mcp-rosetta/weather.sock
+  mcp-rosetta check -- python -m my_server
   mcp-rosetta demo
 
-Flags override the config file. Exit status: 0 clean, 64 usage, 69 server unavailable,
-78 bad config.
+"""
+NOTES = """\
+Durations take a unit (250ms, 5s, 2m; bare: seconds), sizes too (512KiB,
+64MiB; bare: bytes). Flags override the config file. Exit status: 0 clean,
+64 usage, 69 server unavailable, 78 bad config.
 
 the example config (every key documented) and the systemd units:
   {shipped}"""
+EPILOG = COMMANDS + NOTES
+
+SERVE_DESCRIPTION = """\
+The bridge as a long-running daemon on a Unix socket: every client connection
+is a session of its own, with its own server process started from COMMAND (or
+the config's `command`). Under systemd it takes the socket it is passed;
+SIGHUP reads the config again for new sessions."""
+
+CHECK_DESCRIPTION = """\
+Start the server as the bridge would, find its era (server/discover first,
+then `initialize`), and report what it offers: era and protocol versions, name
+and version, capabilities, how many tools, prompts and resources it lists, how
+long it took, what it wrote to stdout that is not protocol, and which mode a
+legacy and a modern client would get. Exit 0 if it can be served, 69 if not."""
 
 
 def shipped_files() -> str:
@@ -51,7 +85,7 @@ def shipped_files() -> str:
     checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if not os.path.isdir(share) and os.path.isfile(
             os.path.join(checkout, "config", "mcp-rosetta.toml")):
-        return f"{os.path.join(checkout, 'config', '')}  {os.path.join(checkout, 'systemd', '')}"
+        return f"{os.path.join(checkout, 'config', '')}\n  {os.path.join(checkout, 'systemd', '')}"
     return share
 
 
@@ -59,12 +93,12 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         if message.startswith("unrecognized arguments"):
             message += "; the server command goes after --"
-        raise UsageError(f"{message} (see mcp-rosetta --help)")
+        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def _seconds_flag(text: str) -> float:
     try:
-        return seconds(float(text))
+        return seconds(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
@@ -84,34 +118,60 @@ def _root_flag(text: str) -> str:
 
 
 def parser(serve: bool = False) -> argparse.ArgumentParser:
-    p = _Parser(prog="mcp-rosetta serve" if serve else "mcp-rosetta", usage=USAGE,
-                description=DESCRIPTION, epilog=EPILOG.format(shipped=shipped_files()),
+    """The bridge's parser, or with `serve` the daemon's (its own help, and its flags)."""
+    p = _Parser(prog="mcp-rosetta serve" if serve else "mcp-rosetta",
+                usage=_usage("serve") if serve else USAGE,
+                description=SERVE_DESCRIPTION if serve else DESCRIPTION,
+                epilog=(NOTES if serve else EPILOG).format(shipped=shipped_files()),
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--version", action="version", version=f"mcp-rosetta {__version__}")
-    p.add_argument("--config", metavar="FILE",
-                   help="TOML config (the installed mcp-rosetta.toml documents every key)")
-    p.add_argument("--server-era", choices=("auto", "modern", "legacy"),
-                   help="auto probes with server/discover (default); or pin the server's era")
-    p.add_argument("--probe-timeout", type=_seconds_flag, metavar="SECONDS",
-                   help="wait this long for the probe before taking the server as legacy (5)")
-    p.add_argument("--request-timeout", type=_seconds_flag, metavar="SECONDS",
-                   help="fail a forwarded request unanswered after this long; 0 = never (0)")
-    p.add_argument("--default-log-level", choices=LOG_LEVELS, metavar="LEVEL",
-                   help="MCP logLevel asked of a modern server before the client sets one")
-    p.add_argument("--max-message-bytes", type=_count_flag, metavar="BYTES",
-                   help="refuse a message longer than this from either peer (64 MiB)")
-    p.add_argument("--root", type=_root_flag, action="append", dest="roots", metavar="DIR",
-                   help="a root (directory or file:// URI) to give a legacy server that asks "
-                        "before the client's own roots are known; repeatable")
-    p.add_argument("--log-level", choices=tuple(LEVELS), help="bridge log level (info)")
-    p.add_argument("--log-format", choices=LOG_FORMATS,
-                   help="stderr log format; auto = console on a TTY, else JSON lines")
+    bridge_options(p)
     if serve:
         p.add_argument("--listen", type=_checked(socket_path), metavar="unix:PATH",
                        help="the Unix socket to listen on (unless systemd passes one)")
         p.add_argument("--max-sessions", type=_count_flag, metavar="N",
                        help="clients served at once; one more is refused (16)")
     return p
+
+
+def check_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mcp-rosetta check", usage=_usage("check"),
+                description=CHECK_DESCRIPTION,
+                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    p.add_argument("--json", action="store_true", help="one JSON object, for machines")
+    bridge_options(p, check=True)
+    return p
+
+
+def _usage(command: str) -> str:
+    line = next(u for u in USAGE.splitlines() if u.strip().startswith(f"mcp-rosetta {command}"))
+    return line.strip()
+
+
+def bridge_options(p: argparse.ArgumentParser, check: bool = False) -> None:
+    """The options of the bridge itself; `check` takes those that change how a server is
+    started and probed."""
+    p.add_argument("--config", metavar="FILE",
+                   help="TOML config (the installed mcp-rosetta.toml documents every key)")
+    p.add_argument("--server-era", choices=("auto", "modern", "legacy"),
+                   help="auto probes with server/discover (default); or pin the server's era")
+    p.add_argument("--probe-timeout", type=_seconds_flag, metavar="DURATION",
+                   help="wait this long for the probe before taking the server as legacy (5s)")
+    if check:  # what changes how the server is started (env, cwd) goes above this line
+        return
+    p.add_argument("--request-timeout", type=_seconds_flag, metavar="DURATION",
+                   help="fail a forwarded request unanswered after this long; 0 = never (0)")
+    p.add_argument("--default-log-level", type=str.lower, choices=LOG_LEVELS, metavar="LEVEL",
+                   help="MCP logLevel asked of a modern server before the client sets one")
+    p.add_argument("--max-message-bytes", type=_checked(size), metavar="SIZE",
+                   help="refuse a message longer than this from either peer (64MiB)")
+    p.add_argument("--root", type=_root_flag, action="append", dest="roots", metavar="DIR",
+                   help="a root (directory or file:// URI) to give a legacy server that asks "
+                        "before the client's own roots are known; repeatable")
+    p.add_argument("--log-level", type=str.lower, choices=tuple(LEVELS),
+                   help="bridge log level (info)")
+    p.add_argument("--log-format", choices=LOG_FORMATS,
+                   help="stderr log format; auto = console on a TTY, else JSON lines")
 
 
 def _checked(check: Any) -> Any:
@@ -129,7 +189,7 @@ def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
             "max_message_bytes", "log_level", "log_format", "listen", "max_sessions")
     values: dict[str, Any] = {k: getattr(args, k) for k in keys
                               if getattr(args, k, None) is not None}
-    if args.roots:
+    if getattr(args, "roots", None):
         values["roots"] = tuple(args.roots)
     if command:
         values["command"] = tuple(command)
@@ -154,13 +214,18 @@ def _run(argv: Sequence[str]) -> int:
         return _connect(rest)
     if command == "serve":
         return _serve(rest)
+    if command == "check":
+        return _check(rest)
     return _bridge(list(argv))
 
 
-def _settings(argv: list[str], serve: bool) -> tuple[Settings, Callable[[], Settings]]:
-    """The settings the flags and the config file give, and how to read them again."""
+def _settings(argv: list[str], serve: bool, p: argparse.ArgumentParser | None = None,
+              ) -> tuple[Settings, Callable[[], Settings]]:
+    """The settings the flags and the config file give (parsed by `p`, by default the
+    bridge's or the daemon's parser), and how to read them again."""
     options, command = _split(argv)
-    args = parser(serve).parse_args(options)
+    p = p or parser(serve)
+    args = p.parse_args(options)
     overrides = _overrides(args, command)
 
     def load() -> Settings:
@@ -169,7 +234,7 @@ def _settings(argv: list[str], serve: bool) -> tuple[Settings, Callable[[], Sett
             if args.config:  # the file was meant to name it: a config error, like a bad key
                 raise ConfigError(f"config {args.config}: no server command: set command = "
                                   "[...] in the file, or give one after --")
-            raise UsageError("no server command: mcp-rosetta [options] -- COMMAND [ARGS...]")
+            raise UsageError(f"no server command: {p.prog} [options] -- COMMAND [ARGS...]")
         return settings
 
     return load(), load
@@ -187,6 +252,13 @@ def _serve(argv: list[str]) -> int:
     from bridge.shell.daemon_main import run_daemon
 
     return run_daemon(settings, reload)
+
+
+def _check(argv: list[str]) -> int:
+    settings, _ = _settings(argv, serve=False, p=check_parser())
+    from bridge.shell.check import run_check
+
+    return run_check(settings, as_json="--json" in _split(argv)[0])  # no abbreviations
 
 
 def _connect(argv: list[str]) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,12 +38,50 @@ def choice(*options: str) -> Check:
     return check
 
 
+# Durations and sizes: a bare number (seconds, bytes) or a number with its unit.
+_SECONDS_PER = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_BYTES_PER = {"": 1, "b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3,
+              "kb": 1000, "mb": 1000**2, "gb": 1000**3}
+_AMOUNT = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", re.IGNORECASE)
+DURATIONS = "seconds >= 0 as a number or with a unit: 5, 1.5s, 250ms, 2m, 1h"
+SIZES = "bytes as an integer >= 1 or with a unit: 1000000, 512KiB, 64MiB, 1GiB (or kB, MB, GB)"
+
+
+def _amount(value: Any, units: Mapping[str, float], bare: str) -> float | None:
+    """`value` in base units: a number as it is, a string as number + unit (bare: `bare`)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    match = _AMOUNT.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        return None
+    per = units.get(match[2].lower() or bare)
+    return None if per is None else float(match[1]) * per
+
+
 def seconds(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError("expected a number of seconds")
-    if value < 0:
-        raise ValueError("expected seconds >= 0")
-    return float(value)
+    amount = _amount(value, _SECONDS_PER, "s")
+    if amount is None or not math.isfinite(amount) or amount < 0:
+        raise ValueError(f"expected {DURATIONS}")
+    return amount
+
+
+def size(value: Any) -> int:
+    amount = _amount(value, _BYTES_PER, "")
+    if amount is None or amount != int(amount) or amount < 1:
+        raise ValueError(f"expected {SIZES}")
+    return int(amount)
+
+
+def level(*options: str) -> Check:
+    """A level name, in any case ("DEBUG", "Info"), as its lower-case name."""
+    pick = choice(*options)
+
+    def check(value: Any) -> str:
+        return str(pick(value.lower() if isinstance(value, str) else value))
+
+    return check
 
 
 def count(value: Any) -> int:
@@ -58,8 +97,13 @@ def count_or_zero(value: Any) -> int:
 
 
 def milliseconds(value: Any) -> int:
+    """An integer of milliseconds, or a string with a unit ("60s"; bare, milliseconds)."""
+    if isinstance(value, str):
+        amount = _amount(value, _SECONDS_PER, "ms")
+        value = round(amount * 1000) if amount is not None and math.isfinite(amount) else None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError("expected an integer number of milliseconds >= 0")
+        raise ValueError("expected milliseconds >= 0 as an integer (60000) or with a unit "
+                         "(60s, 250ms)")
     return value
 
 
@@ -145,7 +189,7 @@ CORE_KEYS: dict[str, Check] = {
     "max_restarts": count_or_zero,
     "restart_window": seconds,
     "bridge_info": implementation,
-    "default_log_level": choice(*LOG_LEVELS),
+    "default_log_level": level(*LOG_LEVELS),
     "mrtr_max_rounds": count,
     "mrtr_timeout": seconds,
     "mrtr_max_requests": count,
@@ -163,11 +207,11 @@ CORE_KEYS: dict[str, Check] = {
 }
 SHELL_KEYS: dict[str, Check] = {
     "command": command,
-    "log_level": choice(*LEVELS),
+    "log_level": level(*LEVELS),
     "log_format": choice(*LOG_FORMATS),
     "shutdown_grace": seconds,
     "kill_grace": seconds,
-    "max_message_bytes": count,
+    "max_message_bytes": size,
 }
 DAEMON_KEYS: dict[str, Check] = {
     "listen": socket_path,
@@ -184,6 +228,11 @@ DERIVED_CORE_FIELDS = frozenset({"debug_logs"})
 """CoreConfig fields no key sets: debug_logs follows log_level ("debug")."""
 
 
+def accepted_keys() -> dict[str, Check]:
+    """Every key a config file may hold, with its check: what `validate` accepts."""
+    return CORE_KEYS | SHELL_KEYS | DAEMON_KEYS
+
+
 def read_file(path: str) -> dict[str, Any]:
     import tomllib  # only when there is a file: everything before the server starts counts
 
@@ -198,7 +247,7 @@ def read_file(path: str) -> dict[str, Any]:
 
 def validate(raw: Mapping[str, Any], where: str, error: type[BridgeError]) -> dict[str, Any]:
     """Every key known and every value good, converted; else `error` naming the first bad key."""
-    checks = CORE_KEYS | SHELL_KEYS | DAEMON_KEYS
+    checks = accepted_keys()
     values: dict[str, Any] = {}
     for key, value in raw.items():
         check = checks.get(key)

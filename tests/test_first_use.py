@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -31,14 +32,32 @@ def test_the_demo_runs_and_its_lines_fit_100_columns(capsys: pytest.CaptureFixtu
 def test_demo_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--help"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("usage: mcp-rosetta demo [--full]\n")
-    assert "--full" in out.split("options:")[1]
+    assert out.startswith("usage: mcp-rosetta demo [--full | --server]\n")
+    assert {"--full", "--server"} <= set(out.split("options:")[1].split())
 
 
 def test_an_unknown_demo_argument_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--fast"]) == EX_USAGE
     assert capsys.readouterr().err == ("mcp-rosetta demo: unknown argument --fast (usage: "
-                                       "mcp-rosetta demo [--full])\n")
+                                       "mcp-rosetta demo [--full | --server])\n")
+
+
+def test_demo_takes_full_or_server_not_both(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--full", "--server"]) == EX_USAGE
+    assert "--full or --server, not both" in capsys.readouterr().err
+
+
+def test_demo_server_answers_discover_on_stdio() -> None:
+    # What the README's "try it" commands start: `mcp-rosetta demo --server`.
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
+    done = subprocess.run([sys.executable, "-m", "bridge", "demo", "--server"],
+                          input=json.dumps(request) + "\n", capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    (line,) = done.stdout.splitlines()
+    assert json.loads(line)["result"]["supportedVersions"] == ["2026-07-28"]
 
 
 def test_demo_into_a_closed_pipe_stops_quietly_as_a_filter_does() -> None:

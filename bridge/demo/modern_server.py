@@ -2,7 +2,7 @@
 
 Must not accept the legacy era: `initialize` is refused with an error naming the versions it
 supports, and a request without the `_meta` envelope is rejected with -32602 (basic/index.mdx).
-Run it alone with `python -m bridge.demo.modern_server`; if MCP_ROSETTA_DEMO_TRANSCRIPT names
+Run it alone with `mcp-rosetta demo --server`; if MCP_ROSETTA_DEMO_TRANSCRIPT names
 a file, every line it receives ("in") and sends ("out") is appended there.
 """
 

@@ -28,21 +28,25 @@ Check = Callable[[Message], bool]
 
 INTRO = f"""\
 mcp-rosetta demo
-A legacy MCP client (it opens with `initialize`, revision {VERSION}) uses a server that
-speaks only 2026-07-28 (no handshake, a `_meta` envelope on every request), through the
-bridge. Keys `io.modelcontextprotocol/…` are shown as `…/`; `mcp-rosetta demo --full`
-prints whole messages."""
+A legacy MCP client (it opens with `initialize`, revision {VERSION}) uses a
+server that speaks only 2026-07-28 (no handshake, a `_meta` envelope on every
+request), through the bridge. Keys `io.modelcontextprotocol/…` are shown as
+`…/`; `mcp-rosetta demo --full` prints whole messages."""
 
 HELP = """\
-usage: mcp-rosetta demo [--full]
+usage: mcp-rosetta demo [--full | --server]
 
-A scripted legacy MCP client (it opens with `initialize`) uses a server that speaks only
-2026-07-28, first without the bridge (refused), then through it: every message is shown as it
-crosses, one line each. Exits 0 if every step did what a legacy client expects, 1 if not.
+A scripted legacy MCP client (it opens with `initialize`) uses a server that
+speaks only 2026-07-28, first without the bridge (refused), then through it:
+every message is shown as it crosses, one line each. Exits 0 if every step did
+what a legacy client expects, 1 if not.
 
 options:
-  --full      print whole messages, not one line each cut to the terminal's width
+  --full      print whole messages, not one line each cut to the terminal
+  --server    be the demo's modern-only server on stdin and stdout instead,
+              to try by hand: mcp-rosetta -- mcp-rosetta demo --server
   -h, --help  show this help and exit"""
+USAGE = "usage: mcp-rosetta demo [--full | --server]"
 
 
 def request(ident: int, method: str, params: Message | None = None) -> Message:
@@ -76,18 +80,18 @@ def _result(path: list[Any], expected: Any) -> Check:
 
 
 STEPS = [
-    Step("the legacy handshake, answered by the bridge from its server/discover probe",
+    Step("the legacy handshake, answered from the bridge's server/discover",
          INITIALIZE, _result(["protocolVersion"], VERSION)),
     Step("the client confirms; a modern server has no use for it",
          {"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    Step("list tools: the bridge adds the envelope, and strips resultType, ttlMs, cacheScope",
+    Step("list tools: the bridge adds the envelope, strips resultType, ttlMs...",
          request(2, "tools/list"), _result(["tools", 0, "name"], "greet")),
-    Step("logging/setLevel: answered locally, then sent as …/logLevel on every request",
+    Step("logging/setLevel: answered here, then sent as …/logLevel each time",
          request(3, "logging/setLevel", {"level": "info"}), lambda r: r == {}),
-    Step("call a tool; its log message reaches the client as a legacy notification",
+    Step("call a tool; its log message reaches the client as a notification",
          request(4, "tools/call", {"name": "greet", "arguments": {"name": "newcomer"}}),
          _result(["structuredContent", "greeting"], "Hello, newcomer!")),
-    Step("another tool, with structuredContent (kept: the client speaks 2025-06-18)",
+    Step("another tool, structuredContent kept (the client speaks 2025-06-18)",
          request(5, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}),
          _result(["structuredContent", "sum"], 5)),
     Step("read a resource", request(6, "resources/read", {"uri": "demo://readme"}),
@@ -113,7 +117,7 @@ class Demo:
         # The subprocesses must import this very copy of the package, installed or not.
         root = str(Path(bridge.__file__).resolve().parent.parent)
         self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
-        self.server = [sys.executable, "-m", "bridge.demo.modern_server"]
+        self.server = [sys.executable, "-m", "bridge", "demo", "--server"]
 
     def out(self, text: str) -> None:
         # The demo is a program of its own, not the bridge: its stdout is the user's terminal.
@@ -126,7 +130,7 @@ class Demo:
     def run(self) -> None:
         self.out(INTRO)
         self.without_bridge()
-        self.out("\nWith the bridge: mcp-rosetta -- python -m bridge.demo.modern_server")
+        self.out("\nWith the bridge: mcp-rosetta -- mcp-rosetta demo --server")
         argv = [sys.executable, "-m", "bridge", "--log-level", "warning", "--log-format", "json",
                 "--", *self.server]
         with open(self.stderr_path, "wb") as stderr:
@@ -188,7 +192,7 @@ class Demo:
             raise DemoFailed(f"unexpected {step.message['method']} result: {json.dumps(result)}")
 
     def finish(self, peer: Peer) -> None:
-        self.out(heading(len(STEPS) + 1, "The client closes stdin: the bridge stops the server"))
+        self.out(heading(len(STEPS) + 1, "The client closes stdin; the bridge stops the server"))
         code = peer.close()
         if code != 0:
             raise DemoFailed(f"the bridge exited with status {code}")
@@ -208,11 +212,16 @@ def main(argv: list[str]) -> int:
     if "-h" in argv or "--help" in argv:
         sys.stdout.write(HELP + "\n")
         return 0
-    unknown = [arg for arg in argv if arg != "--full"]
-    if unknown:
-        sys.stderr.write(f"mcp-rosetta demo: unknown argument {unknown[0]} (usage: "
-                         "mcp-rosetta demo [--full])\n")
+    unknown = [arg for arg in argv if arg not in ("--full", "--server")]
+    if unknown or len(argv) > 1:
+        what = f"unknown argument {unknown[0]}" if unknown else "--full or --server, not both"
+        sys.stderr.write(f"mcp-rosetta demo: {what} ({USAGE})\n")
         return 64
+    if argv == ["--server"]:
+        from bridge.demo.modern_server import main as serve
+
+        serve()
+        return 0
     with tempfile.TemporaryDirectory(prefix="mcp-rosetta-demo-") as tmp:
         demo = Demo(Path(tmp), "--full" in argv)
         try:

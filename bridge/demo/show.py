@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from typing import Any
 
 LONG_PREFIX = "io.modelcontextprotocol/"
@@ -20,9 +19,8 @@ MAX_WIDTH = 100
 
 
 def width() -> int:
-    """The width a line is cut to: the terminal's, but never more than 100 columns."""
-    if not sys.stdout.isatty():
-        return MAX_WIDTH
+    """The width a line is cut to: the terminal's (or $COLUMNS, which a pipe has not), but
+    never more than 100 columns."""
     return min(MAX_WIDTH, shutil.get_terminal_size((MAX_WIDTH, 24)).columns)
 
 

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from bridge.config import CORE_KEYS, DERIVED_CORE_FIELDS, SHELL_KEYS, load_settings
+from bridge.config import (
+    CORE_KEYS,
+    DAEMON_KEYS,
+    DERIVED_CORE_FIELDS,
+    SHELL_KEYS,
+    accepted_keys,
+    load_settings,
+)
 from bridge.core.config import CoreConfig
 from bridge.errors import ConfigError
 from bridge.shell.supervisor import Timing
@@ -21,13 +28,25 @@ def test_every_core_field_has_a_key_or_is_derived() -> None:
     assert fields == set(CORE_KEYS) | DERIVED_CORE_FIELDS
 
 
+def documented(key: str, text: str) -> bool:
+    """Whether the example sets `key` or shows it commented out, with a comment right above."""
+    return re.search(rf"(?:^#.*\n)+^(?:# )?\[?{key}\]?\s*(?:=|$)", text, re.MULTILINE) is not None
+
+
 def test_the_example_config_is_valid_and_documents_every_key() -> None:
-    load_settings(str(EXAMPLE), {})
+    # The keys come from what the code accepts, so a key added anywhere is checked too.
+    settings = load_settings(str(EXAMPLE), {})
     text = EXAMPLE.read_text()
-    for key in (*CORE_KEYS, *SHELL_KEYS):
-        # Set or shown commented out, with a comment right above.
-        match = re.search(rf"((?:^#.*\n)+)^(?:# )?\[?{key}\]?\s*(=|$)", text, re.MULTILINE)
-        assert match, f"{key} is not documented in {EXAMPLE.name}"
+    assert [key for key in accepted_keys() if not documented(key, text)] == []
+    assert {*CORE_KEYS, *SHELL_KEYS, *DAEMON_KEYS} <= set(accepted_keys())
+    assert settings.daemon.max_sessions == 16 and settings.daemon.listen_mode == 0o660
+    assert settings.shell.max_message_bytes == 64 * 1024 * 1024
+
+
+def test_a_key_counts_as_documented_only_under_a_comment() -> None:
+    text = "# doc\nalpha = 1\n# doc\n# beta = 2\n# [gamma]\n\ndelta = 3\n"
+    assert [k for k in ("alpha", "beta", "gamma", "delta") if documented(k, text)] == [
+        "alpha", "beta", "gamma"]
 
 
 def test_values_reach_core_and_shell(tmp_path: Path) -> None:

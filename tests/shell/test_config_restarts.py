@@ -38,7 +38,7 @@ def test_values_reach_the_core(tmp_path: Path) -> None:
     ("max_restarts = 1.5", "max_restarts"),
     ("max_restarts = true", "max_restarts"),
     ("restart_window = -3", "restart_window"),
-    ('restart_window = "1m"', "restart_window"),
+    ('restart_window = "1 minute"', "restart_window"),
 ])
 def test_bad_values_are_config_errors_naming_the_key(tmp_path: Path, text: str,
                                                       key: str) -> None:

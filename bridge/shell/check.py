@@ -1,0 +1,253 @@
+"""`mcp-rosetta check`: start a server as the bridge would, find its era as the bridge's probe
+does, ask what it offers, and report whether (and how) the bridge can serve it.
+
+Must not serve a client or translate: it asks the server only what a client's first minute
+would (server/discover or initialize, then the lists), through the same spawn function and the
+same probe request as the bridge (bridge.core.envelope, bridge.core.probe), so what it says
+is what the bridge will meet.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
+
+import trio
+
+from bridge.check_report import LISTS, Listing, Report, as_text
+from bridge.check_report import as_json as json_report
+from bridge.config import Settings
+from bridge.core.config import CoreConfig
+from bridge.core.envelope import build_request
+from bridge.core.eras import LATEST_LEGACY_VERSION, MODERN_PROTOCOL_VERSION, Era, is_modern_error
+from bridge.core.handshake import server_info_of
+from bridge.core.jsonrpc import request
+from bridge.core.probe import is_discover_result
+from bridge.errors import EX_OK, EX_UNAVAILABLE, ServerUnavailable
+from bridge.shell.check_wire import ServerGone, Wire, spawn_with_stderr
+from bridge.shell.child import Child, check_command, spawn_process
+
+MAX_PAGES = 50
+"""Pages of one list followed at most: a server whose cursor never ends is not waited out."""
+Message = dict[str, Any]
+MakeRequest = Callable[[int, str, Message | None], Message]
+
+
+def run_check(settings: Settings, *, as_json: bool = False) -> int:
+    """Check the configured server, print the report on stdout; 0 if it can be served, 69
+    (with the cause in one line on stderr) if not."""
+    try:
+        report = trio.run(examine, settings)  # the server is stopped on the way out, even so
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
+    sys.stdout.write((json_report(report) if as_json else as_text(report)) + "\n")
+    sys.stdout.flush()
+    if report.servable:
+        return EX_OK
+    sys.stderr.write(f"mcp-rosetta: server unavailable: {report.failure}\n")
+    return EX_UNAVAILABLE
+
+
+async def examine(settings: Settings) -> Report:
+    """What the bridge would find, started with `settings`, as a Report."""
+    command = settings.shell.command
+    try:
+        check_command(command)
+        return await _examine(settings)
+    except ServerUnavailable as exc:
+        return Report(command, failure=str(exc))
+
+
+class Facts(dict[str, Any]):
+    """The Report's fields as they are found out, step after step."""
+
+    def report(self, wire: Wire, command: tuple[str, ...]) -> Report:
+        self.update(noise=tuple(wire.noise), noise_count=wire.noise_count,
+                    stderr_tail=tuple(wire.stderr_tail),
+                    first_byte_ms=_ms_since(wire, wire.first_byte))
+        return Report(command, **self)
+
+
+Step = Callable[[Wire, CoreConfig, Facts], Awaitable[None]]
+
+
+async def _examine(settings: Settings) -> Report:
+    core, facts = settings.core, Facts()
+    first: Step = _legacy if core.server_era == "legacy" else _probed
+    wire = await _with_server(settings, first, facts)
+    again = wire.gone and "era" not in facts and core.server_era == "auto"
+    if again:
+        # As the bridge does: a server that exits on the probe is started again, as legacy.
+        facts["era_reason"] = "exited on server/discover, started again as legacy"
+        wire = await _with_server(settings, _legacy, facts)
+    if wire.gone:
+        facts["failure"] = _gone(wire, again)
+    elif facts.get("era") == "modern" and "failure" not in facts:
+        await _with_server(settings, _dual, facts)
+    return facts.report(wire, settings.shell.command)
+
+
+async def _with_server(settings: Settings, step: Step, facts: Facts) -> Wire:
+    """Start a server as the bridge starts it, run `step` on it, stop it as the bridge stops
+    it; its wire (what it said besides, and whether it went before it answered)."""
+    child, stderr = spawn_with_stderr(_spawner(settings))
+    wire = Wire(child, stderr, settings.shell.max_message_bytes)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wire.run)
+        try:
+            await step(wire, settings.core, facts)
+        except ServerGone:
+            wire.gone = True
+        finally:
+            with trio.CancelScope(shield=True):
+                wire.exit_code = await wire.stop(settings.shell.timing)
+    return wire
+
+
+def _spawner(settings: Settings) -> Callable[[], Child]:
+    """How the bridge starts this server (bridge/shell/stdio_main.py): the same function with
+    the same settings, so check meets the server the bridge will."""
+    return partial(spawn_process, settings.shell.command)
+
+
+async def _probed(wire: Wire, core: CoreConfig, facts: Facts) -> None:
+    """The bridge's probe, then what the era it settles on offers."""
+    era = await _probe(wire, core, facts)
+    if "failure" not in facts:
+        await (_modern if era == "modern" else _legacy)(wire, core, facts)
+
+
+async def _probe(wire: Wire, core: CoreConfig, facts: Facts) -> Era:
+    # The probe exactly as bridge/core/probe.py sends it (stdio.mdx §Backward Compatibility).
+    probe = build_request(wire.next_id(), "server/discover", None, era="modern",
+                          client_info=core.bridge_info, client_capabilities={})
+    answer = await wire.request(probe, core.probe_timeout)
+    fallback: Era = "modern" if core.server_era == "modern" else "legacy"
+    if answer is None:
+        waited = f"no answer to server/discover in {core.probe_timeout:g} s"
+        if fallback == "modern":  # pinned: no legacy handshake will be tried
+            facts["failure"] = f"{waited} (probe_timeout); is this an MCP server on stdio?"
+        return _settle(facts, fallback, waited)
+    facts["answer_ms"] = _ms_since(wire, trio.current_time())
+    result, error = answer.get("result"), answer.get("error")
+    if isinstance(result, dict) and is_discover_result(result):
+        facts.update(modern_versions=tuple(result["supportedVersions"]),
+                     server_info=server_info_of(result),
+                     capabilities=_table(result.get("capabilities")))
+        return _settle(facts, "modern", "answered server/discover")
+    if isinstance(error, dict) and is_modern_error(error):
+        facts["modern_versions"] = tuple(error["data"].get("supported") or ())
+        return _settle(facts, "modern", f"refused server/discover with {error['code']}")
+    what = f"error {error.get('code')}" if isinstance(error, dict) else "no DiscoverResult"
+    return _settle(facts, fallback, f"answered server/discover with {what}")
+
+
+def _settle(facts: Facts, era: Era, reason: str) -> Era:
+    facts.update(era=era, era_reason=facts.get("era_reason") or reason)
+    return era
+
+
+async def _modern(wire: Wire, core: CoreConfig, facts: Facts) -> None:
+    versions = facts.get("modern_versions", ())
+    if versions and MODERN_PROTOCOL_VERSION not in versions:
+        facts["failure"] = (f"the server speaks {', '.join(versions)}, not "
+                            f"{MODERN_PROTOCOL_VERSION}: upgrade it (or mcp-rosetta)")
+        return
+
+    def make(ident: int, method: str, params: Message | None) -> Message:
+        return build_request(ident, method, params, era="modern",
+                             client_info=core.bridge_info, client_capabilities={})
+
+    await _lists(wire, core, facts, make)
+
+
+async def _legacy(wire: Wire, core: CoreConfig, facts: Facts) -> None:
+    """The legacy handshake as the bridge performs it (mode B), then the lists."""
+    result = await _initialize(wire, core, facts)
+    _settle(facts, "legacy", "pinned" if core.server_era == "legacy" else "")
+    if result is None:
+        return
+    facts.update(legacy_version=result.get("protocolVersion"),
+                 server_info=_table(result.get("serverInfo")) or None,
+                 capabilities=_table(result.get("capabilities")))
+    await wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    await _lists(wire, core, facts, request)
+
+
+async def _initialize(wire: Wire, core: CoreConfig, facts: Facts) -> Message | None:
+    """The server's InitializeResult; None, with the failure in `facts`, if it gave none."""
+    params = {"protocolVersion": LATEST_LEGACY_VERSION, "capabilities": {},
+              "clientInfo": core.bridge_info}
+    answer = await wire.request(request(wire.next_id(), "initialize", params),
+                                core.handshake_timeout)
+    facts.setdefault("answer_ms", _ms_since(wire, trio.current_time()))
+    result = None if answer is None else answer.get("result")
+    if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
+        return result
+    if answer is None:
+        why = f"no answer to initialize in {core.handshake_timeout:g} s (handshake_timeout)"
+    else:
+        why = f"initialize failed: {_error_text(answer)}"
+    facts["failure"] = f"{why}; is this an MCP server on stdio?"
+    return None
+
+
+async def _dual(wire: Wire, core: CoreConfig, facts: Facts) -> None:
+    """Whether a modern server also takes `initialize` (a fresh process: dual-era SDKs keep
+    the era of their first request for the whole process)."""
+    probe = Facts()
+    result = await _initialize(wire, core, probe)
+    if result is not None:
+        facts.update(dual=True, legacy_version=result["protocolVersion"])
+
+
+async def _lists(wire: Wire, core: CoreConfig, facts: Facts, make: MakeRequest) -> None:
+    """Every list the server declares, all pages (up to MAX_PAGES)."""
+    # Capabilities unknown (a modern error instead of a DiscoverResult): ask for every list.
+    declared = facts.get("capabilities", LISTS)
+    facts["lists"] = {name: await _listing(wire, core, make, name)
+                      for name in LISTS if name in declared}
+
+
+async def _listing(wire: Wire, core: CoreConfig, make: MakeRequest, name: str) -> Listing:
+    count, cursor = 0, None
+    for _ in range(MAX_PAGES):
+        params = None if cursor is None else {"cursor": cursor}
+        answer = await wire.request(make(wire.next_id(), f"{name}/list", params),
+                                    core.handshake_timeout)
+        if answer is None:
+            return Listing(count, error=f"no answer in {core.handshake_timeout:g} s")
+        items = _table(answer.get("result")).get(name)
+        if not isinstance(items, list):
+            return Listing(count, error=_error_text(answer))
+        count += len(items)
+        cursor = answer["result"].get("nextCursor")
+        if not isinstance(cursor, str):
+            return Listing(count)
+    return Listing(count, complete=False)
+
+
+def _table(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _error_text(answer: Message) -> str:
+    error = answer.get("error")
+    if isinstance(error, dict):
+        return f"error {error.get('code')}: {error.get('message')}"
+    return "an answer of the wrong shape"
+
+
+def _ms_since(wire: Wire, moment: float | None) -> float | None:
+    return None if moment is None else round((moment - wire.started) * 1000, 1)
+
+
+def _gone(wire: Wire, again: bool) -> str:
+    how = "closed its output" if wire.signalled else f"exited (status {wire.exit_code})"
+    when = f"before it answered {wire.asking or 'anything'}"
+    if again:
+        when = f"on server/discover, then again, started once more, {when}"
+    return f"the server {how} {when}: see its stderr, or run it by itself"

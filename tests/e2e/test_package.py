@@ -1,0 +1,77 @@
+"""The package as PyPI would ship it: `python -m build` makes an sdist and a wheel twine
+accepts, and the wheel, installed alone in an empty virtual environment far from this
+checkout, runs the demo, checks the demo server, and names its shipped files.
+
+Must not lean on the checkout once built: the commands run in a temporary directory, with no
+PYTHONPATH, from the new environment's bin/.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import venvs
+
+from bridge import __version__
+
+TIMEOUT = 600
+
+
+def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None,
+        ) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"{argv} exited {done.returncode}:\n{done.stderr[-4000:]}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist and the wheel built from it, as `python -m build` makes them."""
+    out = tmp_path_factory.mktemp("dist")
+    run([sys.executable, "-m", "build", "--outdir", str(out), str(venvs.REPO_ROOT)], cwd=out)
+    return out
+
+
+def test_build_makes_an_sdist_and_a_wheel_twine_accepts(dist: Path) -> None:
+    names = sorted(p.name for p in dist.iterdir())
+    assert names == [f"mcp_rosetta-{__version__}-py3-none-any.whl",
+                     f"mcp_rosetta-{__version__}.tar.gz"]
+    checked = run([sys.executable, "-m", "twine", "check", "--strict", *map(str, dist.iterdir())],
+                  cwd=dist)
+    assert checked.stdout.count("PASSED") == 2
+
+
+def test_the_wheel_alone_in_an_empty_venv_runs_demo_check_and_help(
+        dist: Path, tmp_path: Path) -> None:
+    (wheel,) = dist.glob("*.whl")
+    env_dir = tmp_path / "env"
+    run([sys.executable, "-m", "venv", str(env_dir)], cwd=tmp_path)
+    bin_dir = env_dir / "bin"
+    run([str(bin_dir / "pip"), "install", "--quiet", "--disable-pip-version-check", str(wheel)],
+        cwd=tmp_path)
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    clean["PATH"] = os.pathsep.join((str(bin_dir), "/usr/bin", "/bin"))
+    where = run([str(bin_dir / "python"), "-c", "import bridge; print(bridge.__file__)"],
+                cwd=tmp_path, env=clean).stdout.strip()
+    assert Path(where).is_relative_to(env_dir)  # not this checkout
+
+    demo = run(["mcp-rosetta", "demo"], cwd=tmp_path, env=clean).stdout
+    assert "With the bridge: mcp-rosetta -- mcp-rosetta demo --server" in demo
+
+    check = run(["mcp-rosetta", "check", "--", "mcp-rosetta", "demo", "--server"],
+                cwd=tmp_path, env=clean).stdout.splitlines()
+    assert check[-1] == "ok: mcp-rosetta can serve it"
+    assert "  era           modern (2026-07-28), answered server/discover" in check
+
+    help_lines = run(["mcp-rosetta", "--help"], cwd=tmp_path, env=clean).stdout.splitlines()
+    share = env_dir / "share" / "mcp-rosetta"
+    assert help_lines[-1].strip() == f"{share}{os.sep}"
+    assert {p.name for p in share.iterdir()} == {
+        "mcp-rosetta.toml", "mcp-rosetta@.service", "mcp-rosetta@.socket"}
+    version = run(["mcp-rosetta", "--version"], cwd=tmp_path, env=clean).stdout
+    assert version == f"mcp-rosetta {__version__}\n"
