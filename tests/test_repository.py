@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # Everything the repository holds, but caches, virtual environments and the VCS itself.
-TOP_LEVEL = ("pyproject.toml", "MANIFEST.in", "README.md", "LICENSE", ".ci", "bridge", "config",
+TOP_LEVEL = ("pyproject.toml", "README.md", "LICENSE", ".ci", "bridge", "config",
              "systemd", "tests")
 
 
