@@ -86,8 +86,9 @@ class Harness:
     def exit_child(self, code: int = 1) -> list[Action]:
         return self._run(ChildExited(code))
 
-    def close(self, side: str) -> list[Action]:
-        return self._run(PeerClosed(side))  # type: ignore[arg-type]
+    def close(self, side: str, gone: bool = False) -> list[Action]:
+        """`side` closed its output; `gone`: it cannot read either (closed or reset)."""
+        return self._run(PeerClosed(side, gone))  # type: ignore[arg-type]
 
     def shutdown(self, grace: float = 0.0) -> list[Action]:
         return self._run(ShutdownRequested(grace))
