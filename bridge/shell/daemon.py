@@ -77,6 +77,9 @@ class Daemon:
         self._make_spawn = make_spawn
         self._watchdog = watchdog
         self._sessions: set[Session] = set()
+        # Places taken, counted from the accept on: a session admitted in the same scheduler
+        # round as others holds its place before its task first runs (issue 19.1).
+        self._places = 0
         self._numbers = itertools.count(1)
         self._accepting = trio.CancelScope()
         self._stops = 0
@@ -84,7 +87,8 @@ class Daemon:
 
     @property
     def session_count(self) -> int:
-        return len(self._sessions)
+        """Places taken: sessions running, and those admitted that have yet to start."""
+        return self._places
 
     async def run(self, listener: socket.socket) -> None:
         """Accept and serve until `stop`; returns once every session has ended."""
@@ -131,16 +135,29 @@ class Daemon:
     # Sessions -----------------------------------------------------------------------------
 
     def _admit(self, nursery: trio.Nursery, connection: trio.socket.SocketType) -> None:
+        """Take a place for `connection` now, in the accepting task, or refuse it by name."""
         limit = self.settings.daemon.max_sessions
-        if len(self._sessions) >= limit:
+        if self._places >= limit:
             nursery.start_soon(self._refuse, connection,
                                f"too many sessions (max_sessions = {limit}); try again later",
                                {"max_sessions": limit}, name="refuse")
-        else:
-            nursery.start_soon(self._serve, connection, self.settings, name="session")
+            return
+        self._places += 1
+        self._report()
+        nursery.start_soon(self._hold_place, connection, self.settings, name="session")
+
+    async def _hold_place(self, connection: trio.socket.SocketType, settings: Settings) -> None:
+        try:
+            await self._serve(connection, settings)
+        finally:  # however the session went, its place is free again
+            self._places -= 1
+            self._report()
 
     async def _serve(self, connection: trio.socket.SocketType, settings: Settings) -> None:
         log = self._log.bind(session=next(self._numbers))
+        if self._accepting.cancel_called:  # admitted just before a stop
+            await self._refuse(connection, "the daemon is stopping; try again later")
+            return
         spawn = self._make_spawn(settings.shell.command)
         try:
             child = spawn()
@@ -151,7 +168,6 @@ class Daemon:
         session = Session(self._make_core(settings.core), spawn, log,
                           settings=session_settings(settings))
         self._sessions.add(session)
-        self._report()
         log.info("session.started")
         fd = connection.detach()
         try:
@@ -161,7 +177,6 @@ class Daemon:
             log.error("session.crashed", error=repr(exc))
         finally:
             self._sessions.discard(session)
-            self._report()
 
     async def _refuse(self, connection: trio.socket.SocketType, reason: str,
                       data: Any = None) -> None:
@@ -183,12 +198,12 @@ class Daemon:
     def _wind_down(self) -> None:
         grace = self.settings.shell.timing.shutdown_grace
         self._notify("STOPPING=1")
-        self._log.info("daemon.stopping", sessions=len(self._sessions), grace_s=grace)
+        self._log.info("daemon.stopping", sessions=self._places, grace_s=grace)
         for session in list(self._sessions):
             session.shut_down(0.0 if self._stops > 1 else grace)
 
     def _report(self) -> None:
-        count = len(self._sessions)
+        count = self._places
         self._notify(f"STATUS={count} session{'' if count == 1 else 's'}")
 
     async def _ping_watchdog(self, interval: float) -> None:

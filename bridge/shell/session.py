@@ -129,7 +129,7 @@ class Session:
         settings, driver = self._settings, self.driver
         # Nobody can read our answers any more: for the core that is the client leaving.
         client = Outlet(client_out, nursery, "client",
-                        on_broken=lambda: driver.post(PeerClosed(CLIENT)))
+                        on_broken=lambda: driver.post(PeerClosed(CLIENT, gone=True)))
         supervisor = Supervisor(self._spawn, driver, nursery, settings.timing, self._log,
                                 limit=settings.max_message_bytes, feeds=client)
         clock = Clock(driver, self._core)
@@ -137,7 +137,7 @@ class Session:
         self._supervisor, self._client = supervisor, client
         supervisor.serve(child)  # ChildStarted reaches the core before anything the client says
         nursery.start_soon(pump, client_in, CLIENT, driver, settings.max_message_bytes,
-                           (supervisor, client), name="read-client")
+                           (supervisor, client), None, client.reader_gone, name="read-client")
         nursery.start_soon(clock.run, name="clock")
 
     async def _end(self) -> None:

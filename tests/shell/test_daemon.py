@@ -53,10 +53,15 @@ class Running:
     def events(self, name: str) -> list[dict[str, Any]]:
         return [entry for entry in self.logs if entry["event"] == name]
 
+    def running(self) -> int:
+        """Sessions started and not yet ended, as the log tells them."""
+        return len(self.events("session.started")) - len(self.events("session.ended")) \
+            - len(self.events("session.crashed"))
+
     async def sessions(self, count: int) -> None:
-        """Until `count` sessions run."""
+        """Until `count` sessions run (started, each holding its place)."""
         with trio.fail_after(WAIT):
-            while self.daemon.session_count != count:
+            while self.daemon.session_count != count or self.running() != count:
                 await trio.sleep(0.01)
 
 

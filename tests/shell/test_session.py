@@ -479,7 +479,8 @@ async def test_client_gone_is_reported_once(autojump_clock: Any) -> None:
                                         for _, e in core.of(MessageReceived)), "the last line")
         child.exit(0)
         assert await h.join() == 0
-    assert [e for _, e in core.of(PeerClosed)] == [PeerClosed("client"), PeerClosed("server")]
+    assert [e for _, e in core.of(PeerClosed)] == [PeerClosed("client", gone=True),
+                                                PeerClosed("server")]
     assert core.kinds()[-1] == "ChildExited"
 
 
