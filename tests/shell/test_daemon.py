@@ -4,7 +4,7 @@ stop, and what it tells systemd. Clients are real Unix socket connections; serve
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -29,8 +29,8 @@ from tests.shell.fakes import WAIT, EchoCore, FakeChild, LineStream, Spawner, id
 class Servers:
     """The daemon's spawn factory: one Spawner, and the command each session asked for."""
 
-    def __init__(self) -> None:
-        self.spawner = Spawner(lambda nursery: FakeChild(nursery, serving=True))
+    def __init__(self, serving: bool = True) -> None:
+        self.spawner = Spawner(lambda nursery: FakeChild(nursery, serving=serving))
         self.commands: list[tuple[str, ...]] = []
 
     def __call__(self, command: tuple[str, ...]) -> Spawn:
@@ -71,12 +71,12 @@ def settings(**values: Any) -> Settings:
 
 @asynccontextmanager
 async def running(tmp_path: Path, config: Settings | None = None,
-                  core: type[EchoCore] = EchoCore,
-                  watchdog: float | None = None) -> AsyncIterator[Running]:
+                  core: Callable[[], Any] = EchoCore, watchdog: float | None = None,
+                  serving: bool = True) -> AsyncIterator[Running]:
     config = config or settings()
     path = tmp_path / "daemon.sock"
     listener = bind_unix(replace(config.daemon, listen=str(path)))
-    servers = Servers()
+    servers = Servers(serving)
     cores: list[Any] = []
     notified: list[str] = []
 
@@ -136,6 +136,82 @@ async def test_one_connection_over_the_limit_is_refused_by_name(
         assert ids(await first.lines(1)) == [1]
         await first.aclose()
         await second.aclose()
+
+
+def most_at_once(events: list[dict[str, Any]]) -> int:
+    """The most sessions running at once, as the log tells them."""
+    running = most = 0
+    for event in events:
+        if event["event"] == "session.started":
+            running += 1
+            most = max(most, running)
+        elif event["event"] in ("session.ended", "session.crashed"):
+            running -= 1
+    return most
+
+
+async def test_bursts_never_pass_the_limit_and_each_refusal_names_its_own_request(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path, settings(max_sessions=4)) as d:
+        for burst, count in enumerate((30, 40, 35)):
+            clients: list[LineStream] = [LineStream()] * count
+
+            async def open_one(n: int, clients: list[LineStream] = clients) -> None:
+                clients[n] = await d.client()
+
+            async with trio.open_nursery() as nursery:  # all connect in the same round
+                for n in range(count):
+                    nursery.start_soon(open_one, n)
+            for n, client in enumerate(clients):
+                await client.send(b'{"jsonrpc":"2.0","id":"b%d-%d","method":"ping"}' % (burst, n))
+            answers = [json.loads(await client.line()) for client in clients]
+            assert [a["id"] for a in answers] == [f"b{burst}-{n}" for n in range(count)]
+            refused = [a for a in answers if "error" in a]
+            assert len(refused) == count - 4
+            assert all(a["error"]["data"] == {"max_sessions": 4} for a in refused)
+            assert sum("method" in a for a in answers) == 4  # echoed by the server
+            for client in clients:
+                await client.aclose()
+            await d.sessions(0)
+        assert most_at_once(d.logs) == 4
+        assert len(d.servers.spawner.children) == 12
+
+
+async def test_a_reset_client_s_server_gets_stdin_eof_at_once(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    config = settings(drain_timeout=30.0, kill_grace=2.0)
+
+    def bridge() -> Any:
+        from bridge.core.bridge import Bridge
+
+        return Bridge(config.core)
+
+    async with running(tmp_path, config, core=bridge, serving=False) as d:
+        sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+        await sock.connect(str(d.path))
+        client = LineStream(stream=trio.SocketStream(sock))
+        child = await d.servers.spawner.nth(0)
+        (probe,) = await child.lines(1)
+        await child.write(b'{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}'
+                          % json.dumps(json.loads(probe)["id"]).encode())
+        await client.send(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{'
+                          b'"protocolVersion":"2025-06-18","capabilities":{},'
+                          b'"clientInfo":{"name":"t","version":"1"}}}')
+        (initialize,) = await child.lines(1)
+        await child.write(b'{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18",'
+                          b'"capabilities":{},"serverInfo":{"name":"s","version":"1"}}}'
+                          % json.dumps(json.loads(initialize)["id"]).encode())
+        assert json.loads(await client.line())["result"]["serverInfo"]["name"] == "s"
+        await client.send(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}')
+        await child.lines(1)  # the call reaches the server, which never answers
+        sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+        sock.close()
+        reset = trio.current_time()
+        await child.expect_eof()
+        assert trio.current_time() - reset < 0.1  # no drain: nobody can read its answer
+        await d.sessions(0)
+        assert [e["event"] for e in d.logs if e["event"].startswith("client.")] == [
+            "client.gone"]
 
 
 class CrashingCore(EchoCore):
