@@ -67,8 +67,8 @@ def reader_gone(fd: int) -> bool:
     peer only shut down for writing still reads: that is not gone."""
     poller = select.poll()
     poller.register(fd, 0)  # POLLERR and POLLHUP are always reported
-    return any(events & (select.POLLERR | select.POLLHUP | select.POLLNVAL)
-               for _, events in poller.poll(0))
+    # Not POLLNVAL: macOS's poll says that of a terminal, which is there and reads.
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
 
 
 async def wait_writable(fd: int) -> None:
