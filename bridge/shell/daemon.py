@@ -12,6 +12,7 @@ never disturbs another; a connection past max_sessions gets one JSON-RPC error a
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import socket
@@ -27,7 +28,7 @@ from bridge.core.codec import encode
 from bridge.core.config import CoreConfig
 from bridge.core.refusal import refusal
 from bridge.errors import ServerUnavailable
-from bridge.shell.child import spawn_process
+from bridge.shell.child import Child, spawn_process
 from bridge.shell.driver import Core
 from bridge.shell.logs import Logger
 from bridge.shell.session import Session, SessionSettings
@@ -36,6 +37,13 @@ from bridge.shell.supervisor import Spawn
 # How long a refused client is given to send its first request (whose id the error names).
 REFUSAL_WAIT = 5.0
 FIRST_LINE_MAX = 64 * 1024
+# accept(2) failing for want of room for one more fd (accept(2), ERRORS): a session or a
+# refusal ending frees one, so the daemon waits and tries again, as trio's serve_listeners does.
+NO_ROOM = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+NO_ROOM_WAIT = 0.1
+FD_FIX = "raise the open-file limit (LimitNOFILE= in the unit, ulimit -n) or lower max_sessions"
+# A connection that went away before it was accepted: nothing to answer.
+GONE_BEFORE_ACCEPT = frozenset({errno.ECONNABORTED, errno.EPROTO})
 
 
 def new_core(config: CoreConfig) -> Core:
@@ -103,8 +111,7 @@ class Daemon:
                                max_sessions=self.settings.daemon.max_sessions)
                 with self._accepting:
                     while True:
-                        connection, _ = await listening.accept()
-                        self._admit(sessions, connection)
+                        self._admit(sessions, await self._accept(listening))
                 listening.close()  # a client now learns at once that nobody is there
                 self._wind_down()
             service.cancel_scope.cancel()
@@ -134,6 +141,25 @@ class Daemon:
 
     # Sessions -----------------------------------------------------------------------------
 
+    async def _accept(self, listening: trio.socket.SocketType) -> trio.socket.SocketType:
+        """The next connection. Out of fds (a burst of refusals holds many): wait for one to
+        be freed, saying so once, instead of ending the daemon."""
+        told = False
+        while True:
+            try:
+                connection, _ = await listening.accept()
+                return connection
+            except OSError as exc:
+                if exc.errno in GONE_BEFORE_ACCEPT:
+                    continue
+                if exc.errno not in NO_ROOM:
+                    raise
+                if not told:
+                    told = True
+                    self._log.warning("daemon.accept_waiting", reason=exc.strerror,
+                                      fix=FD_FIX)
+                await trio.sleep(NO_ROOM_WAIT)
+
     def _admit(self, nursery: trio.Nursery, connection: trio.socket.SocketType) -> None:
         """Take a place for `connection` now, in the accepting task, or refuse it by name."""
         limit = self.settings.daemon.max_sessions
@@ -160,7 +186,7 @@ class Daemon:
             return
         spawn = self._make_spawn(settings.shell.command)
         try:
-            child = spawn()
+            out, child = _second_fd_and_server(connection, spawn)
         except ServerUnavailable as exc:
             log.error("session.refused", reason=str(exc))
             await self._refuse(connection, str(exc))
@@ -171,7 +197,7 @@ class Daemon:
         log.info("session.started")
         fd = connection.detach()
         try:
-            code = await session.run(fd, os.dup(fd), child)
+            code = await session.run(fd, out, child)
             log.info("session.ended", code=code)
         except Exception as exc:  # contained: the other sessions go on
             log.error("session.crashed", error=repr(exc))
@@ -210,6 +236,29 @@ class Daemon:
         while True:
             self._notify("WATCHDOG=1")
             await trio.sleep(interval)
+
+
+def _second_fd_and_server(connection: trio.socket.SocketType,
+                          spawn: Spawn) -> tuple[int, Child]:
+    """The fd the session writes the client's answers to, and its server; ServerUnavailable
+    if either cannot be had (a burst can use up every fd)."""
+    try:
+        out = os.dup(connection.fileno())
+    except OSError as exc:
+        raise ServerUnavailable(_fd_failure("no file descriptor left for a session", exc)) \
+            from None
+    try:
+        return out, spawn()
+    except ServerUnavailable:
+        os.close(out)
+        raise
+    except OSError as exc:  # the server's pipes could not be made
+        os.close(out)
+        raise ServerUnavailable(_fd_failure("cannot start the server", exc)) from None
+
+
+def _fd_failure(what: str, exc: OSError) -> str:
+    return f"{what}: {exc.strerror}" + (f"; {FD_FIX}" if exc.errno in NO_ROOM else "")
 
 
 def _address(listener: socket.socket) -> str:

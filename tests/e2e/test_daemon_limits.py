@@ -9,11 +9,13 @@ the daemon's own JSON on stderr.
 from __future__ import annotations
 
 import json
+import resource
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,7 +38,7 @@ class Daemon:
     """`mcp-rosetta serve` on a socket of its own, its servers plain_server.py."""
 
     def __init__(self, tmp_path: Path, behaviour: str, *, probe_timeout: float = 5.0,
-                 drain_timeout: float = 5.0) -> None:
+                 drain_timeout: float = 5.0, open_files: int | None = None) -> None:
         self.path = tmp_path / "d.sock"
         self.record = tmp_path / "servers.txt"
         self.record.touch()
@@ -50,7 +52,9 @@ class Daemon:
                 [sys.executable, "-m", "bridge", "serve", "--config", str(config),
                  "--listen", f"unix:{self.path}", "--max-sessions", str(MAX_SESSIONS), "--",
                  sys.executable, PLAIN_SERVER, behaviour, "--record", str(self.record)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                preexec_fn=None if open_files is None else lambda: resource.setrlimit(
+                    resource.RLIMIT_NOFILE, (open_files, open_files)))
         self.until(lambda: bool(self.events("daemon.listening")), "daemon.listening")
 
     def events(self, name: str | None = None) -> list[dict[str, Any]]:
@@ -71,8 +75,8 @@ class Daemon:
 
     def client(self) -> socket.socket:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(str(self.path))  # blocking: past a full backlog it waits its turn
         sock.settimeout(WAIT)
-        sock.connect(str(self.path))
         return sock
 
     def stop(self) -> int:
@@ -150,6 +154,48 @@ def test_bursts_never_pass_max_sessions_and_each_refusal_names_its_own_request(
     assert most_at_once(silent.events()) == MAX_SESSIONS
     assert len(silent.servers()) == MAX_SESSIONS * len(bursts)
     assert len(silent.events("connection.refused")) == sum(bursts) - ended
+
+
+def test_a_burst_past_the_open_file_limit_waits_for_room_and_answers_every_client(
+        tmp_path: Path) -> None:
+    # About 11 fds at rest and 5 a session: 36 leaves room for a few refusals at a time, and
+    # the refusals hold theirs until the clients speak, which they do only once all are in.
+    daemon = Daemon(tmp_path, "silent", open_files=36)
+    count = 60  # fewer than what is accepted plus the listening backlog (64): all connect
+    answers: list[dict[str, Any] | None] = [None] * count
+    clients: list[socket.socket] = []
+    everyone_in = threading.Event()
+
+    def one(n: int) -> None:
+        client = daemon.client()
+        clients.append(client)
+        everyone_in.wait(WAIT)
+        client.sendall(ping(f"c{n}"))
+        answers[n] = read_line(client)
+
+    try:
+        threads = [threading.Thread(target=one, args=(n,)) for n in range(count)]
+        for thread in threads:
+            thread.start()
+        daemon.until(lambda: len(clients) == count, "every client connected")
+        daemon.until(lambda: bool(daemon.events("daemon.accept_waiting")), "no fd left")
+        everyone_in.set()
+        for thread in threads:
+            thread.join(WAIT)
+        assert [a and a["id"] for a in answers] == [f"c{n}" for n in range(count)]
+        served = [a for a in answers if a and "result" in a]
+        assert len(served) == MAX_SESSIONS  # held open until every client has its answer
+        assert all(a and a["error"]["data"] == {"max_sessions": MAX_SESSIONS}
+                   for a in answers if a and "error" in a)
+        waits = daemon.events("daemon.accept_waiting")  # once per shortage, not per retry
+        assert {w["reason"] for w in waits} == {"Too many open files"}
+        assert "LimitNOFILE=" in waits[0]["fix"]
+    finally:
+        everyone_in.set()
+        for client in clients:
+            client.close()
+        assert daemon.stop() == 0
+    assert most_at_once(daemon.events()) == MAX_SESSIONS
 
 
 @pytest.mark.parametrize("ending", ["close", "shut down writing"])
