@@ -111,7 +111,8 @@ class Daemon:
                                max_sessions=self.settings.daemon.max_sessions)
                 with self._accepting:
                     while True:
-                        self._admit(sessions, await self._accept(listening))
+                        connection = await self._accept(listening)
+                        self._admit(sessions, connection)
                 listening.close()  # a client now learns at once that nobody is there
                 self._wind_down()
             service.cancel_scope.cancel()

@@ -214,6 +214,29 @@ async def test_a_reset_client_s_server_gets_stdin_eof_at_once(
             "client.gone"]
 
 
+async def test_a_connection_admitted_just_before_a_stop_is_refused_naming_the_stop(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path) as d:
+        admit = d.daemon._admit
+
+        def admit_then_stop(nursery: trio.Nursery, connection: Any) -> None:
+            admit(nursery, connection)
+            d.daemon.stop()  # in the same scheduler round, before the session's task runs
+
+        d.daemon._admit = admit_then_stop  # type: ignore[method-assign]
+        client = await d.client()
+        await client.send(b'{"jsonrpc":"2.0","id":"x","method":"ping"}')
+        answer = json.loads(await client.line())
+        assert answer["id"] == "x"
+        assert answer["error"]["message"] == (
+            "mcp-rosetta: the daemon is stopping; try again later")
+        await client.aclose()
+        with trio.fail_after(WAIT):
+            await d.daemon.stopped.wait()
+    assert d.servers.commands == []  # no server was started for it
+    assert d.events("session.started") == []
+
+
 class CrashingCore(EchoCore):
     def react(self, event: Event, now: float) -> list[Action]:
         if isinstance(event, MessageReceived) and event.message == b'{"id":"crash"}':
