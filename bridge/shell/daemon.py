@@ -12,6 +12,7 @@ never disturbs another; a connection past max_sessions gets one JSON-RPC error a
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import os
@@ -207,17 +208,18 @@ class Daemon:
 
     async def _refuse(self, connection: trio.socket.SocketType, reason: str,
                       data: Any = None) -> None:
-        """Answer the client's first request with an error naming `reason`, and hang up."""
+        """Answer the client's first request with an error naming `reason`, and hang up.
+        A client that hung up first (the send fails) costs nothing more."""
         with connection:
             first = b""
-            with trio.move_on_after(REFUSAL_WAIT):
+            with trio.move_on_after(REFUSAL_WAIT), contextlib.suppress(OSError):
                 while b"\n" not in first and len(first) < FIRST_LINE_MAX:
                     chunk = await connection.recv(4096)
                     if not chunk:
                         break
                     first += chunk
             answer = memoryview(encode(refusal(first.split(b"\n", 1)[0], reason, data)))
-            with trio.move_on_after(REFUSAL_WAIT):
+            with trio.move_on_after(REFUSAL_WAIT), contextlib.suppress(OSError):
                 while answer:
                     answer = answer[await connection.send(answer):]
         self._log.warning("connection.refused", reason=reason)

@@ -237,6 +237,28 @@ async def test_a_connection_admitted_just_before_a_stop_is_refused_naming_the_st
     assert d.events("session.started") == []
 
 
+async def test_a_refused_client_that_hung_up_first_costs_nothing_else(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path, settings(max_sessions=1)) as d:
+        first = await d.client()
+        await d.sessions(1)
+        for _ in range(3):
+            sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+            await sock.connect(str(d.path))
+            await sock.send(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+            sock.close()  # gone before its refusal can reach it
+        with trio.fail_after(WAIT):
+            while len(d.events("connection.refused")) < 3:
+                await trio.sleep(0.01)
+        await first.send(b'{"id":1}')  # the daemon and its session go on
+        assert ids(await first.lines(1)) == [1]
+        late = await d.client()
+        await late.send(b'{"jsonrpc":"2.0","id":"late","method":"ping"}')
+        assert json.loads(await late.line())["error"]["data"] == {"max_sessions": 1}
+        await first.aclose()
+        await late.aclose()
+
+
 class CrashingCore(EchoCore):
     def react(self, event: Event, now: float) -> list[Action]:
         if isinstance(event, MessageReceived) and event.message == b'{"id":"crash"}':
