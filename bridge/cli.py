@@ -264,8 +264,12 @@ def _check(argv: list[str]) -> int:
 def _connect(argv: list[str]) -> int:
     p = _Parser(prog="mcp-rosetta connect", usage="mcp-rosetta connect unix:PATH",
                 description="Relay this process's stdin and stdout to a running "
-                            "`mcp-rosetta serve`: the command a client config launches.")
-    p.add_argument("address", metavar="unix:PATH", help="the daemon's socket (or its path)")
+                            "`mcp-rosetta serve`: the command a client config launches.",
+                epilog="Exit status: 0 when the client ended first, 64 for an address that "
+                       "is not a Unix socket's, 69 when the daemon is not there or ended the "
+                       "connection first (refused, stopped, session ended).")
+    p.add_argument("address", metavar="unix:PATH",
+                   help="the daemon's Unix socket: unix:PATH, or the path itself")
     address = p.parse_args(argv).address
     from bridge.shell.connect import run_connect
 

@@ -170,7 +170,7 @@ class Bridge:
             self.ctx.log("warning" if event.code else "info", "child.exited", code=event.code)
             self._on_child_exited(event)
         elif type(event) is PeerClosed:
-            self._on_peer_closed(event.side)
+            self._on_peer_closed(event.side, event.gone)
         elif type(event) is ShutdownRequested:
             self._on_shutdown_requested(event.grace)
 
@@ -276,12 +276,15 @@ class Bridge:
         elif key[0] == Waiting.TIMER:
             self._waiting.expire(key[1])
 
-    def _on_peer_closed(self, side: str) -> None:
+    def _on_peer_closed(self, side: str, gone: bool) -> None:
         if side == CLIENT:
-            self.ctx.log("info", "client.closed")
+            self.ctx.log("info", "client.gone" if gone else "client.closed")
             self._client_closed = True
             if self._failure is not None:
                 self._stop(EX_UNAVAILABLE, *self._failure)
+                return
+            if gone:  # nobody reads what is owed: no drain, and the server goes at once
+                self._stop(EX_OK, "the client is gone")
                 return
             # handle() drains what the client is owed, then stops.
             self._closing = self.ctx.config.drain_timeout
@@ -651,9 +654,12 @@ class Bridge:
             self._drain_or_stop()
 
     def _drain_or_stop(self) -> None:
-        """Once closing: stop when nothing is owed, or when the drain's time runs out."""
-        owed = self._waiting.owes() or self.probe.waiting or (
-            self.handler is not None and self.handler.busy())
+        """Once closing: stop when nothing is owed, or when the drain's time runs out.
+
+        An unanswered probe is not owed: it is the bridge's own question. A request held
+        until the probe settles the mode is (self._waiting).
+        """
+        owed = self._waiting.owes() or (self.handler is not None and self.handler.busy())
         if not owed:
             self._stop(EX_OK, "the client closed its input" if self._client_closed
                        else "mcp-rosetta is shutting down")

@@ -64,9 +64,14 @@ class ChildExited:
 
 @dataclass(frozen=True, slots=True)
 class PeerClosed:
-    """A peer closed its output: the client's stdin or the server's stdout reached EOF."""
+    """A peer closed its output: the client's stdin or the server's stdout reached EOF.
+
+    `gone`: the peer cannot read either (its end was closed or reset, a write to it failed),
+    so nothing owed to it can reach it any more.
+    """
 
     side: Side
+    gone: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,8 @@ never disturbs another; a connection past max_sessions gets one JSON-RPC error a
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import itertools
 import os
 import socket
@@ -27,7 +29,7 @@ from bridge.core.codec import encode
 from bridge.core.config import CoreConfig
 from bridge.core.refusal import refusal
 from bridge.errors import ServerUnavailable
-from bridge.shell.child import spawn_process
+from bridge.shell.child import Child, spawn_process
 from bridge.shell.driver import Core
 from bridge.shell.logs import Logger
 from bridge.shell.session import Session, SessionSettings
@@ -36,6 +38,13 @@ from bridge.shell.supervisor import Spawn
 # How long a refused client is given to send its first request (whose id the error names).
 REFUSAL_WAIT = 5.0
 FIRST_LINE_MAX = 64 * 1024
+# accept(2) failing for want of room for one more fd (accept(2), ERRORS): a session or a
+# refusal ending frees one, so the daemon waits and tries again, as trio's serve_listeners does.
+NO_ROOM = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+NO_ROOM_WAIT = 0.1
+FD_FIX = "raise the open-file limit (LimitNOFILE= in the unit, ulimit -n) or lower max_sessions"
+# A connection that went away before it was accepted: nothing to answer.
+GONE_BEFORE_ACCEPT = frozenset({errno.ECONNABORTED, errno.EPROTO})
 
 
 def new_core(config: CoreConfig) -> Core:
@@ -77,6 +86,9 @@ class Daemon:
         self._make_spawn = make_spawn
         self._watchdog = watchdog
         self._sessions: set[Session] = set()
+        # Places taken, counted from the accept on: a session admitted in the same scheduler
+        # round as others holds its place before its task first runs (issue 19.1).
+        self._places = 0
         self._numbers = itertools.count(1)
         self._accepting = trio.CancelScope()
         self._stops = 0
@@ -84,7 +96,8 @@ class Daemon:
 
     @property
     def session_count(self) -> int:
-        return len(self._sessions)
+        """Places taken: sessions running, and those admitted that have yet to start."""
+        return self._places
 
     async def run(self, listener: socket.socket) -> None:
         """Accept and serve until `stop`; returns once every session has ended."""
@@ -99,7 +112,7 @@ class Daemon:
                                max_sessions=self.settings.daemon.max_sessions)
                 with self._accepting:
                     while True:
-                        connection, _ = await listening.accept()
+                        connection = await self._accept(listening)
                         self._admit(sessions, connection)
                 listening.close()  # a client now learns at once that nobody is there
                 self._wind_down()
@@ -130,20 +143,52 @@ class Daemon:
 
     # Sessions -----------------------------------------------------------------------------
 
+    async def _accept(self, listening: trio.socket.SocketType) -> trio.socket.SocketType:
+        """The next connection. Out of fds (a burst of refusals holds many): wait for one to
+        be freed, saying so once, instead of ending the daemon."""
+        told = False
+        while True:
+            try:
+                connection, _ = await listening.accept()
+                return connection
+            except OSError as exc:
+                if exc.errno in GONE_BEFORE_ACCEPT:
+                    continue
+                if exc.errno not in NO_ROOM:
+                    raise
+                if not told:
+                    told = True
+                    self._log.warning("daemon.accept_waiting", reason=exc.strerror,
+                                      fix=FD_FIX)
+                await trio.sleep(NO_ROOM_WAIT)
+
     def _admit(self, nursery: trio.Nursery, connection: trio.socket.SocketType) -> None:
+        """Take a place for `connection` now, in the accepting task, or refuse it by name."""
         limit = self.settings.daemon.max_sessions
-        if len(self._sessions) >= limit:
+        if self._places >= limit:
             nursery.start_soon(self._refuse, connection,
                                f"too many sessions (max_sessions = {limit}); try again later",
                                {"max_sessions": limit}, name="refuse")
-        else:
-            nursery.start_soon(self._serve, connection, self.settings, name="session")
+            return
+        self._places += 1
+        self._report()
+        nursery.start_soon(self._hold_place, connection, self.settings, name="session")
+
+    async def _hold_place(self, connection: trio.socket.SocketType, settings: Settings) -> None:
+        try:
+            await self._serve(connection, settings)
+        finally:  # however the session went, its place is free again
+            self._places -= 1
+            self._report()
 
     async def _serve(self, connection: trio.socket.SocketType, settings: Settings) -> None:
         log = self._log.bind(session=next(self._numbers))
+        if self._accepting.cancel_called:  # admitted just before a stop
+            await self._refuse(connection, "the daemon is stopping; try again later")
+            return
         spawn = self._make_spawn(settings.shell.command)
         try:
-            child = spawn()
+            out, child = _second_fd_and_server(connection, spawn)
         except ServerUnavailable as exc:
             log.error("session.refused", reason=str(exc))
             await self._refuse(connection, str(exc))
@@ -151,31 +196,30 @@ class Daemon:
         session = Session(self._make_core(settings.core), spawn, log,
                           settings=session_settings(settings))
         self._sessions.add(session)
-        self._report()
         log.info("session.started")
         fd = connection.detach()
         try:
-            code = await session.run(fd, os.dup(fd), child)
+            code = await session.run(fd, out, child)
             log.info("session.ended", code=code)
         except Exception as exc:  # contained: the other sessions go on
             log.error("session.crashed", error=repr(exc))
         finally:
             self._sessions.discard(session)
-            self._report()
 
     async def _refuse(self, connection: trio.socket.SocketType, reason: str,
                       data: Any = None) -> None:
-        """Answer the client's first request with an error naming `reason`, and hang up."""
+        """Answer the client's first request with an error naming `reason`, and hang up.
+        A client that hung up first (the send fails) costs nothing more."""
         with connection:
             first = b""
-            with trio.move_on_after(REFUSAL_WAIT):
+            with trio.move_on_after(REFUSAL_WAIT), contextlib.suppress(OSError):
                 while b"\n" not in first and len(first) < FIRST_LINE_MAX:
                     chunk = await connection.recv(4096)
                     if not chunk:
                         break
                     first += chunk
             answer = memoryview(encode(refusal(first.split(b"\n", 1)[0], reason, data)))
-            with trio.move_on_after(REFUSAL_WAIT):
+            with trio.move_on_after(REFUSAL_WAIT), contextlib.suppress(OSError):
                 while answer:
                     answer = answer[await connection.send(answer):]
         self._log.warning("connection.refused", reason=reason)
@@ -183,18 +227,41 @@ class Daemon:
     def _wind_down(self) -> None:
         grace = self.settings.shell.timing.shutdown_grace
         self._notify("STOPPING=1")
-        self._log.info("daemon.stopping", sessions=len(self._sessions), grace_s=grace)
+        self._log.info("daemon.stopping", sessions=self._places, grace_s=grace)
         for session in list(self._sessions):
             session.shut_down(0.0 if self._stops > 1 else grace)
 
     def _report(self) -> None:
-        count = len(self._sessions)
+        count = self._places
         self._notify(f"STATUS={count} session{'' if count == 1 else 's'}")
 
     async def _ping_watchdog(self, interval: float) -> None:
         while True:
             self._notify("WATCHDOG=1")
             await trio.sleep(interval)
+
+
+def _second_fd_and_server(connection: trio.socket.SocketType,
+                          spawn: Spawn) -> tuple[int, Child]:
+    """The fd the session writes the client's answers to, and its server; ServerUnavailable
+    if either cannot be had (a burst can use up every fd)."""
+    try:
+        out = os.dup(connection.fileno())
+    except OSError as exc:
+        raise ServerUnavailable(_fd_failure("no file descriptor left for a session", exc)) \
+            from None
+    try:
+        return out, spawn()
+    except ServerUnavailable:
+        os.close(out)
+        raise
+    except OSError as exc:  # the server's pipes could not be made
+        os.close(out)
+        raise ServerUnavailable(_fd_failure("cannot start the server", exc)) from None
+
+
+def _fd_failure(what: str, exc: OSError) -> str:
+    return f"{what}: {exc.strerror}" + (f"; {FD_FIX}" if exc.errno in NO_ROOM else "")
 
 
 def _address(listener: socket.socket) -> str:

@@ -77,7 +77,7 @@ class Driver:
         self.clock: Clock | None = None
         self._to_client: list[bytes] = []  # this batch's writes: one write per peer
         self._to_server: list[bytes] = []
-        self._client_gone = False
+        self._client_closed: PeerClosed | None = None
         self.stop_code: int | None = None
         self.stopped = trio.Event()
 
@@ -111,10 +111,12 @@ class Driver:
         if self.stop_code is not None:
             return
         if type(event) is PeerClosed and event.side == CLIENT:
-            # The client's stdin EOF and a broken stdout both say "the client is gone": once.
-            if self._client_gone:
+            # The client's stdin EOF and a broken stdout both say "the client closed": once,
+            # unless the second adds that it cannot read any more (its end is gone).
+            told = self._client_closed
+            if told is not None and (told.gone or not event.gone):
                 return
-            self._client_gone = True
+            self._client_closed = event
         self._run(self._core.handle(event, trio.current_time()))
         self._flush()
 

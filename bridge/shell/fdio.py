@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import socket
 import stat
 
@@ -58,6 +59,16 @@ def writev_now(fd: int, buffers: list[memoryview]) -> int:
         return os.writev(fd, buffers)
     except BlockingIOError:
         return 0
+
+
+def reader_gone(fd: int) -> bool:
+    """Whether nobody can read what is written to `fd` any more: a pipe whose reading end is
+    closed (POLLERR), a socket whose peer closed both ways or reset (POLLHUP). A socket the
+    peer only shut down for writing still reads: that is not gone."""
+    poller = select.poll()
+    poller.register(fd, 0)  # POLLERR and POLLHUP are always reported
+    # Not POLLNVAL: macOS's poll says that of a terminal, which is there and reads.
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
 
 
 async def wait_writable(fd: int) -> None:

@@ -63,6 +63,13 @@ class Outlet:
             self._queue(memoryview(data))
         return True
 
+    def reader_gone(self) -> bool:
+        """Whether the peer can no longer read (checked now); if so the outlet is broken.
+        The caller tells the core: `on_broken` is not called."""
+        if not self.broken and not self.closed and fdio.reader_gone(self._fd):
+            self._break(tell=False)
+        return self.broken
+
     async def relieved(self) -> None:
         """Return once the outlet is not congested (at once if it is not)."""
         while self.congested:
@@ -144,13 +151,13 @@ class Outlet:
             self.congested = False
             self._relieved.set()
 
-    def _break(self) -> None:
+    def _break(self, tell: bool = True) -> None:
         self.broken = True
         self._backlog.clear()
         self._set_queued(0)
         self.closing = True
         self._close_fd()
-        if self._on_broken is not None:
+        if tell and self._on_broken is not None:
             # Told from a task of its own: the write that found the peer gone may be the
             # driver's own, in the middle of carrying out the core's actions.
             self._nursery.start_soon(_call, self._on_broken)

@@ -8,7 +8,7 @@ not read holds the other side back instead of the bridge's memory growing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import trio
@@ -34,11 +34,13 @@ class Throttle(Protocol):
 
 
 async def pump(fd: int, side: Side, driver: Driver, limit: int, throttles: Sequence[Throttle],
-               source: Source | None = None) -> None:
+               source: Source | None = None,
+               reader_gone: Callable[[], bool] | None = None) -> None:
     """Read `fd` until EOF (an error counts as EOF), then report PeerClosed; owns `fd`.
 
     `source` names the child incarnation the lines come from (None for the client); once it
-    is retired, what it still says is dropped.
+    is retired, what it still says is dropped. `reader_gone` says, at EOF, whether the peer
+    cannot read any more either (PeerClosed.gone).
     """
     restore_blocking = fdio.make_nonblocking(fd)
     splitter = LineSplitter(limit)
@@ -65,6 +67,6 @@ async def pump(fd: int, side: Side, driver: Driver, limit: int, throttles: Seque
         if rest := splitter.finish():
             deliver(side, rest, source)
         if source is None or not source.retired:
-            driver.post(PeerClosed(side))
+            driver.post(PeerClosed(side, reader_gone is not None and reader_gone()))
     finally:
         fdio.close_quietly(fd, blocking=restore_blocking)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import trio
 
@@ -129,15 +130,16 @@ class Session:
         settings, driver = self._settings, self.driver
         # Nobody can read our answers any more: for the core that is the client leaving.
         client = Outlet(client_out, nursery, "client",
-                        on_broken=lambda: driver.post(PeerClosed(CLIENT)))
+                        on_broken=lambda: driver.post(PeerClosed(CLIENT, gone=True)))
         supervisor = Supervisor(self._spawn, driver, nursery, settings.timing, self._log,
                                 limit=settings.max_message_bytes, feeds=client)
         clock = Clock(driver, self._core)
         driver.client, driver.server, driver.clock = client, supervisor, clock
         self._supervisor, self._client = supervisor, client
         supervisor.serve(child)  # ChildStarted reaches the core before anything the client says
-        nursery.start_soon(pump, client_in, CLIENT, driver, settings.max_message_bytes,
-                           (supervisor, client), name="read-client")
+        read_client = partial(pump, client_in, CLIENT, driver, settings.max_message_bytes,
+                              (supervisor, client), reader_gone=client.reader_gone)
+        nursery.start_soon(read_client, name="read-client")
         nursery.start_soon(clock.run, name="clock")
 
     async def _end(self) -> None:

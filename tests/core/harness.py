@@ -87,8 +87,9 @@ class Harness:
                    stderr_tail: tuple[str, ...] = ()) -> list[Action]:
         return self._run(ChildExited(code, cause, stderr_tail))
 
-    def close(self, side: str) -> list[Action]:
-        return self._run(PeerClosed(side))  # type: ignore[arg-type]
+    def close(self, side: str, gone: bool = False) -> list[Action]:
+        """`side` closed its output; `gone`: it cannot read either (closed or reset)."""
+        return self._run(PeerClosed(side, gone))  # type: ignore[arg-type]
 
     def shutdown(self, grace: float = 0.0) -> list[Action]:
         return self._run(ShutdownRequested(grace))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.errors import ServerUnavailable
-from bridge.shell.connect import connect
+from bridge.errors import ServerUnavailable, UsageError
+from bridge.shell.connect import connect, socket_path
 
 CONNECT = [sys.executable, "-m", "bridge", "connect"]
 
@@ -77,5 +78,63 @@ def test_the_relay_ends_when_the_daemon_hangs_up(tmp_path: Path) -> None:
     relay.stdin.write(b"ping\n")
     relay.stdin.flush()
     assert relay.stdout.read() == b"PING\n"  # then EOF: the daemon is gone
-    assert relay.wait(timeout=10) == 0  # though the client never closed its side
+    assert relay.stderr is not None
+    # The client never closed its side: the daemon ended it (refused, stopped, crashed).
+    assert relay.wait(timeout=10) == 69
+    assert relay.stderr.read().decode() == (
+        "mcp-rosetta: the daemon ended the connection while the client's input was still "
+        "open (it refused the client, stopped, or the session ended); its log says which\n")
     relay.stdin.close()
+
+
+def test_a_client_that_stops_reading_ends_the_relay_with_0(tmp_path: Path) -> None:
+    daemon = EchoDaemon(tmp_path / "d.sock")
+    reader, writer = os.pipe()
+    os.close(reader)  # nobody reads connect's stdout
+    relay = subprocess.Popen([*CONNECT, str(tmp_path / "d.sock")], stdin=subprocess.PIPE,
+                             stdout=writer, stderr=subprocess.PIPE)
+    os.close(writer)
+    assert relay.stdin is not None and relay.stderr is not None
+    relay.stdin.write(b"ping\n")
+    relay.stdin.flush()
+    assert relay.wait(timeout=10) == 0
+    assert relay.stderr.read() == b""
+    assert daemon.got_eof.wait(5)  # the daemon hears the client is gone
+    relay.stdin.close()
+
+
+@pytest.mark.parametrize(("address", "path"), [
+    ("unix:/run/mcp-rosetta/weather.sock", "/run/mcp-rosetta/weather.sock"),
+    ("/run/mcp-rosetta/weather.sock", "/run/mcp-rosetta/weather.sock"),
+    ("relative.sock", "relative.sock"),
+    ("./odd:name.sock", "./odd:name.sock"),
+])
+def test_a_unix_socket_is_named_by_unix_path_or_a_path(address: str, path: str) -> None:
+    assert socket_path(address) == path
+
+
+@pytest.mark.parametrize("address", ["tcp:localhost:80", "http://localhost/mcp", "TCP:x:1"])
+def test_an_address_connect_cannot_reach_is_a_usage_error_naming_the_forms(
+        address: str) -> None:
+    with pytest.raises(UsageError) as wrong:
+        socket_path(address)
+    assert str(wrong.value) == (
+        "connect reaches a daemon's Unix socket only: give unix:PATH or a socket's path "
+        f"(e.g. /run/mcp-rosetta/NAME.sock), not {address!r} (see mcp-rosetta connect --help)")
+
+
+def test_a_wrong_address_form_exits_64_with_one_line_and_no_suggestion_to_listen_there(
+        ) -> None:
+    for address in ("tcp:localhost:80", "unix:"):
+        done = subprocess.run([*CONNECT, address], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 64, done.stderr
+        assert done.stdout == "" and done.stderr.count("\n") == 1
+        assert "unix:PATH or a socket's path" in done.stderr
+        assert "--listen" not in done.stderr
+
+
+def test_connect_has_its_own_help() -> None:
+    done = subprocess.run([*CONNECT, "--help"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: mcp-rosetta connect unix:PATH\n")
+    assert "Exit status: 0 when the client ended first" in done.stdout

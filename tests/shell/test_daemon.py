@@ -4,7 +4,7 @@ stop, and what it tells systemd. Clients are real Unix socket connections; serve
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -29,8 +29,8 @@ from tests.shell.fakes import WAIT, EchoCore, FakeChild, LineStream, Spawner, id
 class Servers:
     """The daemon's spawn factory: one Spawner, and the command each session asked for."""
 
-    def __init__(self) -> None:
-        self.spawner = Spawner(lambda nursery: FakeChild(nursery, serving=True))
+    def __init__(self, serving: bool = True) -> None:
+        self.spawner = Spawner(lambda nursery: FakeChild(nursery, serving=serving))
         self.commands: list[tuple[str, ...]] = []
 
     def __call__(self, command: tuple[str, ...]) -> Spawn:
@@ -53,10 +53,15 @@ class Running:
     def events(self, name: str) -> list[dict[str, Any]]:
         return [entry for entry in self.logs if entry["event"] == name]
 
+    def running(self) -> int:
+        """Sessions started and not yet ended, as the log tells them."""
+        return len(self.events("session.started")) - len(self.events("session.ended")) \
+            - len(self.events("session.crashed"))
+
     async def sessions(self, count: int) -> None:
-        """Until `count` sessions run."""
+        """Until `count` sessions run (started, each holding its place)."""
         with trio.fail_after(WAIT):
-            while self.daemon.session_count != count:
+            while self.daemon.session_count != count or self.running() != count:
                 await trio.sleep(0.01)
 
 
@@ -66,12 +71,12 @@ def settings(**values: Any) -> Settings:
 
 @asynccontextmanager
 async def running(tmp_path: Path, config: Settings | None = None,
-                  core: type[EchoCore] = EchoCore,
-                  watchdog: float | None = None) -> AsyncIterator[Running]:
+                  core: Callable[[], Any] = EchoCore, watchdog: float | None = None,
+                  serving: bool = True) -> AsyncIterator[Running]:
     config = config or settings()
     path = tmp_path / "daemon.sock"
     listener = bind_unix(replace(config.daemon, listen=str(path)))
-    servers = Servers()
+    servers = Servers(serving)
     cores: list[Any] = []
     notified: list[str] = []
 
@@ -131,6 +136,127 @@ async def test_one_connection_over_the_limit_is_refused_by_name(
         assert ids(await first.lines(1)) == [1]
         await first.aclose()
         await second.aclose()
+
+
+def most_at_once(events: list[dict[str, Any]]) -> int:
+    """The most sessions running at once, as the log tells them."""
+    running = most = 0
+    for event in events:
+        if event["event"] == "session.started":
+            running += 1
+            most = max(most, running)
+        elif event["event"] in ("session.ended", "session.crashed"):
+            running -= 1
+    return most
+
+
+async def test_bursts_never_pass_the_limit_and_each_refusal_names_its_own_request(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path, settings(max_sessions=4)) as d:
+        for burst, count in enumerate((30, 40, 35)):
+            clients: list[LineStream] = [LineStream()] * count
+
+            async def open_one(n: int, clients: list[LineStream] = clients) -> None:
+                clients[n] = await d.client()
+
+            async with trio.open_nursery() as nursery:  # all connect in the same round
+                for n in range(count):
+                    nursery.start_soon(open_one, n)
+            for n, client in enumerate(clients):
+                await client.send(b'{"jsonrpc":"2.0","id":"b%d-%d","method":"ping"}' % (burst, n))
+            answers = [json.loads(await client.line()) for client in clients]
+            assert [a["id"] for a in answers] == [f"b{burst}-{n}" for n in range(count)]
+            refused = [a for a in answers if "error" in a]
+            assert len(refused) == count - 4
+            assert all(a["error"]["data"] == {"max_sessions": 4} for a in refused)
+            assert sum("method" in a for a in answers) == 4  # echoed by the server
+            for client in clients:
+                await client.aclose()
+            await d.sessions(0)
+        assert most_at_once(d.logs) == 4
+        assert len(d.servers.spawner.children) == 12
+
+
+async def test_a_reset_client_s_server_gets_stdin_eof_at_once(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    config = settings(drain_timeout=30.0, kill_grace=2.0)
+
+    def bridge() -> Any:
+        from bridge.core.bridge import Bridge
+
+        return Bridge(config.core)
+
+    async with running(tmp_path, config, core=bridge, serving=False) as d:
+        sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+        await sock.connect(str(d.path))
+        client = LineStream(stream=trio.SocketStream(sock))
+        child = await d.servers.spawner.nth(0)
+        (probe,) = await child.lines(1)
+        await child.write(b'{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}'
+                          % json.dumps(json.loads(probe)["id"]).encode())
+        await client.send(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{'
+                          b'"protocolVersion":"2025-06-18","capabilities":{},'
+                          b'"clientInfo":{"name":"t","version":"1"}}}')
+        (initialize,) = await child.lines(1)
+        await child.write(b'{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18",'
+                          b'"capabilities":{},"serverInfo":{"name":"s","version":"1"}}}'
+                          % json.dumps(json.loads(initialize)["id"]).encode())
+        assert json.loads(await client.line())["result"]["serverInfo"]["name"] == "s"
+        await client.send(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}')
+        await child.lines(1)  # the call reaches the server, which never answers
+        sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+        sock.close()
+        reset = trio.current_time()
+        await child.expect_eof()
+        assert trio.current_time() - reset < 0.1  # no drain: nobody can read its answer
+        await d.sessions(0)
+        assert [e["event"] for e in d.logs if e["event"].startswith("client.")] == [
+            "client.gone"]
+
+
+async def test_a_connection_admitted_just_before_a_stop_is_refused_naming_the_stop(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path) as d:
+        admit = d.daemon._admit
+
+        def admit_then_stop(nursery: trio.Nursery, connection: Any) -> None:
+            admit(nursery, connection)
+            d.daemon.stop()  # in the same scheduler round, before the session's task runs
+
+        d.daemon._admit = admit_then_stop  # type: ignore[method-assign]
+        client = await d.client()
+        await client.send(b'{"jsonrpc":"2.0","id":"x","method":"ping"}')
+        answer = json.loads(await client.line())
+        assert answer["id"] == "x"
+        assert answer["error"]["message"] == (
+            "mcp-rosetta: the daemon is stopping; try again later")
+        await client.aclose()
+        with trio.fail_after(WAIT):
+            await d.daemon.stopped.wait()
+    assert d.servers.commands == []  # no server was started for it
+    assert d.events("session.started") == []
+
+
+async def test_a_refused_client_that_hung_up_first_costs_nothing_else(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path, settings(max_sessions=1)) as d:
+        first = await d.client()
+        await d.sessions(1)
+        for _ in range(3):
+            sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+            await sock.connect(str(d.path))
+            await sock.send(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+            sock.close()  # gone before its refusal can reach it
+        with trio.fail_after(WAIT):
+            while len(d.events("connection.refused")) < 3:
+                await trio.sleep(0.01)
+        await first.send(b'{"id":1}')  # the daemon and its session go on
+        assert ids(await first.lines(1)) == [1]
+        late = await d.client()
+        await late.send(b'{"jsonrpc":"2.0","id":"late","method":"ping"}')
+        assert json.loads(await late.line())["error"]["data"] == {"max_sessions": 1}
+        await first.aclose()
+        await late.aclose()
 
 
 class CrashingCore(EchoCore):

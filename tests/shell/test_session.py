@@ -479,8 +479,25 @@ async def test_client_gone_is_reported_once(autojump_clock: Any) -> None:
                                         for _, e in core.of(MessageReceived)), "the last line")
         child.exit(0)
         assert await h.join() == 0
-    assert [e for _, e in core.of(PeerClosed)] == [PeerClosed("client"), PeerClosed("server")]
+    assert [e for _, e in core.of(PeerClosed)] == [PeerClosed("client", gone=True),
+                                                PeerClosed("server")]
     assert core.kinds()[-1] == "ChildExited"
+
+
+async def test_a_closed_client_that_then_stops_reading_is_told_gone_too(
+        autojump_clock: Any) -> None:
+    core = NoStopCore()
+    async with bridged(core) as h:
+        child = await h.spawner.nth(0)
+        await h.client.close_writing()  # its stdin ends; its stdout is still read
+        await core.wait_for(lambda: bool(core.of(PeerClosed)), "PeerClosed")
+        await h.client.close_reading()
+        await child.write(b'{"id":1}')  # an answer nobody can read any more
+        await core.wait_for(lambda: len(core.of(PeerClosed)) == 2, "the second PeerClosed")
+        child.exit(0)
+        assert await h.join() == 0
+    assert [e for _, e in core.of(PeerClosed)] == [
+        PeerClosed("client"), PeerClosed("client", gone=True), PeerClosed("server")]
 
 
 class CrashingCore(EchoCore):
