@@ -3,6 +3,7 @@
 Must not hold protocol logic (each session's own core does) nor touch the process (signals,
 fds, systemd's environment: bridge/shell/daemon_main.py does). A session that ends or crashes
 never disturbs another; a connection past max_sessions gets one JSON-RPC error and is closed.
+A server that cannot start still makes a session: its core tells the client the cause.
 
     service ─┬─ watchdog        WATCHDOG=1 at half of WATCHDOG_USEC, when systemd asks
              └─ sessions ─┬─ accept     a connection → a session (or a refusal)
@@ -17,7 +18,6 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping
-from functools import partial
 from typing import Any
 
 import trio
@@ -26,12 +26,14 @@ from bridge.config import Settings
 from bridge.core.codec import encode
 from bridge.core.config import CoreConfig
 from bridge.core.refusal import refusal
-from bridge.errors import ServerUnavailable
-from bridge.shell.child import spawn_process
+from bridge.errors import ConfigError, ServerUnavailable
+from bridge.shell.child import Child, spawner
 from bridge.shell.driver import Core
 from bridge.shell.logs import Logger
 from bridge.shell.session import Session, SessionSettings
+from bridge.shell.settings import ShellConfig
 from bridge.shell.supervisor import Spawn
+from bridge.shell.transcript import Transcript
 
 # How long a refused client is given to send its first request (whose id the error names).
 REFUSAL_WAIT = 5.0
@@ -44,8 +46,8 @@ def new_core(config: CoreConfig) -> Core:
     return Bridge(config, secret=os.urandom(32))
 
 
-def new_spawn(command: tuple[str, ...]) -> Spawn:
-    return partial(spawn_process, command)
+def new_spawn(shell: ShellConfig) -> Spawn:
+    return spawner(shell)
 
 
 def session_settings(settings: Settings) -> SessionSettings:
@@ -68,7 +70,7 @@ class Daemon:
 
     def __init__(self, settings: Settings, log: Logger, notify: Callable[[str], None], *,
                  make_core: Callable[[CoreConfig], Core] = new_core,
-                 make_spawn: Callable[[tuple[str, ...]], Spawn] = new_spawn,
+                 make_spawn: Callable[[ShellConfig], Spawn] = new_spawn,
                  watchdog: float | None = None) -> None:
         self.settings = settings
         self._log = log
@@ -140,16 +142,17 @@ class Daemon:
             nursery.start_soon(self._serve, connection, self.settings, name="session")
 
     async def _serve(self, connection: trio.socket.SocketType, settings: Settings) -> None:
-        log = self._log.bind(session=next(self._numbers))
-        spawn = self._make_spawn(settings.shell.command)
+        number = next(self._numbers)
+        log = self._log.bind(session=number)
+        spawn = self._make_spawn(settings.shell)
+        child: Child | ServerUnavailable
         try:
             child = spawn()
-        except ServerUnavailable as exc:
-            log.error("session.refused", reason=str(exc))
-            await self._refuse(connection, str(exc))
-            return
+        except ServerUnavailable as exc:  # the session's core tells the client why
+            child = exc
         session = Session(self._make_core(settings.core), spawn, log,
-                          settings=session_settings(settings))
+                          settings=session_settings(settings),
+                          transcript=self._transcript(settings.shell.transcript, number, log))
         self._sessions.add(session)
         self._report()
         log.info("session.started")
@@ -162,6 +165,16 @@ class Daemon:
         finally:
             self._sessions.discard(session)
             self._report()
+
+    @staticmethod
+    def _transcript(path: str | None, number: int, log: Logger) -> Transcript | None:
+        if path is None:
+            return None
+        try:
+            return Transcript.open(path, number)
+        except ConfigError as exc:  # it was writable at start: this session goes without
+            log.error("session.transcript_failed", reason=str(exc))
+            return None
 
     async def _refuse(self, connection: trio.socket.SocketType, reason: str,
                       data: Any = None) -> None:

@@ -18,8 +18,9 @@ from typing import Any, TextIO
 import orjson
 import structlog
 
+from bridge import __version__
 from bridge.core.events import Log
-from bridge.shell.settings import LEVELS
+from bridge.shell.settings import LEVELS, ShellConfig
 
 # Keys structlog fills itself; a core field by that name is renamed instead of clobbering them.
 _RESERVED = frozenset({"event", "level", "timestamp"})
@@ -113,3 +114,19 @@ def emit(log: Logger, action: Log) -> None:
         fields = {(f"{k}_" if k in _RESERVED else k): v for k, v in fields.items()}
     with contextlib.suppress(Exception):  # see _never_raise: logging must not cost a message
         log.log(LEVELS.get(action.level, 20), action.event, **fields)
+
+
+def started_fields(shell: ShellConfig) -> dict[str, object]:
+    """What the first log line says: the version, the command, the config file, and the
+    names (never the values) of what is set in the server's environment."""
+    fields: dict[str, object] = {"version": __version__, "command": list(shell.command),
+                                 "config": shell.config_file}
+    if shell.env:
+        fields["env"] = [key for key, _ in shell.env]
+    if shell.pass_env is not None:
+        fields["pass_env"] = list(shell.pass_env)
+    if shell.cwd is not None:
+        fields["cwd"] = shell.cwd
+    if shell.transcript is not None:
+        fields["transcript"] = shell.transcript
+    return fields
