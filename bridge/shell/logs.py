@@ -81,6 +81,13 @@ def _never_raise(renderer: Any) -> Any:
     return render
 
 
+def _server_line(logger: Any, name: str, event: MutableMapping[str, Any]) -> Any:
+    """For people: a server's stderr line reads as itself (`server: ...`), not as a field."""
+    if event.get("event") == "server.stderr" and isinstance(event.get("line"), str):
+        event["event"] = f"server: {event.pop('line')}"
+    return event
+
+
 def configure(level: str = "info", fmt: str = "auto", stream: TextIO | None = None) -> Logger:
     """Set structlog up for the whole process and return the bridge's logger.
 
@@ -91,10 +98,11 @@ def configure(level: str = "info", fmt: str = "auto", stream: TextIO | None = No
     renderer = structlog.dev.ConsoleRenderer(colors=out.isatty()) if console \
         else structlog.processors.JSONRenderer(serializer=_serialize)
     writer = StderrWriter(out.fileno())
+    plain = [_server_line] if console else []
     structlog.configure(
         processors=[structlog.processors.add_log_level,
                     structlog.processors.TimeStamper(fmt="iso", utc=True),
-                    _never_raise(renderer)],
+                    *plain, _never_raise(renderer)],
         wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),
         logger_factory=lambda *_: writer,
         cache_logger_on_first_use=False,
