@@ -80,12 +80,13 @@ class Transcript:
 
 
 def _as_json(line: bytes | None, oversized: int) -> bytes:
+    """`line` itself if it is JSON as the core reads it, else a JSON string of it."""
     if line is None:
         return b'{"oversized_bytes":%d}' % oversized
-    import orjson  # already loaded by then: the core decodes with it
+    from bridge.core.codec import DecodeError, decode, encode  # loaded by then (the core's)
 
     try:
-        orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return orjson.dumps(line.decode("utf-8", "backslashreplace"))
+        decode(line)
+    except DecodeError:
+        return encode(line.decode("utf-8", "backslashreplace")).rstrip(b"\n")
     return line
