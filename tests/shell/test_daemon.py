@@ -33,10 +33,12 @@ class Servers:
     def __init__(self) -> None:
         self.spawner = Spawner(lambda nursery: FakeChild(nursery, serving=True))
         self.commands: list[tuple[str, ...]] = []
+        self.shells: list[ShellConfig] = []
 
     def __call__(self, shell: ShellConfig) -> Spawn:
         def spawn() -> Any:
             self.commands.append(shell.command)
+            self.shells.append(shell)
             return self.spawner()
 
         return spawn
@@ -206,6 +208,24 @@ async def test_a_reload_changes_the_server_for_new_sessions_only(
     assert len(reloading) == 1 and "\nMONOTONIC_USEC=" in reloading[0]
     at = d.notified.index(reloading[0])
     assert d.notified[at + 1] == "READY=1"
+
+
+async def test_a_reload_gives_new_sessions_the_new_env_and_cwd(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path) as d:
+        old = await d.client()
+        await d.sessions(1)
+        d.daemon.reload(settings(env=(("TOKEN", "s3cr3t-value"),), cwd=str(tmp_path),
+                                 pass_env=("KEEP",)))
+        new = await d.client()
+        await d.sessions(2)
+        await old.aclose()
+        await new.aclose()
+    first, second = d.servers.shells
+    assert (first.env, first.cwd, first.pass_env) == ((), None, None)
+    assert (second.env, second.cwd, second.pass_env) == (
+        (("TOKEN", "s3cr3t-value"),), str(tmp_path), ("KEEP",))
+    assert "s3cr3t-value" not in json.dumps([e for e in d.logs], default=str)  # values are never logged
 
 
 async def test_a_reload_that_fails_keeps_the_settings_it_had(
