@@ -204,7 +204,9 @@ class Daemon:
 
 
 def test_under_the_daemon_every_line_is_json_with_its_session(tmp_path: Path) -> None:
-    daemon = Daemon(tmp_path, "-e", f"API_TOKEN={SECRET}", "--", *ENV_SERVER)
+    transcript = tmp_path / "t.jsonl"
+    daemon = Daemon(tmp_path, "-e", f"API_TOKEN={SECRET}", "--transcript", str(transcript),
+                    "--", *ENV_SERVER)
     try:
         for _ in range(2):
             replies = daemon.session(INIT, INITIALIZED, CALL_ENV, replies=2)
@@ -219,6 +221,15 @@ def test_under_the_daemon_every_line_is_json_with_its_session(tmp_path: Path) ->
     assert [e["line"][:19] for e in lines if e["session"] == 1] == [
         "env server starting", "café \\xff\\xfe not u", "y" * 19]
     assert SECRET.encode() not in daemon.stderr.read_bytes()
+    records = [json.loads(line) for line in transcript.read_bytes().splitlines()]
+    legs = {(r["session"], r["leg"]) for r in records}
+    assert legs == {(n, leg) for n in (1, 2) for leg in (
+        "client>bridge", "bridge>server", "server>bridge", "bridge>client")}
+    # The bridge gives the server ids of its own: the client's id 2 goes out under another.
+    for n in (1, 2):
+        (sent,) = [r["message"] for r in records if r["session"] == n
+                   and r["leg"] == "bridge>server" and r["message"].get("method") == "tools/call"]
+        assert sent["params"]["name"] == "env" and sent["id"] != 2
 
 
 def test_under_the_daemon_a_missing_command_is_logged_per_session(tmp_path: Path) -> None:
