@@ -12,20 +12,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from bridge import __version__
-from bridge.config import (
-    Settings,
-    count,
-    directory,
-    env_assignment,
-    env_name,
-    file_path,
-    load_settings,
-    root_uri,
-    seconds,
-    socket_path,
-)
+from bridge.config import Settings, count, load_settings, root_uri, seconds, socket_path
 from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, ConfigError, UsageError
+from bridge.server_options import add_server_options, server_overrides
 from bridge.shell.settings import LEVELS, LOG_FORMATS
 
 USAGE = """\
@@ -114,16 +104,7 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--root", type=_root_flag, action="append", dest="roots", metavar="DIR",
                    help="a root (directory or file:// URI) to give a legacy server that asks "
                         "before the client's own roots are known; repeatable")
-    p.add_argument("-e", "--env", type=_checked(env_assignment), action="append",
-                   metavar="KEY[=VALUE]",
-                   help="set KEY for the server (KEY alone: pass the bridge's own); repeatable")
-    p.add_argument("--pass-env", type=_checked(env_name), action="append", metavar="NAME",
-                   help="give the server only these variables (NAME* a prefix), a minimum "
-                        "(PATH, HOME, LANG, ...) and --env; repeatable")
-    p.add_argument("--cwd", type=_checked(directory), metavar="DIR",
-                   help="the server's working directory (default: the bridge's)")
-    p.add_argument("--transcript", type=_checked(file_path), metavar="FILE",
-                   help="append every message, as it crossed each leg, to FILE (JSON lines)")
+    add_server_options(p, _checked)
     p.add_argument("--log-level", choices=tuple(LEVELS), help="bridge log level (info)")
     p.add_argument("--log-format", choices=LOG_FORMATS,
                    help="stderr log format; auto = console on a TTY, else JSON lines")
@@ -147,16 +128,12 @@ def _checked(check: Any) -> Any:
 
 def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
-            "max_message_bytes", "log_level", "log_format", "listen", "max_sessions", "cwd",
-            "transcript")
+            "max_message_bytes", "log_level", "log_format", "listen", "max_sessions")
     values: dict[str, Any] = {k: getattr(args, k) for k in keys
                               if getattr(args, k, None) is not None}
     if args.roots:
         values["roots"] = tuple(args.roots)
-    if args.env:
-        values["env"] = tuple(args.env)
-    if args.pass_env:
-        values["pass_env"] = tuple(args.pass_env)
+    values.update(server_overrides(args))
     if command:
         values["command"] = tuple(command)
     return values
