@@ -174,7 +174,7 @@ def spawn_process(argv: Sequence[str], env: Mapping[str, str] | None = None,
         process = subprocess.Popen(list(argv), stdin=stdin_r, stdout=stdout_w, stderr=stderr_w,
                                    start_new_session=True, env=environment, cwd=cwd,
                                    preexec_fn=_die_with_parent())
-    except (OSError, subprocess.SubprocessError) as exc:
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:  # ValueError: a NUL
         for fd in (stdin_w, stdout_r, stderr_r):
             os.close(fd)
         raise not_started(argv, environment, cwd, exc) from None

@@ -171,7 +171,7 @@ class Daemon:
         if path is None:
             return None
         try:
-            return Transcript.open(path, number)
+            return Transcript.open(path, number, log)
         except ConfigError as exc:  # it was writable at start: this session goes without
             log.error("session.transcript_failed", reason=str(exc))
             return None

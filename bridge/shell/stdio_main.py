@@ -41,7 +41,7 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
         settings=session_settings(shell),
         notify=Notifier(log),
         orphans=Orphans(),
-        transcript=Transcript.open(shell.transcript) if shell.transcript else None,
+        transcript=Transcript.open(shell.transcript, log=log) if shell.transcript else None,
     )
     try:
         return trio.run(_main, session, fds, first, log)

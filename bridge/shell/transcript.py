@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from typing import Any
 
 from bridge.errors import ConfigError
 
@@ -41,16 +42,18 @@ def check_transcript(path: str | None) -> None:
 class Transcript:
     """One session's writer. `record` buffers; `flush` writes the buffer in one call."""
 
-    def __init__(self, fd: int, session: int | None = None) -> None:
+    def __init__(self, fd: int, session: int | None = None, log: Any = None) -> None:
         self._fd = fd
         self._session = b"" if session is None else b',"session":%d' % session
+        self._log = log
         self._buffer: list[bytes] = []
         self.failed = ""
         """Why writing stopped (the file became unwritable), once it did."""
 
     @classmethod
-    def open(cls, path: str, session: int | None = None) -> Transcript:
-        return cls(open_transcript(path), session)
+    def open(cls, path: str, session: int | None = None, log: Any = None) -> Transcript:
+        """`log` (a structlog logger) hears once if writing fails."""
+        return cls(open_transcript(path), session, log)
 
     def record(self, leg: bytes, line: bytes | None, oversized: int = 0) -> None:
         """One message crossing `leg`: `line` without its newline, or (None) one of
@@ -72,6 +75,9 @@ class Transcript:
                 view = view[os.write(self._fd, view):]
         except OSError as exc:  # a full disk must not cost the session
             self.failed = exc.strerror or str(exc)
+            if self._log is not None:
+                self._log.error("transcript.failed", reason=self.failed,
+                                fix="free space or fix the file; the session goes on without it")
 
     def close(self) -> None:
         self.flush()

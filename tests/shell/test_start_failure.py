@@ -117,3 +117,8 @@ def test_check_command_refuses_only_an_empty_command() -> None:
     check_command(["no-such-command-xyz"])  # found out when started, and told the client
     with pytest.raises(ServerUnavailable, match="no server command given"):
         check_command([])
+
+
+def test_a_nul_in_the_command_is_126_not_a_crash() -> None:
+    got = failure(["server\0name"])
+    assert got.status == 126 and got.cause.startswith("cannot start server command server")

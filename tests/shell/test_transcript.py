@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 import trio
+from structlog.testing import capture_logs
 
 from bridge.core.events import Action, Event, MessageReceived, Send
 from bridge.errors import ConfigError
@@ -112,3 +114,15 @@ def test_without_a_transcript_the_driver_runs_its_plain_functions(tmp_path: Path
     recorded = Driver(EchoCore(), None, limit=1, notify=print, transcript=Transcript(fd))
     assert vars(recorded)["lines"].__name__ == "_recorded_lines"
     os.close(fd)
+
+
+def test_a_write_that_fails_is_logged_once_and_the_session_goes_on() -> None:
+    with capture_logs() as captured:
+        transcript = Transcript.open("/dev/full", log=structlog.get_logger())
+        for _ in range(3):
+            transcript.record(b"client>bridge", b"{}")
+            transcript.flush()
+        transcript.close()
+    assert transcript.failed == "No space left on device"
+    assert [(e["event"], e["reason"]) for e in captured] == [
+        ("transcript.failed", "No space left on device")]
