@@ -277,3 +277,15 @@ def test_a_transcript_shows_a_mode_a_calls_four_legs(tmp_path: Path, legacy_pyth
     assert answered[0]["message"]["result"]["content"][0]["text"] == '{"sum": 5}'
     times = [r["time"] for r in records]
     assert times == sorted(times)
+
+
+def test_a_transcript_that_cannot_be_opened_is_one_line_and_exit_78(tmp_path: Path) -> None:
+    where = tmp_path / "absent" / "t.jsonl"
+    for serve in ((), ("serve", "--listen", f"unix:{tmp_path}/d.sock")):
+        done = subprocess.run([sys.executable, "-m", "bridge", *serve, "--transcript",
+                               str(where), "--", *ENV_SERVER], capture_output=True,
+                              timeout=WAIT, stdin=subprocess.DEVNULL)
+        assert done.returncode == 78
+        assert done.stderr.decode().splitlines() == [
+            f"mcp-rosetta: cannot open transcript {where}: No such file or directory; give a "
+            "file in a directory the bridge may write to"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import trio
 
-from bridge.core.events import Action, ChildExited, Event, Stop
+from bridge.core.events import Action, ChildExited, Event, MessageReceived, RestartChild, Stop
 from bridge.shell import logs
 from bridge.shell.stderr import BURST, LINE_MAX, TAIL_LINES
 from bridge.shell.supervisor import EOF_WAIT
@@ -140,3 +140,23 @@ def test_json_keeps_the_line_as_a_field(tmp_path: Path) -> None:
         record = json.loads(stream.read())
     assert record["event"] == "server.stderr" and record["line"] == "caf\\xff"
     assert record["gen"] == 1
+
+
+class RestartOnAnyLine(EchoCore):
+    def react(self, event: Event, now: float) -> list[Action]:
+        if isinstance(event, MessageReceived) and event.side == "client":
+            return [RestartChild()]
+        return super().react(event, now)
+
+
+async def test_a_restarted_servers_lines_carry_the_next_generation(autojump_clock: Any) -> None:
+    async with bridged(RestartOnAnyLine()) as h:
+        first = await h.spawner.nth(0)
+        first.complain(b"first\n")
+        await trio.sleep(1)
+        await h.client.send(b'{"id":1}')
+        (await h.spawner.nth(1)).complain(b"second\n")
+        await trio.sleep(1)
+        assert stderr_lines(h) == [(1, "first"), (2, "second")]
+        await h.client.close_writing()
+        await h.join()
