@@ -23,6 +23,7 @@ from bridge.config import (
 )
 from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, ConfigError, UsageError
+from bridge.server_options import add_server_options, server_overrides
 from bridge.shell.settings import LEVELS, LOG_FORMATS
 
 USAGE = """\
@@ -157,7 +158,8 @@ def bridge_options(p: argparse.ArgumentParser, check: bool = False) -> None:
                    help="auto probes with server/discover (default); or pin the server's era")
     p.add_argument("--probe-timeout", type=_seconds_flag, metavar="DURATION",
                    help="wait this long for the probe before taking the server as legacy (5s)")
-    if check:  # what changes how the server is started (env, cwd) goes above this line
+    add_server_options(p, _checked, transcript=not check)
+    if check:  # the rest changes nothing in how a server is started and probed
         return
     p.add_argument("--request-timeout", type=_seconds_flag, metavar="DURATION",
                    help="fail a forwarded request unanswered after this long; 0 = never (0)")
@@ -191,6 +193,7 @@ def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
                               if getattr(args, k, None) is not None}
     if getattr(args, "roots", None):
         values["roots"] = tuple(args.roots)
+    values.update(server_overrides(args))
     if command:
         values["command"] = tuple(command)
     return values

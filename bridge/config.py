@@ -180,6 +180,49 @@ def account(value: Any) -> str:
     return str(value)
 
 
+def env_name(value: Any) -> str:
+    if not isinstance(value, str) or not value or "=" in value or "\0" in value:
+        raise ValueError("expected a variable name (no '=')")
+    return value
+
+
+def env_table(value: Any) -> tuple[tuple[str, str | None], ...]:
+    """`{ KEY = "value" }`: variables set for the server (a value is never echoed back)."""
+    if not isinstance(value, dict):
+        raise ValueError('expected a table, e.g. env = { API_URL = "https://..." }')
+    for key, item in value.items():
+        env_name(key)
+        if not isinstance(item, str) or "\0" in item:
+            raise ValueError(f"{key}: expected a string value")
+    return tuple(value.items())
+
+
+def env_assignment(text: str) -> tuple[str, str | None]:
+    """`KEY=VALUE`, or `KEY` alone: pass the bridge's own value of KEY."""
+    key, equals, value = text.partition("=")
+    env_name(key)
+    return (key, value) if equals else (key, None)
+
+
+def env_names(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise ValueError('expected an array of variable names, e.g. ["API_TOKEN", "AWS_*"]')
+    return tuple(env_name(v) for v in value)
+
+
+def directory(value: Any) -> str:
+    """A directory path, made absolute (from the directory the bridge starts in)."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ValueError("expected a directory path")
+    return os.path.abspath(os.path.expanduser(value))
+
+
+def file_path(value: Any) -> str:
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ValueError("expected a file path")
+    return os.path.abspath(os.path.expanduser(value))
+
+
 CORE_KEYS: dict[str, Check] = {
     "server_era": choice("auto", "modern", "legacy"),
     "probe_timeout": seconds,
@@ -212,6 +255,10 @@ SHELL_KEYS: dict[str, Check] = {
     "shutdown_grace": seconds,
     "kill_grace": seconds,
     "max_message_bytes": size,
+    "env": env_table,
+    "pass_env": env_names,
+    "cwd": directory,
+    "transcript": file_path,
 }
 DAEMON_KEYS: dict[str, Check] = {
     "listen": socket_path,
@@ -223,7 +270,12 @@ DAEMON_KEYS: dict[str, Check] = {
 # Keys both layers read: the core waits drain_timeout for answers it owes once the client has
 # closed its input; the shell then gives a client that stopped reading as long to resume.
 TIMING_KEYS = ("shutdown_grace", "kill_grace", "drain_timeout")
-SHELL_FIELDS = ("command", "log_format", "max_message_bytes")
+SHELL_FIELDS = ("command", "log_format", "max_message_bytes", "env", "pass_env", "cwd",
+                "transcript", "config_file")
+SECRET_KEYS = frozenset({"env"})
+"""Keys whose values are never echoed in an error (they may hold secrets)."""
+MERGED_KEYS = ("env", "pass_env")
+"""Keys whose flags add to the file's entries (a flag's KEY wins) instead of replacing them."""
 DERIVED_CORE_FIELDS = frozenset({"debug_logs"})
 """CoreConfig fields no key sets: debug_logs follows log_level ("debug")."""
 
@@ -256,7 +308,8 @@ def validate(raw: Mapping[str, Any], where: str, error: type[BridgeError]) -> di
         try:
             values[key] = check(value)
         except ValueError as exc:
-            raise error(f"{where}: {key}: {exc} (got {value!r})") from None
+            got = "" if key in SECRET_KEYS else f" (got {value!r})"
+            raise error(f"{where}: {key}: {exc}{got}") from None
     return values
 
 
@@ -274,5 +327,14 @@ def build(values: Mapping[str, Any]) -> Settings:
 def load_settings(path: str | None, overrides: Mapping[str, Any]) -> Settings:
     """The config file (if any) with `overrides` (from flags, already validated) on top."""
     values = validate(read_file(path), f"config {path}", ConfigError) if path else {}
+    for key in MERGED_KEYS:
+        if key in values and key in overrides:
+            overrides = {**overrides, key: (*values[key], *overrides[key])}
     values.update(overrides)
+    cwd = values.get("cwd")
+    if cwd is not None and not os.path.isdir(cwd):
+        where = f"config {path}: cwd" if path and "cwd" not in overrides else "--cwd"
+        raise ConfigError(f"{where}: no such directory: {cwd}; create it or fix the path")
+    if path:
+        values["config_file"] = os.path.abspath(path)
     return build(values)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import Any
 
 import trio
@@ -28,7 +27,7 @@ from bridge.core.jsonrpc import request
 from bridge.core.probe import is_discover_result
 from bridge.errors import EX_OK, EX_UNAVAILABLE, ServerUnavailable
 from bridge.shell.check_wire import ServerGone, Wire, spawn_with_stderr
-from bridge.shell.child import Child, check_command, spawn_process
+from bridge.shell.child import Child, check_command, spawner
 
 MAX_PAGES = 50
 """Pages of one list followed at most: a server whose cursor never ends is not waited out."""
@@ -110,7 +109,7 @@ async def _with_server(settings: Settings, step: Step, facts: Facts) -> Wire:
 def _spawner(settings: Settings) -> Callable[[], Child]:
     """How the bridge starts this server (bridge/shell/stdio_main.py): the same function with
     the same settings, so check meets the server the bridge will."""
-    return partial(spawn_process, settings.shell.command)
+    return spawner(settings.shell)
 
 
 async def _probed(wire: Wire, core: CoreConfig, facts: Facts) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import os
 import signal
 from collections.abc import Callable
 from typing import Any
@@ -35,25 +34,11 @@ class ServerGone(Exception):
 
 
 def spawn_with_stderr(spawn: Callable[[], Child]) -> tuple[Child, int]:
-    """The server started by `spawn`, and the read end of a pipe holding its stderr.
-
-    The bridge's spawn function gives the server the bridge's own stderr (fd 2); for the
-    moment of the spawn fd 2 is that pipe instead, so the server is started exactly as the
-    bridge starts it and check still hears what it says there.
-    """
-    read, write = os.pipe()
-    saved = os.dup(2)
-    try:
-        os.dup2(write, 2)
-        child = spawn()
-    except BaseException:
-        os.close(read)
-        raise
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(write)
-    return child, read
+    """The server started by `spawn` (the bridge's own spawn function, which pipes the
+    server's stderr), and the read end of that pipe."""
+    child = spawn()
+    assert child.stderr is not None  # spawn_process always makes the pipe
+    return child, child.stderr
 
 
 class Wire:

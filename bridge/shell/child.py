@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Protocol
 
 from bridge.errors import ServerUnavailable
+from bridge.shell.environment import server_environment, without_ours
+from bridge.shell.settings import ShellConfig
+from bridge.shell.start_failure import not_started
 
 
 class Child(Protocol):
@@ -30,6 +33,9 @@ class Child(Protocol):
     @property
     def stdout(self) -> int:
         """Our end of the child's stdout pipe (the supervisor owns and closes it)."""
+    @property
+    def stderr(self) -> int | None:
+        """Our end of the child's stderr pipe (the supervisor owns and closes it), if any."""
     def poll(self) -> int | None:
         """The exit code once the process ended (negative: killed by that signal), else None."""
     async def wait(self) -> int:
@@ -52,10 +58,12 @@ def started_here() -> frozenset[int]:
 class ProcessChild:
     """A real process, leader of its own process group (its pgid is its pid)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], stdin: int, stdout: int) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], stdin: int, stdout: int,
+                 stderr: int | None = None) -> None:
         self._process = process
         self._stdin = stdin
         self._stdout = stdout
+        self._stderr = stderr
         _STARTED.add(process.pid)
 
     @property
@@ -69,6 +77,10 @@ class ProcessChild:
     @property
     def stdout(self) -> int:
         return self._stdout
+
+    @property
+    def stderr(self) -> int | None:
+        return self._stderr
 
     def poll(self) -> int | None:
         return self._reaped(self._process.poll())
@@ -125,49 +137,51 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def check_command(argv: Sequence[str]) -> str:
-    """The executable `argv[0]` resolves to; ServerUnavailable (exit 69) if there is none."""
+def check_command(argv: Sequence[str]) -> None:
+    """ServerUnavailable (exit 69) if there is no command at all: then there is nothing to
+    start, and the client is not asked to wait for a cause (a missing or unusable program is
+    found when it is started, and reaches the client as ChildExited: see spawn_process)."""
     if not argv:
         raise ServerUnavailable("no server command given")
-    path = shutil.which(argv[0])
-    if path is None:
-        what = "not executable" if os.path.exists(argv[0]) else "not found"
-        raise ServerUnavailable(f"server command {what}: {argv[0]}")
-    return path
 
 
 def child_environment() -> dict[str, str]:
-    # The service manager's notify and listen sockets are ours: a server that found them would
-    # be taken for the service (Type=notify), or take over connections meant for the bridge.
-    env = dict(os.environ)
-    for key in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC",
-                "WATCHDOG_PID"):
-        env.pop(key, None)
-    return env
+    """The bridge's own environment minus what belongs to the bridge alone."""
+    return without_ours(os.environ)
 
 
-def spawn_process(argv: Sequence[str]) -> ProcessChild:
-    """Start the server: pipes on stdin/stdout, our stderr, a new session (its own group).
+def spawner(shell: ShellConfig) -> Callable[[], ProcessChild]:
+    """How to start `shell`'s server, its environment worked out once for all its starts."""
+    env = server_environment(os.environ, shell.env, shell.pass_env)
+    return partial(spawn_process, shell.command, env, shell.cwd)
 
-    The pipes are made here, not by Popen, so their parent ends are plain fds that nothing
-    else closes behind the supervisor's back. On Linux the child gets the parent-death
-    signal: if the bridge dies, even by SIGKILL, the server goes with it.
+
+def spawn_process(argv: Sequence[str], env: Mapping[str, str] | None = None,
+                  cwd: str | None = None) -> ProcessChild:
+    """Start the server: pipes on stdin/stdout/stderr, a new session (its own group).
+
+    `env` is its whole environment (None: ours, less the service manager's sockets), `cwd`
+    its working directory (None: ours). NotStarted (126 or 127, with the cause and its fix)
+    if it cannot be started. The pipes are made here, not by Popen, so their parent ends are
+    plain fds that nothing else closes behind the supervisor's back. On Linux the child gets
+    the parent-death signal: if the bridge dies, even by SIGKILL, the server goes with it.
     """
+    environment = dict(env) if env is not None else child_environment()
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
     try:
-        process = subprocess.Popen(list(argv), stdin=stdin_r, stdout=stdout_w, stderr=None,
-                                   start_new_session=True, env=child_environment(),
+        process = subprocess.Popen(list(argv), stdin=stdin_r, stdout=stdout_w, stderr=stderr_w,
+                                   start_new_session=True, env=environment, cwd=cwd,
                                    preexec_fn=_die_with_parent())
-    except (OSError, subprocess.SubprocessError) as exc:
-        for fd in (stdin_w, stdout_r):
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:  # ValueError: a NUL
+        for fd in (stdin_w, stdout_r, stderr_r):
             os.close(fd)
-        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        raise ServerUnavailable(f"cannot start server command {argv[0]}: {reason}") from None
+        raise not_started(argv, environment, cwd, exc) from None
     finally:
-        os.close(stdin_r)
-        os.close(stdout_w)
-    return ProcessChild(process, stdin_w, stdout_r)
+        for fd in (stdin_r, stdout_w, stderr_w):
+            os.close(fd)
+    return ProcessChild(process, stdin_w, stdout_r, stderr_r)
 
 
 _PR_SET_PDEATHSIG = 1

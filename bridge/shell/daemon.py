@@ -3,6 +3,7 @@
 Must not hold protocol logic (each session's own core does) nor touch the process (signals,
 fds, systemd's environment: bridge/shell/daemon_main.py does). A session that ends or crashes
 never disturbs another; a connection past max_sessions gets one JSON-RPC error and is closed.
+A server that cannot start still makes a session: its core tells the client the cause.
 
     service ─┬─ watchdog        WATCHDOG=1 at half of WATCHDOG_USEC, when systemd asks
              └─ sessions ─┬─ accept     a connection → a session (or a refusal)
@@ -19,7 +20,6 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping
-from functools import partial
 from typing import Any
 
 import trio
@@ -28,12 +28,15 @@ from bridge.config import Settings
 from bridge.core.codec import encode
 from bridge.core.config import CoreConfig
 from bridge.core.refusal import refusal
-from bridge.errors import ServerUnavailable
-from bridge.shell.child import Child, spawn_process
+from bridge.errors import ConfigError, ServerUnavailable
+from bridge.shell.child import Child, spawner
 from bridge.shell.driver import Core
 from bridge.shell.logs import Logger
 from bridge.shell.session import Session, SessionSettings
+from bridge.shell.settings import ShellConfig
+from bridge.shell.start_failure import NotStarted
 from bridge.shell.supervisor import Spawn
+from bridge.shell.transcript import Transcript
 
 # How long a refused client is given to send its first request (whose id the error names).
 REFUSAL_WAIT = 5.0
@@ -53,8 +56,8 @@ def new_core(config: CoreConfig) -> Core:
     return Bridge(config, secret=os.urandom(32))
 
 
-def new_spawn(command: tuple[str, ...]) -> Spawn:
-    return partial(spawn_process, command)
+def new_spawn(shell: ShellConfig) -> Spawn:
+    return spawner(shell)
 
 
 def session_settings(settings: Settings) -> SessionSettings:
@@ -77,7 +80,7 @@ class Daemon:
 
     def __init__(self, settings: Settings, log: Logger, notify: Callable[[str], None], *,
                  make_core: Callable[[CoreConfig], Core] = new_core,
-                 make_spawn: Callable[[tuple[str, ...]], Spawn] = new_spawn,
+                 make_spawn: Callable[[ShellConfig], Spawn] = new_spawn,
                  watchdog: float | None = None) -> None:
         self.settings = settings
         self._log = log
@@ -182,11 +185,12 @@ class Daemon:
             self._report()
 
     async def _serve(self, connection: trio.socket.SocketType, settings: Settings) -> None:
-        log = self._log.bind(session=next(self._numbers))
+        number = next(self._numbers)
+        log = self._log.bind(session=number)
         if self._accepting.cancel_called:  # admitted just before a stop
             await self._refuse(connection, "the daemon is stopping; try again later")
             return
-        spawn = self._make_spawn(settings.shell.command)
+        spawn = self._make_spawn(settings.shell)
         try:
             out, child = _second_fd_and_server(connection, spawn)
         except ServerUnavailable as exc:
@@ -194,7 +198,8 @@ class Daemon:
             await self._refuse(connection, str(exc))
             return
         session = Session(self._make_core(settings.core), spawn, log,
-                          settings=session_settings(settings))
+                          settings=session_settings(settings),
+                          transcript=self._transcript(settings.shell.transcript, number, log))
         self._sessions.add(session)
         log.info("session.started")
         fd = connection.detach()
@@ -205,6 +210,16 @@ class Daemon:
             log.error("session.crashed", error=repr(exc))
         finally:
             self._sessions.discard(session)
+
+    @staticmethod
+    def _transcript(path: str | None, number: int, log: Logger) -> Transcript | None:
+        if path is None:
+            return None
+        try:
+            return Transcript.open(path, number, log)
+        except ConfigError as exc:  # it was writable at start: this session goes without
+            log.error("session.transcript_failed", reason=str(exc))
+            return None
 
     async def _refuse(self, connection: trio.socket.SocketType, reason: str,
                       data: Any = None) -> None:
@@ -242,9 +257,10 @@ class Daemon:
 
 
 def _second_fd_and_server(connection: trio.socket.SocketType,
-                          spawn: Spawn) -> tuple[int, Child]:
-    """The fd the session writes the client's answers to, and its server; ServerUnavailable
-    if either cannot be had (a burst can use up every fd)."""
+                          spawn: Spawn) -> tuple[int, Child | NotStarted]:
+    """The fd the session writes the client's answers to, and its server, or why the server
+    command cannot start (the session's core tells the client); ServerUnavailable if the
+    daemon itself lacks what a session needs (a burst can use up every fd)."""
     try:
         out = os.dup(connection.fileno())
     except OSError as exc:
@@ -252,6 +268,8 @@ def _second_fd_and_server(connection: trio.socket.SocketType,
             from None
     try:
         return out, spawn()
+    except NotStarted as exc:
+        return out, exc
     except ServerUnavailable:
         os.close(out)
         raise

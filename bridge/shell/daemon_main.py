@@ -20,6 +20,7 @@ from bridge.shell.daemon import Daemon, watchdog_interval
 from bridge.shell.listeners import listening
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
+from bridge.shell.transcript import check_transcript
 
 STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 Reload = Callable[[], Settings]
@@ -28,7 +29,9 @@ Reload = Callable[[], Settings]
 def run_daemon(settings: Settings, reload: Reload) -> int:
     """Serve until stopped; the exit status. `reload` reads the configuration again."""
     check_command(settings.shell.command)
+    check_transcript(settings.shell.transcript)
     log = logs.configure(settings.shell.log_level, settings.shell.log_format)
+    log.info("daemon.started", **logs.started_fields(settings.shell))
     orphans = Orphans()
     with listening(settings.daemon) as listener:
         daemon = Daemon(settings, log, Notifier(log), watchdog=watchdog_interval())
@@ -66,6 +69,7 @@ def _reload(daemon: Daemon, reload: Reload) -> None:
     try:
         settings = reload()
         check_command(settings.shell.command)
+        check_transcript(settings.shell.transcript)
     except BridgeError as exc:
         daemon.reload(None, str(exc))
         return

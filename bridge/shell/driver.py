@@ -30,6 +30,7 @@ from bridge.core.events import (
 )
 from bridge.shell.lines import Line
 from bridge.shell.logs import Logger, emit
+from bridge.shell.transcript import CLIENT_IN, CLIENT_OUT, SERVER_IN, SERVER_OUT, Transcript
 
 
 class Core(Protocol):
@@ -66,7 +67,7 @@ class Driver:
     """Feeds the core events and carries out its actions, then returns."""
 
     def __init__(self, core: Core, log: Logger, *, limit: int, notify: Callable[[str], None],
-                 debug: bool = False) -> None:
+                 debug: bool = False, transcript: Transcript | None = None) -> None:
         self._core = core
         self._log = log
         self._limit = limit
@@ -80,6 +81,11 @@ class Driver:
         self._client_closed: PeerClosed | None = None
         self.stop_code: int | None = None
         self.stopped = trio.Event()
+        self.transcript = transcript
+        if transcript is not None:  # bound once: without a transcript, no cost per message
+            self.lines = self._recorded_lines  # type: ignore[method-assign]
+            self._write = self._recorded_write  # type: ignore[method-assign]
+            self._flush = self._recorded_flush  # type: ignore[method-assign]
 
     def lines(self, side: Side, lines: list[Line], source: Source | None = None) -> None:
         """The lines one read of `side` brought, in order; their writes go out once per peer.
@@ -162,6 +168,31 @@ class Driver:
             self._log.debug("message.sent", side=side, messages=len(parts), bytes=len(data))
         parts.clear()
         peer.write(data)
+
+
+    # With a transcript ---------------------------------------------------------------------
+
+    def _recorded_lines(self, side: Side, lines: list[Line], source: Source | None = None) -> None:
+        assert self.transcript is not None
+        leg = CLIENT_IN if side == CLIENT else SERVER_IN
+        for line in lines:
+            if type(line) is bytes:
+                self.transcript.record(leg, line)
+            else:
+                self.transcript.record(leg, None, line.size)  # type: ignore[union-attr]
+        Driver.lines(self, side, lines, source)
+
+    def _recorded_write(self, peer: Peer, side: Side, parts: list[bytes]) -> None:
+        assert self.transcript is not None
+        leg = CLIENT_OUT if side == CLIENT else SERVER_OUT
+        for part in parts:
+            self.transcript.record(leg, part.removesuffix(b"\n"))
+        Driver._write(self, peer, side, parts)
+
+    def _recorded_flush(self) -> None:
+        assert self.transcript is not None
+        Driver._flush(self)
+        self.transcript.flush()
 
 
 def _size(line: Line) -> int:

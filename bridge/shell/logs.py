@@ -18,8 +18,9 @@ from typing import Any, TextIO
 import orjson
 import structlog
 
+from bridge import __version__
 from bridge.core.events import Log
-from bridge.shell.settings import LEVELS
+from bridge.shell.settings import LEVELS, ShellConfig
 
 # Keys structlog fills itself; a core field by that name is renamed instead of clobbering them.
 _RESERVED = frozenset({"event", "level", "timestamp"})
@@ -80,6 +81,13 @@ def _never_raise(renderer: Any) -> Any:
     return render
 
 
+def _server_line(logger: Any, name: str, event: MutableMapping[str, Any]) -> Any:
+    """For people: a server's stderr line reads as itself (`server: ...`), not as a field."""
+    if event.get("event") == "server.stderr" and isinstance(event.get("line"), str):
+        event["event"] = f"server: {event.pop('line')}"
+    return event
+
+
 def configure(level: str = "info", fmt: str = "auto", stream: TextIO | None = None) -> Logger:
     """Set structlog up for the whole process and return the bridge's logger.
 
@@ -90,10 +98,11 @@ def configure(level: str = "info", fmt: str = "auto", stream: TextIO | None = No
     renderer = structlog.dev.ConsoleRenderer(colors=out.isatty()) if console \
         else structlog.processors.JSONRenderer(serializer=_serialize)
     writer = StderrWriter(out.fileno())
+    plain = [_server_line] if console else []
     structlog.configure(
         processors=[structlog.processors.add_log_level,
                     structlog.processors.TimeStamper(fmt="iso", utc=True),
-                    _never_raise(renderer)],
+                    *plain, _never_raise(renderer)],
         wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),
         logger_factory=lambda *_: writer,
         cache_logger_on_first_use=False,
@@ -113,3 +122,19 @@ def emit(log: Logger, action: Log) -> None:
         fields = {(f"{k}_" if k in _RESERVED else k): v for k, v in fields.items()}
     with contextlib.suppress(Exception):  # see _never_raise: logging must not cost a message
         log.log(LEVELS.get(action.level, 20), action.event, **fields)
+
+
+def started_fields(shell: ShellConfig) -> dict[str, object]:
+    """What the first log line says: the version, the command, the config file, and the
+    names (never the values) of what is set in the server's environment."""
+    fields: dict[str, object] = {"version": __version__, "command": list(shell.command),
+                                 "config": shell.config_file}
+    if shell.env:
+        fields["env"] = [key for key, _ in shell.env]
+    if shell.pass_env is not None:
+        fields["pass_env"] = list(shell.pass_env)
+    if shell.cwd is not None:
+        fields["cwd"] = shell.cwd
+    if shell.transcript is not None:
+        fields["transcript"] = shell.transcript
+    return fields

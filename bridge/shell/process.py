@@ -9,16 +9,24 @@ an SDK) then overlaps ours (trio, structlog, the core) on the other CPU instead 
 from __future__ import annotations
 
 from bridge.core.config import CoreConfig
-from bridge.shell.child import check_command, spawn_process
+from bridge.errors import ServerUnavailable
+from bridge.shell.child import ProcessChild, check_command, spawner
 from bridge.shell.settings import ShellConfig
 from bridge.shell.stdio import take_stdio
+from bridge.shell.transcript import check_transcript
 
 
 def run_stdio(core_config: CoreConfig, shell: ShellConfig) -> int:
     """Run the bridge over this process's stdio; its exit code."""
     check_command(shell.command)
+    check_transcript(shell.transcript)
     fds = take_stdio()
-    first = spawn_process(shell.command)
+    spawn = spawner(shell)
+    first: ProcessChild | ServerUnavailable
+    try:
+        first = spawn()
+    except ServerUnavailable as exc:  # the session tells the client why, and the log
+        first = exc
     from bridge.shell.stdio_main import serve_stdio
 
-    return serve_stdio(core_config, shell, fds, first)
+    return serve_stdio(core_config, shell, fds, first, spawn)

@@ -7,6 +7,7 @@ Leaving `Session.run` means every task of the session has ended and its children
     nursery ─┬─ read-client   client fd → lines → core → writes to both peers' outlets
              ├─ read-server-N server fd → lines → core → writes (N: the child's generation)
              ├─ wait-server-N the child's exit → ChildExited
+             ├─ read-stderr-N server's stderr → `server.stderr` log events (and the exit's tail)
              ├─ clock         sleeps until the core's next deadline → TimerFired
              └─ write-*       only while a peer's pipe is full: drains its backlog in order
 """
@@ -21,7 +22,7 @@ from functools import partial
 import trio
 
 from bridge.core.events import CLIENT, PeerClosed, ShutdownRequested, TimerFired
-from bridge.shell import fdio
+from bridge.errors import ServerUnavailable
 from bridge.shell.child import Child
 from bridge.shell.driver import Core, Driver
 from bridge.shell.logs import Logger
@@ -30,6 +31,7 @@ from bridge.shell.outlet import Outlet
 from bridge.shell.pump import pump
 from bridge.shell.settings import Timing
 from bridge.shell.supervisor import Spawn, Supervisor
+from bridge.shell.transcript import Transcript
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,8 @@ class Session:
     def __init__(self, core: Core, spawn: Spawn, log: Logger, *,
                  settings: SessionSettings = SessionSettings(),
                  notify: Callable[[str], None] = _no_notify,
-                 orphans: Orphans | None = None) -> None:
+                 orphans: Orphans | None = None,
+                 transcript: Transcript | None = None) -> None:
         self._core = core
         self._spawn = spawn
         self._log = log
@@ -80,7 +83,7 @@ class Session:
         self._notify = notify
         self.orphans = orphans
         self.driver = Driver(core, log, limit=settings.max_message_bytes, notify=notify,
-                             debug=settings.debug)
+                             debug=settings.debug, transcript=transcript)
         self._supervisor: Supervisor | None = None
         self._client: Outlet | None = None
         self._asked = 0
@@ -96,19 +99,14 @@ class Session:
             if self._supervisor is not None:
                 self._supervisor.hurry()
 
-    async def run(self, client_in: int, client_out: int, child: Child | None = None) -> int:
+    async def run(self, client_in: int, client_out: int,
+                  child: Child | ServerUnavailable | None = None) -> int:
         """Serve until the core says Stop; its exit code. Takes both fds (closes them).
 
         `child` is a server already started (the stdio bridge starts it before its imports
-        so the two start-ups overlap); else one is spawned, and ServerUnavailable escapes
-        before anything else happens.
+        so the two start-ups overlap), or why it could not be; else one is spawned. A server
+        that cannot start reaches the core as its exit, with the cause.
         """
-        try:
-            child = child if child is not None else self._spawn()
-        except BaseException:
-            fdio.close_quietly(client_in)
-            fdio.close_quietly(client_out)
-            raise
         driver = self.driver
         try:
             async with trio.open_nursery() as nursery:
@@ -121,12 +119,14 @@ class Session:
                 self._client.abandon()
             if self._supervisor is not None:
                 self._supervisor.kill_all()
+            if self.driver.transcript is not None:
+                self.driver.transcript.close()
         assert driver.stop_code is not None
         self._log.info("bridge.stopped", code=driver.stop_code)
         return driver.stop_code
 
     def _start(self, nursery: trio.Nursery, client_in: int, client_out: int,
-               child: Child) -> None:
+               child: Child | ServerUnavailable | None) -> None:
         settings, driver = self._settings, self.driver
         # Nobody can read our answers any more: for the core that is the client leaving.
         client = Outlet(client_out, nursery, "client",

@@ -36,6 +36,17 @@ class ShellConfig:
     """The longest line either peer may send; a longer one is discarded as it streams in."""
     timing: Timing = field(default_factory=Timing)
     """Grace periods of the child's shutdown, and the client's drain."""
+    env: tuple[tuple[str, str | None], ...] = ()
+    """Variables set for the server: (KEY, value), or (KEY, None) to pass the bridge's own."""
+    pass_env: tuple[str, ...] | None = None
+    """None: the server gets the bridge's environment; else only these names (NAME* is a
+    prefix) and environment.MINIMUM, plus `env`."""
+    cwd: str | None = None
+    """The server's working directory (absolute); None: the bridge's own."""
+    transcript: str | None = None
+    """A file to append every message of the four legs to, one JSON line each; None: off."""
+    config_file: str | None = None
+    """The configuration file these settings came from, if any (named in the first log line)."""
 
 
 @dataclass(frozen=True, slots=True)

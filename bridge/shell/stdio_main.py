@@ -11,40 +11,44 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import AsyncIterator
-from functools import partial
 
 import trio
 
 from bridge.core.bridge import Bridge
 from bridge.core.config import CoreConfig
-from bridge.errors import EX_SOFTWARE
+from bridge.errors import EX_SOFTWARE, ServerUnavailable
 from bridge.shell import logs
-from bridge.shell.child import ProcessChild, spawn_process
+from bridge.shell.child import ProcessChild
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
 from bridge.shell.session import Session, SessionSettings
 from bridge.shell.settings import ShellConfig
 from bridge.shell.stdio import ProtocolFds
+from bridge.shell.supervisor import Spawn
+from bridge.shell.transcript import Transcript
 
 ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
 def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
-                first: ProcessChild) -> int:
+                first: ProcessChild | ServerUnavailable, spawn: Spawn) -> int:
     log = logs.configure(shell.log_level, shell.log_format)
+    log.info("bridge.started", **logs.started_fields(shell))
     session = Session(
         Bridge(core_config, secret=os.urandom(32)),
-        partial(spawn_process, shell.command),
+        spawn,
         log,
         settings=session_settings(shell),
         notify=Notifier(log),
         orphans=Orphans(),
+        transcript=Transcript.open(shell.transcript, log=log) if shell.transcript else None,
     )
     try:
         return trio.run(_main, session, fds, first, log)
     except Exception as exc:  # a bug: say so, and leave no child behind
         log.critical("bridge.crashed", error=repr(exc))
-        first.kill()
+        if isinstance(first, ProcessChild):
+            first.kill()
         return EX_SOFTWARE
 
 
@@ -53,7 +57,7 @@ def session_settings(shell: ShellConfig) -> SessionSettings:
                            debug=shell.log_level == "debug")
 
 
-async def _main(session: Session, fds: ProtocolFds, first: ProcessChild,
+async def _main(session: Session, fds: ProtocolFds, first: ProcessChild | ServerUnavailable,
                 log: logs.Logger) -> int:
     orphans = session.orphans
     with trio.open_signal_receiver(*ENDING, signal.SIGCHLD) as signals:

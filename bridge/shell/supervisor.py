@@ -21,6 +21,8 @@ from bridge.shell.logs import Logger
 from bridge.shell.outlet import Outlet
 from bridge.shell.pump import pump
 from bridge.shell.settings import Timing
+from bridge.shell.start_failure import NOT_FOUND, NotStarted
+from bridge.shell.stderr import StderrReader
 
 if TYPE_CHECKING:
     from bridge.shell.driver import Driver
@@ -32,8 +34,8 @@ Spawn = Callable[[], Child]
 EOF_WAIT = 1.0
 # While the group outlives its leader (helpers the server left behind), look this often.
 GROUP_POLL = 0.05
-# A restart that cannot exec the server reports the shell's "command not found" status.
-EXIT_NOT_STARTED = 127
+# A start that fails for a reason the spawner does not name reports "command not found".
+EXIT_NOT_STARTED = NOT_FOUND
 
 
 class Incarnation:
@@ -48,6 +50,7 @@ class Incarnation:
         self.retired = False
         self.exited = trio.Event()
         self.stdout_eof = trio.Event()
+        self.stderr: StderrReader | None = None
 
 
 class Supervisor:
@@ -90,10 +93,15 @@ class Supervisor:
         inc.early.append(data)
         return True
 
-    def serve(self, child: Child | None = None) -> None:
-        """Start serving with `child` (already spawned), or spawn one; ServerUnavailable
-        escapes if it cannot start."""
-        self._serve(self._current, child if child is not None else self._spawn())
+    def serve(self, child: Child | ServerUnavailable | None = None) -> None:
+        """Start serving with `child` (already spawned, or the reason it could not be), or
+        spawn one. A server that cannot start is reported to the core as its exit."""
+        if child is None:
+            self._start(self._current)
+        elif isinstance(child, ServerUnavailable):
+            self._not_started(child)
+        else:
+            self._serve(self._current, child)
 
     def restart(self) -> None:
         """Replace the child, in a task of its own; writes from now on go to the new one.
@@ -135,6 +143,20 @@ class Supervisor:
         self._gen += 1
         return Incarnation(self._gen)
 
+    def _start(self, inc: Incarnation) -> None:
+        try:
+            child = self._spawn()
+        except ServerUnavailable as exc:
+            self._not_started(exc)
+            return
+        self._serve(inc, child)
+
+    def _not_started(self, exc: ServerUnavailable) -> None:
+        code, cause = (exc.status, exc.cause) if isinstance(exc, NotStarted) \
+            else (EXIT_NOT_STARTED, str(exc))
+        self._log.error("child.start_failed", code=code, reason=cause)
+        self._driver.post(ChildExited(code, cause=cause))
+
     def _serve(self, inc: Incarnation, child: Child) -> None:
         """Open `inc`'s stdin, tell the core it started, then read its stdout and its exit.
 
@@ -148,6 +170,9 @@ class Supervisor:
         for data in early:
             inc.outlet.write(data)
         self._nursery.start_soon(self._read, inc, child, name=f"read-server-{inc.gen}")
+        if child.stderr is not None:
+            inc.stderr = StderrReader(child.stderr, self._log.bind(gen=inc.gen))
+            self._nursery.start_soon(inc.stderr.run, name=f"read-stderr-{inc.gen}")
         self._nursery.start_soon(self._wait, inc, child, name=f"wait-server-{inc.gen}")
         self._driver.post(ChildStarted())
 
@@ -156,13 +181,7 @@ class Supervisor:
             await self._stop(old)
             if new.retired:
                 return  # the session began to stop meanwhile
-            try:
-                child = self._spawn()
-            except ServerUnavailable as exc:
-                self._log.error("child.start_failed", reason=str(exc))
-                self._driver.post(ChildExited(EXIT_NOT_STARTED))
-                return
-            self._serve(new, child)
+            self._start(new)
         finally:
             self._replacing -= 1
             self._replaced.set()
@@ -177,12 +196,18 @@ class Supervisor:
     async def _wait(self, inc: Incarnation, child: Child) -> None:
         code = await child.wait()
         inc.exited.set()
+        stderr = inc.stderr
         with trio.move_on_after(EOF_WAIT):
             await inc.stdout_eof.wait()
+            if stderr is not None:
+                await stderr.ended.wait()
+        if stderr is not None:
+            stderr.flush()  # a helper may hold the pipe open: what came so far is logged
         if inc.retired:
             self._log.info("child.stopped", pid=child.pid, code=code, gen=inc.gen)
         else:
-            self._driver.post(ChildExited(code))
+            tail = tuple(stderr.tail) if stderr is not None else ()
+            self._driver.post(ChildExited(code, stderr_tail=tail))
 
     # Stopping -----------------------------------------------------------------------------
 

@@ -8,8 +8,6 @@ the same ones the direct (bridge-less) tests pass, so the bridge must be invisib
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 import checks
@@ -159,20 +157,3 @@ def test_modern_client_hears_changes_of_a_legacy_server(
         modern_python, "notify", bridge_command(legacy_python.peer("legacy_server"))
     )
     checks.check_modern_notify(report)
-
-
-# --- the command itself -----------------------------------------------------------------------
-
-
-def test_a_missing_server_command_is_one_line_and_exit_69():
-    proc = subprocess.run(
-        [sys.executable, "-m", "bridge", "--", "no-such-server-xyz"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        stdin=subprocess.DEVNULL,
-    )
-    assert proc.returncode == 69
-    assert proc.stdout == ""
-    assert len(proc.stderr.strip().splitlines()) == 1
-    assert "no-such-server-xyz" in proc.stderr

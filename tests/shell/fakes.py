@@ -171,6 +171,9 @@ class FakeChild:
         self.linger = linger
         stdin_rx, self.stdin = os.pipe()
         self.stdout, stdout_tx = os.pipe()
+        stderr, stderr_tx = os.pipe()
+        self.stderr: int | None = stderr
+        self._stderr_tx: int | None = stderr_tx
         self._process = LineStream(stdin_rx, stdout_tx)  # the process's own ends
         self.code: int | None = None
         self._exited = trio.Event()
@@ -216,8 +219,19 @@ class FakeChild:
         if self.code is not None:
             return
         self.code = code
-        self._scope.cancel()  # the process's side of both pipes closes, as on a real exit
+        self._scope.cancel()  # the process's side of its pipes closes, as on a real exit
+        self.close_stderr()
         self._exited.set()
+
+    def complain(self, data: bytes) -> None:
+        """Write `data` to stderr (a pipe holds far more than a test writes)."""
+        if self._stderr_tx is not None:
+            os.write(self._stderr_tx, data)
+
+    def close_stderr(self) -> None:
+        if self._stderr_tx is not None:
+            os.close(self._stderr_tx)
+            self._stderr_tx = None
 
     async def write(self, *lines: bytes) -> None:
         """Write lines to stdout (nothing, once dead)."""

@@ -21,6 +21,7 @@ from bridge.shell.driver import Core
 from bridge.shell.session import Session, SessionSettings
 from bridge.shell.settings import Timing
 from bridge.shell.supervisor import Spawn
+from bridge.shell.transcript import Transcript
 from tests.shell.fakes import WAIT, LineStream, Spawner
 
 # Long enough that a polite peer never runs into it.
@@ -31,7 +32,7 @@ FAST = Timing(shutdown_grace=0.2, kill_grace=0.6, drain_timeout=1.0)
 
 class Harness:
     def __init__(self, core: Core, spawner: Spawner, spawn: Spawn, timing: Timing,
-                 limit: int, debug: bool) -> None:
+                 limit: int, debug: bool, transcript: Transcript | None = None) -> None:
         self.core = core
         self.spawner = spawner
         self.spawn = spawn
@@ -49,13 +50,14 @@ class Harness:
         self.done = trio.Event()
         self.ended_at: float | None = None
         self.session: Session | None = None
+        self._transcript = transcript
         self._scope = trio.CancelScope()
 
     async def run(self) -> None:
         with capture_logs() as captured, self._scope:
             self.logs = captured
             self.session = Session(self.core, self.spawn, logs.logger(), settings=self.settings,
-                                   notify=self._notify)
+                                   notify=self._notify, transcript=self._transcript)
             try:
                 self.code = await self.session.run(self.client_in, self.client_out)
             except Exception as exc:
@@ -90,13 +92,14 @@ class Harness:
 @asynccontextmanager
 async def bridged(core: Core, spawner: Spawner | None = None, *, spawn: Spawn | None = None,
                   timing: Timing = TIMING, limit: int = 64 * 1024 * 1024,
-                  debug: bool = False) -> AsyncIterator[Harness]:
+                  debug: bool = False,
+                  transcript: Transcript | None = None) -> AsyncIterator[Harness]:
     """A session between the test (as the client) and fake children, running in the test."""
     spawner = spawner or Spawner()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
     async with trio.open_nursery() as nursery:
         spawner.nursery = nursery
-        h = Harness(core, spawner, spawn or spawner, timing, limit, debug)
+        h = Harness(core, spawner, spawn or spawner, timing, limit, debug, transcript)
         nursery.start_soon(h.run)
         try:
             yield h

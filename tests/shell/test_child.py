@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from bridge.errors import ServerUnavailable
-from bridge.shell.child import check_command, spawn_process
+from bridge.shell.child import spawn_process
 from bridge.shell.settings import Timing
 from tests.shell.fakes import WAIT, EchoCore, LineStream, Spawner
 from tests.shell.harness import FAST, bridged
@@ -148,14 +147,6 @@ async def test_a_child_gets_the_parent_death_signal() -> None:
         assert await h.join() == 0
 
 
-def test_exec_failure_is_server_unavailable(tmp_path: Path) -> None:
-    script = tmp_path / "server"
-    script.write_text("#!/nonexistent/interpreter\n")
-    script.chmod(0o755)
-    with pytest.raises(ServerUnavailable, match="cannot start server command"):
-        spawn_process([str(script)])
-
-
 async def test_a_spawned_child_talks_over_plain_fds() -> None:
     child = spawn_process([sys.executable, "-c", ECHO])
     peer = LineStream(child.stdout, child.stdin)
@@ -205,17 +196,3 @@ async def test_what_the_leader_left_in_its_group_is_ended_too(tmp_path: Path) ->
         assert FAST.kill_grace <= h.ended_at - stopping_at < FAST.kill_grace + SLACK
     assert await wait_gone(helper)
     assert termed.exists()
-
-
-def test_check_command(tmp_path: Path) -> None:
-    assert check_command(["sh", "-c", "true"]).endswith("/sh")
-    with pytest.raises(ServerUnavailable, match="not found: no-such-command-xyz"):
-        check_command(["no-such-command-xyz"])
-    plain = tmp_path / "plain"
-    plain.write_text("")
-    with pytest.raises(ServerUnavailable, match="not executable"):
-        check_command([str(plain)])
-    with pytest.raises(ServerUnavailable):
-        check_command([])
-
-

@@ -17,11 +17,12 @@ from structlog.testing import capture_logs
 
 from bridge.config import Settings, build
 from bridge.core.config import CoreConfig
-from bridge.core.events import Action, Event, MessageReceived, ShutdownRequested, Stop
-from bridge.errors import ServerUnavailable
+from bridge.core.events import Action, ChildExited, Event, MessageReceived, ShutdownRequested, Stop
 from bridge.shell import logs
 from bridge.shell.daemon import Daemon, watchdog_interval
 from bridge.shell.listeners import bind_unix
+from bridge.shell.settings import ShellConfig
+from bridge.shell.start_failure import NotStarted
 from bridge.shell.supervisor import Spawn
 from tests.shell.fakes import WAIT, EchoCore, FakeChild, LineStream, Spawner, ids
 
@@ -32,10 +33,12 @@ class Servers:
     def __init__(self, serving: bool = True) -> None:
         self.spawner = Spawner(lambda nursery: FakeChild(nursery, serving=serving))
         self.commands: list[tuple[str, ...]] = []
+        self.shells: list[ShellConfig] = []
 
-    def __call__(self, command: tuple[str, ...]) -> Spawn:
+    def __call__(self, shell: ShellConfig) -> Spawn:
         def spawn() -> Any:
-            self.commands.append(command)
+            self.commands.append(shell.command)
+            self.shells.append(shell)
             return self.spawner()
 
         return spawn
@@ -283,20 +286,22 @@ async def test_a_crashing_session_is_logged_and_contained(
         await doomed.aclose()
 
 
-async def test_a_server_that_cannot_start_costs_one_refusal(
+async def test_a_server_that_cannot_start_is_a_session_whose_core_hears_the_cause(
         tmp_path: Path, autojump_clock: Any) -> None:
     async with running(tmp_path) as d:
         def missing() -> Any:
-            raise ServerUnavailable("server command not found: server-a")
+            raise NotStarted(127, "server command not found: 'server-a' is in none of PATH=/x")
 
         d.daemon._make_spawn = lambda _: missing  # type: ignore[method-assign]
         client = await d.client()
-        await client.send(b'{"jsonrpc":"2.0","id":1,"method":"initialize"}')
-        answer = json.loads(await client.line())
-        assert answer["id"] == 1 and answer["error"]["code"] == -32000
-        assert "server command not found" in answer["error"]["message"]
+        await client.expect_eof()  # EchoCore stops with the exit's status
+        await d.sessions(0)
         await client.aclose()
-        assert d.daemon.session_count == 0
+    core = d.cores[0]
+    assert [e for _, e in core.of(ChildExited)] == [
+        ChildExited(127, cause="server command not found: 'server-a' is in none of PATH=/x")]
+    assert [(e["session"], e["code"]) for e in d.events("child.start_failed")] == [(1, 127)]
+    assert [(e["session"], e["code"]) for e in d.events("session.ended")] == [(1, 127)]
 
 
 async def test_systemd_hears_ready_the_session_count_and_stopping(
@@ -329,6 +334,24 @@ async def test_a_reload_changes_the_server_for_new_sessions_only(
     assert len(reloading) == 1 and "\nMONOTONIC_USEC=" in reloading[0]
     at = d.notified.index(reloading[0])
     assert d.notified[at + 1] == "READY=1"
+
+
+async def test_a_reload_gives_new_sessions_the_new_env_and_cwd(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    async with running(tmp_path) as d:
+        old = await d.client()
+        await d.sessions(1)
+        d.daemon.reload(settings(env=(("TOKEN", "s3cr3t-value"),), cwd=str(tmp_path),
+                                 pass_env=("KEEP",)))
+        new = await d.client()
+        await d.sessions(2)
+        await old.aclose()
+        await new.aclose()
+    first, second = d.servers.shells
+    assert (first.env, first.cwd, first.pass_env) == ((), None, None)
+    assert (second.env, second.cwd, second.pass_env) == (
+        (("TOKEN", "s3cr3t-value"),), str(tmp_path), ("KEEP",))
+    assert "s3cr3t-value" not in json.dumps(d.logs, default=str)  # values are never logged
 
 
 async def test_a_reload_that_fails_keeps_the_settings_it_had(

@@ -34,6 +34,7 @@ from bridge.errors import ServerUnavailable
 from bridge.shell import logs
 from bridge.shell.outlet import HIGH_WATER
 from bridge.shell.session import Session
+from bridge.shell.start_failure import NotStarted
 from tests.shell.fakes import EchoCore, FakeChild, LineStream, Spawner, ids
 from tests.shell.harness import FAST, TIMING, bridged
 
@@ -415,7 +416,7 @@ async def test_restart_that_cannot_start_reports_exit_127(autojump_clock: Any,
 
     def flaky() -> FakeChild:
         if spawner.children:
-            raise ServerUnavailable("server command not found: gone")
+            raise NotStarted(127, "server command not found: 'gone' is in none of PATH=/x")
         return spawner()  # type: ignore[no-any-return]
 
     core = RestartCore(trigger)
@@ -424,21 +425,36 @@ async def test_restart_that_cannot_start_reports_exit_127(autojump_clock: Any,
         await h.client.send(b'{"id":"restart"}')
         assert await h.join() == 127
     assert len(h.events("child.start_failed")) == 1
-    assert [e for _, e in core.of(ChildExited)] == [ChildExited(127)]
+    assert [e for _, e in core.of(ChildExited)] == [
+        ChildExited(127, cause="server command not found: 'gone' is in none of PATH=/x")]
     assert spawner.children[0].code == 0
 
 
-async def test_first_spawn_failure_raises_server_unavailable(autojump_clock: Any) -> None:
+async def test_a_first_start_that_fails_reaches_the_core_as_an_exit_with_its_cause(
+        autojump_clock: Any) -> None:
     def missing() -> FakeChild:
-        raise ServerUnavailable("server command not found: nope")
+        raise NotStarted(126, "server command not executable: /srv/x; make it executable")
 
-    async with bridged(EchoCore(), spawn=missing) as h:
-        with pytest.raises(ServerUnavailable, match="nope"):
-            await h.join()
+    core = EchoCore()
+    async with bridged(core, spawn=missing) as h:
+        assert await h.join() == 126  # EchoCore stops with the exit's status
         # The session owned the client's fds and closed them: the client sees its input end.
         await h.client.expect_eof()
-        with pytest.raises(trio.BrokenResourceError):
-            await h.client.send(b'{"id":1}')
+    assert core.kinds()[0] == "ChildExited"
+    assert [e for _, e in core.of(ChildExited)] == [
+        ChildExited(126, cause="server command not executable: /srv/x; make it executable")]
+    assert [(e["code"], e["reason"]) for e in h.events("child.start_failed")] == [
+        (126, "server command not executable: /srv/x; make it executable")]
+
+
+async def test_a_start_failure_without_a_cause_of_its_own_is_127(autojump_clock: Any) -> None:
+    def missing() -> FakeChild:
+        raise ServerUnavailable("cannot start it")
+
+    core = EchoCore()
+    async with bridged(core, spawn=missing) as h:
+        assert await h.join() == 127
+    assert [e for _, e in core.of(ChildExited)] == [ChildExited(127, cause="cannot start it")]
 
 
 class ReadyCore(EchoCore):
