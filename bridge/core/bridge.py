@@ -41,7 +41,7 @@ from bridge.core.events import (
 )
 from bridge.core.handover import ClientSession, Handover, open_requests
 from bridge.core.jsonrpc import Inbound, parse_inbound, refused
-from bridge.core.limits import settle
+from bridge.core.limits import event_for, settle
 from bridge.core.probe import Probe
 from bridge.core.restarts import Outage, Restarts
 from bridge.core.router import SOURCE
@@ -166,14 +166,14 @@ class Bridge:
         else:
             self._on_client(inbound)
 
-    def _on_client(self, inbound: Inbound, refused_as: str = "message.too_deep") -> None:
+    def _on_client(self, inbound: Inbound, refused_as: str | None = None) -> None:
         """Any message from the client; `refused_as` names the log event of a refused one."""
         kind = inbound.kind
         if kind == "batch":
             self._on_client_batch(inbound)
             return
         if kind == "refused":
-            stand_in = settle(self.ctx, CLIENT, inbound, refused_as)
+            stand_in = settle(self.ctx, CLIENT, inbound, refused_as or event_for(inbound))
             if stand_in is None:
                 return
             inbound = stand_in
@@ -191,10 +191,10 @@ class Bridge:
         for item in self.batches.start(inbound.items, self.ctx):
             self._on_client(item)
 
-    def _on_server(self, inbound: Inbound, refused_as: str = "message.too_deep") -> None:
+    def _on_server(self, inbound: Inbound, refused_as: str | None = None) -> None:
         """Any message from the server; `refused_as` names the log event of a refused one."""
         if inbound.kind == "refused":
-            stand_in = settle(self.ctx, SERVER, inbound, refused_as)
+            stand_in = settle(self.ctx, SERVER, inbound, refused_as or event_for(inbound))
             if stand_in is None:
                 return
             inbound = stand_in
