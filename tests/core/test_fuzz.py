@@ -1,10 +1,11 @@
 """Fuzzing the core with mutated valid messages of every method, on each face, in every mode.
 
 One side of a realistic session (fuzz_peers.py) sends valid messages with fields mutated
-(wrong types, huge and negative integers, deep values, missing and extra keys) or too long to
-be read (the bridge sees only their first bytes) or not UTF-8; the other side stays valid. Now and then the
-server dies mid-session (exits, closes its output, or both) and the one restarted in its place
-may speak the other era. Whatever
+(wrong types, huge and negative integers, ids spelled with a fraction, deep values, missing
+and extra keys), too long to be read (the bridge sees only their first bytes), or with bytes
+that are not UTF-8; the other side stays valid. Now and then the server dies mid-session
+(exits, closes its output, or both) and the one restarted in its place may speak the other
+era. Whatever
 arrives, `handle` never raises and never needs its catch-all guard (the harness fails on any
 `bridge.error` log), everything sent can be written, and every client request gets exactly
 one answer (a response, or the end of a listen stream) by the time the bridge stops.
