@@ -134,8 +134,8 @@ def _unfit_sampling(params: Message, version: str) -> str | None:
 def sampling_for(params: Message, version: str) -> Message:
     """Content arrays as one message per block, in order and with the same role: the older
     SamplingMessage holds one block, and a conversation may repeat a role."""
-    if version >= _V1125 or "messages" not in params:
-        return dict(params)
+    if version >= _V1125 or not isinstance(params.get("messages"), list):
+        return dict(params)  # ill-typed messages pass as they came: the client judges them
     messages: list[Any] = []
     for message in _messages(params):
         if not isinstance(message, dict):
