@@ -242,15 +242,16 @@ class Inputs:
             return
         if call is None:
             if self.shared:  # shared calls declared no input capability at all
-                self._refuse(message["id"], message["method"], message.get("params"), {})
+                self._refuse_or_answer(message["id"], message["method"],
+                                       message.get("params"), {})
             else:
                 self._answer_unsolicited(message)
             return
         question = Question(call.next_key(), message["id"], message["method"],
                             message.get("params"))
         if call.owner is not None and not self._allowed(call, question):
-            self._refuse(question.legacy_id, question.method, question.raw_params,
-                         call.meta.capabilities)
+            self._refuse_or_answer(question.legacy_id, question.method, question.raw_params,
+                                   call.meta.capabilities)
             return
         call.questions[question.key] = question
         self.asked[typed(question.legacy_id)] = (call, question)
@@ -302,8 +303,8 @@ class Inputs:
         for question in list(call.questions.values()):
             if question.legacy_id is not None and not self._allowed(call, question):
                 self._forget(call, question)
-                self._refuse(question.legacy_id, question.method, question.raw_params,
-                             call.meta.capabilities)
+                self._refuse_or_answer(question.legacy_id, question.method,
+                                       question.raw_params, call.meta.capabilities)
 
     # The client's retry -------------------------------------------------------------------
 
@@ -504,6 +505,23 @@ class Inputs:
         else:
             self.ctx.reply_error(SERVER, message["id"], USER_REJECTED,
                                  "Sampling request rejected: no request in flight can carry it")
+
+    def _refuse_or_answer(self, legacy_id: Any, method: str, params: Any,
+                          caps: Message) -> None:
+        """A question the call did not declare: roots/list is answered from the roots the
+        bridge knows (nobody is asked, so the call's capabilities are not overstepped, and a
+        refusal would only withhold what the server was given before); the rest is refused."""
+        if method == "roots/list" and self.roots.any_known():
+            self.ctx.log("info", "input.answered_locally", method=method,
+                         reason="the request did not declare roots; the known roots")
+            self.ctx.reply(SERVER, legacy_id, self.roots.answer())
+        else:
+            self._refuse(legacy_id, method, params, caps)
+
+    def roots_changed(self) -> None:
+        """The client said its roots changed: the next call that declares roots asks."""
+        self.roots.stale = True
+        self.ctx.log("info", "roots.stale")
 
     def _refuse(self, legacy_id: Any, method: str, params: Any, caps: Message) -> None:
         """The call did not declare what the question needs: answer as such a client would.
