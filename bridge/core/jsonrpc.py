@@ -40,7 +40,8 @@ class Inbound:
     `refused` is a message the bridge will not carry (too deep, too long, or not JSON: see
     limits.py): `message` holds its top-level members as far as they could be read
     (salvage.py), `id` its request id or None, `reason` why it was refused, and `code` the
-    error it is answered with (-32700 for what is not JSON, else -32600).
+    error it is answered with (-32700 for what is not JSON, else -32600), or None for a
+    notification read whole, which is never answered.
 
     A number id (`2.0`, `2.5`) is a RawNumber holding its text, so that an answer carries the
     id spelled as it came.
@@ -194,7 +195,7 @@ def _too_deep(line: bytes | str, value: Any, batching: bool) -> Inbound:
     if batching and isinstance(value, list) and value:
         # Elements travel one by one: only those too deep themselves are refused.
         return Inbound("batch", value, items=[
-            refused(m, TOO_DEEP) if type(m) is dict and depth_of(m) > MAX_DEPTH
+            _refused_whole(m) if type(m) is dict and depth_of(m) > MAX_DEPTH
             else _classify_element(m) for m in value])
     if value is None:  # too deep even to be read: its members come from its first bytes
         head = line[:_SALVAGE_BYTES]
@@ -202,7 +203,17 @@ def _too_deep(line: bytes | str, value: Any, batching: bool) -> Inbound:
     elif isinstance(value, dict) and type(value.get("id")) is float:
         head = line[:_SALVAGE_BYTES]
         value = _with_spelled_id(value, head if isinstance(head, bytes) else head.encode())
+    elif isinstance(value, dict):
+        return _refused_whole(value)
     return refused(value if isinstance(value, dict) else {}, TOO_DEEP)
+
+
+def _refused_whole(message: dict[str, Any]) -> Inbound:
+    """A message too deep but read whole. One with no id is a notification (or a response),
+    never answered (JSON-RPC 2.0 §4.1), even when the bridge refuses it."""
+    if "id" in message:
+        return refused(message, TOO_DEEP)
+    return Inbound("refused", message, reason=TOO_DEEP, code=None)
 
 
 def _with_spelled_id(members: dict[str, Any], head: bytes) -> dict[str, Any]:

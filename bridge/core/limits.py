@@ -34,8 +34,9 @@ def is_request(inbound: Inbound) -> bool:
 
 def unattributed(inbound: Inbound) -> bool:
     """Whether a refused message from the client is owed an error with id null: no id could
-    be read, and it is not a response (which is never answered)."""
-    return inbound.id is None and not _is_response(inbound.message)
+    be read, and it is neither a response nor a notification read whole (never answered)."""
+    return inbound.id is None and inbound.code is not None \
+        and not _is_response(inbound.message)
 
 
 def settle(ctx: Context, side: Side, inbound: Inbound, event: str) -> Inbound | None:

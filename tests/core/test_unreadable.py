@@ -140,6 +140,27 @@ def test_a_server_line_that_is_not_json_and_shows_no_id_is_a_logged_drop() -> No
     assert logged(h, "message.invalid")[-1]["outcome"] == "dropped"
 
 
+def test_a_client_notification_too_deep_but_read_whole_is_a_logged_drop() -> None:
+    # It has no id at all: a notification, never answered (JSON-RPC 2.0 §4.1).
+    h, _ = mode_a()
+    deep = b"[" * 250 + b"]" * 250
+    actions = h.client(b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"x":'
+                       + deep + b"}}")
+    assert sent(actions, "client") == [] and sent(actions, "server") == []
+    assert logged(h, "message.too_deep")[-1]["outcome"] == "dropped"
+
+
+def test_a_batch_element_too_deep_is_answered_in_the_array_unless_a_notification() -> None:
+    h, _ = legacy_pair("2025-03-26")
+    deep = b"[" * 250 + b"]" * 250
+    batch = b'[{"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"x":' + deep + b'}},' \
+        b'{"jsonrpc":"2.0","method":"notifications/x","params":{"x":' + deep + b'}}]'
+    actions = h.client(batch)
+    assert sent(actions, "server") == []
+    [array] = sent(actions, "client")
+    assert [(a["id"], a["error"]["code"]) for a in array] == [("d", -32600)]
+
+
 # Number ids ------------------------------------------------------------------------------
 
 
