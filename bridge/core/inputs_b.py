@@ -374,8 +374,14 @@ class Inputs:
             self._forget(call, question)
             if question.method == "roots/list" and isinstance(response.get("roots"), list):
                 self.roots.relayed(response["roots"], self.ctx.now)
-            self.ctx.reply(SERVER, question.legacy_id,
-                           _legacy_answer(question.method, response, self.mode.version))
+            answer = _legacy_answer(question.method, response, self.mode.version)
+            if isinstance(answer, str):
+                self.ctx.log("warning", "input.unfit_answer", method=question.method,
+                             key=question.key, problem=answer)
+                self.ctx.reply_error(SERVER, question.legacy_id, INTERNAL_ERROR,
+                                     f"mcp-rosetta: {answer}", SOURCE)
+            else:
+                self.ctx.reply(SERVER, question.legacy_id, answer)
 
     # URL elicitation required (-32042), §5.9 (ii) -----------------------------------------
 
@@ -680,11 +686,21 @@ def _url_question(elicitation: Any) -> Question | None:
     return Question(f"url-{eid}", None, "elicitation/create", params)
 
 
-def _legacy_answer(method: str, response: Message, version: str) -> Message:
-    """A modern input response as the legacy result the server's revision expects (§5.5)."""
+def _legacy_answer(method: str, response: Message, version: str) -> Message | str:
+    """A modern input response as the legacy result the server's revision expects (§5.5), or
+    why that revision cannot hold it."""
     answer = {k: v for k, v in response.items() if k != "resultType"}
     content = answer.get("content")
     if method == "sampling/createMessage" and version < "2025-11-25" \
-            and isinstance(content, list) and len(content) == 1:
-        answer["content"] = content[0]  # content arrays arrived in 2025-11-25
+            and isinstance(content, list):
+        # Content arrays arrived in 2025-11-25; before, CreateMessageResult holds one block.
+        if len(content) == 1:
+            answer["content"] = content[0]
+        elif content and all(isinstance(b, dict) and b.get("type") == "text"
+                             and isinstance(b.get("text"), str) for b in content):
+            answer["content"] = {"type": "text",
+                                 "text": "\n\n".join(b["text"] for b in content)}
+        else:
+            return (f"the client's sampling answer has {len(content)} content blocks, not all "
+                    f"text; revision {version} holds one block")
     return answer
