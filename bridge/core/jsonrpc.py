@@ -192,6 +192,8 @@ def _utf8_repaired(data: bytes) -> dict[str, Any] | None:
 
 
 def _too_deep(line: bytes | str, value: Any, batching: bool) -> Inbound:
+    if _has_float_id(value):
+        value = _spell_ids(line, value)
     if batching and isinstance(value, list) and value:
         # Elements travel one by one: only those too deep themselves are refused.
         return Inbound("batch", value, items=[
@@ -200,9 +202,6 @@ def _too_deep(line: bytes | str, value: Any, batching: bool) -> Inbound:
     if value is None:  # too deep even to be read: its members come from its first bytes
         head = line[:_SALVAGE_BYTES]
         value = top_level(head if isinstance(head, bytes) else head.encode(errors="replace"))
-    elif isinstance(value, dict) and type(value.get("id")) is float:
-        head = line[:_SALVAGE_BYTES]
-        value = _with_spelled_id(value, head if isinstance(head, bytes) else head.encode())
     elif isinstance(value, dict):
         return _refused_whole(value)
     return refused(value if isinstance(value, dict) else {}, TOO_DEEP)

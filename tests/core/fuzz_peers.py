@@ -115,7 +115,7 @@ def as_bridge_reads(line: bytes) -> Any:
     try:
         return _spelled_ids(line, decode(line))
     except TooDeep as exc:
-        return exc.value if exc.value is not None else top_level(line)
+        return _spelled_ids(line, exc.value) if exc.value is not None else top_level(line)
     except ValueError:
         pass
     try:
