@@ -122,9 +122,13 @@ def as_bridge_reads(line: bytes) -> Any:
         repaired = decode(line.decode(errors="replace").encode())
     except (DecodeError, UnicodeDecodeError):
         return top_level(line[:4096])
-    if isinstance(repaired, dict) and "\ufffd" in str(repaired.get("id")):
+    if not isinstance(repaired, dict):
+        return {}
+    if "\ufffd" in str(repaired.get("id")):
         repaired.pop("id")
-    return repaired if isinstance(repaired, dict) else {}
+    elif type(repaired.get("id")) is float:
+        repaired["id"] = top_level(line[:4096]).get("id", repaired["id"])
+    return repaired
 
 
 def _spelled_ids(line: bytes, value: Any) -> Any:

@@ -125,6 +125,13 @@ def test_a_request_cut_short_is_answered_under_the_id_it_shows() -> None:
     assert error["error"]["message"].startswith("Invalid message: not JSON")
 
 
+def test_an_id_whose_head_shows_no_spelling_keeps_its_value() -> None:
+    # Invalid UTF-8 before the id stops the head's scan: the id is the repaired line's.
+    h, _ = mode_a()
+    [error] = sent(h.client(b'{"jsonrpc":"2.0","method":"x\xff","id":5.0}'), "client")
+    assert error["id"] == 5.0 and error["error"]["code"] == -32700
+
+
 @pytest.mark.parametrize("line", [b"{oops", b"NaN", b'{"method":"tools/call","params":{',
                                   b'\xff{"id":1}'])
 def test_a_line_that_is_not_json_and_shows_no_id_is_answered_with_id_null(line: bytes) -> None:
