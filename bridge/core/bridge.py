@@ -40,12 +40,11 @@ from bridge.core.events import (
     TimerFired,
 )
 from bridge.core.handover import ClientSession, Handover, open_requests
-from bridge.core.jsonrpc import Inbound, parse_inbound, refused
+from bridge.core.jsonrpc import Inbound, parse_inbound, too_long
 from bridge.core.limits import event_for, settle
 from bridge.core.probe import Probe
 from bridge.core.restarts import Outage, Restarts
 from bridge.core.router import SOURCE
-from bridge.core.salvage import both_ends
 from bridge.core.timers import Timers
 from bridge.core.waiting import Waiting
 
@@ -213,8 +212,7 @@ class Bridge:
     def _on_too_large(self, event: MessageTooLarge) -> None:
         """A line the shell discarded as too long: answered as far as its first and last bytes
         allow (writers put the id first, or last)."""
-        inbound = refused(both_ends(event.head, event.tail),
-                          f"longer than {event.limit} bytes (mcp-rosetta's max_message_bytes)")
+        inbound = too_long(event.head, event.tail, event.limit)
         if event.side == CLIENT:
             self._on_client(inbound, "message.too_large")
         else:

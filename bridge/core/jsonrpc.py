@@ -17,7 +17,7 @@ from bridge.core.codec import (
     depth_of,
 )
 from bridge.core.eras import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
-from bridge.core.salvage import top_level
+from bridge.core.salvage import both_ends, top_level
 
 Kind = Literal["request", "notification", "response", "batch", "invalid", "refused"]
 RequestId = str | int
@@ -121,6 +121,19 @@ def refused(members: dict[str, Any], reason: str, code: int = INVALID_REQUEST) -
     """A message the bridge will not carry, known by its top-level `members`."""
     return Inbound("refused", members, reason=reason, id=_answerable_id(members.get("id")),
                    code=code)
+
+
+# The bytes a JSON text may begin with (RFC 8259 §2, after whitespace).
+_JSON_STARTS = frozenset(b'{["-0123456789tfn')
+
+
+def too_long(head: bytes, tail: bytes, limit: int) -> Inbound:
+    """A line over `limit` bytes, known by its first and last bytes: refused with -32600, or
+    with -32700 when its first bytes cannot begin any JSON text."""
+    first = head.lstrip(b" \t\n\r")[:1]
+    code = INVALID_REQUEST if not first or first[0] in _JSON_STARTS else PARSE_ERROR
+    return refused(both_ends(head, tail),
+                   f"longer than {limit} bytes (mcp-rosetta's max_message_bytes)", code)
 
 
 def _has_float_id(value: Any) -> bool:

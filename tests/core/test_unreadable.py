@@ -195,6 +195,16 @@ def test_a_fractional_id_is_invalid_and_answered_under_itself(make: Any, id_text
         b'(a number with no fraction)"}}'
 
 
+@pytest.mark.parametrize(("head", "code"), [(b"  xyzzy and more", -32700), (b"\xff\xfe{", -32700),
+                                            (b'  {"jsonrpc":"2.0","method":"tools/call"', -32600),
+                                            (b'"a long string', -32600)])
+def test_a_line_too_long_with_no_id_is_a_parse_error_only_if_it_cannot_be_json(
+        head: bytes, code: int) -> None:
+    h, _ = mode_a()
+    [error] = sent(h.too_large("client", head), "client")
+    assert error["id"] is None and error["error"]["code"] == code
+
+
 def test_a_number_id_in_a_line_too_long_comes_back_spelled_as_it_came() -> None:
     h, _ = mode_a()
     actions = h.too_large("client", b'{"jsonrpc":"2.0","id":3.000,"method":"tools/call","par')
