@@ -141,6 +141,10 @@ def sampling_for(params: Message, version: str) -> Message:
         if not isinstance(message, dict):
             messages.append(message)
             continue
-        base = {k: v for k, v in message.items() if k not in ("content", "_meta")}
-        messages.extend({**base, "content": block} for block in _blocks(message))
+        content = message.get("content")
+        base = {k: v for k, v in message.items() if k != "_meta"}  # 2025-11-25 added _meta
+        if isinstance(content, list):
+            messages.extend({**base, "content": block} for block in content)
+        else:
+            messages.append(base)
     return {**params, "messages": messages}

@@ -128,7 +128,7 @@ TOOL_RESULT = {"type": "tool_result", "toolUseId": "c1",
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
 def test_a_content_array_becomes_one_message_per_block_with_the_same_role(version: str) -> None:
     _, actions = ask(version, sampling(
-        {"role": "user", "content": [TEXT_1, IMAGE, TEXT_2]},
+        {"role": "user", "content": [TEXT_1, IMAGE, TEXT_2], "_meta": {"k": 1}},
         {"role": "assistant", "content": [{"type": "text", "text": "A cat."}]},
         {"role": "user", "content": TEXT_2}), {"sampling": {}})
     message = asked(actions, version, "CreateMessageRequest")
