@@ -25,6 +25,7 @@ from tests.core.harness import (
     request,
     sent,
 )
+from tests.core.test_golden import _schema
 
 Message = dict[str, Any]
 
@@ -255,6 +256,7 @@ def test_a_call_that_declares_no_roots_gets_the_known_roots_for_the_servers_ques
     legacy = forwarded(h.client(call(3, caps=caps)))
     actions = h.server(request(11, "roots/list"))
     assert sent(actions, "server") == [{"jsonrpc": "2.0", "id": 11, "result": {"roots": WORK}}]
+    _schema("2025-11-25", "ListRootsResult").validate(sent(actions, "server")[0]["result"])
     assert sent(actions + h.advance(1), "client") == []  # nobody is asked
     assert one(h.server(answer(legacy, DONE)), "client")["id"] == 3
 
