@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from bridge.core.context import Context
+from bridge.core.eras import INVALID_REQUEST
 from bridge.core.events import CLIENT, Action, Send
 from bridge.core.jsonrpc import Inbound, error_response, is_request_id, typed_id
-from bridge.core.limits import is_request
+from bridge.core.limits import event_for, is_request, unattributed
 
 
 class _Batch:
@@ -68,6 +69,12 @@ class Batches:
                 if item.code is not None:  # a malformed response is never answered
                     batch.answers.append(
                         error_response(item.id, item.code, f"Invalid message: {item.reason}"))
+                continue
+            if item.kind == "refused" and unattributed(item):
+                ctx.log("warning", event_for(item), side=CLIENT, reason=item.reason,
+                        outcome="answered with id null")
+                batch.answers.append(error_response(None, item.code or INVALID_REQUEST,
+                                                    f"Invalid message: {item.reason}"))
                 continue
             if item.kind == "request" or (item.kind == "refused" and is_request(item)):
                 batch.expect(item.id)

@@ -42,13 +42,12 @@ from bridge.core.events import (
     TimerFired,
 )
 from bridge.core.handover import ClientSession, Handover, open_requests
-from bridge.core.jsonrpc import Inbound, parse_inbound, refused
-from bridge.core.limits import settle
+from bridge.core.jsonrpc import Inbound, parse_inbound, too_long
+from bridge.core.limits import event_for, settle
 from bridge.core.probe import Probe
 from bridge.core.provisional import Overturn, Provisional, refused_initialize
 from bridge.core.restarts import Outage, Restarts
 from bridge.core.router import SOURCE, Router
-from bridge.core.salvage import both_ends
 from bridge.core.timers import Timers
 from bridge.core.waiting import Waiting
 
@@ -183,14 +182,14 @@ class Bridge:
         else:
             self._on_client(inbound)
 
-    def _on_client(self, inbound: Inbound, refused_as: str = "message.too_deep") -> None:
+    def _on_client(self, inbound: Inbound, refused_as: str | None = None) -> None:
         """Any message from the client; `refused_as` names the log event of a refused one."""
         kind = inbound.kind
         if kind == "batch":
             self._on_client_batch(inbound)
             return
         if kind == "refused":
-            stand_in = settle(self.ctx, CLIENT, inbound, refused_as)
+            stand_in = settle(self.ctx, CLIENT, inbound, refused_as or event_for(inbound))
             if stand_in is None:
                 return
             inbound = stand_in
@@ -210,10 +209,10 @@ class Bridge:
         for item in self.batches.start(inbound.items, self.ctx):
             self._on_client(item)
 
-    def _on_server(self, inbound: Inbound, refused_as: str = "message.too_deep") -> None:
+    def _on_server(self, inbound: Inbound, refused_as: str | None = None) -> None:
         """Any message from the server; `refused_as` names the log event of a refused one."""
         if inbound.kind == "refused":
-            stand_in = settle(self.ctx, SERVER, inbound, refused_as)
+            stand_in = settle(self.ctx, SERVER, inbound, refused_as or event_for(inbound))
             if stand_in is None:
                 return
             inbound = stand_in
@@ -239,8 +238,7 @@ class Bridge:
     def _on_too_large(self, event: MessageTooLarge) -> None:
         """A line the shell discarded as too long: answered as far as its first and last bytes
         allow (writers put the id first, or last)."""
-        inbound = refused(both_ends(event.head, event.tail),
-                          f"longer than {event.limit} bytes (mcp-rosetta's max_message_bytes)")
+        inbound = too_long(event.head, event.tail, event.limit)
         if event.side == CLIENT:
             self._on_client(inbound, "message.too_large")
         else:

@@ -54,7 +54,7 @@ class RawNumber:
 
     @property
     def is_integer(self) -> bool:
-        return not any(c in self.text for c in ".eE")
+        return is_integral(self.text)
 
     def __eq__(self, other: object) -> bool:
         return type(other) is RawNumber and other.text == self.text
@@ -64,6 +64,32 @@ class RawNumber:
 
     def __repr__(self) -> str:
         return self.text
+
+
+def is_integral(text: str) -> bool:
+    """Whether the JSON number `text` is an integer as JSON Schema counts one: any number with
+    a zero fractional part (`2`, `2.0`, `2e3`, `-1.50e1`), exactly, whatever its size."""
+    mantissa, _, exponent = text.lower().partition("e")
+    whole, _, fraction = mantissa.lstrip("-").partition(".")
+    fraction = fraction.rstrip("0")
+    digits = (whole + fraction).lstrip("0")
+    if not digits:
+        return True  # zero
+    scale = len(digits) - len(digits.rstrip("0")) - len(fraction)  # trailing zeros, places
+    power = exponent.lstrip("+-").lstrip("0")
+    if len(power) > 18:  # beyond any place count a line can hold: the sign decides
+        return not exponent.startswith("-")
+    return scale + (-int(power or 0) if exponent.startswith("-") else int(power or 0)) >= 0
+
+
+def decode_spelled(line: bytes | str) -> Any:
+    """`line` decoded with every number that has a fraction or an exponent kept as its text
+    (a RawNumber), for the few values whose spelling must come back as it came (request ids)."""
+    try:
+        return json.loads(line, parse_constant=_reject_constant, parse_int=_integer,
+                          parse_float=RawNumber)
+    except (RecursionError, ValueError, UnicodeDecodeError):
+        return None
 
 
 def _integer(text: str) -> int | RawNumber:

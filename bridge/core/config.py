@@ -64,9 +64,10 @@ class CoreConfig:
     roots: tuple[str, ...] = ()
     """Mode B: file:// URIs the bridge answers a legacy server's roots/list with while it
     does not know the modern client's roots."""
-    roots_refresh: float = 0.0
+    roots_refresh: float = 60.0
     """Mode B: seconds the client's roots, once heard, are trusted before a call that declares
-    roots asks for them again (once the server has been given roots); 0: every such call."""
+    roots asks for them again (once the server has been given roots); 0: every such call. A
+    client's notifications/roots/list_changed makes the next such call ask at once."""
     roots_wait: float = 2.0
     """Mode B: seconds calls wait, after the server was told the roots changed, for it to ask
     for them again and answer a ping."""

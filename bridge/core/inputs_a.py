@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from bridge.core.capabilities import declares, input_capability
 from bridge.core.eras import INTERNAL_ERROR
 from bridge.core.events import CLIENT, SERVER
+from bridge.core.legacy_inputs import elicitation_for, for_revision, unfit
 from bridge.core.normalize import normalize_result
 from bridge.core.router import SOURCE, Pending
 
@@ -154,10 +155,10 @@ class InputLoop:
         if params is not None and not isinstance(params, dict):
             return "params must be an object"
         needed = input_capability(method, params)
-        if declares(self.mode.client_caps_legacy, needed):
-            return None
-        return (f"the server asked for {method} needing capability {'.'.join(needed)}, "
-                f"which the client did not declare (a server bug)")
+        if not declares(self.mode.client_caps_legacy, needed):
+            return (f"the server asked for {method} needing capability {'.'.join(needed)}, "
+                    f"which the client did not declare (a server bug)")
+        return unfit(method, params or {}, self.mode.version)
 
     def _dispatch(self, call: Call, key: str, request: Message,
                   previous: dict[str, Message]) -> bool:
@@ -179,32 +180,14 @@ class InputLoop:
             call.waiting_elicitations += 1
             self.elicitations.append((call, key, self._legacy_elicitation(params)))
             return False
-        if method == "sampling/createMessage":
-            params = self._legacy_sampling(params)
-        self._ask(call, key, method, params)
+        self._ask(call, key, method, for_revision(method, params, self.mode.version))
         return False
 
     def _legacy_elicitation(self, params: Message) -> Message:
-        version = self.mode.version
-        if version < "2025-11-25":
-            params.pop("mode", None)  # 2025-06-18 elicitation has no mode (form only)
-        elif params.get("mode") == "url":
+        params = elicitation_for(params, self.mode.version)
+        if params.get("mode") == "url":  # only a 2025-11-25 client can have declared url
             params["elicitationId"] = self.ctx.mint_id()  # required by 2025-11-25, §5.9
         return params
-
-    def _legacy_sampling(self, params: Message) -> Message:
-        if self.mode.version >= "2025-11-25":
-            return params
-        given = params.get("messages")
-        if not isinstance(given, list):
-            return params
-        messages = []
-        for message in given:
-            content = message.get("content") if isinstance(message, dict) else None
-            if isinstance(content, list) and len(content) == 1:
-                message = {**message, "content": content[0]}  # arrays arrived in 2025-11-25
-            messages.append(message)
-        return {**params, "messages": messages}
 
     def _ask(self, call: Call, key: str, method: str, params: Message) -> None:
         bid = self.router.issue(CLIENT, method, params, "input",

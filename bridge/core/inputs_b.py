@@ -242,15 +242,16 @@ class Inputs:
             return
         if call is None:
             if self.shared:  # shared calls declared no input capability at all
-                self._refuse(message["id"], message["method"], message.get("params"), {})
+                self._refuse_or_answer(message["id"], message["method"],
+                                       message.get("params"), {})
             else:
                 self._answer_unsolicited(message)
             return
         question = Question(call.next_key(), message["id"], message["method"],
                             message.get("params"))
         if call.owner is not None and not self._allowed(call, question):
-            self._refuse(question.legacy_id, question.method, question.raw_params,
-                         call.meta.capabilities)
+            self._refuse_or_answer(question.legacy_id, question.method, question.raw_params,
+                                   call.meta.capabilities)
             return
         call.questions[question.key] = question
         self.asked[typed(question.legacy_id)] = (call, question)
@@ -302,8 +303,8 @@ class Inputs:
         for question in list(call.questions.values()):
             if question.legacy_id is not None and not self._allowed(call, question):
                 self._forget(call, question)
-                self._refuse(question.legacy_id, question.method, question.raw_params,
-                             call.meta.capabilities)
+                self._refuse_or_answer(question.legacy_id, question.method,
+                                       question.raw_params, call.meta.capabilities)
 
     # The client's retry -------------------------------------------------------------------
 
@@ -373,8 +374,14 @@ class Inputs:
             self._forget(call, question)
             if question.method == "roots/list" and isinstance(response.get("roots"), list):
                 self.roots.relayed(response["roots"], self.ctx.now)
-            self.ctx.reply(SERVER, question.legacy_id,
-                           _legacy_answer(question.method, response, self.mode.version))
+            answer = _legacy_answer(question.method, response, self.mode.version)
+            if isinstance(answer, str):
+                self.ctx.log("warning", "input.unfit_answer", method=question.method,
+                             key=question.key, problem=answer)
+                self.ctx.reply_error(SERVER, question.legacy_id, INTERNAL_ERROR,
+                                     f"mcp-rosetta: {answer}", SOURCE)
+            else:
+                self.ctx.reply(SERVER, question.legacy_id, answer)
 
     # URL elicitation required (-32042), §5.9 (ii) -----------------------------------------
 
@@ -504,6 +511,23 @@ class Inputs:
         else:
             self.ctx.reply_error(SERVER, message["id"], USER_REJECTED,
                                  "Sampling request rejected: no request in flight can carry it")
+
+    def _refuse_or_answer(self, legacy_id: Any, method: str, params: Any,
+                          caps: Message) -> None:
+        """A question the call did not declare: roots/list is answered from the roots the
+        bridge knows (nobody is asked, so the call's capabilities are not overstepped, and a
+        refusal would only withhold what the server was given before); the rest is refused."""
+        if method == "roots/list" and self.roots.any_known():
+            self.ctx.log("info", "input.answered_locally", method=method,
+                         reason="the request did not declare roots; the known roots")
+            self.ctx.reply(SERVER, legacy_id, self.roots.answer())
+        else:
+            self._refuse(legacy_id, method, params, caps)
+
+    def roots_changed(self) -> None:
+        """The client said its roots changed: the next call that declares roots asks."""
+        self.roots.stale = True
+        self.ctx.log("info", "roots.stale")
 
     def _refuse(self, legacy_id: Any, method: str, params: Any, caps: Message) -> None:
         """The call did not declare what the question needs: answer as such a client would.
@@ -662,11 +686,21 @@ def _url_question(elicitation: Any) -> Question | None:
     return Question(f"url-{eid}", None, "elicitation/create", params)
 
 
-def _legacy_answer(method: str, response: Message, version: str) -> Message:
-    """A modern input response as the legacy result the server's revision expects (§5.5)."""
+def _legacy_answer(method: str, response: Message, version: str) -> Message | str:
+    """A modern input response as the legacy result the server's revision expects (§5.5), or
+    why that revision cannot hold it."""
     answer = {k: v for k, v in response.items() if k != "resultType"}
     content = answer.get("content")
     if method == "sampling/createMessage" and version < "2025-11-25" \
-            and isinstance(content, list) and len(content) == 1:
-        answer["content"] = content[0]  # content arrays arrived in 2025-11-25
+            and isinstance(content, list):
+        # Content arrays arrived in 2025-11-25; before, CreateMessageResult holds one block.
+        if len(content) == 1:
+            answer["content"] = content[0]
+        elif content and all(isinstance(b, dict) and b.get("type") == "text"
+                             and isinstance(b.get("text"), str) for b in content):
+            answer["content"] = {"type": "text",
+                                 "text": "\n\n".join(b["text"] for b in content)}
+        else:
+            return (f"the client's sampling answer has {len(content)} content blocks, not all "
+                    f"text; revision {version} holds one block")
     return answer

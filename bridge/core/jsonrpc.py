@@ -7,9 +7,17 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from bridge.core.codec import MAX_DEPTH, DecodeError, RawNumber, TooDeep, decode, depth_of
+from bridge.core.codec import (
+    MAX_DEPTH,
+    DecodeError,
+    RawNumber,
+    TooDeep,
+    decode,
+    decode_spelled,
+    depth_of,
+)
 from bridge.core.eras import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
-from bridge.core.salvage import top_level
+from bridge.core.salvage import both_ends, top_level
 
 Kind = Literal["request", "notification", "response", "batch", "invalid", "refused"]
 RequestId = str | int
@@ -29,9 +37,14 @@ class Inbound:
     JSON-RPC error code to answer with (JSON-RPC 2.0 §5: id null when unknown), or None
     when nothing may be answered (a malformed response is never answered).
 
-    `refused` is a message the bridge will not carry (too deep, or too long: see limits.py):
-    `message` holds its top-level members as far as they could be read (salvage.py), `id` its
-    usable request id or None, and `reason` why it was refused.
+    `refused` is a message the bridge will not carry (too deep, too long, or not JSON: see
+    limits.py): `message` holds its top-level members as far as they could be read
+    (salvage.py), `id` its request id or None, `reason` why it was refused, and `code` the
+    error it is answered with (-32700 for what is not JSON, else -32600), or None for a
+    notification read whole, which is never answered.
+
+    A number id (`2.0`, `2.5`) is a RawNumber holding its text, so that an answer carries the
+    id spelled as it came.
     """
 
     __slots__ = ("code", "id", "items", "kind", "message", "reason")
@@ -58,9 +71,25 @@ class Inbound:
 
 
 def is_request_id(value: Any) -> bool:
-    """MCP's RequestId is a string or an integer (of any size); a bool is neither, nor a float."""
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)) \
-        or (type(value) is RawNumber and value.is_integer)
+    """MCP's RequestId is a string or an integer (of any size); a bool is neither.
+
+    An integer as JSON Schema counts one: `2.0` is one (a float, or a RawNumber with its
+    text), `2.5` is not.
+    """
+    kind = type(value)
+    if kind is str or kind is int:
+        return True
+    if kind is float:
+        return bool(value.is_integer())
+    return kind is RawNumber and bool(value.is_integer)
+
+
+def _answerable_id(value: Any) -> Any:
+    """The id an error about an invalid message goes under: a request id, or any other number
+    (JSON-RPC 2.0 §5: the id is echoed when it could be detected); else None (id null)."""
+    if is_request_id(value) or type(value) is float or type(value) is RawNumber:
+        return value
+    return None
 
 
 def typed_id(value: Any) -> tuple[type, Any]:
@@ -82,26 +111,127 @@ def parse_inbound(line: bytes | str, *, batching: bool = False) -> Inbound:
     except TooDeep as exc:
         return _too_deep(line, exc.value, batching)
     except DecodeError as exc:
-        return Inbound("invalid", None, reason=f"not JSON: {exc}", code=PARSE_ERROR)
+        return _not_json(line, exc)
+    if _has_float_id(message):
+        message = _spell_ids(line, message)
     return classify(message, batching=batching)
 
 
-def refused(members: dict[str, Any], reason: str) -> Inbound:
+def refused(members: dict[str, Any], reason: str, code: int = INVALID_REQUEST) -> Inbound:
     """A message the bridge will not carry, known by its top-level `members`."""
-    raw_id = members.get("id")
-    return Inbound("refused", members, reason=reason, id=raw_id if is_request_id(raw_id) else None)
+    return Inbound("refused", members, reason=reason, id=_answerable_id(members.get("id")),
+                   code=code)
+
+
+# The bytes a JSON text may begin with (RFC 8259 §2, after whitespace).
+_JSON_STARTS = frozenset(b'{["-0123456789tfn')
+
+
+def too_long(head: bytes, tail: bytes, limit: int) -> Inbound:
+    """A line over `limit` bytes, known by its first and last bytes: refused with -32600, or
+    with -32700 when its first bytes cannot begin any JSON text."""
+    first = head.lstrip(b" \t\n\r")[:1]
+    code = INVALID_REQUEST if not first or first[0] in _JSON_STARTS else PARSE_ERROR
+    return refused(both_ends(head, tail),
+                   f"longer than {limit} bytes (mcp-rosetta's max_message_bytes)", code)
+
+
+def _has_float_id(value: Any) -> bool:
+    if type(value) is dict:
+        return type(value.get("id")) is float
+    return type(value) is list and any(
+        type(item) is dict and type(item.get("id")) is float for item in value)
+
+
+def _spell_ids(line: bytes | str, value: Any) -> Any:
+    """`value` with its number ids (`2.0`) as their text, read again from `line`: as floats
+    they would come back spelled otherwise (`2.00` as `2.0`), and be taken for integers they
+    are not (`2.0000000000000001`). Rare: one more parse of the line, by the stdlib."""
+    spelled = decode_spelled(line)
+    if type(value) is dict:
+        return _with_id_of(value, spelled)
+    if type(spelled) is not list or len(spelled) != len(value):
+        return value
+    return [_with_id_of(item, original) for item, original in zip(value, spelled, strict=True)]
+
+
+def _with_id_of(message: Any, original: Any) -> Any:
+    if type(message) is dict and type(message.get("id")) is float and type(original) is dict \
+            and type(original.get("id")) is RawNumber:
+        return {**message, "id": original["id"]}
+    return message
+
+
+# How much of a line that is not JSON is searched for its top-level members: enough for any
+# id written before the params, at a bounded cost whatever the line's length. Its last bytes
+# are not searched: in a broken line the last "}" may close a nested object, not the message.
+_UNREADABLE_BYTES = 4096
+
+
+def _not_json(line: bytes | str, error: DecodeError) -> Inbound:
+    """A line that is not JSON, refused with -32700: under its id when one can be read, since
+    JSON-RPC 2.0 §5 asks for id null only when the id could not be detected."""
+    data = line if isinstance(line, bytes) else line.encode(errors="surrogatepass")
+    head = data[:_UNREADABLE_BYTES]
+    members = _utf8_repaired(data)
+    if members is None:
+        return refused(top_level(head), f"not JSON: {error}", PARSE_ERROR)
+    if type(members.get("id")) is float:
+        members = _with_spelled_id(members, head)
+    return refused(members, "not JSON: not valid UTF-8 (RFC 8259 §8.1)", PARSE_ERROR)
+
+
+_REPLACEMENT = "\ufffd"
+
+
+def _utf8_repaired(data: bytes) -> dict[str, Any] | None:
+    """The top-level members of `data` if its only fault is invalid UTF-8 (inside strings),
+    read with each bad byte replaced; an id the bytes touched is not kept. None otherwise."""
+    try:
+        data.decode("utf-8")
+        return None  # valid UTF-8: the fault lies elsewhere
+    except UnicodeDecodeError:
+        pass
+    try:
+        value = decode(data.decode("utf-8", errors="replace").encode())
+    except DecodeError:
+        return None
+    if not isinstance(value, dict):
+        return {}
+    raw_id = value.get("id")
+    if type(raw_id) is str and _REPLACEMENT in raw_id:
+        value = {k: v for k, v in value.items() if k != "id"}
+    return value
 
 
 def _too_deep(line: bytes | str, value: Any, batching: bool) -> Inbound:
+    if _has_float_id(value):
+        value = _spell_ids(line, value)
     if batching and isinstance(value, list) and value:
         # Elements travel one by one: only those too deep themselves are refused.
         return Inbound("batch", value, items=[
-            refused(m, TOO_DEEP) if type(m) is dict and depth_of(m) > MAX_DEPTH
+            _refused_whole(m) if type(m) is dict and depth_of(m) > MAX_DEPTH
             else _classify_element(m) for m in value])
     if value is None:  # too deep even to be read: its members come from its first bytes
         head = line[:_SALVAGE_BYTES]
         value = top_level(head if isinstance(head, bytes) else head.encode(errors="replace"))
+    elif isinstance(value, dict):
+        return _refused_whole(value)
     return refused(value if isinstance(value, dict) else {}, TOO_DEEP)
+
+
+def _refused_whole(message: dict[str, Any]) -> Inbound:
+    """A message too deep but read whole. One with no id is a notification (or a response),
+    never answered (JSON-RPC 2.0 §4.1), even when the bridge refuses it."""
+    if "id" in message:
+        return refused(message, TOO_DEEP)
+    return Inbound("refused", message, reason=TOO_DEEP, code=None)
+
+
+def _with_spelled_id(members: dict[str, Any], head: bytes) -> dict[str, Any]:
+    """`members` with a float id replaced by its text as the line's head shows it (if it does)."""
+    spelled = top_level(head).get("id")
+    return {**members, "id": spelled} if type(spelled) is RawNumber else members
 
 
 def classify(message: Any, *, batching: bool = False) -> Inbound:
@@ -148,7 +278,7 @@ def _classify_call(message: dict[str, Any]) -> Inbound:
     if "id" not in message:
         return Inbound("notification", message)
     if not is_request_id(message["id"]):
-        return _invalid(message, "id must be a string or an integer")
+        return _invalid(message, "id must be a string or an integer (a number with no fraction)")
     return Inbound("request", message, id=message["id"])
 
 
@@ -175,9 +305,8 @@ def _is_error_object(error: Any) -> bool:
 
 
 def _invalid(message: dict[str, Any], reason: str, code: int = INVALID_REQUEST) -> Inbound:
-    # Keep the id when it is a usable one, so the sender can get an error it can correlate.
-    raw_id = message.get("id")
-    return Inbound("invalid", message, reason=reason, id=raw_id if is_request_id(raw_id) else None,
+    # Keep the id when it can be read, so the sender can get an error it can correlate.
+    return Inbound("invalid", message, reason=reason, id=_answerable_id(message.get("id")),
                    code=code)
 
 

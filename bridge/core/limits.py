@@ -1,16 +1,26 @@
-"""Messages the bridge will not carry (too deep, or too long): the one answer each still owes.
+"""Messages the bridge will not carry (too deep, too long, not JSON): the one answer each owes.
 
 Must not look past the top-level members of the refused message (jsonrpc.refused): a request
 gets an error under its id; a response is replaced by an error response, so whoever waits on
-it hears why; anything else is a logged drop.
+it hears why; a client's message whose id cannot be read gets an error with id null (JSON-RPC
+2.0 §5), as any other unattributable input does; anything else is a logged drop.
 """
 
 from __future__ import annotations
 
 from bridge.core.context import Context
-from bridge.core.eras import INTERNAL_ERROR, INVALID_REQUEST
-from bridge.core.events import Side
+from bridge.core.eras import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+from bridge.core.events import CLIENT, Side
 from bridge.core.jsonrpc import Inbound, error_response
+
+
+def event_for(inbound: Inbound) -> str:
+    """The log event of a refused message, by why it was refused."""
+    return "message.invalid" if inbound.code == PARSE_ERROR else "message.too_deep"
+
+
+def _is_response(members: dict[str, object]) -> bool:
+    return "method" not in members and ("result" in members or "error" in members)
 
 
 def is_request(inbound: Inbound) -> bool:
@@ -19,22 +29,34 @@ def is_request(inbound: Inbound) -> bool:
     As for any message: one with a usable id is a request unless it has the shape of a
     response (result or error, and no method); a response is never answered.
     """
-    members = inbound.message
-    return inbound.id is not None and (
-        "method" in members or not ("result" in members or "error" in members))
+    return inbound.id is not None and not _is_response(inbound.message)
+
+
+def unattributed(inbound: Inbound) -> bool:
+    """Whether a refused message from the client is owed an error with id null: no id could
+    be read, and it is neither a response nor a notification read whole (never answered)."""
+    return inbound.id is None and inbound.code is not None \
+        and not _is_response(inbound.message)
 
 
 def settle(ctx: Context, side: Side, inbound: Inbound, event: str) -> Inbound | None:
     """Answer a refused message from `side`; the error response standing in for it, if it was
     a response (to be handled like any other, so whoever waits on it hears why), else None."""
     request_id = inbound.id
+    code = INVALID_REQUEST if inbound.code is None else inbound.code
     if is_request(inbound):
         ctx.log("warning", event, side=side, id=request_id, reason=inbound.reason,
                 outcome="refused")
-        ctx.reply_error(side, request_id, INVALID_REQUEST, f"Invalid message: {inbound.reason}")
+        ctx.reply_error(side, request_id, code, f"Invalid message: {inbound.reason}")
         return None
     if request_id is None:
-        ctx.log("warning", event, side=side, reason=inbound.reason, outcome="dropped")
+        # The client is told even when it sent no request (JSON-RPC 2.0 §7: invalid JSON is
+        # answered with id null); a server is not sent errors it cannot match to anything.
+        answered = side == CLIENT and unattributed(inbound)
+        ctx.log("warning", event, side=side, reason=inbound.reason,
+                outcome="answered with id null" if answered else "dropped")
+        if answered:
+            ctx.reply_error(side, None, code, f"Invalid message: {inbound.reason}")
         return None
     ctx.log("warning", event, side=side, id=request_id, reason=inbound.reason,
             outcome="answered with an error")

@@ -118,6 +118,8 @@ class ModeB:
         elif kind == "notification":
             if message["method"] == "notifications/cancelled":
                 self._cancel(message.get("params") or {})
+            elif message["method"] == "notifications/roots/list_changed":
+                self.inputs.roots_changed()
             else:  # ClientNotification (2026-07-28) is notifications/cancelled alone
                 self.ctx.debug("notification.dropped", side=CLIENT, method=message["method"])
         elif kind == "response":

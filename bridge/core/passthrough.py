@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bridge.core.context import Context
-from bridge.core.eras import BATCHING_VERSION, META_SUBSCRIPTION_ID, Era
+from bridge.core.eras import BATCHING_VERSION, INTERNAL_ERROR, META_SUBSCRIPTION_ID, Era
 from bridge.core.events import CLIENT, SERVER, Side
 from bridge.core.handover import (
     ClientSession,
@@ -27,7 +27,8 @@ from bridge.core.handover import (
 )
 from bridge.core.jsonrpc import Inbound, notification
 from bridge.core.restarts import Outage
-from bridge.core.router import BRIDGE, Pending, Router, other
+from bridge.core.revision_gap import RevisionGap, needs_shaping
+from bridge.core.router import BRIDGE, SOURCE, Pending, Router, other
 
 Message = dict[str, Any]
 
@@ -46,6 +47,9 @@ class PassThrough:
         self.router = Router(ctx)
         self.batching = False
         self.legacy: LegacySession | None = None  # once the client's initialize is answered
+        # A restarted legacy server that negotiated a newer revision than the client's: what
+        # it sends is shaped for the client's (revision_gap.py).
+        self.gap: RevisionGap | None = None
         self._resuming = False
         # The client requests that shape its session, forwarded with a row that remembers
         # what they change; every other request passes with nothing kept.
@@ -82,10 +86,19 @@ class PassThrough:
         kind = inbound.kind
         message = inbound.message
         if kind == "request":
-            self.router.forward(other(side), message)
+            if side == SERVER and self.gap is not None:
+                self._shaped_request(message)
+            else:
+                self.router.forward(other(side), message)
         elif kind == "response":
             self._return(side, message)
         elif kind == "notification":
+            if side == SERVER and self.gap is not None:
+                message = self.gap.notification(message)
+                if message is None:
+                    self.ctx.debug("notification.dropped", side=SERVER, method=inbound.message[
+                        "method"], reason=f"revision {self.gap.version} has no such notification")
+                    return
             method = message["method"]
             if method == "notifications/cancelled":
                 self._relay_cancel(side, message)
@@ -108,7 +121,23 @@ class PassThrough:
                 return
             self._on_tracked_answer(row, message)
         message["id"] = row.origin_id
+        if side == SERVER and self.gap is not None and "result" in message:
+            message["result"] = self.gap.result(row.method, message["result"])
         self.ctx.send(other(side), message)
+
+    def _shaped_request(self, message: Message) -> None:
+        """A request of the newer server to the client: shaped for the client's revision, or
+        refused to the server with the reason when that revision has no form for it."""
+        assert self.gap is not None
+        problem = self.gap.request_problem(message)
+        if problem is None:
+            self.router.forward(CLIENT, self.gap.request(message))
+            return
+        self.ctx.log("warning", "request.unfit", side=SERVER, method=message["method"],
+                     version=self.gap.version, problem=problem)
+        self.ctx.reply_error(SERVER, message["id"], INTERNAL_ERROR,
+                             f"mcp-rosetta: the client speaks {self.gap.version}: {problem}",
+                             SOURCE)
 
     def _retag(self, message: Message, row: Pending | None = None) -> bool:
         """A listen stream's tag names the bridge's id; the client knows its own (§11.12).
@@ -258,9 +287,17 @@ class PassThrough:
             self.ctx.cancel_timer(RESUME)
             version = (message.get("result") or {}).get("protocolVersion")
             if self.legacy is not None and version not in (None, self.legacy.version):
-                self.ctx.log("warning", "session.version_changed", client=self.legacy.version,
-                             server=version)
+                self._version_changed(self.legacy.version, version)
             self._reopen_legacy()
+
+    def _version_changed(self, client: str, server: Any) -> None:
+        """The new server negotiated another revision than the client was answered with: the
+        client keeps seeing its own (TRANSLATION.md §11.25)."""
+        shaped = needs_shaping(client, server)
+        if shaped:
+            self.gap = RevisionGap(client)
+        self.ctx.log("warning", "session.version_changed", client=client, server=server,
+                     outcome=f"shaped for {client}" if shaped else "relayed as it is (older)")
 
     def _reopen_legacy(self) -> None:
         """The replayed initialize is answered: the rest of the session, then the client."""

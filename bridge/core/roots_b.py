@@ -9,11 +9,14 @@ Why the bridge asks on its own. A legacy server commonly asks roots/list once (r
 is initialized, on a timer, or in its first call that needs them), keeps the answer, and
 relies on notifications/roots/list_changed to hear of changes. A modern client gives its
 roots only in a call's input round, and never says they changed. So once the server has been
-given roots, a call that declares roots first gets one roots round of the bridge's own:
-always if the server got them from the bridge (the client's were unknown), and again whenever
-what the bridge knows is older than `roots_refresh` (0: on every such call) if the server can
-be told of changes. Whenever the client's roots differ from what the server was last told,
-the server is told.
+given roots, a call that declares roots first gets one roots round of the bridge's own when
+what the bridge knows may be stale: always if the server got them from the bridge (the
+client's were unknown); after the client sent notifications/roots/list_changed (removed in
+2026-07-28, but a dual-era client may still send it: the one sign of change it can give); and
+once what the bridge knows is older than `roots_refresh` (0: on every such call) if the server
+can be told of changes. Whenever the client's roots differ from what the server was last told,
+the server is told. A question the bridge answers itself gets the client's roots if known, else
+the configured ones.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ REASK, FENCE, SETTLE = "reask", "fence", "settle"
 class Roots:
     """The client's roots as last heard, the legacy server's as last told."""
 
-    __slots__ = ("known", "learned_at", "listens", "resync", "static", "told")
+    __slots__ = ("known", "learned_at", "listens", "resync", "stale", "static", "told")
 
     def __init__(self, static: tuple[str, ...]) -> None:
         self.static: list[Any] = [{"uri": uri} for uri in static]  # the `roots` setting
@@ -43,6 +46,7 @@ class Roots:
         self.told: list[Any] | None = None  # what the server last got for roots/list
         self.listens = False  # whether the server was promised roots/list_changed
         self.resync: str | None = None  # REASK, FENCE or SETTLE while the server catches up
+        self.stale = False  # the client said its roots changed since the bridge heard them
 
     def capability(self, client_caps: Message) -> Message:
         """The roots capability to declare to the legacy server at initialize.
@@ -52,6 +56,10 @@ class Roots:
         """
         self.listens = declares(client_caps, ("roots",))
         return {"listChanged": True} if self.listens else {}
+
+    def any_known(self) -> bool:
+        """Whether the bridge has roots to give: the client's, or configured ones."""
+        return self.known is not None or bool(self.static)
 
     def answer(self) -> Message:
         """The answer to a roots/list the bridge must give itself: the client's roots if
@@ -64,7 +72,7 @@ class Roots:
         """Whether a call declaring `client_caps` should first ask the client for its roots."""
         if self.told is None or not declares(client_caps, ("roots",)):
             return False
-        if self.known is None:
+        if self.known is None or self.stale:
             return True
         return self.listens and now - self.learned_at >= refresh
 
@@ -72,9 +80,11 @@ class Roots:
         """The client gave its roots; True if the server must now be told they changed."""
         self.known = roots
         self.learned_at = now
+        self.stale = False
         return self.listens and self.told is not None and roots != self.told
 
     def relayed(self, roots: list[Any], now: float) -> None:
         """The server asked during a call and got the client's own answer."""
         self.known = self.told = roots
         self.learned_at = now
+        self.stale = False

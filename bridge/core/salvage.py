@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from bridge.core.codec import DecodeError, decode
+from bridge.core.codec import DecodeError, RawNumber, decode
 
 UNREAD: Final = object()
 """The value of a member whose key was read but whose value was not: an object, an array, or
@@ -35,9 +35,9 @@ def top_level(data: bytes) -> dict[str, Any]:
     """The members of the object `data` begins, as far as `data` shows them.
 
     A member whose value is a string, number, true, false or null complete within `data` maps
-    to that value (numbers exact, as `decode` reads them); any other member seen maps to
-    UNREAD. The scan stops at the first thing it cannot read, and once it has the id and one
-    of method, result or error. Not an object: {}.
+    to that value (integers exact, as `decode` reads them; other numbers as their text, in a
+    RawNumber); any other member seen maps to UNREAD. The scan stops at the first thing it
+    cannot read, and once it has the id and one of method, result or error. Not an object: {}.
     """
     members: dict[str, Any] = {}
     end = len(data)
@@ -63,7 +63,7 @@ def top_level(data: bytes) -> dict[str, Any]:
             if token is None or (bare is not None and pos == end):
                 break  # not a value, or a literal that may go on past `data`
             try:
-                members[key] = decode(token)  # type: ignore[index]
+                members[key] = _plain(token)  # type: ignore[index]
             except DecodeError:
                 break
             if members.get("id", UNREAD) is not UNREAD and any(k in members for k in _KINDS):
@@ -84,6 +84,13 @@ def top_level(data: bytes) -> dict[str, Any]:
         else:
             break  # the end of the object, or not JSON
     return members
+
+
+def _plain(token: bytes) -> Any:
+    """A plain value's token decoded; a number with a fraction or an exponent as its text, so
+    an id answered from it is spelled as it came (jsonrpc.Inbound)."""
+    value = decode(token)
+    return RawNumber(token.decode()) if type(value) is float else value
 
 
 _WHITESPACE = b" \t\n\r"
@@ -122,7 +129,7 @@ def trailing(data: bytes) -> dict[str, Any]:
         if key_start is None:
             break
         try:
-            key, value = decode(data[key_start:key_end]), decode(data[value_start:value_end])
+            key, value = decode(data[key_start:key_end]), _plain(data[value_start:value_end])
         except DecodeError:
             break
         members.setdefault(key, value)  # read backwards: the last of a repeated key wins

@@ -26,12 +26,21 @@ _MCP_RESERVED = range(-32099, -32019)
 def result_for_modern(result: dict[str, Any], method: str | None,
                       server_info: dict[str, Any] | None = None, ttl_ms: int = 0,
                       cache_scope: str = "private") -> dict[str, Any]:
-    """A legacy result as a modern server sends it: resultType, cache hints, serverInfo."""
+    """A legacy result as a modern server sends it: resultType, cache hints, serverInfo.
+
+    A legacy result's own `resultType`, `ttlMs` or `cacheScope` are none of its era's fields
+    (whatever they hold, the legacy server did not mean them as 2026-07-28 does), so the
+    bridge's values replace them, and cache hints go from results of methods that have none
+    (server/utilities/caching.mdx names the six that do).
+    """
     out = dict(result)
-    out.setdefault("resultType", "complete")
+    out["resultType"] = "complete"  # a legacy result is always whole (basic/index.mdx)
     if method in CACHEABLE:
-        out.setdefault("ttlMs", ttl_ms)
-        out.setdefault("cacheScope", cache_scope)
+        out["ttlMs"] = ttl_ms
+        out["cacheScope"] = cache_scope
+    elif "ttlMs" in out or "cacheScope" in out:
+        out.pop("ttlMs", None)
+        out.pop("cacheScope", None)
     if server_info is not None:
         _put_server_info(out, server_info)  # `out` is ours already: no second copy
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from bridge.core.codec import TooDeep, decode, encode
+from bridge.core.codec import DecodeError, RawNumber, TooDeep, decode, decode_spelled, encode
 from bridge.core.config import CoreConfig
 from bridge.core.eras import LATEST_LEGACY_VERSION, LEGACY_PROTOCOL_VERSIONS, META_SUBSCRIPTION_ID
 from bridge.core.events import Action, RestartChild, Send, Stop
@@ -109,13 +109,38 @@ def _ids_of(value: Any) -> list[Any]:
 
 
 def as_bridge_reads(line: bytes) -> Any:
-    """The value the bridge makes of `line` (top-level members only, if it is too deep)."""
+    """The value the bridge makes of `line`: its top-level members only, if it is too deep
+    or not JSON (an id the line shows before its first unreadable byte counts, as does one
+    untouched by bytes that are not UTF-8); number ids as their text, as they came."""
     try:
-        return decode(line)
+        return _spelled_ids(line, decode(line))
     except TooDeep as exc:
-        return exc.value if exc.value is not None else top_level(line)
+        return _spelled_ids(line, exc.value) if exc.value is not None else top_level(line)
     except ValueError:
-        return None
+        pass
+    try:
+        repaired = decode(line.decode(errors="replace").encode())
+    except (DecodeError, UnicodeDecodeError):
+        return top_level(line[:4096])
+    if not isinstance(repaired, dict):
+        return {}
+    if "\ufffd" in str(repaired.get("id")):
+        repaired.pop("id")
+    elif type(repaired.get("id")) is float:
+        repaired["id"] = top_level(line[:4096]).get("id", repaired["id"])
+    return repaired
+
+
+def _spelled_ids(line: bytes, value: Any) -> Any:
+    """`value` with each id the line writes with a fraction or an exponent as its text."""
+    spelled = decode_spelled(line)
+    pairs = zip(value, spelled, strict=False) if isinstance(value, list) \
+        and isinstance(spelled, list) else [(value, spelled)]
+    for item, original in pairs:
+        if isinstance(item, dict) and isinstance(original, dict) \
+                and type(original.get("id")) is RawNumber:
+            item["id"] = original["id"]
+    return value
 
 
 class Session:
@@ -144,7 +169,9 @@ class Session:
     # Feeding ------------------------------------------------------------------------------
 
     def feed(self, side: str, message: Any) -> None:
-        line = encode(message).rstrip(b"\n")
+        self.feed_line(side, encode(message).rstrip(b"\n"))
+
+    def feed_line(self, side: str, line: bytes) -> None:
         if side == "client":
             self._note_client_line(as_bridge_reads(line))
             self.observe(self.h.client(line))

@@ -34,9 +34,17 @@ def test_numbers_python_cannot_hold_cheaply_are_kept_as_their_text(text: bytes) 
     assert encode(value) == b'{"n":' + text + b"}\n"
 
 
-def test_a_long_integer_is_an_integer_and_a_float_beyond_range_is_not() -> None:
-    assert RawNumber("9" * 5000).is_integer
-    assert not RawNumber("1e400").is_integer
+@pytest.mark.parametrize(("text", "integral"), [
+    ("9" * 5000, True), ("1e400", True), ("-2.5E+999", True), ("2.0", True), ("2.500e1", True),
+    ("-0", True), ("0.000e-7", True), ("10e-1", True), ("100E-2", True),
+    ("1e-99999999999999999999", False),
+    ("2.5", False), ("2.55e1", False), ("101e-2", False), ("1e-400", False),
+])
+def test_a_number_is_an_integer_when_its_fractional_part_is_zero(
+        text: str, integral: bool) -> None:
+    # JSON Schema (2020-12 §4.2.1, validation): "integer" matches any number with a zero
+    # fractional part, however it is written.
+    assert RawNumber(text).is_integer is integral
 
 
 def test_lone_surrogates_and_long_integers_together_still_encode() -> None:

@@ -1,10 +1,11 @@
 """Fuzzing the core with mutated valid messages of every method, on each face, in every mode.
 
 One side of a realistic session (fuzz_peers.py) sends valid messages with fields mutated
-(wrong types, huge and negative integers, deep values, missing and extra keys) or too long to
-be read (the bridge sees only their first bytes); the other side stays valid. Now and then the
-server dies mid-session (exits, closes its output, or both) and the one restarted in its place
-may speak the other era. Whatever
+(wrong types, huge and negative integers, ids spelled with a fraction, deep values, missing
+and extra keys), too long to be read (the bridge sees only their first bytes), or with bytes
+that are not UTF-8; the other side stays valid. Now and then the server dies mid-session
+(exits, closes its output, or both) and the one restarted in its place may speak the other
+era. Whatever
 arrives, `handle` never raises and never needs its catch-all guard (the harness fails on any
 `bridge.error` log), everything sent can be written, and every client request gets exactly
 one answer (a response, or the end of a listen stream) by the time the bridge stops.
@@ -52,12 +53,16 @@ RAW = [b"9223372036854775808", b"-9223372036854775809", b"18446744073709551615",
        b"18446744073709551616", b"-18446744073709551616", b"-18446744073709551617",
        b"1" + b"0" * 60, b"-" + b"7" * 80, b"9" * 5000, b"-" + b"9" * 4400, b"1e400",
        b"-1e400", b'"\\ud800"', b'"\\udfff x"']
+BAD_UTF8 = [b"\xff", b"\xc3", b"\x80", b"\xed\xa0\x80", b"\xe2\x82"]
+# Numbers spelled with a fraction or an exponent: integers (valid ids) and not.
+NUMBERS = [b"2.0", b"2.00", b"3e0", b"-1.0E+2", b"2.5", b"1e-400", b"2.0000000000000001"]
 DEPTHS = [2, 50, 197, 198, 199, 200, 201, 254, 300, 1100]
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1),
     st.sampled_from([0, -1, 1, 2**53, -(2**63), 2**63 - 1, 2**64 - 1]),
     st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(RAW).map(orjson.Fragment),
+    st.sampled_from(NUMBERS).map(orjson.Fragment),
     st.text(max_size=8), st.sampled_from(["", "2026-07-28", "2025-03-26", "rosetta-1", "info",
                                           "input_required", "complete", "tools/call",
                                           "elicitation/create", "url", "2.0"]),
@@ -135,6 +140,10 @@ def _step(session: Session, face: str, data: st.DataObject) -> None:
     TOTALS[face] += 1
     if roll == 2:  # too long to be read: the bridge sees only its first bytes
         session.feed_too_large(side, message, data.draw(st.floats(0, 1)))
+    elif roll == 4:  # not UTF-8: a byte no UTF-8 text has, somewhere in the line
+        line = orjson.dumps(mutate(data, message))
+        at = data.draw(st.integers(0, len(line)))
+        session.feed_line(side, line[:at] + data.draw(st.sampled_from(BAD_UTF8)) + line[at:])
     else:
         session.feed(side, mutate(data, message))
 

@@ -27,6 +27,7 @@ from tests.core.harness import (
     request,
     sent,
 )
+from tests.core.test_golden import _schema
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 ELICIT = {"message": "Username?", "requestedSchema": SCHEMA}
@@ -198,6 +199,32 @@ def test_sampling_answers_go_to_older_servers_as_one_content_block() -> None:
                                                       "resultType": "complete"}},
                             requestState=reply["result"]["requestState"]))
     assert one(actions, "server")["result"] == {**SAMPLED, "content": block}
+
+
+def test_several_text_blocks_go_to_older_servers_as_one_text_block() -> None:
+    # 2025-06-18 CreateMessageResult holds one content block: the texts are joined.
+    h, _ = mode_b(init={**LEGACY_INIT_RESULT, "protocolVersion": "2025-06-18"})
+    _, reply = parked(h, call(1), request(1, "sampling/createMessage", SAMPLE))
+    blocks = [{"type": "text", "text": "Paris."}, {"type": "text", "text": "It is the capital."}]
+    actions = h.client(call(2, inputResponses={"q1": {**SAMPLED, "content": blocks}},
+                            requestState=reply["result"]["requestState"]))
+    result = one(actions, "server")["result"]
+    assert result == {**SAMPLED, "content": {"type": "text",
+                                             "text": "Paris.\n\nIt is the capital."}}
+    _schema("2025-06-18", "CreateMessageResult").validate(result)
+
+
+def test_blocks_an_older_server_cannot_hold_answer_its_question_with_an_error() -> None:
+    h, _ = mode_b(init={**LEGACY_INIT_RESULT, "protocolVersion": "2025-06-18"})
+    _, reply = parked(h, call(1), request(1, "sampling/createMessage", SAMPLE))
+    blocks = [{"type": "text", "text": "A cat:"},
+              {"type": "image", "data": "aGk=", "mimeType": "image/png"}]
+    actions = h.client(call(2, inputResponses={"q1": {**SAMPLED, "content": blocks}},
+                            requestState=reply["result"]["requestState"]))
+    assert one(actions, "server") == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32603, "message": "mcp-rosetta: the client's sampling answer has 2 content "
+        "blocks, not all text; revision 2025-06-18 holds one block",
+        "data": {"source": "mcp-rosetta"}}}
 
 
 # requestState: integrity, expiry, binding, single use (mrtr.mdx §Server Requirements) -------

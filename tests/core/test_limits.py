@@ -175,9 +175,19 @@ def test_a_request_too_long_is_refused_under_the_id_its_head_shows(make: Any) ->
     # A batch: no single id to answer.
     b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/',
 ])
-def test_a_line_too_long_without_a_readable_id_is_a_logged_drop(head: bytes) -> None:
+def test_a_line_too_long_without_a_readable_id_is_answered_with_id_null(head: bytes) -> None:
+    # JSON-RPC 2.0 §5: "If there was an error in detecting the id ... it MUST be Null".
     h, _ = mode_a()
     actions = h.too_large("client", head)
+    assert sent(actions, "client") == [refused(None, TOO_LONG)]
+    assert sent(actions, "server") == []
+    assert logged(h, "message.too_large") == [
+        {"side": "client", "reason": TOO_LONG, "outcome": "answered with id null"}]
+
+
+def test_a_client_answer_too_long_without_a_readable_id_is_a_logged_drop() -> None:
+    h, _ = mode_a()
+    actions = h.too_large("client", b'{"jsonrpc":"2.0","result":{"content":[{"type":"text","')
     assert sent(actions, "client") == [] and sent(actions, "server") == []
     assert logged(h, "message.too_large") == [
         {"side": "client", "reason": TOO_LONG, "outcome": "dropped"}]

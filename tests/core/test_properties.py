@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bridge.core.bridge import EXIT_WAIT_S
-from bridge.core.codec import encode
+from bridge.core.codec import RawNumber, encode
 from bridge.core.config import CoreConfig
 from tests.core.harness import (
     DISCOVER_RESULT,
@@ -35,7 +35,9 @@ json_values = st.recursive(
     ),
     max_leaves=12,
 )
-ids = st.one_of(st.integers(-(2**40), 2**40), st.text(max_size=6))
+# Integers written with a fraction or an exponent are ids too, and come back as they came.
+spelled_ids = st.sampled_from(["2.0", "3.00", "1e2", "-4.0E0", "7.50e1"]).map(RawNumber)
+ids = st.one_of(st.integers(-(2**40), 2**40), st.text(max_size=6), spelled_ids)
 methods = st.sampled_from(
     [
         "tools/list",

@@ -57,7 +57,6 @@ def test_every_function_of_the_library_is_one_the_bridge_runs() -> None:
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
-        (b"{not json", "not JSON"),
         (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', "batches need revision 2025-03-26"),
         (b'{"jsonrpc":"2.0"}', "neither method nor result nor error"),
         (b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}', "exactly one"),
@@ -70,14 +69,25 @@ def test_every_function_of_the_library_is_one_the_bridge_runs() -> None:
         (b'"hello"', "JSON object"),
         (b'{"jsonrpc":"2.0","id":1,"method":5}', "method must be a string"),
         (b'{"jsonrpc":"2.0","id":1,"error":{"message":"no code"}}', "integer code"),
-        (b"NaN", "not JSON"),
-        (b"\xff\xfe", "not JSON"),
     ],
 )
 def test_parse_inbound_classifies_bad_input_as_invalid(line: bytes, reason: str) -> None:
     inbound = parse_inbound(line)
     assert inbound.kind == "invalid"
     assert reason in inbound.reason
+
+
+@pytest.mark.parametrize(("line", "request_id"), [
+    (b"{not json", None),
+    (b"NaN", None),
+    (b"\xff\xfe", None),
+    (b'{"jsonrpc":"2.0","id":4,"method":"m","params":{', 4),  # cut short: its id is read
+])
+def test_parse_inbound_refuses_what_is_not_json_with_a_parse_error(
+        line: bytes, request_id: Any) -> None:
+    inbound = parse_inbound(line)
+    assert (inbound.kind, inbound.code, inbound.id) == ("refused", -32700, request_id)
+    assert inbound.reason.startswith("not JSON")
 
 
 def test_parse_inbound_kinds() -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from bridge.core.config import CoreConfig
 from tests.core.harness import (
     LEGACY_INIT_RESULT,
@@ -23,6 +25,7 @@ from tests.core.harness import (
     request,
     sent,
 )
+from tests.core.test_golden import _schema
 
 Message = dict[str, Any]
 
@@ -33,6 +36,7 @@ HOME = [{"uri": "file:///home/me"}]
 CALL = {"name": "read", "arguments": {"path": "a.txt"}}
 DONE = {"content": [{"type": "text", "text": "ok"}]}
 LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
+EVERY_CALL = CoreConfig(roots_refresh=0)  # every call that declares roots asks for them
 
 
 def started(first_caps: Message | None = None,
@@ -152,7 +156,7 @@ def test_a_server_that_never_asked_outside_a_call_is_never_asked_for_by_the_brid
 
 
 def test_roots_a_server_asked_for_during_a_call_are_known_and_not_told_again() -> None:
-    h, init = started()
+    h, init = started(config=EVERY_CALL)
     h.server(answer(init, LEGACY_INIT_RESULT))
     h.server(answer({"id": "rosetta-3"}, {}))
     legacy = forwarded(h.client(call(1)))
@@ -188,8 +192,8 @@ def caught_up(h: Harness, retried: list[Any], roots: Any) -> Message:
     return forwarded(h.advance(0.1))
 
 
-def test_every_call_asks_again_and_the_server_is_told_only_of_changes() -> None:
-    h = session()
+def test_with_no_refresh_time_every_call_asks_and_the_server_hears_only_changes() -> None:
+    h = session(config=EVERY_CALL)
     legacy = caught_up(h, h.client(retry(2, roots_round(h, call(1)), WORK)), WORK)
     h.server(answer(legacy, DONE))
     # The same roots: the call goes straight on.
@@ -200,8 +204,8 @@ def test_every_call_asks_again_and_the_server_is_told_only_of_changes() -> None:
     assert one(h.server(answer(legacy, DONE)), "client")["id"] == 6
 
 
-def test_roots_refresh_trusts_what_the_client_said_for_a_while() -> None:
-    h = session(config=CoreConfig(roots_refresh=60.0))
+def test_by_default_the_clients_roots_are_trusted_for_a_minute() -> None:
+    h = session()
     legacy = caught_up(h, h.client(retry(2, roots_round(h, call(1)), WORK)), WORK)
     h.server(answer(legacy, DONE))
     h.advance(58.9)
@@ -209,6 +213,67 @@ def test_roots_refresh_trusts_what_the_client_said_for_a_while() -> None:
     h.server(answer(legacy, DONE))
     h.advance(1)
     roots_round(h, call(4))
+
+
+def test_roots_refresh_sets_how_long_they_are_trusted() -> None:
+    h = session(config=CoreConfig(roots_refresh=5.0))
+    legacy = caught_up(h, h.client(retry(2, roots_round(h, call(1)), WORK)), WORK)
+    h.server(answer(legacy, DONE))
+    h.advance(4.5)  # learned at 0, caught up at 0.1: now 4.6
+    h.server(answer(forwarded(h.client(call(3))), DONE))
+    h.advance(0.5)
+    roots_round(h, call(4))
+
+
+def test_a_client_that_says_its_roots_changed_is_asked_at_the_next_call() -> None:
+    # 2026-07-28 removed notifications/roots/list_changed, but a client that still sends it
+    # gives the one sign of change a modern client can: the next call asks.
+    h = session()
+    legacy = caught_up(h, h.client(retry(2, roots_round(h, call(1)), WORK)), WORK)
+    h.server(answer(legacy, DONE))
+    actions = h.client(LIST_CHANGED)
+    assert sent(actions, "server") == [] and [log.event for log in actions] == ["roots.stale"]
+    legacy = caught_up(h, h.client(retry(4, roots_round(h, call(3)), HOME)), HOME)
+    h.server(answer(legacy, DONE))
+    h.server(answer(forwarded(h.client(call(5))), DONE))  # fresh again: no round
+
+
+# Questions during calls that did not declare roots ----------------------------------------
+
+
+def known_roots(config: CoreConfig | None = None) -> Harness:
+    """A session whose client gave WORK in a roots round, the call done."""
+    h = session(config=config)
+    legacy = caught_up(h, h.client(retry(2, roots_round(h, call(1)), WORK)), WORK)
+    h.server(answer(legacy, DONE))
+    return h
+
+
+@pytest.mark.parametrize("caps", [{}, {"sampling": {}}], ids=["shared", "exclusive"])
+def test_a_call_that_declares_no_roots_gets_the_known_roots_for_the_servers_question(
+        caps: Message) -> None:
+    h = known_roots()
+    legacy = forwarded(h.client(call(3, caps=caps)))
+    actions = h.server(request(11, "roots/list"))
+    assert sent(actions, "server") == [{"jsonrpc": "2.0", "id": 11, "result": {"roots": WORK}}]
+    _schema("2025-11-25", "ListRootsResult").validate(sent(actions, "server")[0]["result"])
+    assert sent(actions + h.advance(1), "client") == []  # nobody is asked
+    assert one(h.server(answer(legacy, DONE)), "client")["id"] == 3
+
+
+def test_configured_roots_answer_the_question_of_a_call_that_declares_none() -> None:
+    h = session(config=CoreConfig(roots=("file:///srv/data",)),
+                told={"roots": [{"uri": "file:///srv/data"}]})
+    forwarded(h.client(call(1, caps={})))
+    assert sent(h.server(request(12, "roots/list")), "server") == [
+        {"jsonrpc": "2.0", "id": 12, "result": {"roots": [{"uri": "file:///srv/data"}]}}]
+
+
+def test_with_no_roots_known_a_call_that_declares_none_refuses_the_question() -> None:
+    h = session()
+    forwarded(h.client(call(1, caps={})))
+    [error] = sent(h.server(request(13, "roots/list")), "server")
+    assert error["id"] == 13 and error["error"]["code"] == -32601
 
 
 def test_without_list_changed_the_bridge_asks_only_while_it_knows_nothing() -> None:
@@ -237,7 +302,7 @@ def test_calls_wait_while_the_server_catches_up_but_other_requests_do_not() -> N
 
 
 def test_asked_again_during_another_call_the_server_gets_the_new_roots_from_the_bridge() -> None:
-    h = session()
+    h = session(config=EVERY_CALL)
     first = caught_up(h, h.client(retry(2, roots_round(h, call(1)), WORK)), WORK)
     # While that call runs, the next one's roots round finds the roots changed.
     actions = h.client(retry(4, roots_round(h, call(3)), HOME))
@@ -273,7 +338,7 @@ def test_a_server_that_does_not_ask_again_holds_calls_back_only_roots_wait() -> 
 
 
 def test_a_server_that_asks_during_each_call_is_not_asked_twice_per_call() -> None:
-    h, init = started()
+    h, init = started(config=EVERY_CALL)
     h.server(answer(init, LEGACY_INIT_RESULT))
     h.server(answer({"id": "rosetta-3"}, {}))
     legacy = forwarded(h.client(call(1)))

@@ -30,6 +30,14 @@ def root_dirs(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     return first, second, {"ROSETTA_E2E_ROOTS": os.pathsep.join((str(first), str(second)))}
 
 
+def every_call_asks(tmp_path: Path) -> tuple[str, str]:
+    """Bridge options that make every call declaring roots ask for them (roots_refresh = 0):
+    the client changes its roots between two calls, and a 2026-07-28 client cannot say so."""
+    config = tmp_path / "roots.toml"
+    config.write_text("roots_refresh = 0\n")
+    return "--config", str(config)
+
+
 def text(result: dict[str, Any]) -> str:
     return "\n".join(block["text"] for block in result["content"] if block["type"] == "text")
 
@@ -47,7 +55,8 @@ def test_server_filesystem_started_with_no_directory_works_in_the_clients_roots(
     server = published_server("server-filesystem")  # no directory: it takes the client's roots
     assert venvs.discover_directly(server)["error"]["code"] == -32601  # a legacy server
     first, second, env = root_dirs(tmp_path)
-    report = run_client(modern_python, "filesystem", bridge_command(server), env=env)
+    report = run_client(modern_python, "filesystem",
+                        bridge_command(server, *every_call_asks(tmp_path)), env=env)
     checks.no_errors(report)
     assert text(report["allowed:first"]) == f"Allowed directories:\n{first}"
     assert not report["write:first"].get("isError")
@@ -68,7 +77,8 @@ def test_server_everything_lists_the_clients_roots_and_serves_every_kind_of_requ
 ):
     first, second, env = root_dirs(tmp_path)
     report = run_client(modern_python, "everything",
-                        bridge_command(published_server("server-everything")), env=env)
+                        bridge_command(published_server("server-everything"),
+                                       *every_call_asks(tmp_path)), env=env)
     checks.no_errors(report)
     assert "get-roots-list" in report["tools:names"]
     listed = text(report["roots:first"])
