@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.session_log import most_at_once
+
 WAIT = 60.0
 MAX_SESSIONS = 4
 KILL_GRACE = 2.0
@@ -113,18 +115,6 @@ def read_line(sock: socket.socket) -> dict[str, Any]:
         data += chunk
     answer: dict[str, Any] = json.loads(data)
     return answer
-
-
-def most_at_once(events: list[dict[str, Any]]) -> int:
-    """The most sessions running at once, from the daemon's log (which one task writes)."""
-    running = most = 0
-    for event in events:
-        if event["event"] == "session.started":
-            running += 1
-            most = max(most, running)
-        elif event["event"] in ("session.ended", "session.crashed"):
-            running -= 1
-    return most
 
 
 @pytest.mark.parametrize("bursts", [(30, 40, 35)])

@@ -24,6 +24,7 @@ from bridge.shell.listeners import bind_unix
 from bridge.shell.settings import ShellConfig
 from bridge.shell.start_failure import NotStarted
 from bridge.shell.supervisor import Spawn
+from tests.session_log import most_at_once
 from tests.shell.fakes import WAIT, EchoCore, FakeChild, LineStream, Spawner, ids
 
 
@@ -139,18 +140,6 @@ async def test_one_connection_over_the_limit_is_refused_by_name(
         assert ids(await first.lines(1)) == [1]
         await first.aclose()
         await second.aclose()
-
-
-def most_at_once(events: list[dict[str, Any]]) -> int:
-    """The most sessions running at once, as the log tells them."""
-    running = most = 0
-    for event in events:
-        if event["event"] == "session.started":
-            running += 1
-            most = max(most, running)
-        elif event["event"] in ("session.ended", "session.crashed"):
-            running -= 1
-    return most
 
 
 async def test_bursts_never_pass_the_limit_and_each_refusal_names_its_own_request(
