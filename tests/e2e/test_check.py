@@ -140,10 +140,11 @@ def test_published_mcp_server_time_is_dual_era() -> None:
 def test_a_missing_command_is_69_with_the_cause() -> None:
     code, report, stderr = check(["no-such-mcp-server-xyz"])
     assert code == EX_UNAVAILABLE
-    assert report["failure"] == "server command not found: no-such-mcp-server-xyz"
+    cause = ("server command not found: 'no-such-mcp-server-xyz' is in none of "
+             f"PATH={os.environ['PATH']}; give the absolute path of the program")
+    assert report["failure"] == cause
     assert report["servable"] is False and report["era"] is None
-    assert stderr == ("mcp-rosetta: server unavailable: server command not found: "
-                      "no-such-mcp-server-xyz\n")
+    assert stderr == f"mcp-rosetta: server unavailable: {cause}\n"
 
 
 def test_a_server_that_exits_at_once_is_69_with_its_stderr() -> None:

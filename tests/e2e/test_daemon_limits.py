@@ -148,9 +148,10 @@ def test_bursts_never_pass_max_sessions_and_each_refusal_names_its_own_request(
 
 def test_a_burst_past_the_open_file_limit_waits_for_room_and_answers_every_client(
         tmp_path: Path) -> None:
-    # About 11 fds at rest and 5 a session: 36 leaves room for a few refusals at a time, and
-    # the refusals hold theirs until the clients speak, which they do only once all are in.
-    daemon = Daemon(tmp_path, "silent", open_files=36)
+    # About 11 fds at rest and 6 a session (the client's two, the server's three pipe ends, a
+    # pidfd): 44 leaves room for a few refusals at a time, and the refusals hold
+    # theirs until the clients speak, which they do only once all are in.
+    daemon = Daemon(tmp_path, "silent", open_files=44)
     count = 60  # fewer than what is accepted plus the listening backlog (64): all connect
     answers: list[dict[str, Any] | None] = [None] * count
     clients: list[socket.socket] = []

@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any
 
 import checks
-import pytest
 import venvs
 
 # The server sleeps past the probe timeout: the bridge takes it as legacy at first.
@@ -110,8 +109,6 @@ def at(log: dict[str, Any]) -> float:
     return datetime.fromisoformat(log["timestamp"]).timestamp()
 
 
-@pytest.mark.xfail(strict=True, reason="the shell fills ChildExited.stderr_tail on the shellio "
-                   "branch; until it is merged the core has no stderr to quote")
 def test_the_error_of_a_server_that_never_answered_quotes_its_last_stderr_line() -> None:
     _, [answer], _, _ = run_failing(MISSING_MODULE)
     assert answer["error"]["message"].endswith(
