@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import checks
@@ -115,3 +116,29 @@ def test_the_error_of_a_server_that_never_answered_quotes_its_last_stderr_line()
         "Its stderr ended with: ModuleNotFoundError: No module named 'missing_module'")
     assert answer["error"]["data"]["stderrTail"][-1] == (
         "ModuleNotFoundError: No module named 'missing_module'")
+
+
+def test_a_command_not_found_answers_the_initialize_with_the_path_searched() -> None:
+    code, answers, logs, _ = run_failing(["no-such-mcp-server-xyz", "--stdio"])
+    assert code == 69, logs
+    [answer] = answers
+    assert answer["id"] == 0 and answer["error"]["data"]["exitStatus"] == 127
+    message = answer["error"]["message"]
+    assert message.startswith("mcp-rosetta: the server could not be started: server command "
+                              "not found: 'no-such-mcp-server-xyz' is in none of PATH=")
+    assert message.endswith("give the absolute path of the program")
+    assert [log for log in logs if log.get("event") == "child.restarted"] == []
+    [failed] = [log for log in logs if log.get("event") == "child.failed"]
+    assert at(failed) - at(logs[0]) < 1.0, logs  # from the first log line: no probe, no wait
+
+
+def test_a_command_that_is_not_executable_answers_the_initialize_with_the_fix(
+        tmp_path: Path) -> None:
+    script = tmp_path / "server.sh"
+    script.write_text("#!/bin/sh\nexec cat\n")  # mode 0644: not executable
+    code, answers, logs, _ = run_failing([str(script)])
+    assert code == 69, logs
+    [answer] = answers
+    assert answer["error"]["data"]["exitStatus"] == 126
+    assert "chmod +x" in answer["error"]["message"], answer
+    assert [log for log in logs if log.get("event") == "child.restarted"] == []
