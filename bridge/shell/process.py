@@ -27,6 +27,9 @@ def run_stdio(core_config: CoreConfig, shell: ShellConfig) -> int:
         first = spawn()
     except ServerUnavailable as exc:  # the session tells the client why, and the log
         first = exc
+    from bridge.shell.trio_import import import_trio
+
+    import_trio()  # before anything else imports it: see trio_import.py
     from bridge.shell.stdio_main import serve_stdio
 
     return serve_stdio(core_config, shell, fds, first, spawn)
