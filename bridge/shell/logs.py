@@ -111,6 +111,11 @@ def iso_utc(at: float) -> str:
     return when.isoformat().replace("+00:00", "Z")
 
 
+def import_structlog() -> None:
+    """Import structlog ahead of `configure` (the stdio bridge does it in a worker thread)."""
+    import structlog  # noqa: F401
+
+
 def configure(level: str = "info", fmt: str = "auto", stream: TextIO | None = None) -> Logger:
     """Set structlog up for the whole process and return the bridge's logger.
 

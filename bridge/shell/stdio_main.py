@@ -8,7 +8,6 @@ SIGCHLD reaps adopted orphans.
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -82,7 +81,7 @@ async def _load_log(early: EarlyLog, answered: trio.Event) -> None:
     comes meanwhile waits for the interpreter lock at most, not for the whole import."""
     with trio.move_on_after(LOG_WAIT):
         await answered.wait()
-    await trio.to_thread.run_sync(importlib.import_module, "structlog")
+    await trio.to_thread.run_sync(logs.import_structlog)
     early.load()
 
 
