@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import Any
+from typing import Any, TextIO
 
 from bridge.shell import logs
 from bridge.shell.settings import LEVELS
@@ -57,8 +57,8 @@ Held = tuple[dict[str, Any], int, str, dict[str, Any], float]
 class EarlyLog:
     """The loggers handed out before structlog, and their lines."""
 
-    def __init__(self, level: str, fmt: str) -> None:
-        self._level, self._fmt = level, fmt
+    def __init__(self, level: str, fmt: str, stream: TextIO | None = None) -> None:
+        self._level, self._fmt, self._stream = level, fmt, stream
         self.threshold = LEVELS[level]
         self.held: list[Held] = []
         self._loggers: list[EarlyLogger] = []
@@ -81,7 +81,7 @@ class EarlyLog:
         Does nothing the second time."""
         if self._real is not None:
             return
-        real = self._real = logs.configure(self._level, self._fmt)
+        real = self._real = logs.configure(self._level, self._fmt, self._stream)
         held, self.held = self.held, []
         for context, level, event, fields, at in held:
             real.log(level, event, **{**context, **fields, logs.LOGGED_AT: at})
