@@ -9,6 +9,7 @@ what the pipe holds before that answer's line, whatever the timing.
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 import textwrap
@@ -103,3 +104,23 @@ def test_nothing_but_the_first_answer_is_imported_before_it(server_era: str) -> 
               and b'"event"' in line]
     assert events[0] == "bridge.started" and events[-1] == "bridge.stopped"
     assert {"child.started", "era.detected", "mode.chosen"} <= set(events)
+
+
+def test_without_an_answer_the_lines_still_come() -> None:
+    """A client that says nothing has no answer to wait for: the lines come after LOG_WAIT."""
+    silent = [sys.executable, str(ROOT / "tests" / "e2e" / "peers" / "plain_server.py"), "silent"]
+    proc = subprocess.Popen([sys.executable, "-m", "bridge", "--", *silent], cwd=ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stderr is not None
+        ready, _, _ = select.select([proc.stderr], [], [], 60)  # generous: LOG_WAIT is 1 s
+        assert ready, "no log line while the client waited"
+        first = json.loads(proc.stderr.readline())
+        assert first["event"] == "bridge.started"
+        assert proc.stdout is not None and proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+        assert proc.stdout.read() == b""  # nothing was asked, nothing answered
+    finally:
+        proc.kill()
+        proc.wait()
