@@ -2,8 +2,8 @@
 
 Must not be imported before the first server is started (bridge/shell/process.py): this is
 where the heavy imports happen, but for structlog's, which waits for the first answer (its
-lines are held until then: early_log.py). SIGTERM, SIGINT, SIGHUP and SIGQUIT end the session (answers
-owed, errors for the rest, the child stopped; a second one skips the grace periods);
+lines are held until then: early_log.py). SIGTERM, SIGINT, SIGHUP and SIGQUIT end the session
+(answers owed, errors for the rest, the child stopped; a second one skips the grace periods);
 SIGCHLD reaps adopted orphans.
 """
 
