@@ -8,6 +8,8 @@ import textwrap
 
 import pytest
 
+from bridge.shell.trio_import import _glibc_pthread
+
 SCRIPT = textwrap.dedent("""
     import sys, threading
     spawned = []
@@ -33,7 +35,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ldconfig is Linux's")
+@pytest.mark.skipif(_glibc_pthread() is None, reason="the lookup is answered on glibc only")
 def test_trio_is_imported_without_ldconfig_and_still_names_its_threads() -> None:
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                           timeout=60, check=True)
