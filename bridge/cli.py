@@ -252,6 +252,9 @@ def _bridge(argv: list[str]) -> int:
 
 def _serve(argv: list[str]) -> int:
     settings, reload = _settings(argv, serve=True)
+    from bridge.shell.trio_import import import_trio
+
+    import_trio()
     from bridge.shell.daemon_main import run_daemon
 
     return run_daemon(settings, reload)
@@ -259,6 +262,9 @@ def _serve(argv: list[str]) -> int:
 
 def _check(argv: list[str]) -> int:
     settings, _ = _settings(argv, serve=False, p=check_parser())
+    from bridge.shell.trio_import import import_trio
+
+    import_trio()
     from bridge.shell.check import run_check
 
     return run_check(settings, as_json="--json" in _split(argv)[0])  # no abbreviations

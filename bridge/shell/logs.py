@@ -2,7 +2,8 @@
 
 Must not write to stdout (the protocol's), must not cost more than one call below the chosen
 level (a filtering bound logger), and must never raise: no logged value, however odd (an
-integer past 64 bits, an object whose repr fails), may take the bridge down.
+integer past 64 bits, an object whose repr fails), may take the bridge down. Must not import
+structlog until it configures it: the stdio bridge answers first (bridge/shell/early_log.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any, TextIO
 
 import orjson
-import structlog
 
 from bridge import __version__
 from bridge.core.events import Log
@@ -24,6 +24,8 @@ from bridge.shell.settings import LEVELS, ShellConfig
 
 # Keys structlog fills itself; a core field by that name is renamed instead of clobbering them.
 _RESERVED = frozenset({"event", "level", "timestamp"})
+LOGGED_AT = "_logged_at"
+"""A line logged before structlog was configured carries its time (time.time()) in this key."""
 # How long a log line may wait for a terminal that cannot take it at once (stderr shares a
 # non-blocking file description with stdout when both are one terminal or socket).
 _STALL_MS = 200
@@ -88,11 +90,39 @@ def _server_line(logger: Any, name: str, event: MutableMapping[str, Any]) -> Any
     return event
 
 
+def _stamped(stamper: Any) -> Any:
+    """structlog's TimeStamper, unless the line says when it was logged (early_log.py)."""
+
+    def stamp(logger: Any, name: str, event: MutableMapping[str, Any]) -> Any:
+        at = event.pop(LOGGED_AT, None)
+        if at is None:
+            return stamper(logger, name, event)
+        event["timestamp"] = iso_utc(at)
+        return event
+
+    return stamp
+
+
+def iso_utc(at: float) -> str:
+    """`at` as TimeStamper(fmt="iso", utc=True) writes the time it is called."""
+    import datetime
+
+    when = datetime.datetime.fromtimestamp(at, tz=datetime.UTC)
+    return when.isoformat().replace("+00:00", "Z")
+
+
+def import_structlog() -> None:
+    """Import structlog ahead of `configure` (the stdio bridge does it in a worker thread)."""
+    import structlog  # noqa: F401
+
+
 def configure(level: str = "info", fmt: str = "auto", stream: TextIO | None = None) -> Logger:
     """Set structlog up for the whole process and return the bridge's logger.
 
     `auto` renders for people on a terminal and JSON lines otherwise.
     """
+    import structlog
+
     out = sys.stderr if stream is None else stream
     console = fmt == "console" or (fmt == "auto" and out.isatty())
     renderer = structlog.dev.ConsoleRenderer(colors=out.isatty()) if console \
@@ -101,7 +131,7 @@ def configure(level: str = "info", fmt: str = "auto", stream: TextIO | None = No
     plain = [_server_line] if console else []
     structlog.configure(
         processors=[structlog.processors.add_log_level,
-                    structlog.processors.TimeStamper(fmt="iso", utc=True),
+                    _stamped(structlog.processors.TimeStamper(fmt="iso", utc=True)),
                     *plain, _never_raise(renderer)],
         wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),
         logger_factory=lambda *_: writer,
@@ -112,6 +142,8 @@ def configure(level: str = "info", fmt: str = "auto", stream: TextIO | None = No
 
 def logger() -> Logger:
     """A logger bound now, to the configuration in force (tests capture it that way)."""
+    import structlog
+
     return structlog.get_logger().bind()
 
 

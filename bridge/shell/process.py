@@ -3,7 +3,7 @@
 Must not hold protocol logic; it is the one place that rewires the process (fds 0 and 1,
 signals, the subreaper) and that picks the real core, the real child and the real systemd.
 The server is started before anything heavy is imported: its own start-up (an interpreter,
-an SDK) then overlaps ours (trio, structlog, the core) on the other CPU instead of following it.
+an SDK) then overlaps ours (trio, the core) on the other CPU instead of following it.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ def run_stdio(core_config: CoreConfig, shell: ShellConfig) -> int:
         first = spawn()
     except ServerUnavailable as exc:  # the session tells the client why, and the log
         first = exc
+    from bridge.shell.trio_import import import_trio
+
+    import_trio()  # before anything else imports it: see trio_import.py
     from bridge.shell.stdio_main import serve_stdio
 
     return serve_stdio(core_config, shell, fds, first, spawn)

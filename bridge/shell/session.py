@@ -68,8 +68,26 @@ class Clock:
             self._driver.post(TimerFired())
 
 
+class FirstWrite:
+    """The client's outlet until its first write: then it says so and steps out of the way
+    (the driver writes to the outlet itself from then on: nothing more per message)."""
+
+    def __init__(self, outlet: Outlet, driver: Driver, told: trio.Event) -> None:
+        self._outlet = outlet
+        self._driver = driver
+        self._told = told
+
+    def write(self, data: bytes) -> bool:
+        self._driver.client = self._outlet
+        self._told.set()
+        return self._outlet.write(data)
+
+
 class Session:
-    """One client's bridge. `run` it once; `shut_down` asks it to end (twice: hurry)."""
+    """One client's bridge. `run` it once; `shut_down` asks it to end (twice: hurry).
+
+    `client_written` is set once the client has been sent its first bytes (the stdio bridge
+    waits for it to import what its first answer does not need)."""
 
     def __init__(self, core: Core, spawn: Spawn, log: Logger, *,
                  settings: SessionSettings = SessionSettings(),
@@ -88,6 +106,7 @@ class Session:
         self._client: Outlet | None = None
         self._asked = 0
         self._hurry = trio.CancelScope()
+        self.client_written = trio.Event()
 
     def shut_down(self, grace: float = 0.0) -> None:
         """The first call asks the core to stop (after `grace` seconds for the answers it
@@ -134,7 +153,8 @@ class Session:
         supervisor = Supervisor(self._spawn, driver, nursery, settings.timing, self._log,
                                 limit=settings.max_message_bytes, feeds=client)
         clock = Clock(driver, self._core)
-        driver.client, driver.server, driver.clock = client, supervisor, clock
+        driver.client = FirstWrite(client, driver, self.client_written)
+        driver.server, driver.clock = supervisor, clock
         self._supervisor, self._client = supervisor, client
         supervisor.serve(child)  # ChildStarted reaches the core before anything the client says
         read_client = partial(pump, client_in, CLIENT, driver, settings.max_message_bytes,

@@ -1,8 +1,9 @@
 """The stdio bridge's trio run: one session over fds 0 and 1, and the process's signals.
 
 Must not be imported before the first server is started (bridge/shell/process.py): this is
-where the heavy imports happen. SIGTERM, SIGINT, SIGHUP and SIGQUIT end the session (answers
-owed, errors for the rest, the child stopped; a second one skips the grace periods);
+where the heavy imports happen, but for structlog's, which waits for the first answer (its
+lines are held until then: early_log.py). SIGTERM, SIGINT, SIGHUP and SIGQUIT end the session
+(answers owed, errors for the rest, the child stopped; a second one skips the grace periods);
 SIGCHLD reaps adopted orphans.
 """
 
@@ -19,6 +20,7 @@ from bridge.core.config import CoreConfig
 from bridge.errors import EX_SOFTWARE, ServerUnavailable
 from bridge.shell import logs
 from bridge.shell.child import ProcessChild
+from bridge.shell.early_log import EarlyLog
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
 from bridge.shell.session import Session, SessionSettings
@@ -28,11 +30,15 @@ from bridge.shell.supervisor import Spawn
 from bridge.shell.transcript import Transcript
 
 ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+LOG_WAIT = 1.0
+"""Seconds a log line may wait for structlog when the client has no answer yet (a server that
+never lets the bridge answer still has its lines written soon)."""
 
 
 def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                 first: ProcessChild | ServerUnavailable, spawn: Spawn) -> int:
-    log = logs.configure(shell.log_level, shell.log_format)
+    early = EarlyLog(shell.log_level, shell.log_format)
+    log = early.logger()
     log.info("bridge.started", **logs.started_fields(shell))
     session = Session(
         Bridge(core_config, secret=os.urandom(32)),
@@ -44,12 +50,14 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
         transcript=Transcript.open(shell.transcript, log=log) if shell.transcript else None,
     )
     try:
-        return trio.run(_main, session, fds, first, log)
+        return trio.run(_main, session, fds, first, log, early)
     except Exception as exc:  # a bug: say so, and leave no child behind
         log.critical("bridge.crashed", error=repr(exc))
         if isinstance(first, ProcessChild):
             first.kill()
         return EX_SOFTWARE
+    finally:  # a session that ended before its first answer still has its lines written
+        early.load()
 
 
 def session_settings(shell: ShellConfig) -> SessionSettings:
@@ -58,14 +66,24 @@ def session_settings(shell: ShellConfig) -> SessionSettings:
 
 
 async def _main(session: Session, fds: ProtocolFds, first: ProcessChild | ServerUnavailable,
-                log: logs.Logger) -> int:
+                log: logs.Logger, early: EarlyLog) -> int:
     orphans = session.orphans
     with trio.open_signal_receiver(*ENDING, signal.SIGCHLD) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch, signals, session, orphans, log)
+            nursery.start_soon(_load_log, early, session.client_written)
             code = await session.run(fds.client_in, fds.client_out, first)
             nursery.cancel_scope.cancel()
     return code
+
+
+async def _load_log(early: EarlyLog, answered: trio.Event) -> None:
+    """structlog, imported once the client has its first answer, in a thread: a request that
+    comes meanwhile waits for the interpreter lock at most, not for the whole import."""
+    with trio.move_on_after(LOG_WAIT):
+        await answered.wait()
+    await trio.to_thread.run_sync(logs.import_structlog)
+    early.load()
 
 
 async def _watch(signals: AsyncIterator[int], session: Session, orphans: Orphans | None,

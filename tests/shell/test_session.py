@@ -32,7 +32,7 @@ from bridge.core.events import (
 )
 from bridge.errors import ServerUnavailable
 from bridge.shell import logs
-from bridge.shell.outlet import HIGH_WATER
+from bridge.shell.outlet import HIGH_WATER, Outlet
 from bridge.shell.session import Session
 from bridge.shell.start_failure import NotStarted
 from tests.shell.fakes import EchoCore, FakeChild, LineStream, Spawner, ids
@@ -59,6 +59,24 @@ async def test_messages_flow_in_order_both_ways(autojump_clock: Any) -> None:
     assert core.kinds()[0] == "ChildStarted"
     assert core.kinds()[-1] == "PeerClosed"
     assert child.signals == []
+
+
+async def test_the_first_write_to_the_client_is_told_then_the_outlet_takes_over(
+        autojump_clock: Any) -> None:
+    async with bridged(EchoCore()) as h:
+        child = await h.spawner.nth(0)
+        assert h.session is not None
+        written = h.session.client_written
+        await h.client.send(b'{"id":1}')
+        await child.lines(1)
+        assert not written.is_set()  # the server has it; the client has nothing yet
+        await child.write(b'{"id":1}', b'{"id":2}')
+        assert ids(await h.client.lines(2)) == [1, 2]
+        assert written.is_set()
+        assert isinstance(h.session.driver.client, Outlet)  # no wrapper per message any more
+        child.serve()
+        await h.client.close_writing()
+        assert await h.join() == 0
 
 
 async def test_blank_lines_and_crlf_are_handled(autojump_clock: Any) -> None:

@@ -1,0 +1,126 @@
+"""The stdio bridge starts fast: up to its first answer it imports no structlog (so no
+structlog.stdlib and no asyncio) and runs no `ldconfig`; its log lines still all come.
+
+The bridge runs under an audit hook that writes every module import and every process spawn to
+fd 2, and its stdout and stderr are one pipe: what was imported before the first answer is
+what the pipe holds before that answer's line, whatever the timing.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVERS = ROOT / "tests" / "benchmarks" / "servers.py"  # no SDK: the era's canned answers
+
+HOOKED = textwrap.dedent("""
+    import os, select, sys
+
+    def say(data):
+        while data:  # fd 2 shares the client's non-blocking pipe
+            try:
+                data = data[os.write(2, data):]
+            except BlockingIOError:
+                select.select([], [2], [])
+
+    def hook(event, args):
+        if event == "import":
+            say(b"[import] " + str(args[0]).encode() + b"\\n")
+        elif event == "subprocess.Popen":
+            say(b"[spawn] " + repr(list(args[1])).encode() + b"\\n")
+
+    sys.addaudithook(hook)
+    from bridge.cli import main
+    sys.exit(main(sys.argv[1:]))
+""")
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "startup-test", "version": "1"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+
+def send(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(message).encode() + b"\n")
+    proc.stdin.flush()
+
+
+def until_answer(proc: subprocess.Popen[bytes], id_: int) -> list[bytes]:
+    """The lines of the merged pipe up to and including the answer to `id_`."""
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith(b'{"jsonrpc"') and json.loads(line).get("id") == id_:
+            return lines
+    raise AssertionError(f"no answer {id_}; the bridge wrote: {b''.join(lines)!r}")
+
+
+def imports(lines: list[bytes]) -> list[str]:
+    return [line[len(b"[import] "):].decode().strip() for line in lines
+            if line.startswith(b"[import] ")]
+
+
+@pytest.mark.parametrize("server_era", ["modern", "legacy"])  # modes A and P
+def test_nothing_but_the_first_answer_is_imported_before_it(server_era: str) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOOKED, "--", sys.executable, str(SERVERS), server_era],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
+    try:
+        send(proc, INITIALIZE)
+        before = until_answer(proc, 1)
+        send(proc, INITIALIZED)
+        send(proc, TOOLS)
+        after = until_answer(proc, 2)
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.stdout is not None
+        after += proc.stdout.readlines()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+    early = imports(before)
+    assert {"trio", "bridge.core.bridge", "bridge.shell.session"} <= set(early)  # the hook works
+    assert not [name for name in early if name.split(".")[0] in ("structlog", "asyncio", "rich")]
+    everything = early + imports(after)
+    assert "structlog" in everything  # loaded after the answer, for the log lines
+    assert "structlog.stdlib" in everything  # (so the check above would have seen it)
+
+    spawned = [line for line in before + after if line.startswith(b"[spawn] ")]
+    assert len(spawned) == 1 and str(SERVERS).encode() in spawned[0]  # the server, only
+    events = [json.loads(line)["event"] for line in before + after if line.startswith(b'{"')
+              and b'"event"' in line]
+    assert events[0] == "bridge.started" and events[-1] == "bridge.stopped"
+    assert {"child.started", "era.detected", "mode.chosen"} <= set(events)
+
+
+def test_without_an_answer_the_lines_still_come() -> None:
+    """A client that says nothing has no answer to wait for: the lines come after LOG_WAIT."""
+    silent = [sys.executable, str(ROOT / "tests" / "e2e" / "peers" / "plain_server.py"), "silent"]
+    proc = subprocess.Popen([sys.executable, "-m", "bridge", "--", *silent], cwd=ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stderr is not None
+        ready, _, _ = select.select([proc.stderr], [], [], 60)  # generous: LOG_WAIT is 1 s
+        assert ready, "no log line while the client waited"
+        first = json.loads(proc.stderr.readline())
+        assert first["event"] == "bridge.started"
+        assert proc.stdout is not None and proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+        assert proc.stdout.read() == b""  # nothing was asked, nothing answered
+    finally:
+        proc.kill()
+        proc.wait()
