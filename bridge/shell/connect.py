@@ -7,7 +7,8 @@ It ends when either side closes (its stdin's EOF is passed on as the socket's; t
 ends it). Exit status: 0 when the client ended first (its input closed, or it stopped reading)
 and the daemon's answers were relayed; 69 with one line on stderr when the daemon is not there
 (naming the unit to start), or when it ended the connection while the client's input was still
-open (the daemon refused it, stopped, or its session ended: the daemon's log says which).
+open (the daemon refused it, stopped, or its session ended: the daemon's log says which);
+130 on SIGINT (Ctrl-C), and SIGTERM's default action.
 """
 
 from __future__ import annotations
