@@ -25,7 +25,7 @@ def copy_fd(src: int, dst: int) -> bool:
     """Copy `src` into `dst` until `src` ends (EOF, or it cannot be read: False) or `dst`
     cannot take more (True: nothing more can reach it). Blocks on whichever side is slow, so a
     full `dst` stops the reading of `src`."""
-    if _splice is not None and _from_pipe(src) and os.get_blocking(src) and os.get_blocking(dst):
+    if _splice is not None and _splices(src, dst):
         try:
             while _splice(src, dst, CHUNK):
                 pass
@@ -38,10 +38,12 @@ def copy_fd(src: int, dst: int) -> bool:
     return _copy(src, dst)
 
 
-def _from_pipe(fd: int) -> bool:
+def _splices(src: int, dst: int) -> bool:
+    """From a pipe, both ends blocking: splice's EAGAIN would not say which end to wait for."""
     try:
-        return stat.S_ISFIFO(os.fstat(fd).st_mode)
-    except OSError:
+        return (stat.S_ISFIFO(os.fstat(src).st_mode) and os.get_blocking(src)
+                and os.get_blocking(dst))
+    except OSError:  # a closed fd: read/write says so as the end of that side
         return False
 
 

@@ -70,9 +70,8 @@ def _what_to_start(path: str) -> str:
 
 def run_connect(address: str) -> int:
     """Relay until one side ends; 0, or ServerUnavailable (69) if the daemon ended first."""
-    sock = connect(socket_path(address))
     try:
-        client_first = _relay(sock)
+        client_first = _relay(connect(socket_path(address)))
     except KeyboardInterrupt:  # Ctrl-C: nothing to flush or restore, just the shell's status
         return EX_INTERRUPTED
     if not client_first:
