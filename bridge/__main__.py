@@ -5,6 +5,6 @@ Must not do anything else.
 
 import sys
 
-from bridge.cli import main
+from bridge.launch import main
 
 sys.exit(main())

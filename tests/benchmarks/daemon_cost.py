@@ -4,7 +4,8 @@ Must not judge: it starts the daemon in front of the benchmark's modern server, 
 daemon's resident memory with no session and with N idle sessions (each initialized, so each
 has its server running), and how long a new session takes to answer its first request: over a
 raw socket (the daemon's own share) and through `mcp-rosetta connect` (what a client pays,
-the relay's own start-up included).
+the relay's own start-up included), interleaved; and, for scale, how long this interpreter
+takes to run nothing (an editable install's import hook, run by site, is part of it).
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ def through_connect(path: str) -> float:
     return elapsed
 
 
+def interpreter_start() -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - started
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10)
@@ -84,12 +91,13 @@ def main(argv: list[str]) -> int:
             held = [open_session(path)[0] for _ in range(args.sessions)]
             time.sleep(0.5)
             busy = rss_mib(daemon.pid)
-            raw = []
+            raw, relayed, bare = [], [], []
             for _ in range(args.starts):
                 sock, elapsed = open_session(path)
                 raw.append(elapsed)
                 sock.close()
-            relayed = [through_connect(path) for _ in range(args.starts)]
+                relayed.append(through_connect(path))
+                bare.append(interpreter_start())
             for sock in held:
                 sock.close()
         finally:
@@ -99,7 +107,8 @@ def main(argv: list[str]) -> int:
           f"({(busy - idle) / args.sessions:.2f} MiB each; their servers not counted)")
     print(f"new session to its first answer: {statistics.median(raw) * 1e3:.0f} ms over the "
           f"socket, {statistics.median(relayed) * 1e3:.0f} ms through mcp-rosetta connect "
-          f"(medians of {args.starts})")
+          f"(medians of {args.starts}); python itself runs nothing in "
+          f"{statistics.median(bare) * 1e3:.0f} ms")
     return 0
 
 

@@ -215,7 +215,7 @@ def test_clients_that_ping_and_close_free_their_place_though_the_probe_is_unansw
 def alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before, or while, it is read
         return False
 
 

@@ -1,0 +1,33 @@
+"""The `mcp-rosetta` command's front door: `connect ADDRESS` straight to its relay, the rest to
+bridge.cli.
+
+Must not import anything before it knows the command (a client config launches `connect` for
+every session, which pays each import at its start), nor parse more than `connect ADDRESS`:
+every other form of connect (--help, a flag, no address) goes to bridge.cli's parser as before.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    # What argparse takes as `connect ADDRESS` when ADDRESS does not look like a flag.
+    if len(args) == 2 and args[0] == "connect" and not args[1].startswith("-"):
+        return _connect(args[1])
+    from bridge.cli import main as cli
+
+    return cli(args)
+
+
+def _connect(address: str) -> int:
+    from bridge.errors import BridgeError
+    from bridge.shell.connect import run_connect
+
+    try:
+        return run_connect(address)
+    except BridgeError as exc:  # told as bridge.cli.main tells it
+        sys.stderr.write(f"mcp-rosetta: {exc}\n")
+        return exc.code
