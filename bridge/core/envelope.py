@@ -70,7 +70,10 @@ def legacy_context(
     """
     if params is None:
         return None if progress_token is None else {"_meta": {"progressToken": progress_token}}
-    new_params = {k: v for k, v in params.items() if k not in MRTR_PARAMS}
+    new_params = params.copy()
+    if "requestState" in new_params or "inputResponses" in new_params:  # only MRTR retries
+        for key in MRTR_PARAMS:
+            new_params.pop(key, None)
     if isinstance(new_params.get("_meta"), dict):
         drop_meta_keys(new_params, ENVELOPE_KEYS if progress_token is None else _REPLACED)
     if progress_token is not None:
