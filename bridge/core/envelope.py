@@ -74,12 +74,18 @@ def legacy_context(
     if "requestState" in new_params or "inputResponses" in new_params:  # only MRTR retries
         for key in MRTR_PARAMS:
             new_params.pop(key, None)
-    if isinstance(new_params.get("_meta"), dict):
-        drop_meta_keys(new_params, ENVELOPE_KEYS if progress_token is None else _REPLACED)
+    meta = new_params.get("_meta")
+    if isinstance(meta, dict):  # drop_meta_keys, inline: a modern request always has one
+        dropped = ENVELOPE_KEYS if progress_token is None else _REPLACED
+        kept = {k: v for k, v in meta.items() if k not in dropped}
+        if kept:
+            new_params["_meta"] = kept
+        else:
+            del new_params["_meta"]
     if progress_token is not None:
         meta = new_params.get("_meta")
         if isinstance(meta, dict):
-            meta["progressToken"] = progress_token  # the copy drop_meta_keys made
+            meta["progressToken"] = progress_token  # the copy made above
         else:
             new_params["_meta"] = {"progressToken": progress_token}
     if method == "completion/complete" and version < "2025-06-18":
