@@ -77,11 +77,10 @@ def legacy_context(
     meta = new_params.get("_meta")
     if isinstance(meta, dict):  # drop_meta_keys, inline: a modern request always has one
         dropped = ENVELOPE_KEYS if progress_token is None else _REPLACED
-        kept = {k: v for k, v in meta.items() if k not in dropped}
-        if kept:
-            new_params["_meta"] = kept
-        else:
+        if dropped.issuperset(meta):  # most often the envelope alone: no copy to build
             del new_params["_meta"]
+        else:
+            new_params["_meta"] = {k: v for k, v in meta.items() if k not in dropped}
     if progress_token is not None:
         meta = new_params.get("_meta")
         if isinstance(meta, dict):
