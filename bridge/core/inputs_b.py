@@ -21,7 +21,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from bridge.core.capabilities import declares, input_capability
-from bridge.core.envelope import build_request
+from bridge.core.envelope import legacy_context
 from bridge.core.eras import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -88,8 +88,9 @@ class Call:
         self.params: Message = message["params"]  # the current round's, re-sent after -32042
         self.digest: str | None = None  # see identity()
         self.meta = meta  # the current round's envelope: capabilities, logLevel, progressToken
-        self.owner: Any = message["id"]  # the modern id waiting for this call; None if parked
-        self.round_ids = [(type(self.owner), self.owner)]  # typed(), without the call
+        owner = message["id"]
+        self.owner: Any = owner  # the modern id waiting for this call; None if parked
+        self.round_ids = [(type(owner), owner)]  # typed(), without the call
         self.exclusive = not _INPUT_CAPABILITY_SET.isdisjoint(meta.capabilities)
         self.retried = False
         self.at_server = False
@@ -192,10 +193,12 @@ class Inputs:
         # only if the client asked for progress: the server sees nothing it was not sent).
         if call.meta.progress_token is not None:
             call.token = self.mode.track_progress(call)
-        # Sent as mode B forwards any request; the router gives it its id, and no client id
-        # is its origin: the call's rounds change owner (call.owner).
-        request = build_request(call.key, call.method, call.params, era="legacy",
-                                version=self.mode.version, progress_token=call.token)
+        # Sent as mode B forwards any request (build_request, whose params are never None
+        # here); the router gives it its id, and no client id is its origin: the call's
+        # rounds change owner (call.owner).
+        params = legacy_context(call.params, method=call.method, version=self.mode.version,
+                                progress_token=call.token)
+        request = {"jsonrpc": "2.0", "id": call.key, "method": call.method, "params": params}
         if call.meta.log_level is not None:
             self.mode.prepare_logs(call.meta)
         call.legacy_id = self.router.forward(SERVER, request, "call", call, origin_id=BRIDGE)
@@ -213,8 +216,9 @@ class Inputs:
             self.holder = None
         else:
             self.shared -= 1
-        self.mode.untrack_progress(call.token)
-        call.token = None
+        if call.token is not None:
+            self.mode.untrack_progress(call.token)
+            call.token = None
 
     # The legacy server's answer to a call -------------------------------------------------
 
@@ -650,7 +654,7 @@ class Inputs:
         if call.timed:
             for timer in ("park", "parked", "url"):
                 self.ctx.cancel_timer(("mrtr", timer, call.key))
-        if call in self.queue:
+        if self.queue and call in self.queue:
             self.queue.remove(call)
 
     def busy(self) -> bool:
