@@ -193,7 +193,7 @@ class Inputs:
         # only if the client asked for progress: the server sees nothing it was not sent).
         if call.meta.progress_token is not None:
             call.token = self.mode.track_progress(call)
-        # Sent as mode B forwards any request (build_request, whose params are never None
+        # Sent as mode B forwards any request (as build_request would: params are never None
         # here); the router gives it its id, and no client id is its origin: the call's
         # rounds change owner (call.owner).
         params = legacy_context(call.params, method=call.method, version=self.mode.version,

@@ -144,7 +144,7 @@ class ModeB:
 
     def _serve(self, message: Message, meta: RequestMeta) -> None:
         method = message["method"]
-        if method in ELIGIBLE:  # the common case first: the four sets below are disjoint
+        if method in ELIGIBLE:  # the common case first: none is local, removed or tasks/
             self.inputs.call(message, meta)
             return
         local = self._local.get(method)
