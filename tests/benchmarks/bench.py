@@ -11,6 +11,7 @@ import argparse
 import os
 import shutil
 import sys
+import threading
 import time
 
 from clients import (
@@ -32,6 +33,7 @@ PY = sys.executable
 SERVER = os.path.join(HERE, "servers.py")
 RELAY = os.path.join(HERE, "relays.py")
 FLOOR = os.path.join(HERE, "floor.py")
+CHECK_TIMEOUT = 60.0  # seconds for the whole check of mcp-uplift's answers (Node starts, too)
 
 
 def server(era: str) -> list[str]:
@@ -108,6 +110,10 @@ def wrong_answers(uplift: list[str]) -> str:
     """What is wrong with mcp-uplift's answers to the benchmark's modern client ('' if
     nothing): its numbers mean something only if it does the whole of B's job."""
     driver = Driver([*uplift, "--", *server("legacy")], "modern")
+    # A bridge that never answers would hang the benchmark: killed, its output ends, and the
+    # driver's read fails instead.
+    watchdog = threading.Timer(CHECK_TIMEOUT, driver.proc.kill)
+    watchdog.start()
     try:
         driver.open()
         echo = driver.call("tools/call", ECHO)
@@ -127,8 +133,10 @@ def wrong_answers(uplift: list[str]) -> str:
         if last.get("resultType") != "complete" or last["content"][0]["text"] != "asked":
             return f"the retry with the elicitation's answer got {last}"
     except (ProtocolFailure, KeyError, IndexError, TypeError, OSError) as exc:
-        return f"{type(exc).__name__}: {exc}"
+        late = "" if watchdog.is_alive() else f" (no answer within {CHECK_TIMEOUT:g} s)"
+        return f"{type(exc).__name__}: {exc}{late}"
     finally:
+        watchdog.cancel()
         driver.close()
     return ""
 
