@@ -70,13 +70,21 @@ def legacy_context(
     """
     if params is None:
         return None if progress_token is None else {"_meta": {"progressToken": progress_token}}
-    new_params = {k: v for k, v in params.items() if k not in MRTR_PARAMS}
-    if isinstance(new_params.get("_meta"), dict):
-        drop_meta_keys(new_params, ENVELOPE_KEYS if progress_token is None else _REPLACED)
+    new_params = params.copy()
+    if "requestState" in new_params or "inputResponses" in new_params:  # only MRTR retries
+        for key in MRTR_PARAMS:
+            new_params.pop(key, None)
+    meta = new_params.get("_meta")
+    if isinstance(meta, dict):  # drop_meta_keys, inline: a modern request always has one
+        dropped = ENVELOPE_KEYS if progress_token is None else _REPLACED
+        if dropped.issuperset(meta):  # most often the envelope alone: no copy to build
+            del new_params["_meta"]
+        else:
+            new_params["_meta"] = {k: v for k, v in meta.items() if k not in dropped}
     if progress_token is not None:
         meta = new_params.get("_meta")
         if isinstance(meta, dict):
-            meta["progressToken"] = progress_token  # the copy drop_meta_keys made
+            meta["progressToken"] = progress_token  # the copy made above
         else:
             new_params["_meta"] = {"progressToken": progress_token}
     if method == "completion/complete" and version < "2025-06-18":

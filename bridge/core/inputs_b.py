@@ -21,7 +21,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from bridge.core.capabilities import declares, input_capability
-from bridge.core.envelope import build_request
+from bridge.core.envelope import legacy_context
 from bridge.core.eras import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -80,8 +80,7 @@ class Call:
 
     __slots__ = ("asked", "at_server", "digest", "exclusive", "gave_roots", "key", "legacy_id",
                  "meta", "method", "nonce", "outcome", "owner", "params", "questions",
-                 "retried", "round_ids", "timed", "token", "url_done", "url_error",
-                 "url_waiting")
+                 "retried", "round_ids", "timed", "token", "url")
 
     def __init__(self, key: str, message: Message, meta: RequestMeta) -> None:
         self.key = key  # names the call in its requestState
@@ -89,8 +88,9 @@ class Call:
         self.params: Message = message["params"]  # the current round's, re-sent after -32042
         self.digest: str | None = None  # see identity()
         self.meta = meta  # the current round's envelope: capabilities, logLevel, progressToken
-        self.owner: Any = message["id"]  # the modern id waiting for this call; None if parked
-        self.round_ids = [typed(message["id"])]
+        owner = message["id"]
+        self.owner: Any = owner  # the modern id waiting for this call; None if parked
+        self.round_ids = [(type(owner), owner)]  # typed(), without the call
         self.exclusive = not _INPUT_CAPABILITY_SET.isdisjoint(meta.capabilities)
         self.retried = False
         self.at_server = False
@@ -100,9 +100,7 @@ class Call:
         self.asked = 0
         self.nonce: str | None = None  # the one requestState that may resume the call now
         self.outcome: Message | None = None  # the legacy answer, if it came while parked
-        self.url_waiting: set[str] = set()  # elicitationIds of a -32042, until re-sent
-        self.url_done: set[str] = set()
-        self.url_error = ""
+        self.url: UrlRound | None = None  # the URL elicitations of a -32042, until re-sent
         self.timed = False  # whether an MRTR timer was ever set for it (most calls: never)
         self.gave_roots = False  # the client gave its roots in the bridge's round for it
 
@@ -121,6 +119,20 @@ class Call:
     def next_key(self) -> str:
         self.asked += 1
         return f"q{self.asked}"
+
+
+class UrlRound:
+    """The URL elicitations a legacy -32042 asked for: the call goes again once all are done."""
+
+    __slots__ = ("done", "error", "waiting")
+
+    def __init__(self, waiting: set[str], error: str) -> None:
+        self.waiting = waiting  # their elicitationIds
+        self.done: set[str] = set()  # those notifications/elicitation/complete named
+        self.error = error  # the -32042's message, for the client if the user declines
+
+    def finished(self) -> bool:
+        return self.waiting <= self.done
 
 
 class Inputs:
@@ -148,16 +160,18 @@ class Inputs:
         call = Call(self.ctx.mint_id(), message, meta)
         self.calls[call.key] = call
         self.rounds[call.round_ids[0]] = call
-        if self.roots.wanted(meta.capabilities, self.ctx.now, self.ctx.config.roots_refresh):
+        if call.exclusive and self.roots.wanted(meta.capabilities, self.ctx.now,
+                                                self.ctx.config.roots_refresh):
             self._ask_roots(call)
-            return
-        self.queue.append(call)
-        self._pump()
+        elif not self.queue and self._may_start(call):
+            self._send(call)  # what _pump would do, without the queue's round trip
+        else:
+            self.queue.append(call)
+            self._pump()
 
     def forget_round(self, request_id: Any) -> None:
         """A new request reuses `request_id`: it no longer names an earlier round."""
-        if self.rounds:  # most requests arrive while no call is between rounds
-            self.rounds.pop(typed(request_id), None)
+        self.rounds.pop(typed(request_id), None)
 
     def _pump(self) -> None:
         """Start queued calls in order while attribution stays unambiguous."""
@@ -179,14 +193,18 @@ class Inputs:
         # only if the client asked for progress: the server sees nothing it was not sent).
         if call.meta.progress_token is not None:
             call.token = self.mode.track_progress(call)
-        # Sent as mode B forwards any request; the router gives it its id, and no client id
-        # is its origin: the call's rounds change owner (call.owner).
-        request = build_request(call.key, call.method, call.params, era="legacy",
-                                version=self.mode.version, progress_token=call.token)
-        self.mode.prepare_logs(call.meta)
+        # Sent as mode B forwards any request (as build_request would: params are never None
+        # here); the router gives it its id, and no client id is its origin: the call's
+        # rounds change owner (call.owner).
+        params = legacy_context(call.params, method=call.method, version=self.mode.version,
+                                progress_token=call.token)
+        request = {"jsonrpc": "2.0", "id": call.key, "method": call.method, "params": params}
+        if call.meta.log_level is not None:
+            self.mode.prepare_logs(call.meta)
         call.legacy_id = self.router.forward(SERVER, request, "call", call, origin_id=BRIDGE)
-        self.ctx.debug("request.forwarded", method=call.method, client_id=call.owner,
-                       server_id=call.legacy_id, exclusive=call.exclusive)
+        if self.ctx.log_enabled:  # its fields are not even built when debug logs are off
+            self.ctx.debug("request.forwarded", method=call.method, client_id=call.owner,
+                           server_id=call.legacy_id, exclusive=call.exclusive)
 
     def _release(self, call: Call) -> None:
         """The call's legacy request is over: free its slot and its progress token."""
@@ -198,8 +216,9 @@ class Inputs:
             self.holder = None
         else:
             self.shared -= 1
-        self.mode.untrack_progress(call.token)
-        call.token = None
+        if call.token is not None:
+            self.mode.untrack_progress(call.token)
+            call.token = None
 
     # The legacy server's answer to a call -------------------------------------------------
 
@@ -214,14 +233,16 @@ class Inputs:
                 self._abandon_questions(call, "the call ended")
             else:
                 self._deliver(call, message)
-        self._pump()
+        if self.queue:
+            self._pump()
 
     def _deliver(self, call: Call, message: Message) -> None:
         error = message.get("error")
         if error is not None and error.get("code") == LEGACY_URL_ELICITATION_REQUIRED:
             self._url_required(call, error)
             return
-        self._abandon_questions(call, "the call ended")
+        if call.questions:  # most calls never ask anything
+            self._abandon_questions(call, "the call ended")
         if error is not None:
             self.mode.reply_error(call.owner, error)
         else:
@@ -403,9 +424,8 @@ class Inputs:
             return
         for question in questions:
             call.questions[question.key] = question
-            call.url_waiting.add(question.elicitation_id or "")
-        call.url_done.clear()
-        call.url_error = str(error.get("message", ""))
+        call.url = UrlRound({q.elicitation_id or "" for q in questions},
+                            str(error.get("message", "")))
         self._ship(call)
 
     def _on_own_answers(self, call: Call, responses: Message) -> None:
@@ -418,7 +438,8 @@ class Inputs:
         if declined:
             self.ctx.reply_error(CLIENT, call.owner, INTERNAL_ERROR,
                                  f"mcp-rosetta: the server requires URL elicitation the user "
-                                 f"did not accept ({call.url_error})", {"declined": declined})
+                                 f"did not accept ({call.url.error if call.url else ''})",
+                                 {"declined": declined})
             self._drop(call)
             return
         for key, response in answered.items():
@@ -429,7 +450,8 @@ class Inputs:
             del call.questions[key]  # the bridge's own curiosity: never insisted on
         if call.questions:
             self._ship(call)  # some not answered: ask for them again
-        elif call.url_waiting <= call.url_done or self.ctx.config.url_elicitation_wait <= 0:
+        elif call.url is None or call.url.finished() \
+                or self.ctx.config.url_elicitation_wait <= 0:
             self._resend(call)
         else:
             # accept means consent, not completion (§11.18): give the user time to finish,
@@ -440,17 +462,16 @@ class Inputs:
         if not isinstance(elicitation_id, str):
             return
         for call in list(self.calls.values()):
-            if elicitation_id in call.url_waiting:
-                call.url_done.add(elicitation_id)
-                if ("mrtr", "url", call.key) in self.ctx.timers \
-                        and call.url_waiting <= call.url_done:
+            url = call.url
+            if url is not None and elicitation_id in url.waiting:
+                url.done.add(elicitation_id)
+                if ("mrtr", "url", call.key) in self.ctx.timers and url.finished():
                     self._resend(call)
 
     def _resend(self, call: Call) -> None:
         """Send the original request again now that the URL elicitations are through."""
         self.ctx.cancel_timer(("mrtr", "url", call.key))
-        call.url_waiting.clear()
-        call.url_done.clear()
+        call.url = None
         self.queue.append(call)
         self._pump()
 
@@ -633,7 +654,7 @@ class Inputs:
         if call.timed:
             for timer in ("park", "parked", "url"):
                 self.ctx.cancel_timer(("mrtr", timer, call.key))
-        if call in self.queue:
+        if self.queue and call in self.queue:
             self.queue.remove(call)
 
     def busy(self) -> bool:

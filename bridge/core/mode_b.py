@@ -29,12 +29,11 @@ from bridge.core.inputs_b import ELIGIBLE, INPUT_METHODS, Inputs
 from bridge.core.jsonrpc import Inbound, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.listen_b import Listener
-from bridge.core.normalize import normalize_result
 from bridge.core.probe import Probe
 from bridge.core.request_meta import RequestMeta, read_meta, usable_info
 from bridge.core.restarts import Outage
 from bridge.core.router import Pending, Router
-from bridge.core.upgrade import error_for_modern, with_server_info
+from bridge.core.upgrade import error_for_modern, result_for_modern, with_server_info
 
 Message = dict[str, Any]
 
@@ -129,7 +128,8 @@ class ModeB:
             self.ctx.reject(CLIENT, inbound)
 
     def _on_request(self, message: Message) -> None:
-        self.inputs.forget_round(message["id"])
+        if self.inputs.rounds:  # no live call, no round to forget: skip the call
+            self.inputs.forget_round(message["id"])
         meta = read_meta(message)
         if not isinstance(meta, RequestMeta):
             self.ctx.reply_error(CLIENT, message["id"], meta.code, meta.message, meta.data)
@@ -144,6 +144,9 @@ class ModeB:
 
     def _serve(self, message: Message, meta: RequestMeta) -> None:
         method = message["method"]
+        if method in ELIGIBLE:  # the common case first: none is local, removed or tasks/
+            self.inputs.call(message, meta)
+            return
         local = self._local.get(method)
         if local is not None:
             local(message, meta)
@@ -151,8 +154,6 @@ class ModeB:
             # Tasks are not bridged (TRANSLATION.md §4.3); the rest left the protocol.
             self.ctx.reply_error(CLIENT, message["id"], METHOD_NOT_FOUND,
                                  f"Method not found: {method}")
-        elif method in ELIGIBLE:
-            self.inputs.call(message, meta)
         else:
             self._forward(message, meta)
 
@@ -284,8 +285,7 @@ class ModeB:
         if shape is not None:
             result = shape(result)
         ttl = 0 if retried else self.ctx.config.cache_ttl_ms
-        return normalize_result(result, to_era="modern", method=method,
-                                server_info=self.server_info, ttl_ms=ttl, cache_scope=CACHE_SCOPE)
+        return result_for_modern(result, method, self.server_info, ttl, CACHE_SCOPE)
 
     def with_server_info(self, result: Message) -> Message:
         return with_server_info(result, self.server_info)

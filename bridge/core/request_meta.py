@@ -60,15 +60,11 @@ def read_meta(message: Message) -> RequestMeta | Refusal:
         return Refusal(INVALID_PARAMS, "Missing required params._meta (protocolVersion and "
                                        "clientCapabilities) for MCP 2026-07-28")
     version = meta.get(META_PROTOCOL_VERSION)
-    if not isinstance(version, str):
-        return Refusal(INVALID_PARAMS, f"Missing required _meta field {META_PROTOCOL_VERSION}")
-    if version != MODERN_PROTOCOL_VERSION:
+    if version != MODERN_PROTOCOL_VERSION:  # one test for the common case, then which error
+        if not isinstance(version, str):
+            return Refusal(INVALID_PARAMS, f"Missing required _meta field {META_PROTOCOL_VERSION}")
         return Refusal(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
                        {"supported": [MODERN_PROTOCOL_VERSION], "requested": version})
-    return _read_fields(meta)
-
-
-def _read_fields(meta: Message) -> RequestMeta | Refusal:
     caps = meta.get(META_CLIENT_CAPABILITIES)
     if not isinstance(caps, dict):
         return Refusal(INVALID_PARAMS, f"Missing required _meta field {META_CLIENT_CAPABILITIES}")

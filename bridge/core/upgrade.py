@@ -41,8 +41,10 @@ def result_for_modern(result: dict[str, Any], method: str | None,
     elif "ttlMs" in out or "cacheScope" in out:
         out.pop("ttlMs", None)
         out.pop("cacheScope", None)
-    if server_info is not None:
-        _put_server_info(out, server_info)  # `out` is ours already: no second copy
+    if server_info is not None:  # `out` is ours already: no second copy
+        meta = out.get("_meta")
+        out["_meta"] = {**meta, META_SERVER_INFO: server_info} if isinstance(meta, dict) \
+            else {META_SERVER_INFO: server_info}
     return out
 
 

@@ -141,6 +141,18 @@ def summary(rows: dict[str, Row], results: list[Check]) -> str:
             f"tput={row.tput / base.tput:.2f}x,start=+{row.startup - rows[direct].startup:.0f}ms,"
             f"rss={row.rss_kib / MIB:.1f}MiB,1m={row.blob_1m / base.blob_1m:.2f}x,"
             f"mrtr={row.mrtr:.0f}us" + (
-                "" if mode in ("A", "B") else f",tput_orjson={row.tput / rows[fast].tput:.2f}x"))
+                "" if mode in ("A", "B") else f",tput_orjson={row.tput / rows[fast].tput:.2f}x")
+            + ("," + versus(row, rows["uplift"], "uplift") if mode == "B" and "uplift" in rows
+               else ""))
     parts.append(f"met={sum(c.met for c in results)}/{len(results)}")
     return " ".join(parts)
+
+
+def versus(row: Row, other: Row, name: str) -> str:
+    """`row` over `other`, figure by figure: under 1 for p50, p99, start, RSS and MRTR, or over 1
+    for calls/s, means `row` is the better."""
+    return (f"p50_vs_{name}={row.p50 / other.p50:.2f}x,p99_vs_{name}={row.p99 / other.p99:.2f}x,"
+            f"tput_vs_{name}={row.tput / other.tput:.2f}x,"
+            f"start_vs_{name}={row.startup / other.startup:.2f}x,"
+            f"rss_vs_{name}={row.rss_kib / other.rss_kib:.2f}x,"
+            f"mrtr_vs_{name}={row.mrtr / other.mrtr:.2f}x")
