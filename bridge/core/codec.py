@@ -218,3 +218,58 @@ if orjson is not None:
 
 else:  # pragma: no cover
     encode = _portable_dumps
+
+
+# Splicing: a line forwarded as it came but for one id -----------------------------------
+
+SPLICE_MIN = 16384
+"""The shortest line worth splicing: below it, encoding the decoded message costs less than
+proving the splice safe (measured: tests/benchmarks/README.md, "Big messages")."""
+# How many string tokens are compared one by one before the rest of the line is searched whole:
+# a text result has a handful, each found by a memchr; a line of many small strings is
+# cheaper to search with one bytes.find.
+_STRINGS_WALKED = 64
+
+
+def _plain(text: str) -> bool:
+    """Whether `text`, as a JSON string in a line with no backslash, can only be spelled as
+    itself between quotes: printable ASCII with no quote or backslash."""
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
+
+
+def with_id(line: bytes, old: str, new: Any) -> bytes | None:
+    """`line` (one decoded message whose top-level id is the string `old`) with that id
+    replaced by `new`, as one newline-terminated line; None when that is not proved safe.
+
+    Why the replaced bytes are the top-level id: a line with no backslash has no escapes, so
+    every string in it is spelled as itself between two quotes, with no quote inside: the
+    line's quotes pair off into its strings (keys included). The id decoded to `old`, so the
+    string `"old"` is in the line; if no other string is, that one is the id. An escape
+    anywhere, or `"old"` twice: None, and the caller encodes the message instead.
+    """
+    if b"\\" in line or not _plain(old):
+        return None
+    token = b'"' + old.encode() + b'"'
+    start = line.find(token)
+    if start < 0 or _found_again(line, token, start):
+        return None
+    spliced = memoryview(line)
+    return b"".join((spliced[:start], encode(new)[:-1], spliced[start + len(token):], b"\n"))
+
+
+def _found_again(line: bytes, token: bytes, first: int) -> bool:
+    """Whether a string other than the one at `first` equals `token` (a line with no
+    backslash: quotes pair off into strings). Strings are walked first: each closing quote
+    is one memchr away, so a few long strings cost little; past _STRINGS_WALKED of them, one
+    search of the rest."""
+    find = line.find
+    size = len(token)
+    close = -1
+    for _ in range(_STRINGS_WALKED):
+        open_ = find(b'"', close + 1)
+        if open_ < 0:
+            return False
+        close = find(b'"', open_ + 1)
+        if close - open_ + 1 == size and open_ != first and line.startswith(token, open_):
+            return True
+    return find(token, close + 1) >= 0

@@ -1,0 +1,75 @@
+"""Big results alone: `python tests/benchmarks/bigmsg.py [--reps N] [--sizes 1,64]` (MiB).
+
+Must not assert anything: it times one `tools/call` returning that many MiB of text through
+the byte relay and each mode, interleaved (rotating the order) in the same run, and prints the
+median round trip in ms and its ratio to the byte relay of the client's era, plus each
+process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+from bench import PY, RELAY, compile_bridge, server
+from clients import Driver, blob_params
+
+
+def configurations() -> dict[str, tuple[list[str], str]]:
+    bridge = [PY, "-m", "bridge", "--log-level", "warning", "--max-message-bytes",
+              str(1 << 30), "--"]
+    return {
+        "byte-legacy": ([PY, RELAY, "byte", "--", *server("legacy")], "legacy"),
+        "byte-modern": ([PY, RELAY, "byte", "--", *server("modern")], "modern"),
+        "A": ([*bridge, *server("modern")], "legacy"),
+        "B": ([*bridge, *server("legacy")], "modern"),
+        "P-legacy": ([*bridge, *server("legacy")], "legacy"),
+        "P-modern": ([*bridge, *server("modern")], "modern"),
+    }
+
+
+def run(command: list[str], era: str, size: int, count: int) -> tuple[float, float]:
+    """Median seconds of `count` calls returning `size` bytes, and the peak RSS in MiB."""
+    driver = Driver(command, era)
+    try:
+        driver.open()
+        driver.timed(blob_params(size))  # warm: the server builds its blob once
+        median = statistics.median(driver.timed(blob_params(size)) for _ in range(count))
+        rss = driver.peak_rss_kib() / 1024
+    finally:
+        driver.close()
+    return median, rss
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--sizes", default="1,64", help="MiB, comma-separated")
+    args = parser.parse_args(argv)
+    compile_bridge()
+    configs = configurations()
+    names = list(configs)
+    for mib in (int(s) for s in args.sizes.split(",")):
+        count = 8 if mib <= 1 else 2
+        times: dict[str, list[float]] = {name: [] for name in names}
+        peaks: dict[str, float] = {name: 0.0 for name in names}
+        for rep in range(args.reps):
+            for name in names[rep % len(names):] + names[:rep % len(names)]:
+                elapsed, rss = run(*configs[name], mib << 20, count)
+                times[name].append(elapsed)
+                peaks[name] = max(peaks[name], rss)
+        print(f"{mib} MiB result, {args.reps} interleaved repetitions, "
+              f"{time.strftime('%Y-%m-%d %H:%M')}")
+        for name in names:
+            median = statistics.median(times[name])
+            era = configs[name][1]
+            relay = statistics.median(times[f"byte-{era}"])
+            print(f"  {name:12} {median * 1e3:9.2f} ms  {median / relay:5.2f}x byte-{era}"
+                  f"  peak RSS {peaks[name]:7.1f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
