@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bridge.core.codec import SPLICE_MIN, with_id
 from bridge.core.context import Context
 from bridge.core.eras import BATCHING_VERSION, INTERNAL_ERROR, META_SUBSCRIPTION_ID, Era
 from bridge.core.events import CLIENT, SERVER, Side
@@ -30,6 +29,7 @@ from bridge.core.jsonrpc import Inbound, notification
 from bridge.core.restarts import Outage
 from bridge.core.revision_gap import RevisionGap, needs_shaping
 from bridge.core.router import BRIDGE, SOURCE, Pending, Router, other
+from bridge.core.splice import SPLICE_MIN, with_id
 
 Message = dict[str, Any]
 

@@ -9,6 +9,7 @@ process's peak RSS.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -30,17 +31,27 @@ def configurations() -> dict[str, tuple[list[str], str]]:
     }
 
 
-def run(command: list[str], era: str, size: int, count: int) -> tuple[float, float]:
-    """Median seconds of `count` calls returning `size` bytes, and the peak RSS in MiB."""
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU the process has used (/proc/PID/stat utime + stime)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(command: list[str], era: str, size: int, count: int) -> tuple[float, float, float]:
+    """Median seconds of `count` calls returning `size` bytes, the CPU seconds per call of
+    the process in the middle (less at the mercy of a busy machine), and its peak RSS."""
     driver = Driver(command, era)
     try:
         driver.open()
         driver.timed(blob_params(size))  # warm: the server builds its blob once
+        cpu = cpu_seconds(driver.proc.pid)
         median = statistics.median(driver.timed(blob_params(size)) for _ in range(count))
+        cpu = (cpu_seconds(driver.proc.pid) - cpu) / count
         rss = driver.peak_rss_kib() / 1024
     finally:
         driver.close()
-    return median, rss
+    return median, cpu, rss
 
 
 def main(argv: list[str]) -> int:
@@ -52,13 +63,15 @@ def main(argv: list[str]) -> int:
     configs = configurations()
     names = list(configs)
     for mib in (int(s) for s in args.sizes.split(",")):
-        count = 8 if mib <= 1 else 2
+        count = 40 if mib <= 1 else 2
         times: dict[str, list[float]] = {name: [] for name in names}
+        cpus: dict[str, list[float]] = {name: [] for name in names}
         peaks: dict[str, float] = {name: 0.0 for name in names}
         for rep in range(args.reps):
             for name in names[rep % len(names):] + names[:rep % len(names)]:
-                elapsed, rss = run(*configs[name], mib << 20, count)
+                elapsed, cpu, rss = run(*configs[name], mib << 20, count)
                 times[name].append(elapsed)
+                cpus[name].append(cpu)
                 peaks[name] = max(peaks[name], rss)
         print(f"{mib} MiB result, {args.reps} interleaved repetitions, "
               f"{time.strftime('%Y-%m-%d %H:%M')}")
@@ -66,8 +79,9 @@ def main(argv: list[str]) -> int:
             median = statistics.median(times[name])
             era = configs[name][1]
             relay = statistics.median(times[f"byte-{era}"])
+            cpu = statistics.median(cpus[name])
             print(f"  {name:12} {median * 1e3:9.2f} ms  {median / relay:5.2f}x byte-{era}"
-                  f"  peak RSS {peaks[name]:7.1f} MiB")
+                  f"  CPU {cpu * 1e3:8.2f} ms per call  peak RSS {peaks[name]:7.1f} MiB")
     return 0
 
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from bridge.core.codec import SPLICE_MIN, RawNumber, decode, encode, with_id
+from bridge.core.codec import RawNumber, decode, encode
+from bridge.core.splice import SPLICE_MIN, with_id
 from tests.core.harness import (
     Harness,
     answer,
