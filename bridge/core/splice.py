@@ -12,6 +12,7 @@ occurs only once, its position is known.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from bridge.core.codec import encode
@@ -61,7 +62,7 @@ def without_members(line: bytes, old: str, new: Any, removed: dict[str, Any]) ->
     if runs is None:
         return None
     edits = sorted([edit, *((start, end, b"") for start, end in runs)])
-    if any(a[1] > b[0] for a, b in zip(edits, edits[1:])):
+    if any(a[1] > b[0] for a, b in pairwise(edits)):
         return None  # the id inside a removed member: not the message's own id
     return _apply(line, edits)
 

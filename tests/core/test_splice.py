@@ -14,6 +14,7 @@ from tests.core.harness import (
     initialize,
     legacy_pair,
     lines,
+    mode_a,
     modern_meta,
     modern_pair,
     one,
@@ -165,3 +166,69 @@ def test_with_id_walks_many_strings_then_searches_the_rest() -> None:
 def test_with_id_refuses_ids_that_may_be_spelled_otherwise(bid: str) -> None:
     line = encode({"id": bid, "result": {}}).rstrip(b"\n")
     assert with_id(line, bid, 7) is None
+
+
+# Mode A: members the downgrade takes out of a big result are cut from the line ----------------
+
+SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "ModernSrv", "version": "2.0"}}
+
+
+def mode_a_call(version: str = "2025-11-25") -> tuple[Harness, dict[str, Any]]:
+    h, _ = mode_a(version)
+    forwarded = one(h.client(request(9, "tools/call", {"name": "blob"})), "server")
+    return h, forwarded
+
+
+@pytest.mark.parametrize("raw_result", [
+    # the modern members first, last, around the content, alone with it, spaced
+    b'{"resultType":"complete","content":%s,"isError":false}',
+    b'{"content":%s,"isError":false,"resultType":"complete"}',
+    b'{"resultType":"complete","content":%s,"_meta":{"io.modelcontextprotocol/serverInfo":'
+    b'{"name":"ModernSrv","version":"2.0"}}}',
+    b'{"content":%s,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":'
+    b'{"name":"ModernSrv","version":"2.0"}},"isError":false}',
+    b'{ "resultType" : "complete" , "content": %s }',
+])
+def test_a_big_modern_result_loses_only_its_modern_members(raw_result: bytes) -> None:
+    h, forwarded = mode_a_call()
+    content = encode([{"type": "text", "text": BIG_TEXT}]).rstrip(b"\n")
+    raw = (b'{"jsonrpc":"2.0","id":"' + forwarded["id"].encode() + b'","result":'
+           + raw_result % content + b"}")
+    actions = h.server(raw)
+    (out,) = lines(actions, "client")
+    assert out is not None, "not spliced"
+    reply = one(actions, "client")
+    assert reply["id"] == 9 and "resultType" not in reply["result"]
+    assert "_meta" not in reply["result"]
+    assert decode(out) == reply
+    assert content in out and len(raw) - len(out) > len(b'"resultType":"complete"') - 5
+
+
+def test_a_result_whose_kept_members_change_is_encoded() -> None:
+    h, forwarded = mode_a_call("2025-03-26")  # resource links become text before 2025-06-18
+    result = {"resultType": "complete", "content": [
+        {"type": "text", "text": BIG_TEXT}, {"type": "resource_link", "uri": "file:///a",
+                                             "name": "a"}]}
+    actions = h.server(answer(forwarded, result))
+    assert lines(actions, "client") == [None]
+    assert one(actions, "client")["result"]["content"][1]["type"] == "text"
+
+
+@pytest.mark.parametrize("case", ["_meta kept in part", "resultType twice", "spaced _meta"])
+def test_a_modern_member_that_cannot_be_cut_provably_falls_back(case: str) -> None:
+    h, forwarded = mode_a_call()
+    result: dict[str, Any] = {"resultType": "complete", **big_result()}
+    raw = None
+    if case == "_meta kept in part":
+        result["_meta"] = {**SERVER_INFO, "x-trace": "1"}
+    elif case == "resultType twice":
+        result["content"] = [*result["content"], {"type": "text", "text": "resultType"}]
+    else:
+        raw = line_of(answer(forwarded, {**result, "_meta": SERVER_INFO})).replace(
+            b'/serverInfo":{', b'/serverInfo": {')  # the value spelled otherwise than compact
+    actions = h.server(raw or line_of(answer(forwarded, result)))
+    assert lines(actions, "client") == [None]
+    reply = one(actions, "client")
+    assert reply["id"] == 9 and "resultType" not in reply["result"]
+    if case == "_meta kept in part":
+        assert reply["result"]["_meta"] == {"x-trace": "1"}
