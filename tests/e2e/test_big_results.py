@@ -18,7 +18,7 @@ import venvs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
 
-from big_server import MODERN, text_of  # noqa: E402
+from big_server import MODERN, text_of
 
 SERVER = str(Path(__file__).resolve().parent / "peers" / "big_server.py")
 SIZE = 8 * 1024 * 1024
