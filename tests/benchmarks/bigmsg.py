@@ -1,4 +1,4 @@
-"""Big results alone: `python tests/benchmarks/bigmsg.py [--reps N] [--sizes 1,64]` (MiB).
+"""Big results alone: `python tests/benchmarks/bigmsg.py [--reps N] [--sizes 1,64] [--baseline D]`.
 
 Must not assert anything: it times one `tools/call` returning that many MiB of text through
 the byte relay and each mode, interleaved (rotating the order) in the same run, and prints the
@@ -18,17 +18,22 @@ from bench import PY, RELAY, compile_bridge, server
 from clients import Driver, blob_params
 
 
-def configurations() -> dict[str, tuple[list[str], str]]:
-    bridge = [PY, "-m", "bridge", "--log-level", "warning", "--max-message-bytes",
-              str(1 << 30), "--"]
-    return {
+def configurations(baseline: str | None) -> dict[str, tuple[list[str], str]]:
+    """name -> (command, the client's era); with `baseline` (a checkout of another commit),
+    each mode again as "mode@base", run from there, in the same interleaved run."""
+    configs = {
         "byte-legacy": ([PY, RELAY, "byte", "--", *server("legacy")], "legacy"),
         "byte-modern": ([PY, RELAY, "byte", "--", *server("modern")], "modern"),
-        "A": ([*bridge, *server("modern")], "legacy"),
-        "B": ([*bridge, *server("legacy")], "modern"),
-        "P-legacy": ([*bridge, *server("legacy")], "legacy"),
-        "P-modern": ([*bridge, *server("modern")], "modern"),
     }
+    trees = {"": []} if baseline is None else {"": [], "@base": ["env", f"PYTHONPATH={baseline}"]}
+    for suffix, prefix in trees.items():
+        bridge = [*prefix, PY, "-m", "bridge", "--log-level", "warning", "--max-message-bytes",
+                  str(1 << 30), "--"]
+        configs[f"A{suffix}"] = ([*bridge, *server("modern")], "legacy")
+        configs[f"B{suffix}"] = ([*bridge, *server("legacy")], "modern")
+        configs[f"P-legacy{suffix}"] = ([*bridge, *server("legacy")], "legacy")
+        configs[f"P-modern{suffix}"] = ([*bridge, *server("modern")], "modern")
+    return configs
 
 
 def cpu_seconds(pid: int) -> float:
@@ -58,9 +63,10 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--sizes", default="1,64", help="MiB, comma-separated")
+    parser.add_argument("--baseline", help="a checkout of the commit to compare with")
     args = parser.parse_args(argv)
     compile_bridge()
-    configs = configurations()
+    configs = configurations(args.baseline)
     names = list(configs)
     for mib in (int(s) for s in args.sizes.split(",")):
         count = 40 if mib <= 1 else 2
