@@ -20,9 +20,8 @@ from bridge.core.codec import encode
 SPLICE_MIN = 16384
 """The shortest line worth splicing: below it, encoding the decoded message costs less than
 proving the edits (tests/benchmarks/README.md, "Big messages")."""
-# How many strings are compared one by one before the rest of the line is searched whole: a
-# text result has a handful, each one memchr away; many small strings are cheaper to search
-# with one bytes.find.
+# How many strings are walked, one memchr to each quote, before the line is searched whole for
+# each token instead: a text result has a handful; many small strings are cheaper to search.
 _STRINGS_WALKED = 64
 _SPACE = b" \t\r\n"
 
@@ -36,8 +35,8 @@ def with_id(line: bytes, old: str, new: Any) -> bytes | None:
     The id is a string the message holds: occurring once, that occurrence is it."""
     if b"\\" in line:
         return None
-    edit = _id_edit(line, old, new)
-    return None if edit is None else _apply(line, [edit])
+    found = _locate(line, [old])
+    return None if found is None else _apply(line, [_id_edit(found[0], old, new)])
 
 
 def without_members(line: bytes, old: str, new: Any, removed: dict[str, Any]) -> bytes | None:
@@ -49,19 +48,19 @@ def without_members(line: bytes, old: str, new: Any, removed: dict[str, Any]) ->
     one comma next to it, so what is left is still one JSON object."""
     if b"\\" in line:
         return None
-    edit = _id_edit(line, old, new)
-    if edit is None:
+    found = _locate(line, [old, *removed])
+    if found is None:
         return None
     spans = []
-    for key, value in removed.items():
-        span = _member(line, key, value)
+    for start, (key, value) in zip(found[1:], removed.items(), strict=True):
+        span = _member(line, start, key, value)
         if span is None:
             return None
         spans.append(span)
     runs = _runs(line, sorted(spans))
     if runs is None:
         return None
-    edits = sorted([edit, *((start, end, b"") for start, end in runs)])
+    edits = sorted([_id_edit(found[0], old, new), *((start, end, b"") for start, end in runs)])
     if any(a[1] > b[0] for a, b in pairwise(edits)):
         return None  # the id inside a removed member: not the message's own id
     return _apply(line, edits)
@@ -82,48 +81,60 @@ def _plain(text: str) -> bool:
     return text.isascii() and text.isprintable() and '"' not in text
 
 
-def _once(line: bytes, text: str) -> int:
-    """Where the string `text` is in `line` (no backslash), if it is there exactly once; -1
-    if not (or if `text` could be spelled otherwise)."""
-    if not _plain(text):
-        return -1
-    token = b'"' + text.encode() + b'"'
-    start = line.find(token)
-    if start < 0 or _found_again(line, token, start):
-        return -1
-    return start
+def _locate(line: bytes, texts: list[str]) -> list[int] | None:
+    """Where each of `texts` is in `line` (no backslash) as a string, if each is there
+    exactly once (and could not be spelled otherwise); None if not."""
+    if not all(_plain(text) for text in texts):
+        return None
+    tokens = [b'"' + text.encode() + b'"' for text in texts]
+    strings = _strings(line)
+    if strings is None:  # many strings: one search for each token is cheaper than a walk
+        return _searched(line, tokens)
+    sizes = {len(token) for token in tokens}
+    found: dict[bytes, list[int]] = {token: [] for token in tokens}
+    for open_, close in strings:
+        if close - open_ + 1 in sizes:
+            seen = found.get(line[open_:close + 1])
+            if seen is not None:
+                seen.append(open_)
+    if any(len(where) != 1 for where in found.values()):
+        return None
+    return [found[token][0] for token in tokens]
 
 
-def _found_again(line: bytes, token: bytes, first: int) -> bool:
-    """Whether a string other than the one at `first` equals `token`. Strings are walked
-    first: each closing quote is one memchr away, so a few long strings cost little; past
-    _STRINGS_WALKED of them, one search of the rest."""
+def _strings(line: bytes) -> list[tuple[int, int]] | None:
+    """The (opening, closing) quote of each string in `line` (no backslash: quotes pair
+    off), each one memchr away, so a few long strings cost little; None past
+    _STRINGS_WALKED of them."""
     find = line.find
-    size = len(token)
+    strings: list[tuple[int, int]] = []
     close = -1
     for _ in range(_STRINGS_WALKED):
         open_ = find(b'"', close + 1)
         if open_ < 0:
-            return False
+            return strings
         close = find(b'"', open_ + 1)
-        if close - open_ + 1 == size and open_ != first and line.startswith(token, open_):
-            return True
-    return find(token, close + 1) >= 0
+        strings.append((open_, close))
+    return None
 
 
-def _id_edit(line: bytes, old: str, new: Any) -> Edit | None:
-    start = _once(line, old)
-    if start < 0:
-        return None
+def _searched(line: bytes, tokens: list[bytes]) -> list[int] | None:
+    where = []
+    for token in tokens:
+        start = line.find(token)
+        if start < 0 or line.find(token, start + 1) >= 0:
+            return None
+        where.append(start)
+    return where
+
+
+def _id_edit(start: int, old: str, new: Any) -> Edit:
     return start, start + len(old) + 2, encode(new)[:-1]
 
 
-def _member(line: bytes, key: str, value: Any) -> tuple[int, int] | None:
-    """The span of the member `"key": value`, if the key occurs once and the value that
+def _member(line: bytes, start: int, key: str, value: Any) -> tuple[int, int] | None:
+    """The span of the member `"key": value` whose key is at `start`, if the value that
     follows it is spelled as the codec spells it (a server's compact JSON)."""
-    start = _once(line, key)
-    if start < 0:
-        return None
     at = _skip(line, start + len(key) + 2)
     if line[at:at + 1] != b":":
         return None
