@@ -140,9 +140,11 @@ def _member(line: bytes, start: int, key: str, value: Any) -> tuple[int, int] | 
         return None
     at = _skip(line, at + 1)
     spelled = encode(value)[:-1]
-    if not line.startswith(spelled, at):
+    end = at + len(spelled)
+    # The value ends where its spelling does: a number's text may go on (1.5 read from 1.50).
+    if not line.startswith(spelled, at) or line[_skip(line, end):][:1] not in (b",", b"}"):
         return None
-    return start, at + len(spelled)
+    return start, end
 
 
 def _runs(line: bytes, spans: list[tuple[int, int]]) -> list[tuple[int, int]] | None:

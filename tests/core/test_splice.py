@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from bridge.core.codec import RawNumber, decode, encode
-from bridge.core.splice import SPLICE_MIN, with_id
+from bridge.core.splice import SPLICE_MIN, with_id, without_members
 from tests.core.harness import (
     Harness,
     answer,
@@ -232,3 +232,16 @@ def test_a_modern_member_that_cannot_be_cut_provably_falls_back(case: str) -> No
     assert reply["id"] == 9 and "resultType" not in reply["result"]
     if case == "_meta kept in part":
         assert reply["result"]["_meta"] == {"x-trace": "1"}
+
+
+@pytest.mark.parametrize(("line", "removed", "expected"), [
+    (b'{"id":"rosetta-1","result":{"a":1,"ttlMs":1.50}}', {"ttlMs": 1.5}, None),  # 1.5 != 1.50
+    (b'{"id":"rosetta-1","result":{"ttlMs":60000, "a":1 ,"cacheScope":"public"}}',
+     {"ttlMs": 60000, "cacheScope": "public"}, b'{"id":7,"result":{ "a":1 }}\n'),
+    (b'{"id":"rosetta-1","result":{"resultType":"complete","ttlMs":5}}',
+     {"resultType": "complete", "ttlMs": 5}, b'{"id":7,"result":{}}\n'),
+    (b'{"id":"rosetta-1","result":{"a":1,"ttlMs":5,"ttlMs":5}}', {"ttlMs": 5}, None),  # twice
+])
+def test_without_members_cuts_whole_members_only(line: bytes, removed: dict[str, Any],
+                                                  expected: bytes | None) -> None:
+    assert without_members(line, "rosetta-1", 7, removed) == expected
