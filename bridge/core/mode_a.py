@@ -45,7 +45,7 @@ from bridge.core.normalize import normalize_result
 from bridge.core.probe import Probe, is_discover_result
 from bridge.core.restarts import Outage
 from bridge.core.router import Pending, Router
-from bridge.core.splice import SPLICE_MIN, removed_members, without_members
+from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, removed_members, without_members
 
 Message = dict[str, Any]
 
@@ -338,7 +338,7 @@ class ModeA:
                                   version=self.version)
         bid, message["result"], message["id"] = message["id"], legacy, row.origin_id
         line = self._line
-        if line is not None and len(line) >= SPLICE_MIN:
+        if line is not None and SPLICE_MIN <= len(line) <= SPLICE_MAX:
             self.ctx.send(CLIENT, message, _downgraded_line(line, bid, row.origin_id, result,
                                                             legacy))
         else:

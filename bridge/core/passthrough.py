@@ -29,7 +29,7 @@ from bridge.core.jsonrpc import Inbound, notification
 from bridge.core.restarts import Outage
 from bridge.core.revision_gap import RevisionGap, needs_shaping
 from bridge.core.router import BRIDGE, SOURCE, Pending, Router, other
-from bridge.core.splice import SPLICE_MIN, with_id
+from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, with_id
 
 Message = dict[str, Any]
 
@@ -130,7 +130,7 @@ class PassThrough:
         if side == SERVER and self.gap is not None and "result" in message:
             message["result"] = self.gap.result(row.method, message["result"])
             line = None
-        if line is not None and len(line) >= SPLICE_MIN:
+        if line is not None and SPLICE_MIN <= len(line) <= SPLICE_MAX:
             self.ctx.send(other(side), message, with_id(line, bid, row.origin_id))
         else:
             self.ctx.send(other(side), message)

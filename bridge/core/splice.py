@@ -20,6 +20,10 @@ from bridge.core.codec import encode
 SPLICE_MIN = 16384
 """The shortest line worth splicing: below it, encoding the decoded message costs less than
 proving the edits (tests/benchmarks/README.md, "Big messages")."""
+SPLICE_MAX = 16 * 1024 * 1024
+"""The longest: the spliced line is made while the line and its decoded form are still held,
+one copy more at the peak than encoding after the line is let go (64 MiB results peaked 64 MiB
+higher), for a saving that is small next to the decoding at that size."""
 # How many strings are walked, one memchr to each quote, before the line is searched whole for
 # each token instead: a text result has a handful; many small strings are cheaper to search.
 _STRINGS_WALKED = 64

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from bridge.core.codec import RawNumber, decode, encode
-from bridge.core.splice import SPLICE_MIN, with_id, without_members
+from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, with_id, without_members
 from tests.core.harness import (
     Harness,
     answer,
@@ -245,3 +245,11 @@ def test_a_modern_member_that_cannot_be_cut_provably_falls_back(case: str) -> No
 def test_without_members_cuts_whole_members_only(line: bytes, removed: dict[str, Any],
                                                   expected: bytes | None) -> None:
     assert without_members(line, "rosetta-1", 7, removed) == expected
+
+
+def test_a_huge_answer_is_encoded_so_its_peak_stays_as_before() -> None:
+    h, _ = legacy_pair()
+    forwarded = forwarded_call(h, 7)
+    actions = h.server(line_of(answer(forwarded, big_result("x" * SPLICE_MAX))))
+    assert lines(actions, "client") == [None]
+    assert one(actions, "client")["id"] == 7
