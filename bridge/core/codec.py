@@ -218,4 +218,3 @@ if orjson is not None:
 
 else:  # pragma: no cover
     encode = _portable_dumps
-
