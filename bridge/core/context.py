@@ -43,8 +43,9 @@ class Context:
         self.now = 0.0
         self.log_enabled = config.debug_logs
 
-    def send(self, side: Side, message: Any) -> None:
-        self.actions.append(Send(side, message))
+    def send(self, side: Side, message: Any, line: bytes | None = None) -> None:
+        """`line`: `message` already encoded (see Send), if the caller has it."""
+        self.actions.append(Send(side, message, line))
 
     def reply(self, side: Side, id: Any, result: dict[str, Any]) -> None:
         self.actions.append(Send(side, result_response(id, result)))

@@ -99,10 +99,15 @@ Event = (MessageReceived | MessageTooLarge | ChildStarted | ChildExited | PeerCl
 
 @dataclass(slots=True)
 class Send:
-    """Write `message` (a JSON-RPC object, or a list for a 2025-03-26 batch) to `side`."""
+    """Write `message` (a JSON-RPC object, or a list for a 2025-03-26 batch) to `side`.
+
+    `line`, when the core has it, is `message` already encoded as one newline-terminated line
+    (a peer's line with only its id spliced, codec.with_id): the shell writes it as it is.
+    """
 
     side: Side
     message: Any
+    line: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)

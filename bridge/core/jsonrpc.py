@@ -45,9 +45,12 @@ class Inbound:
 
     A number id (`2.0`, `2.5`) is a RawNumber holding its text, so that an answer carries the
     id spelled as it came.
+
+    `line` is the bytes the message was decoded from (set by `parse_inbound` for one message
+    read whole), for a handler that forwards it with only its id changed.
     """
 
-    __slots__ = ("code", "id", "items", "kind", "message", "reason")
+    __slots__ = ("code", "id", "items", "kind", "line", "message", "reason")
 
     def __init__(
         self,
@@ -65,6 +68,7 @@ class Inbound:
         self.id = id
         self.code = code
         self.items = items
+        self.line: bytes | None = None
 
     def __repr__(self) -> str:
         return f"Inbound({self.kind!r}, {self.message!r}, reason={self.reason!r})"
@@ -114,7 +118,10 @@ def parse_inbound(line: bytes | str, *, batching: bool = False) -> Inbound:
         return _not_json(line, exc)
     if _has_float_id(message):
         message = _spell_ids(line, message)
-    return classify(message, batching=batching)
+    inbound = classify(message, batching=batching)
+    if type(line) is bytes:
+        inbound.line = line
+    return inbound
 
 
 def refused(members: dict[str, Any], reason: str, code: int = INVALID_REQUEST) -> Inbound:

@@ -122,7 +122,7 @@ def _unfit_sampling(params: Message, version: str) -> str | None:
             return f"sampling message {index} has no content"
         for block in blocks:
             kind = block.get("type") if isinstance(block, dict) else None
-            if kind in _TOOL_BLOCKS:
+            if isinstance(kind, str) and kind in _TOOL_BLOCKS:  # a peer's type may be anything
                 return (f"sampling message {index} holds {kind} content, which revision "
                         f"{version} has no form for (it arrived in 2025-11-25)")
             if kind == "audio" and version < _V0325:

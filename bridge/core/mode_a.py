@@ -45,6 +45,7 @@ from bridge.core.normalize import normalize_result
 from bridge.core.probe import Probe, is_discover_result
 from bridge.core.restarts import Outage
 from bridge.core.router import Pending, Router
+from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, removed_members, without_members
 
 Message = dict[str, Any]
 
@@ -73,6 +74,7 @@ class ModeA:
         self.client_level: str | None = None  # set by the client's logging/setLevel
         self.log_level = ctx.config.default_log_level  # the level stamped on each request
         self.progress_seen: dict[Any, float] = {}
+        self._line: bytes | None = None  # the line of the server's answer being handled
         self.inputs = InputLoop(self)
         self.listener = Listener(self)
         self._local: dict[str, Callable[[Message], None]] = {
@@ -254,7 +256,9 @@ class ModeA:
         if kind == "response":
             row = self.router.take(SERVER, message)
             if row is not None:
+                self._line = inbound.line
                 self._answers[row.purpose](row, message)
+                self._line = None
         elif kind == "notification":
             self._on_server_notification(message)
         elif kind == "request":
@@ -330,10 +334,15 @@ class ModeA:
                                  f"mcp-rosetta: the server answered {row.method} with "
                                  f"resultType {kind!r}, which this method cannot carry")
             return
-        message["result"] = normalize_result(result, to_era="legacy", method=row.method,
-                                             version=self.version)
-        message["id"] = row.origin_id
-        self.ctx.send(CLIENT, message)
+        legacy = normalize_result(result, to_era="legacy", method=row.method,
+                                  version=self.version)
+        bid, message["result"], message["id"] = message["id"], legacy, row.origin_id
+        line = self._line
+        if line is not None and SPLICE_MIN <= len(line) <= SPLICE_MAX:
+            self.ctx.send(CLIENT, message, _downgraded_line(line, bid, row.origin_id, result,
+                                                            legacy))
+        else:
+            self.ctx.send(CLIENT, message)
 
     def relay_error(self, row: Pending, message: Message) -> None:
         """An error answer, mapped for a legacy client (TRANSLATION.md §3.4)."""
@@ -427,6 +436,15 @@ def _progress_token(params: Any) -> Any:
     meta = params.get("_meta") if isinstance(params, dict) else None
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     return token if token is not None and is_progress_token(token) else None
+
+
+def _downgraded_line(line: bytes, bid: str, origin_id: Any, result: Message,
+                     legacy: Message) -> bytes | None:
+    """The server's answer as its line, when the downgrade only took top-level members out
+    of its result (resultType, cache hints, a _meta of modern keys only): those members cut
+    and the id spliced; None if anything else changed (splice.py)."""
+    removed = removed_members(result, legacy)
+    return None if removed is None else without_members(line, bid, origin_id, removed)
 
 
 def _supported_versions(error: Any) -> list[str]:

@@ -29,6 +29,7 @@ from bridge.core.jsonrpc import Inbound, notification
 from bridge.core.restarts import Outage
 from bridge.core.revision_gap import RevisionGap, needs_shaping
 from bridge.core.router import BRIDGE, SOURCE, Pending, Router, other
+from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, with_id
 
 Message = dict[str, Any]
 
@@ -91,7 +92,7 @@ class PassThrough:
             else:
                 self.router.forward(other(side), message)
         elif kind == "response":
-            self._return(side, message)
+            self._return(side, message, inbound.line)
         elif kind == "notification":
             if side == SERVER and self.gap is not None:
                 message = self.gap.notification(message)
@@ -111,7 +112,10 @@ class PassThrough:
         else:
             self.ctx.reject(side, inbound)
 
-    def _return(self, side: Side, message: Message) -> None:
+    def _return(self, side: Side, message: Message, line: bytes | None) -> None:
+        """An answer goes back under the id its request came with. Unless the bridge looks
+        into it (a tracked request's, or one shaped for an older revision), it differs from
+        the line that brought it only by that id: the line is forwarded with the id spliced."""
         row = self.router.take(side, message)
         if row is None:
             return
@@ -120,10 +124,16 @@ class PassThrough:
                 self._on_own_answer(row, message)
                 return
             self._on_tracked_answer(row, message)
+            line = None
+        bid = message["id"]
         message["id"] = row.origin_id
         if side == SERVER and self.gap is not None and "result" in message:
             message["result"] = self.gap.result(row.method, message["result"])
-        self.ctx.send(other(side), message)
+            line = None
+        if line is not None and SPLICE_MIN <= len(line) <= SPLICE_MAX:
+            self.ctx.send(other(side), message, with_id(line, bid, row.origin_id))
+        else:
+            self.ctx.send(other(side), message)
 
     def _shaped_request(self, message: Message) -> None:
         """A request of the newer server to the client: shaped for the client's revision, or

@@ -70,6 +70,7 @@ class Provisional:
         if len(self._kept) >= KEEP_AT_MOST:
             return False
         kind = inbound.kind
+        inbound.line = None  # kept, the decoded message is enough: not its bytes as well
         if kind == "request":
             self._answered.discard(typed_id(inbound.message["id"]))  # an id used again
         elif kind != "notification":

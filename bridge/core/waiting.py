@@ -40,6 +40,7 @@ class Waiting:
         if inbound.kind == "notification" and self._cancels_held(inbound.message):
             return
         self._count += 1
+        inbound.line = None  # held, the decoded message is enough: not its bytes as well
         self._held[self._count] = inbound
         timeout = self.ctx.config.request_timeout
         if timeout > 0 and inbound.kind == "request":

@@ -129,8 +129,9 @@ class Driver:
     def _run(self, actions: list[Action]) -> None:
         for action in actions:
             if type(action) is Send:  # nearly every action: one type check, no match
+                line = action.line  # a peer's line with its id spliced: written as it is
                 (self._to_client if action.side == CLIENT else self._to_server).append(
-                    encode(action.message))
+                    encode(action.message) if line is None else line)
             else:
                 self._execute(action)
 

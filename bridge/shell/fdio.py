@@ -8,6 +8,7 @@ blocking reads in a worker thread) can be added here without touching the rest o
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import select
 import socket
@@ -21,6 +22,25 @@ import trio
 READ_SIZE = 64 * 1024
 # At most this many buffers per writev (IOV_MAX is 1024 on Linux and macOS).
 WRITEV_MAX = 64
+
+
+# A pipe holds 64 KiB unless told otherwise: a MiB message then crosses it in sixteen rounds
+# of wait and write, or more as the reader takes it in small reads. At 1 MiB (Linux's
+# pipe-max-size for any user) such a message goes in one write and is read without waiting.
+# Only once a message longer than the pipe is seen (the outlet, the pump decide): small ones
+# gain nothing, and back-pressure sets in as early as before.
+PIPE_SIZE = 1024 * 1024
+
+
+def widen(fd: int) -> None:
+    """Give the pipe `fd` is an end of room for PIPE_SIZE bytes, where the system allows it
+    (Linux); anything else (a socket, a terminal, a refusal) stays as it is."""
+    setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setpipe is None:
+        return
+    with contextlib.suppress(OSError):
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            fcntl.fcntl(fd, setpipe, PIPE_SIZE)
 
 
 def make_nonblocking(fd: int) -> bool:

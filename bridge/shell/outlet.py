@@ -34,6 +34,7 @@ class Outlet:
         self._fd = fd
         self._nursery = nursery
         self._restore_blocking = fdio.make_nonblocking(fd)
+        self._widened = False
         # Views of the callers' bytes, not copies: a queued MiB result costs no extra MiB.
         self._backlog: deque[memoryview] = deque()
         self.queued = 0
@@ -56,12 +57,23 @@ class Outlet:
             except OSError:
                 self._break()
                 return False
+            if written < len(data) and not self._widened and len(data) > fdio.READ_SIZE:
+                written += self._widen(data, written)
             if written == len(data):
                 return True
             self._queue(memoryview(data)[written:])
         else:
             self._queue(memoryview(data))
         return True
+
+    def _widen(self, data: bytes, written: int) -> int:
+        """A message longer than the pipe holds: widen it (once) and write on at once."""
+        self._widened = True
+        fdio.widen(self._fd)
+        try:
+            return fdio.write_now(self._fd, memoryview(data)[written:])
+        except OSError:
+            return 0  # the queued rest finds out, and breaks the outlet
 
     def reader_gone(self) -> bool:
         """Whether the peer can no longer read (checked now); if so the outlet is broken.

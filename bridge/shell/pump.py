@@ -46,6 +46,7 @@ async def pump(fd: int, side: Side, driver: Driver, limit: int, throttles: Seque
     splitter = LineSplitter(limit)
     deliver = driver.lines
     streak = 0
+    widened = False
     try:
         while True:
             for throttle in throttles:
@@ -60,6 +61,9 @@ async def pump(fd: int, side: Side, driver: Driver, limit: int, throttles: Seque
                 break
             if lines := splitter.feed(chunk):
                 deliver(side, lines, source)
+            elif not widened and len(chunk) == fdio.READ_SIZE:
+                widened = True  # a line longer than the pipe: let the next ones in at once
+                fdio.widen(fd)
             streak += 1
             if streak == FAIR_READS:
                 streak = 0

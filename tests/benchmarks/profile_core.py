@@ -30,7 +30,8 @@ def line(message: Message) -> bytes:
 
 def sends(actions: list[Any], side: str) -> list[bytes]:
     """What the shell would write to `side`, encoded: the codec is part of the path."""
-    return [encode(a.message) for a in actions if type(a) is Send and a.side == side]
+    return [encode(a.message) if a.line is None else a.line
+            for a in actions if type(a) is Send and a.side == side]
 
 
 def request(id_: int, era: str, method: str, params: Message) -> Message:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bridge.core.bridge import Bridge
-from bridge.core.codec import encode
+from bridge.core.codec import decode, encode
 from bridge.core.config import CoreConfig
 from bridge.core.context import counter_ids
 from bridge.core.eras import (
@@ -60,6 +60,10 @@ class Harness:
         self.logs += [a for a in actions if isinstance(a, Log)]
         errors = [a for a in actions if isinstance(a, Log) and a.event == "bridge.error"]
         assert not errors, errors
+        for action in actions:  # a line the shell writes as it is must say what the message says
+            if isinstance(action, Send) and action.line is not None:
+                assert action.line.endswith(b"\n") and action.line.count(b"\n") == 1
+                assert decode(action.line) == decode(encode(action.message)), action.message
         return actions
 
     def start(self) -> list[Action]:
@@ -108,6 +112,11 @@ def restarted(h: Harness) -> Message | None:
     assert [a for a in actions if isinstance(a, RestartChild)] == [RestartChild()], actions
     probe = sent(h.start(), "server")
     return probe[0] if probe else None
+
+
+def lines(actions: list[Action], side: str) -> list[bytes | None]:
+    """The pre-encoded line of each message sent to `side` (None: the shell encodes it)."""
+    return [a.line for a in actions if isinstance(a, Send) and a.side == side]
 
 
 def sent(actions: list[Action], side: str) -> list[Any]:

@@ -31,7 +31,7 @@ from bridge.core.events import (
     TimerFired,
 )
 from bridge.errors import ServerUnavailable
-from bridge.shell import logs
+from bridge.shell import fdio, logs
 from bridge.shell.outlet import HIGH_WATER, Outlet
 from bridge.shell.session import Session
 from bridge.shell.start_failure import NotStarted
@@ -252,8 +252,8 @@ class BurstCore(EchoCore):
 
     def react(self, event: Event, now: float) -> list[Action]:
         if isinstance(event, MessageReceived) and event.side == "client":
-            # 300 KB: more than the pipe holds, so most of it is still queued at the Stop.
-            sends = [Send("client", {"id": i, "pad": "x" * 100_000}) for i in range(3)]
+            # 3 MB: more than the pipe holds even widened, so much is still queued at the Stop.
+            sends = [Send("client", {"id": i, "pad": "x" * 1_000_000}) for i in range(3)]
             return [*sends, Stop(3), Log("info", "burst.stopped")]
         return super().react(event, now)
 
@@ -281,9 +281,10 @@ async def test_a_client_that_stops_reading_at_shutdown_is_given_up_after_drain_t
         assert await h.join() == 3
         assert h.ended_at == pytest.approx(stopping_at + FAST.drain_timeout)
         (dropped,) = h.events("client.dropped")
-        # The pipe took 64 KiB of the first message: all three were cut or never sent.
-        assert dropped["messages"] == 3
-        assert 300_000 - 65536 <= dropped["bytes"] <= 300_000
+        # The pipe, widened for messages longer than it, took 1 MiB: the first message and
+        # part of the second; the rest was cut or never sent.
+        assert dropped["messages"] == 2
+        assert dropped["bytes"] == 3 * len(b'{"id":0,"pad":""}\n') + 3_000_000 - fdio.PIPE_SIZE
 
 
 async def test_child_exit_comes_after_its_last_output(autojump_clock: Any) -> None:

@@ -35,6 +35,17 @@ class RewritingCore(EchoCore):
         return super().react(event, now)
 
 
+class SplicingCore(EchoCore):
+    """Passes messages on as a pre-encoded line (Send.line), as mode P's splice does."""
+
+    def react(self, event: Event, now: float) -> list[Action]:
+        if isinstance(event, MessageReceived):
+            line = event.message.replace(b'"id":1', b'"id": "one"') + b"\n"
+            return [Send("server" if event.side == "client" else "client",
+                         json.loads(line), line)]
+        return super().react(event, now)
+
+
 def read(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_bytes().splitlines()]
 
@@ -59,6 +70,19 @@ async def test_a_round_trip_shows_all_four_legs_in_order(tmp_path: Path,
     assert b'"message":{"id":1, "method":"x"}}' in path.read_bytes().splitlines()[0]
     assert all(r["session"] == 7 and isinstance(r["time"], float) for r in records)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+async def test_a_pre_encoded_line_is_written_and_recorded_as_it_is(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    path = tmp_path / "t.jsonl"
+    spawner = Spawner(lambda nursery: FakeChild(nursery, serving=True))
+    async with bridged(SplicingCore(), spawner, transcript=Transcript.open(str(path))) as h:
+        await h.client.send(b'{"id":1,  "method":"x"}')
+        assert await h.client.line() == b'{"id": "one",  "method":"x"}'
+        await h.client.close_writing()
+        await h.join()
+    sent = path.read_bytes().splitlines()[1]
+    assert b'"leg":"bridge>server","message":{"id": "one",  "method":"x"}}' in sent
 
 
 async def test_a_line_that_is_not_json_is_kept_as_a_string(tmp_path: Path,
