@@ -112,7 +112,7 @@ def iso_utc(at: float) -> str:
 
 
 def import_structlog() -> None:
-    """Import structlog ahead of `configure` (the stdio bridge does it in a worker thread)."""
+    """Import structlog ahead of `configure` (the stdio bridge does it after its first answers)."""
     import structlog  # noqa: F401
 
 
