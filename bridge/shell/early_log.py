@@ -7,9 +7,8 @@ turns every logger given out so far into structlog's own (the same methods, no e
 Why: importing structlog costs tens of milliseconds (its package imports all of its modules:
 asyncio for structlog.stdlib and its native loggers, rich for its console view when rich is
 installed) that the first answer does not need, and a client starts the bridge for every
-server of every session. stdio_main.py imports structlog on the session's thread a quarter of a
-second after the client's first answer (its first burst of requests answered), then calls
-`load`.
+server of every session. stdio_main.py imports structlog on the session's thread at its
+first idle moment after the client's first answer (at most 5 s later), then calls `load`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import signal
 from collections.abc import AsyncIterator
 
 import trio
+import trio.testing
 
 from bridge.core.bridge import Bridge
 from bridge.core.config import CoreConfig
@@ -33,10 +34,11 @@ ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 LOG_WAIT = 1.0
 """Seconds a log line may wait for structlog when the client has no answer yet (a server that
 never lets the bridge answer still has its lines written soon)."""
-LOG_SETTLE = 0.25
-"""Seconds after the first answer before structlog is imported: a client's first requests come
-in a burst (a legacy client's `initialized` and first lists right after `initialize`), which
-is answered before the one pause of the import."""
+LOG_IDLE = 0.05
+"""After the first answer, structlog is imported once the session has been idle this long (every
+task waiting), so its one pause falls between a client's requests, not among them."""
+LOG_IDLE_AT_MOST = 5.0
+"""Seconds after the first answer a busy session goes on without structlog at most."""
 
 
 def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
@@ -82,12 +84,13 @@ async def _main(session: Session, fds: ProtocolFds, first: ProcessChild | Server
 
 
 async def _load_log(early: EarlyLog, answered: trio.Event) -> None:
-    """structlog, imported once the client's first burst of requests is answered. On this
+    """structlog, imported after the first answer at the session's first idle moment. On this
     thread, in one pause: imported in a worker thread it would contend for the interpreter
     lock with every message for as long as it took (measured: p99 7x the line relay's)."""
     with trio.move_on_after(LOG_WAIT):
         await answered.wait()
-        await trio.sleep(LOG_SETTLE)
+    with trio.move_on_after(LOG_IDLE_AT_MOST):
+        await trio.testing.wait_all_tasks_blocked(LOG_IDLE)
     logs.import_structlog()
     early.load()
 
