@@ -82,6 +82,8 @@ class Driver:
         self.stop_code: int | None = None
         self.stopped = trio.Event()
         self.transcript = transcript
+        self.last_lines = 0.0
+        """When a peer's lines last came in (trio's clock): how long the session has been idle."""
         if transcript is not None:  # bound once: without a transcript, no cost per message
             self.lines = self._recorded_lines  # type: ignore[method-assign]
             self._write = self._recorded_write  # type: ignore[method-assign]
@@ -95,7 +97,7 @@ class Driver:
         translation is encoded (for a huge result, a third less memory at the peak).
         """
         handle = self._core.handle
-        now = trio.current_time()
+        now = self.last_lines = trio.current_time()
         lines.reverse()
         pop = lines.pop
         while lines:

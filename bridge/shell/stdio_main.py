@@ -14,13 +14,13 @@ import signal
 from collections.abc import AsyncIterator
 
 import trio
-import trio.testing
 
 from bridge.core.bridge import Bridge
 from bridge.core.config import CoreConfig
 from bridge.errors import EX_SOFTWARE, ServerUnavailable
 from bridge.shell import logs
 from bridge.shell.child import ProcessChild
+from bridge.shell.driver import Driver
 from bridge.shell.early_log import EarlyLog
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
@@ -35,8 +35,8 @@ LOG_WAIT = 1.0
 """Seconds a log line may wait for structlog when the client has no answer yet (a server that
 never lets the bridge answer still has its lines written soon)."""
 LOG_IDLE = 0.05
-"""After the first answer, structlog is imported once the session has been idle this long (every
-task waiting), so its one pause falls between a client's requests, not among them."""
+"""After the first answer, structlog is imported once no peer has written for this long, so its
+one pause falls between a client's requests, not among them."""
 LOG_IDLE_AT_MOST = 5.0
 """Seconds after the first answer a busy session goes on without structlog at most."""
 
@@ -77,20 +77,23 @@ async def _main(session: Session, fds: ProtocolFds, first: ProcessChild | Server
     with trio.open_signal_receiver(*ENDING, signal.SIGCHLD) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch, signals, session, orphans, log)
-            nursery.start_soon(_load_log, early, session.client_written)
+            nursery.start_soon(_load_log, early, session.client_written, session.driver)
             code = await session.run(fds.client_in, fds.client_out, first)
             nursery.cancel_scope.cancel()
     return code
 
 
-async def _load_log(early: EarlyLog, answered: trio.Event) -> None:
+async def _load_log(early: EarlyLog, answered: trio.Event, driver: Driver) -> None:
     """structlog, imported after the first answer at the session's first idle moment. On this
     thread, in one pause: imported in a worker thread it would contend for the interpreter
     lock with every message for as long as it took (measured: p99 7x the line relay's)."""
     with trio.move_on_after(LOG_WAIT):
         await answered.wait()
-    with trio.move_on_after(LOG_IDLE_AT_MOST):
-        await trio.testing.wait_all_tasks_blocked(LOG_IDLE)
+    until = trio.current_time() + LOG_IDLE_AT_MOST
+    while trio.current_time() < until:
+        await trio.sleep(LOG_IDLE)
+        if trio.current_time() - driver.last_lines >= LOG_IDLE:
+            break
     logs.import_structlog()
     early.load()
 
