@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, TypeGuard
 
 from bridge.core.codec import encode
+from bridge.core.config import CoreConfig
 from bridge.core.context import Context
 from bridge.core.envelope import build_request
 from bridge.core.eras import Era, is_modern_error
@@ -24,6 +25,13 @@ QUOTE_CHARS = 200
 def is_discover_result(result: Any) -> TypeGuard[dict[str, Any]]:
     versions = result.get("supportedVersions") if isinstance(result, dict) else None
     return isinstance(versions, list) and all(isinstance(v, str) for v in versions)
+
+
+def discover_request(request_id: str | int, config: CoreConfig) -> dict[str, Any]:
+    """The probe: `server/discover` with the bridge's own identity, since no client may have
+    spoken yet and discover depends on neither (server/discover.mdx)."""
+    return build_request(request_id, "server/discover", None, era="modern",
+                         client_info=config.bridge_info, client_capabilities={})
 
 
 class Probe:
@@ -52,17 +60,7 @@ class Probe:
                          else "pinned")
             return
         self.id = self.ctx.mint_id()
-        # The probe carries the bridge's own identity: no client may have spoken yet, and
-        # discover depends on neither (server/discover.mdx).
-        probe = build_request(
-            self.id,
-            "server/discover",
-            None,
-            era="modern",
-            client_info=self.ctx.config.bridge_info,
-            client_capabilities={},
-        )
-        self.ctx.send(SERVER, probe)
+        self.ctx.send(SERVER, discover_request(self.id, self.ctx.config))
         self.waiting = True
         self.timers.schedule(self.TIMER, self.ctx.now + self.ctx.config.probe_timeout)
 

@@ -24,7 +24,7 @@ from bridge.core.envelope import build_request
 from bridge.core.eras import LATEST_LEGACY_VERSION, MODERN_PROTOCOL_VERSION, Era, is_modern_error
 from bridge.core.handshake import server_info_of
 from bridge.core.jsonrpc import request
-from bridge.core.probe import is_discover_result
+from bridge.core.probe import discover_request, is_discover_result
 from bridge.errors import EX_OK, EX_UNAVAILABLE, ServerUnavailable
 from bridge.shell.check_wire import ServerGone, Wire, spawn_with_stderr
 from bridge.shell.child import Child, check_command, spawner
@@ -120,10 +120,8 @@ async def _probed(wire: Wire, core: CoreConfig, facts: Facts) -> None:
 
 
 async def _probe(wire: Wire, core: CoreConfig, facts: Facts) -> Era:
-    # The probe exactly as bridge/core/probe.py sends it (stdio.mdx §Backward Compatibility).
-    probe = build_request(wire.next_id(), "server/discover", None, era="modern",
-                          client_info=core.bridge_info, client_capabilities={})
-    answer = await wire.request(probe, core.probe_timeout)
+    # The bridge's own probe (stdio.mdx §Backward Compatibility).
+    answer = await wire.request(discover_request(wire.next_id(), core), core.probe_timeout)
     fallback: Era = "modern" if core.server_era == "modern" else "legacy"
     if answer is None:
         waited = f"no answer to server/discover in {core.probe_timeout:g} s"
