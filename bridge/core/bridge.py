@@ -603,14 +603,14 @@ class Bridge:
         # Each mode is imported when chosen: a bridge runs one unless the server restarts as
         # the other era, and importing the others would add to every start-up.
         if client_era == server_era:
-            from bridge.core.passthrough import PassThrough
+            from bridge.core.relay.mode import PassThrough
 
             return PassThrough(self.ctx, server_era)
         if client_era == "legacy":
-            from bridge.core.mode_a import ModeA
+            from bridge.core.legacy_server_modern_client.mode import ModeA
 
             return ModeA(self.ctx, self.probe)
-        from bridge.core.mode_b import ModeB
+        from bridge.core.modern_server_legacy_client.mode import ModeB
 
         return ModeB(self.ctx, self.probe, self.secret)
 

@@ -838,7 +838,7 @@ def test_shutdown_answers_every_call_in_its_loop() -> None:
 def test_nothing_more_reaches_the_client_for_a_cancelled_call() -> None:
     """After the client cancels, the bridge sends nothing more for that call.
 
-    Needs mode_a.py (not this module): `_relay_progress` forwards progress for any token,
+    Needs the mode module (not this one): `_relay_progress` forwards progress for any token,
     and `forget_progress_token` (called when a loop ends) makes a finished token look new.
     """
     h, _ = mode_a(caps=ALL_CAPS)

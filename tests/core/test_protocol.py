@@ -34,7 +34,7 @@ def _calls_in_the_bridge() -> set[str]:
     """The names of every function the bridge's own modules call (the library excluded)."""
     root = pathlib.Path(bridge.__file__).parent
     names: set[str] = set()
-    for path in [*root.glob("core/*.py"), *root.glob("shell/*.py")]:
+    for path in [*root.glob("core/**/*.py"), *root.glob("shell/*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call):
                 func = node.func

@@ -1,7 +1,7 @@
 """Mode B's roots: what the modern client said last, what the legacy server was told, and when
 the bridge should ask the one or tell the other.
 
-Must not park calls or send anything: inputs_b.py asks the client and answers the server;
+Must not park calls or send anything: inputs.py asks the client and answers the server;
 this keeps the two lists and decides. Rules: client/roots.mdx (both eras); TRANSLATION.md
 §5.8.3, §5.8.5.
 

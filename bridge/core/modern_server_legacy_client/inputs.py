@@ -32,13 +32,13 @@ from bridge.core.eras import (
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.jsonrpc import is_request_id, notification
 from bridge.core.jsonrpc import typed_id as typed
-from bridge.core.request_meta import RequestMeta
-from bridge.core.request_state import expired, request_digest, seal, unseal
-from bridge.core.roots_b import FENCE, REASK, SETTLE, Roots
+from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
+from bridge.core.modern_server_legacy_client.request_state import expired, request_digest, seal, unseal
+from bridge.core.modern_server_legacy_client.roots import FENCE, REASK, SETTLE, Roots
 from bridge.core.router import BRIDGE, SOURCE, Pending
 
 if TYPE_CHECKING:
-    from bridge.core.mode_b import ModeB
+    from bridge.core.modern_server_legacy_client.mode import ModeB
 
 Message = dict[str, Any]
 
@@ -475,7 +475,7 @@ class Inputs:
         self.queue.append(call)
         self._pump()
 
-    # Roots of the bridge's own asking (roots_b.py, §5.8.5) ----------------------------------
+    # Roots of the bridge's own asking (roots.py, §5.8.5) ----------------------------------
 
     def _ask_roots(self, call: Call) -> None:
         """Before the call goes to the server: one round asking the client for its roots."""

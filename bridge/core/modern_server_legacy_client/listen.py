@@ -21,7 +21,7 @@ from bridge.core.events import CLIENT, SERVER
 from bridge.core.handover import ListenStream, acknowledged_list_changes, announce
 from bridge.core.jsonrpc import is_request_id, notification
 from bridge.core.jsonrpc import typed_id as typed
-from bridge.core.request_meta import RequestMeta
+from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
 from bridge.core.router import Pending, Router
 
 Message = dict[str, Any]

@@ -1,7 +1,7 @@
 """Mode A: a legacy client in front of a modern server; the bridge is a legacy server.
 
-Must not hold the input-request loop or the listen streams itself (inputs_a.py and
-listen_a.py do); this module answers what the modern era removed, stamps the `_meta`
+Must not hold the input-request loop or the listen streams itself (inputs.py and
+listen.py do); this module answers what the modern era removed, stamps the `_meta`
 envelope on every request, and normalizes answers down to the client's revision.
 """
 
@@ -38,9 +38,9 @@ from bridge.core.handover import (
     told_list_changes,
 )
 from bridge.core.handshake import legacy_result
-from bridge.core.inputs_a import ELIGIBLE, InputLoop
+from bridge.core.legacy_server_modern_client.inputs import ELIGIBLE, InputLoop
 from bridge.core.jsonrpc import Inbound
-from bridge.core.listen_a import Listener
+from bridge.core.legacy_server_modern_client.listen import Listener
 from bridge.core.normalize import normalize_result
 from bridge.core.probe import Probe, is_discover_result
 from bridge.core.restarts import Outage

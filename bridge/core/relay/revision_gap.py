@@ -12,7 +12,7 @@ from typing import Any
 
 from bridge.core.downgrade import progress_for_legacy, result_for_legacy
 from bridge.core.eras import LEGACY_PROTOCOL_VERSIONS
-from bridge.core.legacy_inputs import for_revision, unfit
+from bridge.core.legacy_server_modern_client.legacy_inputs import for_revision, unfit
 
 Message = dict[str, Any]
 

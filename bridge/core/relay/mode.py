@@ -27,7 +27,7 @@ from bridge.core.handover import (
 )
 from bridge.core.jsonrpc import Inbound, notification
 from bridge.core.restarts import Outage
-from bridge.core.revision_gap import RevisionGap, needs_shaping
+from bridge.core.relay.revision_gap import RevisionGap, needs_shaping
 from bridge.core.router import BRIDGE, SOURCE, Pending, Router, other
 from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, with_id
 

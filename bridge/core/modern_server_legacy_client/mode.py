@@ -1,7 +1,7 @@
 """Mode B: a modern client in front of a legacy server; the bridge is a modern server.
 
-Must not hold the parking of input requests or the listen streams itself (inputs_b.py and
-listen_b.py do); this module performs the legacy handshake, checks every modern request's
+Must not hold the parking of input requests or the listen streams itself (inputs.py and
+listen.py do); this module performs the legacy handshake, checks every modern request's
 envelope, answers what the legacy era lacks (server/discover), strips the envelope on the way
 in, makes results modern on the way out, and scopes logs and progress to their requests.
 """
@@ -25,12 +25,12 @@ from bridge.core.eras import (
 )
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.handover import ClientSession, Handover, ListenStream, ModernSession
-from bridge.core.inputs_b import ELIGIBLE, INPUT_METHODS, Inputs
+from bridge.core.modern_server_legacy_client.inputs import ELIGIBLE, INPUT_METHODS, Inputs
 from bridge.core.jsonrpc import Inbound, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
-from bridge.core.listen_b import Listener
+from bridge.core.modern_server_legacy_client.listen import Listener
 from bridge.core.probe import Probe
-from bridge.core.request_meta import RequestMeta, read_meta, usable_info
+from bridge.core.modern_server_legacy_client.request_meta import RequestMeta, read_meta, usable_info
 from bridge.core.restarts import Outage
 from bridge.core.router import Pending, Router
 from bridge.core.upgrade import error_for_modern, result_for_modern, with_server_info
@@ -39,7 +39,7 @@ Message = dict[str, Any]
 
 # §5.8.1: legacy capabilities are fixed for the session while modern ones vary per request,
 # so the bridge declares every input kind it can route and gates each question per request.
-# roots gains listChanged when the client declares roots (roots_b.py).
+# roots gains listChanged when the client declares roots (roots.py).
 LEGACY_CLIENT_CAPABILITIES: Message = {
     "roots": {},
     "sampling": {"tools": {}, "context": {}},
@@ -270,7 +270,7 @@ class ModeB:
 
     def _discover(self, message: Message, meta: RequestMeta) -> None:
         # Every list-change kind and resource subscription the legacy server offers is
-        # delivered on listen streams (listen_b.py), so its capabilities carry over (§7.3).
+        # delivered on listen streams (listen.py), so its capabilities carry over (§7.3).
         result: Message = {"supportedVersions": [MODERN_PROTOCOL_VERSION],
                            "capabilities": server_caps_to_modern(self.server_caps)}
         if self.instructions is not None:

@@ -1,0 +1,1 @@
+"""Mode A: the bridge is a legacy server to the client and a modern client to the server."""
