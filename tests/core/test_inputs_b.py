@@ -12,7 +12,12 @@ from typing import Any
 import pytest
 
 from bridge.core.config import CoreConfig
-from bridge.core.modern_server_legacy_client.request_state import PREFIX, request_digest, seal, unseal
+from bridge.core.modern_server_legacy_client.request_state import (
+    PREFIX,
+    request_digest,
+    seal,
+    unseal,
+)
 from tests.core.harness import (
     LEGACY_INIT_RESULT,
     OLD_SRV,

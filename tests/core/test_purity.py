@@ -26,7 +26,8 @@ def test_core_imports_nothing_impure() -> None:
     core = pathlib.Path(bridge.core.__file__).parent
     modules = sorted(core.rglob("*.py"))
     assert len(modules) > 10
-    offenders = {str(p.relative_to(core)): _imports(p) & FORBIDDEN for p in modules if _imports(p) & FORBIDDEN}
+    offenders = {str(p.relative_to(core)): _imports(p) & FORBIDDEN for p in modules
+                 if _imports(p) & FORBIDDEN}
     assert offenders == {}
 
 

@@ -2,8 +2,9 @@
 than the client was answered with: the client keeps seeing its own.
 
 A newer server's messages are shaped for the client's revision (core/downgrade.py for results,
-core/legacy_server_modern_client/legacy_inputs.py for its requests), and what that revision has no form for is refused to
-the server; an older server's messages pass as they are, valid in the client's newer revision.
+core/legacy_server_modern_client/legacy_inputs.py for its requests), and what that revision
+has no form for is refused to the server; an older server's messages pass as they are, valid
+in the client's newer revision.
 What the client receives is validated against its revision's schema.
 """
 

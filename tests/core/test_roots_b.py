@@ -1,6 +1,7 @@
 """Mode B roots: what a legacy server that asks outside calls is told, and when.
 
-Rules: client/roots.mdx (both eras); TRANSLATION.md §5.8.3, §5.8.5; bridge/core/modern_server_legacy_client/roots.py.
+Rules: client/roots.mdx (both eras); TRANSLATION.md §5.8.3, §5.8.5;
+bridge/core/modern_server_legacy_client/roots.py.
 Ids: rosetta-1 probe, rosetta-2 initialize, rosetta-3 settling ping; after that each call
 mints its key, then a nonce per input round, then its legacy request id.
 """

@@ -12,7 +12,11 @@ from typing import TYPE_CHECKING, Any
 from bridge.core.capabilities import declares, input_capability
 from bridge.core.eras import INTERNAL_ERROR
 from bridge.core.events import CLIENT, SERVER
-from bridge.core.legacy_server_modern_client.legacy_inputs import elicitation_for, for_revision, unfit
+from bridge.core.legacy_server_modern_client.legacy_inputs import (
+    elicitation_for,
+    for_revision,
+    unfit,
+)
 from bridge.core.normalize import normalize_result
 from bridge.core.router import SOURCE, Pending
 

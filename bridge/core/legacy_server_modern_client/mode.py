@@ -38,8 +38,8 @@ from bridge.core.handover import (
     told_list_changes,
 )
 from bridge.core.handshake import legacy_result
-from bridge.core.legacy_server_modern_client.inputs import ELIGIBLE, InputLoop
 from bridge.core.jsonrpc import Inbound
+from bridge.core.legacy_server_modern_client.inputs import ELIGIBLE, InputLoop
 from bridge.core.legacy_server_modern_client.listen import Listener
 from bridge.core.normalize import normalize_result
 from bridge.core.probe import Probe, is_discover_result

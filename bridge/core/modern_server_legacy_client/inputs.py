@@ -33,7 +33,12 @@ from bridge.core.events import CLIENT, SERVER
 from bridge.core.jsonrpc import is_request_id, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
-from bridge.core.modern_server_legacy_client.request_state import expired, request_digest, seal, unseal
+from bridge.core.modern_server_legacy_client.request_state import (
+    expired,
+    request_digest,
+    seal,
+    unseal,
+)
 from bridge.core.modern_server_legacy_client.roots import FENCE, REASK, SETTLE, Roots
 from bridge.core.router import BRIDGE, SOURCE, Pending
 

@@ -25,12 +25,12 @@ from bridge.core.eras import (
 )
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.handover import ClientSession, Handover, ListenStream, ModernSession
-from bridge.core.modern_server_legacy_client.inputs import ELIGIBLE, INPUT_METHODS, Inputs
 from bridge.core.jsonrpc import Inbound, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
+from bridge.core.modern_server_legacy_client.inputs import ELIGIBLE, INPUT_METHODS, Inputs
 from bridge.core.modern_server_legacy_client.listen import Listener
-from bridge.core.probe import Probe
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta, read_meta, usable_info
+from bridge.core.probe import Probe
 from bridge.core.restarts import Outage
 from bridge.core.router import Pending, Router
 from bridge.core.upgrade import error_for_modern, result_for_modern, with_server_info

@@ -26,8 +26,8 @@ from bridge.core.handover import (
     told_list_changes,
 )
 from bridge.core.jsonrpc import Inbound, notification
-from bridge.core.restarts import Outage
 from bridge.core.relay.revision_gap import RevisionGap, needs_shaping
+from bridge.core.restarts import Outage
 from bridge.core.router import BRIDGE, SOURCE, Pending, Router, other
 from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, with_id
 
