@@ -9,6 +9,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from bridge.core.config import CoreConfig
+from bridge.core.errors import OwnError
 from bridge.core.events import Action, Log, Send, Side
 from bridge.core.jsonrpc import Inbound, error_response, result_response
 from bridge.core.timers import Timers
@@ -43,15 +44,24 @@ class Context:
         self.now = 0.0
         self.log_enabled = config.debug_logs
 
-    def send(self, side: Side, message: Any, line: bytes | None = None) -> None:
-        """`line`: `message` already encoded (see Send), if the caller has it."""
-        self.actions.append(Send(side, message, line))
+    def send(self, side: Side, message: Any, line: bytes | None = None,
+             request: Any = None) -> None:
+        """`line`: `message` already encoded, if the caller has it; `request`: the client
+        request a message to the client belongs to (see Send)."""
+        self.actions.append(Send(side, message, line, request))
 
     def reply(self, side: Side, id: Any, result: dict[str, Any]) -> None:
-        self.actions.append(Send(side, result_response(id, result)))
+        """Answer request `id` of `side` (an answer belongs to the request it answers)."""
+        self.actions.append(Send(side, result_response(id, result), None,
+                                 id if side == "client" else None))
 
     def reply_error(self, side: Side, id: Any, code: int, message: str, data: Any = None) -> None:
-        self.actions.append(Send(side, error_response(id, code, message, data)))
+        self.actions.append(Send(side, error_response(id, code, message, data), None,
+                                 id if side == "client" else None))
+
+    def fail(self, side: Side, id: Any, error: OwnError) -> None:
+        """Answer request `id` of `side` with an error of the bridge's own (errors.py)."""
+        self.reply_error(side, id, error.code, error.message, error.data)
 
     def reject(self, side: Side, inbound: Inbound) -> None:
         """Invalid input: tell the client if it can be told (JSON-RPC §5), log it either way."""

@@ -103,11 +103,19 @@ class Send:
 
     `line`, when the core has it, is `message` already encoded as one newline-terminated line
     (a peer's line with only its id spliced, codec.with_id): the shell writes it as it is.
+
+    `request`, on a message to the client, is the id of the client request it belongs to (as
+    the client spelled it): its answer, its progress and logs, a question asked on its behalf,
+    a notification on its listen stream. A transport with a stream per request (Streamable
+    HTTP) routes by it. None: it belongs to no request (a legacy client's `list_changed`, an
+    error under id null, a batch's answers, which carry their own ids). Messages to the
+    server name none.
     """
 
     side: Side
     message: Any
     line: bytes | None = None
+    request: Any = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,28 +1,43 @@
-"""Deadlines keyed by name: the core's only notion of time, fed by the `now` it is given.
+"""Deadlines keyed by `Deadline(owner, kind)`: the core's only notion of time, fed the `now` it
+is given.
 
-Must not read a clock: callers pass `now`; cancelled keys are dropped lazily when due.
+Must not read a clock: callers pass `now`; cancelled keys are dropped lazily when due. Ties
+between equal deadlines go to the one scheduled first, so every run fires them in one order.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Hashable
+from dataclasses import dataclass
+from enum import Enum
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """One named deadline: what it is for (`kind`, an enum member of the module that owns
+    it) and whose it is (`owner`: a minted request id, a URI, an object; None for a kind
+    that exists once). Each owner module dispatches its kinds from a table."""
+
+    owner: Hashable
+    kind: Enum
 
 
 class Timers:
-    """A min-heap of (deadline, key) with one live deadline per key."""
+    """A min-heap of (deadline, sequence, key) with one live deadline per key."""
 
-    __slots__ = ("_due", "_heap")
+    __slots__ = ("_due", "_heap", "_sequence")
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, Hashable]] = []
         self._due: dict[Hashable, float] = {}
+        self._sequence = 0
 
     def schedule(self, key: Hashable, when: float) -> None:
         """Fire `key` at `when`, replacing any earlier deadline for it."""
         self._due[key] = when
-        # id() breaks ties without comparing keys of different types.
-        heapq.heappush(self._heap, (when, id(key), key))
+        self._sequence += 1
+        heapq.heappush(self._heap, (when, self._sequence, key))
 
     def cancel(self, key: Hashable) -> None:
         self._due.pop(key, None)
@@ -40,7 +55,8 @@ class Timers:
         return None
 
     def pop_due(self, now: float) -> list[Hashable]:
-        """The keys whose deadline is at or before `now`, earliest first, now forgotten."""
+        """The keys whose deadline is at or before `now`, earliest first (ties: first
+        scheduled first), now forgotten."""
         fired: list[Hashable] = []
         heap = self._heap
         while heap and heap[0][0] <= now:

@@ -1,0 +1,81 @@
+"""Exchanges: every request the bridge has in flight is an object that owns its answer.
+
+Must not send or route anything itself: the router files an exchange under the id it minted
+and hands it back when the answer comes (`router.take(side, message).answered(message)`);
+each mode defines one subclass per kind of request it sends, saying what an answer, a passed
+`request_timeout` and a lost server mean for it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from bridge.core.errors import server_lost, timed_out
+from bridge.core.events import CLIENT
+
+if TYPE_CHECKING:
+    from bridge.core.context import Context
+
+
+class _NoRequest:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NO_REQUEST"
+
+
+# The origin of a request the bridge made itself: no client request waits for its answer.
+NO_REQUEST: Final = _NoRequest()
+
+
+class Exchange:
+    """One request in flight toward a peer under a minted id (`id`, set by the router).
+
+    `origin` is the client request it serves, as the client spelled its id (the answer goes
+    back under it, and a message sent on its behalf names it), or NO_REQUEST. `sent` is the
+    core's clock when it went out.
+
+    Class flags: `timed`, request_timeout ends it (forwarded calls, not streams or the
+    bridge's own requests); `awaited`, the client waits on it, so the drain at the client's
+    end of input waits for it too.
+    """
+
+    __slots__ = ("id", "method", "origin", "sent")
+
+    timed: bool = False
+    awaited: bool = False
+
+    def __init__(self, origin: Any, method: str) -> None:
+        self.origin = origin
+        self.method = method
+        self.id = ""
+        self.sent = 0.0
+
+    def answered(self, message: dict[str, Any]) -> None:
+        """The peer answered (a result or an error: `message` is the whole response, its id
+        still the minted one)."""
+        raise NotImplementedError(type(self).__name__)
+
+    def expired(self, ctx: Context) -> None:
+        """request_timeout passed (only for `timed` exchanges); the router has already told
+        the peer to stop."""
+
+    def lost(self, ctx: Context, reason: str, data: dict[str, Any] | None) -> None:
+        """The peer is gone (the server crashed or the bridge stops): whoever waits gets
+        `reason`. Nobody does, by default."""
+
+
+class ClientRequest(Exchange):
+    """A client's request the server was sent (as it came, or translated): the client waits
+    for its answer, request_timeout ends it, and a lost server owes the client an error."""
+
+    __slots__ = ()
+
+    timed = True
+    awaited = True
+
+    def expired(self, ctx: Context) -> None:
+        ctx.fail(CLIENT, self.origin, timed_out(ctx.config.request_timeout, self.method))
+
+    def lost(self, ctx: Context, reason: str, data: dict[str, Any] | None) -> None:
+        ctx.fail(CLIENT, self.origin, server_lost(reason, data, self.method))
