@@ -51,9 +51,10 @@ class Exchange:
         self.id = ""
         self.sent = 0.0
 
-    def answered(self, message: dict[str, Any]) -> None:
+    def answered(self, message: dict[str, Any], line: bytes | None) -> None:
         """The peer answered (a result or an error: `message` is the whole response, its id
-        still the minted one)."""
+        still the minted one; `line`, the bytes it was decoded from when the shell kept them,
+        for a result passed on with only its id spliced)."""
         raise NotImplementedError(type(self).__name__)
 
     def expired(self, ctx: Context) -> None:
