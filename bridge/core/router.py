@@ -8,7 +8,7 @@ own (TRANSLATION.md §11.1); the peer's original id is restored with its JSON ty
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from bridge.core.context import Context
@@ -24,8 +24,10 @@ BRIDGE = NO_REQUEST
 __all__ = ["BRIDGE", "SOURCE", "Due", "Pending", "Router", "answer_timed_out", "other"]
 
 
-class Due(Enum):
-    """The router's deadlines, owned by a minted request id."""
+class Due(StrEnum):
+    """The router's deadlines, owned by a minted request id. (A StrEnum: hashed as its str,
+    in C, where a plain Enum member hashes in Python: a forwarded request hashes its
+    deadline three times.)"""
 
     REQUEST_TIMEOUT = "request timeout"
 
@@ -78,7 +80,10 @@ class Router:
         else:
             exchange = Pending(message["id"] if origin_id is None else origin_id,
                                message["method"], purpose, data)
-        bid = self._file(to, exchange)
+        bid = ctx.mint_id()
+        exchange.id = bid
+        exchange.sent = ctx.now
+        self.pending[to][bid] = exchange
         message["id"] = bid
         ctx.send(to, message)
         if self.timed and to == SERVER and exchange.timed:

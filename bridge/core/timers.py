@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Hashable
-from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Deadline:
+class Deadline(NamedTuple):
     """One named deadline: what it is for (`kind`, an enum member of the module that owns
     it) and whose it is (`owner`: a minted request id, a URI, an object; None for a kind
-    that exists once). Each owner module dispatches its kinds from a table."""
+    that exists once). Each owner module dispatches its kinds from a table.
+
+    A NamedTuple, not a frozen dataclass: as immutable and as typed, and a forwarded request
+    makes one, where a dataclass costs its frozen __setattr__ per field.
+    """
 
     owner: Hashable
     kind: Enum
