@@ -51,10 +51,11 @@ def modern_meta(caps: Message | None = None) -> Message:
 
 # Placeholders for the ids the bridge mints -------------------------------------------------
 #
-# A test that spells "rosetta-5" depends on the order in which the bridge mints its ids, which
-# is no behaviour of the bridge. It names the id instead (`h.minted("call")`), as mitmproxy's
-# playbook tests name a flow before the layer creates it (test/mitmproxy/proxy/tutils.py,
-# `Placeholder`): the first comparison binds the name to the id, later ones check it.
+# A test that spells out an id the bridge minted (ID_PREFIX and a number) depends on the order
+# in which the bridge mints its ids, which is no behaviour of the bridge. It names the id
+# instead (`h.minted("call")`), as mitmproxy's playbook tests name a flow before the layer
+# creates it (test/mitmproxy/proxy/tutils.py, `Placeholder`): the first comparison binds the
+# name to the id, later ones check it.
 
 MINTED_SHAPE = re.compile(re.escape(ID_PREFIX) + "[1-9][0-9]*")
 
@@ -68,8 +69,8 @@ class Placeholder:
 
     Compared with a value, an unbound placeholder binds to it if it is an id this harness's
     bridge minted (ID_PREFIX and a number) that no other placeholder holds, and is equal to it;
-    a bound one is equal to its id only. A comparison that fails further on may still have
-    bound it: the test fails there anyway. Where a test sends a message, the harness puts the
+    a bound one is equal to its id only. A comparison that fails on another member may still
+    have bound it: the test fails there anyway. Where a test sends a message, the harness puts the
     bound id in the placeholder's place; `p()` is the bound id.
     """
 
