@@ -216,7 +216,7 @@ def test_a_pinned_modern_server_that_answers_the_probe_with_odd_data_is_refused_
 
 
 @pytest.mark.parametrize("target", [lambda h: [h.minted("listen")], lambda h: {"id": 1},
-                                    lambda h: 2])
+                                    lambda h: 2], ids=["[listen id]", "object", "number"])
 def test_a_stream_end_naming_no_stream_is_ignored(target: Any) -> None:
     listing = {**DISCOVER_RESULT, "capabilities": {"tools": {"listChanged": True}}}
     h, _ = mode_a(discover=listing)
@@ -225,7 +225,8 @@ def test_a_stream_end_naming_no_stream_is_ignored(target: Any) -> None:
     assert sent(h.advance(60), "server") == []  # the stream was not taken as ended
 
 
-@pytest.mark.parametrize("tag", [lambda h: [h.minted("first")], lambda h: {"k": 1}, lambda h: 7])
+@pytest.mark.parametrize("tag", [lambda h: [h.minted("first")], lambda h: {"k": 1}, lambda h: 7],
+                         ids=["[minted id]", "object", "number"])
 def test_a_stream_tag_of_the_wrong_type_passes_through_untouched(tag: Any) -> None:
     h = modern_pair()
     message = note("notifications/tools/list_changed",
