@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 from bridge.core.bridge import Bridge
 from bridge.core.codec import decode, encode
 from bridge.core.config import CoreConfig
-from bridge.core.context import counter_ids
+from bridge.core.context import ID_PREFIX, counter_ids
 from bridge.core.eras import (
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
@@ -47,13 +49,119 @@ def modern_meta(caps: Message | None = None) -> Message:
     return {META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES: caps or {}}
 
 
+# Placeholders for the ids the bridge mints -------------------------------------------------
+#
+# A test that spells out an id the bridge minted (ID_PREFIX and a number) depends on the order
+# in which the bridge mints its ids, which is no behaviour of the bridge. It names the id
+# instead (`h.minted("call")`), as mitmproxy's playbook tests name a flow before the layer
+# creates it (test/mitmproxy/proxy/tutils.py, `Placeholder`): the first comparison binds the
+# name to the id, later ones check it.
+
+MINTED_SHAPE = re.compile(re.escape(ID_PREFIX) + "[1-9][0-9]*")
+
+
+class UnboundPlaceholder(Exception):
+    """A test sent a placeholder before any comparison bound it: a mistake in the test."""
+
+
+class Placeholder:
+    """The id the bridge minted for one purpose of the test's, named before it is known.
+
+    Compared with a value, an unbound placeholder binds to it if it is an id this harness's
+    bridge minted (ID_PREFIX and a number) that no other placeholder holds, and is equal to it;
+    a bound one is equal to its id only. A comparison that fails on another member may still
+    have bound it: the test fails there anyway. Where a test sends a message, the harness puts the
+    bound id in the placeholder's place; `p()` is the bound id.
+    """
+
+    __slots__ = ("_ids", "name", "value")
+
+    def __init__(self, name: str, ids: MintedIds) -> None:
+        self.name = name
+        self.value: str | None = None
+        self._ids = ids
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Placeholder):
+            return other is self
+        if self.value is None:
+            self._ids.bind(self, other)
+        return self.value is not None and other == self.value
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a str, so never a dict key
+
+    def __call__(self) -> str:
+        if self.value is None:
+            raise UnboundPlaceholder(
+                f"placeholder {self.name!r} is used before it was bound: compare it with the "
+                f"message that carries the id first (the bridge minted {self._ids.minted})")
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"<minted {self.name}={self.value!r}>" if self.value else f"<minted {self.name}>"
+
+
+class MintedIds:
+    """The ids one bridge minted, and the placeholders that stand for them."""
+
+    def __init__(self, mint: Callable[[], str]) -> None:
+        self._mint = mint
+        self.minted: list[str] = []
+        self._named: dict[str, Placeholder] = {}
+        self._bound: dict[str, Placeholder] = {}
+
+    def mint(self) -> str:
+        """The bridge's `mint_id`: the wrapped factory's next id, recorded."""
+        value = self._mint()
+        self.minted.append(value)
+        return value
+
+    def placeholder(self, name: str) -> Placeholder:
+        if name not in self._named:
+            self._named[name] = Placeholder(name, self)
+        return self._named[name]
+
+    def bind(self, placeholder: Placeholder, value: object) -> None:
+        if (isinstance(value, str) and MINTED_SHAPE.fullmatch(value) and value in self.minted
+                and value not in self._bound):
+            placeholder.value = value
+            self._bound[value] = placeholder
+
+
+def resolved(message: Any) -> Any:
+    """`message` with each placeholder in it replaced by its id (`message` itself if none)."""
+    if isinstance(message, Placeholder):
+        return message()
+    if isinstance(message, dict):
+        values = {key: resolved(value) for key, value in message.items()}
+        changed = any(values[key] is not value for key, value in message.items())
+        return values if changed else message
+    if isinstance(message, list):
+        items = [resolved(item) for item in message]
+        return items if any(a is not b for a, b in zip(items, message, strict=True)) else message
+    return message
+
+
 class Harness:
     """One Bridge, a hand-driven clock, and the actions it produced, split by kind."""
 
-    def __init__(self, config: CoreConfig | None = None) -> None:
-        self.bridge = Bridge(config or CoreConfig(), mint_id=counter_ids())
+    def __init__(self, config: CoreConfig | None = None,
+                 mint_id: Callable[[], str] | None = None) -> None:
+        self.ids = MintedIds(mint_id or counter_ids())
+        self.bridge = Bridge(config or CoreConfig(), mint_id=self.ids.mint)
         self.now = 0.0
         self.logs: list[Log] = []
+        self._requests: dict[str, Message] = {}  # method -> the last such request to the server
+
+    def minted(self, name: str) -> Placeholder:
+        """The placeholder `name` of this bridge's minted ids (the same one on every call)."""
+        return self.ids.placeholder(name)
+
+    def sent_request(self, method: str) -> Message:
+        """The last request of `method` the bridge sent to the server (to answer one the test
+        has no other reason to look at, such as the settling ping)."""
+        assert method in self._requests, f"the bridge sent the server no {method} request"
+        return self._requests[method]
 
     def _run(self, event: Any) -> list[Action]:
         actions = self.bridge.handle(event, self.now)
@@ -64,17 +172,24 @@ class Harness:
             if isinstance(action, Send) and action.line is not None:
                 assert action.line.endswith(b"\n") and action.line.count(b"\n") == 1
                 assert decode(action.line) == decode(encode(action.message)), action.message
+            if isinstance(action, Send) and action.side == "server":
+                self._note_requests(action.message)
         return actions
+
+    def _note_requests(self, message: Any) -> None:
+        for item in message if isinstance(message, list) else [message]:
+            if isinstance(item, dict) and "id" in item and isinstance(item.get("method"), str):
+                self._requests[item["method"]] = item
 
     def start(self) -> list[Action]:
         return self._run(ChildStarted())
 
     def client(self, message: Any) -> list[Action]:
-        raw = message if isinstance(message, bytes) else encode(message).rstrip(b"\n")
+        raw = message if isinstance(message, bytes) else encode(resolved(message)).rstrip(b"\n")
         return self._run(MessageReceived("client", raw))
 
     def server(self, message: Any) -> list[Action]:
-        raw = message if isinstance(message, bytes) else encode(message).rstrip(b"\n")
+        raw = message if isinstance(message, bytes) else encode(resolved(message)).rstrip(b"\n")
         return self._run(MessageReceived("server", raw))
 
     def too_large(self, side: str, head: bytes, limit: int = 1024,
@@ -140,8 +255,8 @@ def mode_a(version: str = "2025-11-25", caps: Message | None = None,
            ack: Message | None = None) -> tuple[Harness, Message]:
     """A bridge in mode A after initialize; returns it and the InitializeResult.
 
-    If the server's capabilities ask for a listen stream, it is acknowledged with `ack`
-    (default: everything asked).
+    If the server's capabilities ask for a listen stream (its id: `h.minted("listen")`), it is
+    acknowledged with `ack` (default: everything asked).
     """
     h = Harness(config)
     probe = one(h.start(), "server")
@@ -151,6 +266,7 @@ def mode_a(version: str = "2025-11-25", caps: Message | None = None,
     if not to_client:
         listen = one(actions, "server")
         assert listen["method"] == "subscriptions/listen"
+        assert listen["id"] == h.minted("listen"), listen
         honored = ack if ack is not None else listen["params"]["notifications"]
         actions = h.server({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
                             "params": {"_meta": {META_SUBSCRIPTION_ID: listen["id"]},
@@ -174,11 +290,13 @@ def legacy_pair(version: str = "2025-06-18") -> tuple[Harness, Message]:
 
 
 def modern_pair() -> Harness:
-    """A bridge in mode P between modern peers, after a first request and its answer."""
+    """A bridge in mode P between modern peers, after a first request and its answer (relayed
+    under `h.minted("first")`)."""
     h = Harness()
     probe = one(h.start(), "server")
     h.client(request("first", "ping", {"_meta": modern_meta()}))
     forwarded = one(h.server(answer(probe, DISCOVER_RESULT)), "server")
+    assert forwarded["id"] == h.minted("first"), forwarded
     one(h.server(answer(forwarded, {"resultType": "complete"})), "client")
     return h
 
@@ -229,17 +347,20 @@ def mode_b(first: Message | None = None, init: Message | None = None,
 
     `first` (default: a server/discover) is the client's first request. Returns the bridge
     and the actions that ended the handshake: the first request's answer or its forward.
-    Ids minted so far: rosetta-1 probe, rosetta-2 initialize, rosetta-3 settling ping.
+    The ids minted so far are bound to `h.minted("probe")`, `"initialize"` and `"ping"` (the
+    settling ping).
     """
     h = Harness(config)
     h.bridge.secret = SECRET
     probe = one(h.start(), "server")
+    assert probe["id"] == h.minted("probe"), probe
     h.client(first or modern("d1", "server/discover"))
     init_request = one(h.server(fail(probe, -32601, "Method not found")), "server")
     assert init_request["method"] == "initialize", init_request
+    assert init_request["id"] == h.minted("initialize"), init_request
     initialized, ping = sent(h.server(answer(init_request, init or LEGACY_INIT_RESULT)), "server")
     assert initialized == {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert ping == {"jsonrpc": "2.0", "id": "rosetta-3", "method": "ping"}
+    assert ping == {"jsonrpc": "2.0", "id": h.minted("ping"), "method": "ping"}
     return h, h.server(answer(ping, {}))
 
 

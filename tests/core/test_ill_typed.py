@@ -215,19 +215,22 @@ def test_a_pinned_modern_server_that_answers_the_probe_with_odd_data_is_refused_
                                               "data": [1]}})
 
 
-@pytest.mark.parametrize("target", [["rosetta-2"], {"id": 1}, 2])
+@pytest.mark.parametrize("target", [lambda h: [h.minted("listen")], lambda h: {"id": 1},
+                                    lambda h: 2], ids=["[listen id]", "object", "number"])
 def test_a_stream_end_naming_no_stream_is_ignored(target: Any) -> None:
     listing = {**DISCOVER_RESULT, "capabilities": {"tools": {"listChanged": True}}}
     h, _ = mode_a(discover=listing)
-    assert sent(h.server(note("notifications/cancelled", {"requestId": target})), "client") == []
+    assert sent(h.server(note("notifications/cancelled", {"requestId": target(h)})),
+                "client") == []
     assert sent(h.advance(60), "server") == []  # the stream was not taken as ended
 
 
-@pytest.mark.parametrize("tag", [["rosetta-2"], {"k": 1}, 7])
+@pytest.mark.parametrize("tag", [lambda h: [h.minted("first")], lambda h: {"k": 1}, lambda h: 7],
+                         ids=["[minted id]", "object", "number"])
 def test_a_stream_tag_of_the_wrong_type_passes_through_untouched(tag: Any) -> None:
     h = modern_pair()
     message = note("notifications/tools/list_changed",
-                   {"_meta": {"io.modelcontextprotocol/subscriptionId": tag}})
+                   {"_meta": {"io.modelcontextprotocol/subscriptionId": tag(h)}})
     assert one(h.server(message), "client") == message
 
 

@@ -1,8 +1,8 @@
 """Mode B parking: legacy input requests during a call become input_required rounds.
 
-Ids after the mode B handshake start at rosetta-4; a call mints its key, then its progress
-token (if the client asked for progress), then its legacy request id; each round's
-requestState mints a nonce.
+A call mints its key, then its progress token (if the client asked for progress), then its
+legacy request id; each round's requestState mints a nonce. The tests name these ids with
+placeholders (`h.minted(...)`, tests/core/harness.py), not by the order they are minted in.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def parked(h: Any, first: dict[str, Any], *questions: dict[str, Any]) -> tuple[A
 def test_an_elicitation_during_a_call_becomes_a_round_and_the_retry_resumes_it() -> None:
     h, _ = mode_b()
     legacy = one(h.client(call(1)), "server")
-    assert legacy == {"jsonrpc": "2.0", "id": "rosetta-5", "method": "tools/call",
+    assert legacy == {"jsonrpc": "2.0", "id": h.minted("call"), "method": "tools/call",
                       "params": CALL_PARAMS}
     assert sent(h.server(request(42, "elicitation/create", ELICIT_LEGACY)), "client") == []
     assert sent(h.advance(0.004), "client") == []  # the park window gathers for 5 ms
@@ -84,7 +84,7 @@ def test_an_elicitation_during_a_call_becomes_a_round_and_the_retry_resumes_it()
                                  "params": {**ELICIT, "mode": "form"}}},
         "requestState": state, "_meta": OLD_SRV}}
     assert state.startswith(PREFIX)
-    assert unseal(SECRET, state) == {"k": "rosetta-4", "n": "rosetta-6",
+    assert unseal(SECRET, state) == {"k": h.minted("key"), "n": h.minted("nonce"),
                                      "d": request_digest("tools/call", CALL_PARAMS), "x": 900005}
     actions = h.client(call(2, inputResponses={"q1": ACCEPT}, requestState=state))
     assert sent(actions, "client") == []
@@ -252,10 +252,17 @@ def _tamper(state: str) -> str:
     return f"{PREFIX}{body[:-1]}{'A' if body[-1] != 'A' else 'B'}.{mac}"
 
 
+def _sealed_elsewhere(state: str) -> str:
+    """The same round's key and nonce, sealed by a bridge with another secret."""
+    payload = unseal(SECRET, state)
+    assert payload is not None
+    return seal(b"another secret", key=payload["k"], nonce=payload["n"],
+                digest=request_digest("tools/call", CALL_PARAMS), expires=10**6)
+
+
 @pytest.mark.parametrize("forge", [
     _tamper,
-    lambda s: seal(b"another secret", key="rosetta-4", nonce="rosetta-6",
-                   digest=request_digest("tools/call", CALL_PARAMS), expires=10**6),
+    _sealed_elsewhere,
     lambda s: s.replace(PREFIX, "rs2."),
     lambda s: "eyJsb2NhdGlvbiI6Ik5ldyBZb3JrIn0",
     lambda s: s + "x",
@@ -394,9 +401,9 @@ def test_an_unsolicited_roots_list_right_after_the_handshake_is_answered_locally
     actions = h.server(request(0, "roots/list"))  # the server asks as soon as it is initialized
     assert sent(actions, "client") == []
     assert one(actions, "server") == {"jsonrpc": "2.0", "id": 0, "result": {"roots": []}}
-    actions = h.server(answer({"id": "rosetta-3"}, {}))
-    assert one(actions, "server") == {"jsonrpc": "2.0", "id": "rosetta-5", "method": "tools/call",
-                                      "params": CALL_PARAMS}
+    actions = h.server(answer(h.sent_request("ping"), {}))
+    assert one(actions, "server") == {"jsonrpc": "2.0", "id": h.minted("call"),
+                                      "method": "tools/call", "params": CALL_PARAMS}
     no_requests_to(actions)
 
 
@@ -439,7 +446,7 @@ def test_two_concurrent_calls_that_may_ask_run_one_after_the_other() -> None:
     actions = h.server(answer(first, DONE))
     assert one(actions, "client")["id"] == 4
     second = one(actions, "server")
-    assert second == {"jsonrpc": "2.0", "id": "rosetta-9", "method": "tools/call",
+    assert second == {"jsonrpc": "2.0", "id": h.minted("second call"), "method": "tools/call",
                       "params": {"name": "login", "arguments": {"n": 2}}}
     h.server(request(11, "sampling/createMessage", SAMPLE))
     assert one(h.advance(0.05), "client")["id"] == 2
@@ -482,7 +489,7 @@ def test_a_parked_call_whose_client_never_retries_is_cancelled_at_the_server() -
         {"jsonrpc": "2.0", "id": 1, "result": {"action": "cancel"}},
         {"jsonrpc": "2.0", "id": 2, "error": {
             "code": -32603, "message": "mcp-rosetta: the client did not retry within 60 s"}},
-        {"jsonrpc": "2.0", "id": "rosetta-8", "method": "tools/call",
+        {"jsonrpc": "2.0", "id": h.minted("waiting call"), "method": "tools/call",
          "params": {"name": "login", "arguments": {"n": 2}}},
     ]
     assert [log.event for log in h.logs].count("mrtr.expired") == 1
@@ -570,11 +577,11 @@ def test_the_server_withdrawing_a_question_removes_it_from_the_round() -> None:
 def test_progress_follows_the_round_in_progress_and_is_dropped_while_parked() -> None:
     h, _ = mode_b()
     legacy = one(h.client(call(1, meta={"progressToken": "p1"})), "server")
-    assert legacy["params"] == {**CALL_PARAMS, "_meta": {"progressToken": "rosetta-5"}}
+    assert legacy["params"] == {**CALL_PARAMS, "_meta": {"progressToken": h.minted("token")}}
 
     def progress(n: int) -> Any:
         return sent(h.server(notify("notifications/progress",
-                                    {"progressToken": "rosetta-5", "progress": n})), "client")
+                                    {"progressToken": h.minted("token"), "progress": n})), "client")
 
     assert progress(1) == [notify("notifications/progress", {"progressToken": "p1", "progress": 1})]
     h.server(request(1, "roots/list"))
@@ -597,7 +604,7 @@ def test_a_retry_with_a_log_level_receives_the_calls_logs() -> None:
                             requestState=reply["result"]["requestState"]))
     assert sent(actions, "server") == [
         {"jsonrpc": "2.0", "id": 1, "result": {"roots": []}},
-        {"jsonrpc": "2.0", "id": "rosetta-7", "method": "logging/setLevel",
+        {"jsonrpc": "2.0", "id": h.minted("setLevel"), "method": "logging/setLevel",
          "params": {"level": "info"}}]
     assert sent(h.server(message), "client") == [message]
 
@@ -628,9 +635,10 @@ def test_url_elicitation_required_becomes_a_round_and_the_call_is_sent_again() -
                  requestState=reply["result"]["requestState"])
     assert sent(h.client(retry), "server") == []  # waits for the out-of-band completion
     actions = h.server(notify("notifications/elicitation/complete", {"elicitationId": "e-1"}))
-    assert one(actions, "server") == {"jsonrpc": "2.0", "id": "rosetta-7", "method": "tools/call",
+    assert one(actions, "server") == {"jsonrpc": "2.0", "id": h.minted("again"),
+                                      "method": "tools/call",
                                       "params": {**CALL_PARAMS, "_meta": {"traceparent": "t2"}}}
-    final = one(h.server(answer({"id": "rosetta-7"}, DONE)), "client")
+    final = one(h.server(answer({"id": h.minted("again")}, DONE)), "client")
     assert final == {"jsonrpc": "2.0", "id": 2, "result": {**DONE, "resultType": "complete",
                                                            "_meta": OLD_SRV}}
 

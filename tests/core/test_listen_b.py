@@ -77,16 +77,16 @@ def test_resource_subscriptions_are_reference_counted_across_streams() -> None:
                                                            "file:///dir"]))
     assert sent(actions, "client") == []  # the ack waits for the server's answers
     assert sent(actions, "server") == [
-        {"jsonrpc": "2.0", "id": "rosetta-4", "method": "resources/subscribe",
+        {"jsonrpc": "2.0", "id": h.minted("dir"), "method": "resources/subscribe",
          "params": {"uri": "file:///dir"}},
-        {"jsonrpc": "2.0", "id": "rosetta-5", "method": "resources/subscribe",
+        {"jsonrpc": "2.0", "id": h.minted("b"), "method": "resources/subscribe",
          "params": {"uri": "file:///b"}}]
-    assert sent(h.server(answer({"id": "rosetta-4"}, {})), "client") == []
+    assert sent(h.server(answer({"id": h.minted("dir")}, {})), "client") == []
     actions = h.client(listen("b", toolsListChanged=True, resourceSubscriptions=["file:///dir"]))
     assert sent(actions, "server") == []  # already subscribed
     assert sent(actions, "client") == [ack("b", {"toolsListChanged": True,
                                                  "resourceSubscriptions": ["file:///dir"]})]
-    actions = h.server(fail({"id": "rosetta-5"}, -32602, "no such resource"))
+    actions = h.server(fail({"id": h.minted("b")}, -32602, "no such resource"))
     assert sent(actions, "client") == [ack("a", {"resourceSubscriptions": ["file:///dir"]})]
 
     def updated(uri: str) -> list[Any]:
@@ -105,7 +105,7 @@ def test_resource_subscriptions_are_reference_counted_across_streams() -> None:
     actions = h.client(notify("notifications/cancelled", {"requestId": "b"}))
     assert sent(actions, "client") == []
     assert sent(actions, "server") == [
-        {"jsonrpc": "2.0", "id": "rosetta-6", "method": "resources/unsubscribe",
+        {"jsonrpc": "2.0", "id": h.minted("unsubscribe"), "method": "resources/unsubscribe",
          "params": {"uri": "file:///dir"}}]
     assert updated("file:///dir") == []
     assert sent(h.server(notify("notifications/tools/list_changed")), "client") == []
@@ -117,7 +117,7 @@ def test_a_stream_closed_before_its_subscription_is_confirmed_undoes_it() -> Non
     assert sent(h.client(notify("notifications/cancelled", {"requestId": 1})), "server") == []
     actions = h.server(answer(subscribe, {}))
     assert sent(actions, "client") == []
-    assert one(actions, "server") == {"jsonrpc": "2.0", "id": "rosetta-5",
+    assert one(actions, "server") == {"jsonrpc": "2.0", "id": h.minted("unsubscribe"),
                                       "method": "resources/unsubscribe",
                                       "params": {"uri": "file:///a"}}
 

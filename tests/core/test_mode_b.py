@@ -67,16 +67,16 @@ def test_a_legacy_probe_answer_leads_to_the_bridges_own_handshake(probe_answer: 
     assert h.bridge.mode == "B"
     assert sent(actions, "client") == []
     assert one(actions, "server") == {
-        "jsonrpc": "2.0", "id": "rosetta-2", "method": "initialize",
+        "jsonrpc": "2.0", "id": h.minted("initialize"), "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": SUPERSET,
                    "clientInfo": CLIENT_INFO}}
-    actions = h.server(answer({"id": "rosetta-2"}, LEGACY_INIT_RESULT))
+    actions = h.server(answer({"id": h.minted("initialize")}, LEGACY_INIT_RESULT))
     assert sent(actions, "server") == [
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": "rosetta-3", "method": "ping"},
+        {"jsonrpc": "2.0", "id": h.minted("ping"), "method": "ping"},
     ]
     assert sent(actions, "client") == []
-    actions = h.server(answer({"id": "rosetta-3"}, {}))
+    actions = h.server(answer({"id": h.minted("ping")}, {}))
     assert sent(actions, "client") == [{"jsonrpc": "2.0", "id": "d1", "result": DISCOVER}]
 
 
@@ -96,10 +96,10 @@ def test_requests_wait_for_the_handshake_then_go_in_order() -> None:
     assert sent(h.client(modern(2, "prompts/list")), "server") == []
     assert sent(h.client(modern(3, "server/discover")), "client") == []
     h.server(answer(init, LEGACY_INIT_RESULT))
-    actions = h.server(answer({"id": "rosetta-3"}, {}))
+    actions = h.server(answer(h.sent_request("ping"), {}))
     assert sent(actions, "server") == [
-        {"jsonrpc": "2.0", "id": "rosetta-4", "method": "tools/list", "params": {}},
-        {"jsonrpc": "2.0", "id": "rosetta-5", "method": "prompts/list", "params": {}},
+        {"jsonrpc": "2.0", "id": h.minted("tools/list"), "method": "tools/list", "params": {}},
+        {"jsonrpc": "2.0", "id": h.minted("prompts/list"), "method": "prompts/list", "params": {}},
     ]
     assert [m["id"] for m in sent(actions, "client")] == [3]
 
@@ -125,10 +125,9 @@ def test_the_configured_ttl_goes_on_discover_and_lists() -> None:
 
 
 @pytest.mark.parametrize(("reply", "why"), [
-    ({"jsonrpc": "2.0", "id": "rosetta-2", "error": {"code": -32603, "message": "boom"}},
+    (lambda init: fail(init, -32603, "boom"),
      "it answered initialize with error -32603: boom"),
-    ({"jsonrpc": "2.0", "id": "rosetta-2", "result": {"protocolVersion": "2026-07-28",
-                                                      "capabilities": {}}},
+    (lambda init: answer(init, {"protocolVersion": "2026-07-28", "capabilities": {}}),
      "it answered initialize with protocol version '2026-07-28'"),
 ])
 def test_a_failed_handshake_is_reported_on_every_request(reply: Any, why: str) -> None:
@@ -138,7 +137,8 @@ def test_a_failed_handshake_is_reported_on_every_request(reply: Any, why: str) -
     h.server(fail(probe, -32601, "Method not found"))
     error = {"code": -32603, "message": f"mcp-rosetta: the legacy server could not be "
                                         f"initialized: {why}", "data": {"source": "mcp-rosetta"}}
-    assert one(h.server(reply), "client") == {"jsonrpc": "2.0", "id": 1, "error": error}
+    assert one(h.server(reply(h.sent_request("initialize"))), "client") == {
+        "jsonrpc": "2.0", "id": 1, "error": error}
     assert one(h.client(modern(2, "tools/list")), "client") == {"jsonrpc": "2.0", "id": 2,
                                                                 "error": error}
 
@@ -161,8 +161,9 @@ def test_silence_on_the_settling_ping_only_delays_the_requests() -> None:
     init = one(h.server(fail(probe, -32601, "Method not found")), "server")
     h.server(answer(init, LEGACY_INIT_RESULT))
     forwarded = one(h.advance(3.0), "server")
-    assert forwarded == {"jsonrpc": "2.0", "id": "rosetta-4", "method": "tools/list", "params": {}}
-    late = h.server(answer({"id": "rosetta-3"}, {}))  # the late pong changes nothing
+    assert forwarded == {"jsonrpc": "2.0", "id": h.minted("list"), "method": "tools/list",
+                         "params": {}}
+    late = h.server(answer(h.sent_request("ping"), {}))  # the late pong changes nothing
     assert sent(late, "server") == [] and sent(late, "client") == []
 
 
@@ -228,13 +229,14 @@ def test_the_envelope_and_mrtr_fields_are_stripped_and_results_made_modern() -> 
                                                   "requestState": "x"},
                               meta={"traceparent": "00-ab-cd-01",
                                     "io.modelcontextprotocol/clientInfo": CLIENT_INFO}))
-    assert one(actions, "server") == {"jsonrpc": "2.0", "id": "rosetta-4", "method": "tools/list",
+    assert one(actions, "server") == {"jsonrpc": "2.0", "id": h.minted("list"),
+                                      "method": "tools/list",
                                       "params": {"cursor": "c2",
                                                  "_meta": {"traceparent": "00-ab-cd-01"}}}
     tools = [{"name": "a", "inputSchema": {"type": "object"},
               "execution": {"taskSupport": "optional"}},
              {"name": "b", "inputSchema": {"type": "object"}}]
-    reply = one(h.server(answer({"id": "rosetta-4"}, {"tools": tools, "nextCursor": "c3"})),
+    reply = one(h.server(answer({"id": h.minted("list")}, {"tools": tools, "nextCursor": "c3"})),
                 "client")
     assert reply == {"jsonrpc": "2.0", "id": "l", "result": {
         "tools": [{"name": "a", "inputSchema": {"type": "object"}},
@@ -353,7 +355,7 @@ def test_cancelling_a_request_that_waits_for_the_handshake_drops_it() -> None:
     init = one(h.server(fail(probe, -32601, "Method not found")), "server")
     h.client(notify("notifications/cancelled", {"requestId": "2"}))
     h.server(answer(init, LEGACY_INIT_RESULT))
-    actions = h.server(answer({"id": "rosetta-3"}, {}))
+    actions = h.server(answer(h.sent_request("ping"), {}))
     assert [m["method"] for m in sent(actions, "server")] == ["tools/list"]
 
 
@@ -372,15 +374,15 @@ def test_log_level_sets_the_legacy_level_and_messages_reach_only_requests_that_a
     actions = h.client(modern(2, "prompts/list",
                               meta={"io.modelcontextprotocol/logLevel": "warning"}))
     assert sent(actions, "server") == [
-        {"jsonrpc": "2.0", "id": "rosetta-5", "method": "logging/setLevel",
+        {"jsonrpc": "2.0", "id": h.minted("setLevel"), "method": "logging/setLevel",
          "params": {"level": "warning"}},
-        {"jsonrpc": "2.0", "id": "rosetta-6", "method": "prompts/list", "params": {}},
+        {"jsonrpc": "2.0", "id": h.minted("prompts/list"), "method": "prompts/list", "params": {}},
     ]
-    assert sent(h.server(answer({"id": "rosetta-5"}, {})), "client") == []
+    assert sent(h.server(answer({"id": h.minted("setLevel")}, {})), "client") == []
     assert sent(h.server(log("info", "too low")), "client") == []
     assert sent(h.server(log("warning", "at level")), "client") == [log("warning", "at level")]
     assert sent(h.server(log("critical", "above")), "client") == [log("critical", "above")]
-    h.server(answer({"id": "rosetta-6"}, {"prompts": []}))
+    h.server(answer({"id": h.minted("prompts/list")}, {"prompts": []}))
     assert sent(h.server(log("critical", "after")), "client") == []
     h.server(answer(plain, {"tools": []}))
 
@@ -413,8 +415,8 @@ def test_no_set_level_for_a_server_without_logging() -> None:
 def test_progress_is_re_pointed_at_the_clients_token_of_the_same_json_type() -> None:
     h, _ = mode_b()
     forwarded = one(h.client(modern(1, "resources/list", meta={"progressToken": 7})), "server")
-    assert forwarded["params"] == {"_meta": {"progressToken": "rosetta-4"}}
-    progress = {"progressToken": "rosetta-4", "progress": 1, "total": 2, "message": "half"}
+    assert forwarded["params"] == {"_meta": {"progressToken": h.minted("token")}}
+    progress = {"progressToken": h.minted("token"), "progress": 1, "total": 2, "message": "half"}
     assert sent(h.server(notify("notifications/progress", progress)), "client") == [
         notify("notifications/progress", {**progress, "progressToken": 7})]
     h.server(answer(forwarded, {"resources": []}))
@@ -425,7 +427,7 @@ def test_progress_for_unknown_tokens_is_dropped() -> None:
     h, _ = mode_b()
     forwarded = one(h.client(modern(1, "resources/list")), "server")
     assert forwarded["params"] == {}
-    for token in ("rosetta-1", 5, None):
+    for token in (h.minted("probe"), 5, None):
         assert sent(h.server(notify("notifications/progress",
                                     {"progressToken": token, "progress": 1})), "client") == []
 
@@ -436,7 +438,8 @@ def test_progress_for_unknown_tokens_is_dropped() -> None:
 def test_a_2025_03_26_server_may_batch_and_its_elements_are_handled_one_by_one() -> None:
     h, _ = mode_b(init={**LEGACY_INIT_RESULT, "protocolVersion": "2025-03-26"})
     forwarded = one(h.client(modern(1, "resources/list", meta={"progressToken": "p"})), "server")
-    batch = [notify("notifications/progress", {"progressToken": "rosetta-4", "progress": 1}),
+    assert forwarded["params"]["_meta"]["progressToken"] == h.minted("token")
+    batch = [notify("notifications/progress", {"progressToken": h.minted("token"), "progress": 1}),
              request(9, "ping"),
              answer(forwarded, {"resources": []})]
     actions = h.server(batch)

@@ -2,8 +2,8 @@
 
 Rules: client/roots.mdx (both eras); TRANSLATION.md §5.8.3, §5.8.5;
 bridge/core/modern_server_legacy_client/roots.py.
-Ids: rosetta-1 probe, rosetta-2 initialize, rosetta-3 settling ping; after that each call
-mints its key, then a nonce per input round, then its legacy request id.
+Each call mints its key, then a nonce per input round, then its legacy request id; the tests
+name minted ids with placeholders (`h.minted(...)`, tests/core/harness.py).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def session(first_caps: Message | None = None, config: CoreConfig | None = None,
     assert sent(asked, "client") == []
     assert one(asked, "server") == {"jsonrpc": "2.0", "id": "init-roots",
                                     "result": told or {"roots": []}}
-    discovered = h.server(answer({"id": "rosetta-3"}, {}))
+    discovered = h.server(answer(h.sent_request("ping"), {}))
     assert one(discovered, "client")["id"] == "d1"
     return h
 
@@ -129,8 +129,8 @@ def test_a_server_that_asked_at_start_is_told_the_clients_roots_before_the_call(
     actions = h.server(request(8, "roots/list"))  # it asks again, as told
     assert sent(actions, "server") == [
         {"jsonrpc": "2.0", "id": 8, "result": {"roots": WORK}},
-        {"jsonrpc": "2.0", "id": "rosetta-6", "method": "ping"}]
-    assert sent(h.server(answer({"id": "rosetta-6"}, {})), "server") == []  # it has read them
+        {"jsonrpc": "2.0", "id": h.minted("check"), "method": "ping"}]
+    assert sent(h.server(answer({"id": h.minted("check")}, {})), "server") == []  # it has read them
     assert sent(h.advance(0.099), "server") == []  # and roots_settle lets it apply them
     legacy = forwarded(h.advance(0.001))
     assert one(h.server(answer(legacy, DONE)), "client") == {
@@ -150,7 +150,7 @@ def test_a_call_that_does_not_declare_roots_is_not_asked_for_them() -> None:
 def test_a_server_that_never_asked_outside_a_call_is_never_asked_for_by_the_bridge() -> None:
     h, init = started()
     h.server(answer(init, LEGACY_INIT_RESULT))
-    h.server(answer({"id": "rosetta-3"}, {}))
+    h.server(answer(h.sent_request("ping"), {}))
     legacy = forwarded(h.client(call(1)))
     h.server(answer(legacy, DONE))
     forwarded(h.client(call(2)))
@@ -159,7 +159,7 @@ def test_a_server_that_never_asked_outside_a_call_is_never_asked_for_by_the_brid
 def test_roots_a_server_asked_for_during_a_call_are_known_and_not_told_again() -> None:
     h, init = started(config=EVERY_CALL)
     h.server(answer(init, LEGACY_INIT_RESULT))
-    h.server(answer({"id": "rosetta-3"}, {}))
+    h.server(answer(h.sent_request("ping"), {}))
     legacy = forwarded(h.client(call(1)))
     h.server(request(5, "roots/list"))
     reply = one(h.advance(0.05), "client")
@@ -341,7 +341,7 @@ def test_a_server_that_does_not_ask_again_holds_calls_back_only_roots_wait() -> 
 def test_a_server_that_asks_during_each_call_is_not_asked_twice_per_call() -> None:
     h, init = started(config=EVERY_CALL)
     h.server(answer(init, LEGACY_INIT_RESULT))
-    h.server(answer({"id": "rosetta-3"}, {}))
+    h.server(answer(h.sent_request("ping"), {}))
     legacy = forwarded(h.client(call(1)))
     h.server(request(5, "roots/list"))  # the first time, the server's question is a round
     reply = one(h.advance(0.05), "client")
