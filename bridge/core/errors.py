@@ -38,3 +38,12 @@ def timed_out(seconds: float, method: str) -> OwnError:
     return OwnError(INTERNAL_ERROR,
                     f"mcp-rosetta: no answer from the server within {seconds:g} s",
                     {"source": "mcp-rosetta", "method": method})
+
+
+# Relay and lifecycle ----------------------------------------------------------------------
+
+
+def unfit_for_client(version: str, problem: str) -> OwnError:
+    """Mode P behind a revision gap: a server request the client's revision has no form for."""
+    return OwnError(INTERNAL_ERROR, f"mcp-rosetta: the client speaks {version}: {problem}",
+                    SOURCE)
