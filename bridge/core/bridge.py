@@ -208,6 +208,8 @@ class Bridge:
         # The hot path's one test, kept by `_route`: whether client messages take the long
         # way (not OPEN, holding, or a provisional verdict keeping a copy of each).
         self._detour = False
+        # By the deadline's kind; each handler takes its owner (a held request's number, or
+        # None for the deadlines that exist once).
         self._on_due: dict[Enum, Callable[[Any], None]] = {
             ProbeDue.ANSWER: self._probe_timed_out,
             LifecycleDue.RESTART: self._backoff_over,

@@ -67,7 +67,7 @@ class Waiting:
             self.timers.cancel(Deadline(number, HeldDue.REQUEST_TIMEOUT))
         return list(held.values())
 
-    def expire(self, number: Any) -> None:
+    def expire(self, number: int) -> None:
         """A held request outlived request_timeout: it gets the usual timeout error."""
         inbound = self._held.pop(number, None)
         if inbound is not None:

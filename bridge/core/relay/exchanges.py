@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from bridge.core.context import Context
-from bridge.core.eras import BATCHING_VERSION, META_SUBSCRIPTION_ID
+from bridge.core.eras import BATCHING_VERSION, META_SUBSCRIPTION_ID, is_progress_token
 from bridge.core.errors import server_lost
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange
@@ -22,6 +22,14 @@ from bridge.core.relay.revision_gap import RevisionGap
 from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, with_id
 
 Message = dict[str, Any]
+# A progress token as a dict key that keeps its JSON type (1 and "1" differ).
+ProgressKey = tuple[type, str | int | float]
+
+
+def progress_key(token: Any) -> ProgressKey | None:
+    """A progressToken as a key; None if it is none (basic/utilities/progress.mdx: a string
+    or a number)."""
+    return (type(token), token) if token is not None and is_progress_token(token) else None
 
 
 class RelayHost(Protocol):
@@ -77,7 +85,7 @@ class RelayedTracedCall(RelayedCall):
     __slots__ = ("logs", "token")
 
     def __init__(self, origin: Any, method: str, relay: RelayHost,
-                 token: tuple[type, Any] | None, logs: bool) -> None:
+                 token: ProgressKey | None, logs: bool) -> None:
         super().__init__(origin, method, relay)
         self.token = token
         self.logs = logs
@@ -108,7 +116,7 @@ class _SessionCall(RelayedCall):
             self.settled(result)
         super().answered(message, None)
 
-    def settled(self, result: Any) -> None:
+    def settled(self, result: Message) -> None:
         """The server accepted the request with `result`."""
         raise NotImplementedError(type(self).__name__)
 
@@ -123,7 +131,7 @@ class RelayedInitialize(_SessionCall):
         super().__init__(origin, "initialize", relay)
         self.params = params
 
-    def settled(self, result: Any) -> None:
+    def settled(self, result: Message) -> None:
         relay = self.relay
         version = result.get("protocolVersion")
         relay.batching = version == BATCHING_VERSION
@@ -141,7 +149,7 @@ class RelayedSetLevel(_SessionCall):
         super().__init__(origin, "logging/setLevel", relay)
         self.level = level
 
-    def settled(self, result: Any) -> None:
+    def settled(self, result: Message) -> None:
         if self.relay.legacy is not None:
             self.relay.legacy.log_level = self.level
 
@@ -155,7 +163,7 @@ class RelayedSubscribe(_SessionCall):
         super().__init__(origin, "resources/subscribe", relay)
         self.uri = uri
 
-    def settled(self, result: Any) -> None:
+    def settled(self, result: Message) -> None:
         session = self.relay.legacy
         if session is not None and self.uri not in session.subscriptions:
             session.subscriptions.append(self.uri)
@@ -170,7 +178,7 @@ class RelayedUnsubscribe(_SessionCall):
         super().__init__(origin, "resources/unsubscribe", relay)
         self.uri = uri
 
-    def settled(self, result: Any) -> None:
+    def settled(self, result: Message) -> None:
         session = self.relay.legacy
         if session is not None and self.uri in session.subscriptions:
             session.subscriptions.remove(self.uri)
@@ -209,7 +217,7 @@ class RelayedListen(Exchange):
         return True
 
 
-def retag(params: Any, origin: Any) -> None:
+def retag(params: object, origin: Any) -> None:
     """Name the client's id where `params` (a notification's params or a result) names a
     stream by the bridge's (TRANSLATION.md §11.12)."""
     if type(params) is not dict:

@@ -22,7 +22,6 @@ from bridge.core.eras import (
     META_LOG_LEVEL,
     META_SUBSCRIPTION_ID,
     Era,
-    is_progress_token,
 )
 from bridge.core.events import CLIENT, SERVER, Side
 from bridge.core.exchange import Exchange
@@ -39,6 +38,7 @@ from bridge.core.handover import (
 from bridge.core.jsonrpc import Inbound, notification
 from bridge.core.methods import ACKNOWLEDGED
 from bridge.core.relay.exchanges import (
+    ProgressKey,
     RelayedCall,
     RelayedInitialize,
     RelayedListen,
@@ -50,6 +50,7 @@ from bridge.core.relay.exchanges import (
     ReplayedInitialize,
     ReplayedSetLevel,
     ReplayedSubscribe,
+    progress_key,
 )
 from bridge.core.relay.revision_gap import RevisionGap, needs_shaping
 from bridge.core.restarts import Outage
@@ -83,7 +84,7 @@ class PassThrough:
         # The client requests in flight that named a progress token (by typed token), and
         # those of a modern client that named a logLevel: what the server sends for them
         # names them (events.Send.request).
-        self._progress: dict[tuple[type, Any], RelayedTracedCall] = {}
+        self._progress: dict[ProgressKey, RelayedTracedCall] = {}
         self._logging: set[RelayedTracedCall] = set()
         # The client requests that shape its session, relayed as exchanges that keep what
         # they settle; every other request passes with nothing kept.
@@ -93,7 +94,8 @@ class PassThrough:
             "resources/subscribe": self._subscription,
             "resources/unsubscribe": self._subscription,
         } if era == "legacy" else {"subscriptions/listen": self._listen}
-        self._on_due: dict[Enum, Callable[[Any], None]] = {
+        # By the deadline's kind; each handler takes its owner (a minted id, or None).
+        self._on_due: dict[Enum, Callable[[Any], object]] = {
             Due.REQUEST_TIMEOUT: self.router.expire,
             RelayDue.RESUME: self._resume_unanswered,
         }
@@ -138,13 +140,11 @@ class PassThrough:
         if type(meta) is not dict:
             return RelayedCall(message["id"], message["method"], self)
         token = meta.get("progressToken")
-        if token is not None and not is_progress_token(token):
-            token = None
         logs = self.era == "modern" and META_LOG_LEVEL in meta
         if token is None and not logs:
             return RelayedCall(message["id"], message["method"], self)
-        call = RelayedTracedCall(message["id"], message["method"], self,
-                                 None if token is None else (type(token), token), logs)
+        call = RelayedTracedCall(message["id"], message["method"], self, progress_key(token),
+                                 logs)
         if call.token is not None:
             self._progress[call.token] = call
         if logs:
@@ -210,12 +210,12 @@ class PassThrough:
             # a legacy log line (its level is the session's, set by logging/setLevel).
             self.ctx.send(CLIENT, message)
 
-    def _progress_owner(self, params: Any) -> Any:
+    def _progress_owner(self, params: object) -> Any:
         """The client request whose progressToken the progress names, if it is in flight."""
-        token = params.get("progressToken") if type(params) is dict else None
-        if not is_progress_token(token):
+        key = progress_key(params.get("progressToken")) if type(params) is dict else None
+        if key is None:
             return None
-        call = self._progress.get((type(token), token))
+        call = self._progress.get(key)
         return None if call is None else call.origin
 
     def _log_owner(self) -> Any:
@@ -372,7 +372,7 @@ class PassThrough:
         self.ctx.log("info", "session.resumed", mode="P", subscriptions=len(session.subscriptions),
                      log_level=session.log_level)
 
-    def _resume_unanswered(self, _: Any) -> None:
+    def _resume_unanswered(self, _: None) -> None:
         if self._resuming:
             self.ctx.log("warning", "session.resume_unanswered",
                          waited_s=self.ctx.config.handshake_timeout)
