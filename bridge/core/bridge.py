@@ -200,7 +200,7 @@ class Bridge:
         self._abandoned: set[str] = set()  # ids of an overturned handler's requests
         self._roots_told = False
         self._session: ClientSession | None = None  # handed over, until a handler resumes it
-        self._lost_mode: str | None = None
+        self._lost_mode: Mode | None = None
         self._ready_told = False
         # Whether the held client messages still wait for a handler re-opening the session
         # (released after the event in which it is done).
