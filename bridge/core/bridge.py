@@ -103,6 +103,24 @@ _PHASE_MOVES: dict[SessionPhase, frozenset[SessionPhase]] = {
 PHASE_STOPPED: Final = SessionPhase.STOPPED
 
 
+class Intake(Enum):
+    """Where the client's messages go (but for a batch's, a refused one, or a request while
+    closing)."""
+
+    HELD = "held (waiting.py): no handler can serve yet, or the server restarts"
+    RESUMING = "held: the handler is still re-opening the client's session at a new server"
+    HANDLER = "to the handler"
+
+
+_INTAKE_MOVES: dict[Intake, frozenset[Intake]] = {
+    Intake.HELD: frozenset({Intake.RESUMING, Intake.HANDLER}),
+    Intake.RESUMING: frozenset({Intake.HANDLER, Intake.HELD}),
+    Intake.HANDLER: frozenset({Intake.HELD}),
+}
+# Read for each client message that takes the long way.
+INTAKE_HANDLER: Final = Intake.HANDLER
+
+
 class ServerRecord(Enum):
     """What this session's servers have shown; it only moves down the list."""
 
@@ -202,11 +220,12 @@ class Bridge:
         self._session: ClientSession | None = None  # handed over, until a handler resumes it
         self._lost_mode: Mode | None = None
         self._ready_told = False
-        # Whether the held client messages still wait for a handler re-opening the session
-        # (released after the event in which it is done).
-        self._holding = False
+        # HANDLER exactly while `handler` is set and has what was held (a resuming handler's
+        # are released after the event in which it is done).
+        self._intake = Intake.HELD
         # The hot path's one test, kept by `_route`: whether client messages take the long
-        # way (not OPEN, holding, or a provisional verdict keeping a copy of each).
+        # way (not OPEN, held for a resuming handler, or a provisional verdict keeping a copy
+        # of each).
         self._detour = False
         # By the deadline's kind; each handler takes its owner (a held request's number, or
         # None for the deadlines that exist once).
@@ -234,10 +253,16 @@ class Bridge:
         self._phase = to
         self._route()
 
+    def _move_intake(self, to: Intake) -> None:
+        if to not in _INTAKE_MOVES[self._intake]:
+            raise ValueError(f"the intake cannot go from {self._intake.name} to {to.name}")
+        self._intake = to
+        self._route()
+
     def _route(self) -> None:
         """Keep `_detour` in step with what it caches."""
-        self._detour = self._phase is not SessionPhase.OPEN or self._holding \
-            or self._provisional is not None
+        self._detour = self._phase is not SessionPhase.OPEN \
+            or self._intake is Intake.RESUMING or self._provisional is not None
 
     @property
     def _closing(self) -> bool:
@@ -321,7 +346,8 @@ class Bridge:
             self.batches.on_notification(inbound.message)
         if self._closing and inbound.kind == "request":
             self._refuse_while_closing(inbound)
-        elif self.handler is not None and not self._holding:
+        elif self._intake is INTAKE_HANDLER:
+            assert self.handler is not None
             if self._provisional is not None:
                 self._keep(inbound)
             self.handler.on_client(inbound)
@@ -505,10 +531,9 @@ class Bridge:
         self._move_server(ServerState.DOWN)
         self._outage = outage
         before = len(self.ctx.actions)
-        handler, self.handler = self.handler, None
-        if handler is not None:
-            handler.fail_pending(reason, data)
-            self.ctx.timers = Timers()
+        if self.handler is not None:
+            self.handler.fail_pending(reason, data)
+            self._drop_handler()
         self._waiting.fail_all(reason, data)
         self._failure = Failure(reason, data)
         answered = any(type(a) is Send and a.side == CLIENT for a in self.ctx.actions[before:])
@@ -538,10 +563,13 @@ class Bridge:
         self._session = handover.session
         self._waiting.hold_first(handover.unsent)
         self._lost_mode = handler.mode
+        self._drop_handler()
+
+    def _drop_handler(self) -> None:
+        """The handler goes, and its timers with it; client messages are held again."""
         self.handler = None
-        self._holding = False
-        self._route()
-        self.ctx.timers = Timers()  # the lost handler's timers go with it
+        self._move_intake(Intake.HELD)
+        self.ctx.timers = Timers()
 
     def _restart_now(self) -> None:
         outage = self._outage
@@ -634,8 +662,7 @@ class Bridge:
         if old is not None:
             self._abandoned = set(old.router.pending[SERVER])
             self._lost_mode = old.mode
-            self.handler, self._holding = None, False
-            self.ctx.timers = Timers()
+            self._drop_handler()
         self._waiting.hold_first(kept)
         self._session = provisional.session
         self._route()
@@ -720,8 +747,7 @@ class Bridge:
                 self._provisional.session = session
             handler.resume(session)
         if handler.resuming:
-            self._holding = True
-            self._route()
+            self._move_intake(Intake.RESUMING)
         else:
             self._release()
 
@@ -745,9 +771,8 @@ class Bridge:
     def _release(self) -> None:
         """The handler can serve: what the client said meanwhile reaches it, in order."""
         assert self.handler is not None
-        self._holding = False
+        self._move_intake(Intake.HANDLER)
         provisional = self._provisional
-        self._route()
         for inbound in self._waiting.release():
             if provisional is not None:
                 provisional.keep(inbound)
@@ -771,7 +796,8 @@ class Bridge:
     def _after_detour(self) -> None:
         """After an event while closing or holding: release what a handler that has re-opened
         the session can now take; stop once closing and nothing is owed."""
-        if self._holding and self.handler is not None and not self.handler.resuming:
+        if self._intake is Intake.RESUMING and self.handler is not None \
+                and not self.handler.resuming:
             self._release()
         if self._closing:
             self._drain_or_stop()
