@@ -108,9 +108,11 @@ def test_a_cancelled_requests_progress_names_none() -> None:
 
 
 def test_progress_of_a_timed_out_request_names_none() -> None:
-    h, _ = legacy_pair()
-    h.bridge.handler.router.timed = True  # type: ignore[union-attr]
-    h.bridge.ctx.config = CoreConfig(request_timeout=5.0)
+    h = Harness(CoreConfig(request_timeout=5.0))
+    probe = one(h.start(), "server")
+    h.client(initialize())
+    forwarded = one(h.server(fail(probe, -32601, "Method not found")), "server")
+    h.server(answer(forwarded, {"protocolVersion": "2025-11-25", "capabilities": {}}))
     h.client(request(7, "tools/call", {"name": "t", "_meta": {"progressToken": "tok"}}))
     assert named(h.advance(5.0)) == 7  # the timeout error answers it
     assert named(h.server(progress("tok"))) is None
