@@ -17,9 +17,14 @@ from typing import Any
 
 from bridge.core.context import Context
 from bridge.core.eras import INVALID_REQUEST
+from bridge.core.errors import OwnError, invalid_message
 from bridge.core.events import CLIENT, Action, Send
 from bridge.core.jsonrpc import Inbound, error_response, is_request_id, typed_id
 from bridge.core.limits import event_for, is_request, unattributed
+
+
+def _error(request_id: Any, error: OwnError) -> dict[str, Any]:
+    return error_response(request_id, error.code, error.message, error.data)
 
 
 class _Batch:
@@ -67,14 +72,13 @@ class Batches:
             if item.kind == "invalid":
                 ctx.log("warning", "message.invalid", side=CLIENT, reason=item.reason)
                 if item.code is not None:  # a malformed response is never answered
-                    batch.answers.append(
-                        error_response(item.id, item.code, f"Invalid message: {item.reason}"))
+                    batch.answers.append(_error(item.id, invalid_message(item.code, item.reason)))
                 continue
             if item.kind == "refused" and unattributed(item):
                 ctx.log("warning", event_for(item), side=CLIENT, reason=item.reason,
                         outcome="answered with id null")
-                batch.answers.append(error_response(None, item.code or INVALID_REQUEST,
-                                                    f"Invalid message: {item.reason}"))
+                batch.answers.append(_error(None, invalid_message(item.code or INVALID_REQUEST,
+                                                                  item.reason)))
                 continue
             if item.kind == "request" or (item.kind == "refused" and is_request(item)):
                 batch.expect(item.id)

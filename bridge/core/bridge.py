@@ -11,18 +11,15 @@ from the record the lost one handed over. `handle` never raises; a bug is logged
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Final, Literal, Protocol, cast
 
+from bridge.core import errors
 from bridge.core.batch import Batches
 from bridge.core.config import CoreConfig
 from bridge.core.context import Context, counter_ids
-from bridge.core.eras import (
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    LATEST_LEGACY_VERSION,
-    Era,
-    legacy_request,
-)
+from bridge.core.eras import LATEST_LEGACY_VERSION, Era, legacy_request
 from bridge.core.events import (
     CLIENT,
     SERVER,
@@ -44,27 +41,132 @@ from bridge.core.events import (
 from bridge.core.handover import ClientSession, Handover, open_requests
 from bridge.core.jsonrpc import Inbound, parse_inbound, too_long
 from bridge.core.limits import event_for, settle
-from bridge.core.probe import Probe
+from bridge.core.probe import PROBE_WAITING, Probe, ProbeDue
 from bridge.core.provisional import Overturn, Provisional, refused_initialize
 from bridge.core.restarts import Outage, Restarts
-from bridge.core.router import SOURCE, Router
-from bridge.core.timers import Timers
-from bridge.core.waiting import Waiting
+from bridge.core.router import Router
+from bridge.core.timers import Deadline, Timers
+from bridge.core.waiting import HeldDue, Waiting
 
 EX_OK = 0
 EX_UNAVAILABLE = 69
 # The kinds a mode handler takes as they come (not a batch, nor a refused message).
 _SINGLE = frozenset({"request", "notification", "response", "invalid"})
-# The server process, as the lifecycle sees it: waiting for ChildStarted, waiting for the
-# probe's answer, serving (its era known), or gone and waiting out the back-off.
-STARTING, PROBING, SERVING, DOWN = "starting", "probing", "serving", "down"
 # Seconds to wait, once the server's output closed, for its exit status: the shell posts the
 # exit after the end of its output, and an error that names the status helps the user most.
 EXIT_WAIT_S = 1.0
 
+Mode = Literal["P", "A", "B"]
+
+
+class ServerState(Enum):
+    """The server process, as the lifecycle sees it."""
+
+    STARTING = "waiting for ChildStarted"
+    PROBING = "waiting for the probe's answer"
+    SERVING = "its era known"
+    DOWN = "gone: waiting out the back-off, or for good"
+
+
+_SERVER_MOVES: dict[ServerState, frozenset[ServerState]] = {
+    # A start that fails (exec) is reported as an exit without ChildStarted.
+    ServerState.STARTING: frozenset({ServerState.PROBING, ServerState.DOWN}),
+    # Back to STARTING: started once more unprobed, after a clean exit on the probe.
+    ServerState.PROBING: frozenset({ServerState.SERVING, ServerState.STARTING, ServerState.DOWN}),
+    # Back to PROBING: a late -32022 overturned the legacy verdict; server/discover again.
+    ServerState.SERVING: frozenset({ServerState.PROBING, ServerState.DOWN}),
+    # Straight to PROBING: a server came up before the back-off asked for it.
+    ServerState.DOWN: frozenset({ServerState.STARTING, ServerState.PROBING}),
+}
+
+
+class SessionPhase(Enum):
+    """The session, as the lifecycle sees it."""
+
+    OPEN = "serving the client"
+    CLOSING = "asked to stop with a grace: what is owed is still answered, nothing new taken"
+    DRAINING = "the client closed its input: what it is owed, then the end"
+    FAILED = "the server never served: the client's first request is told why, then the end"
+    STOPPED = "stopped: later events are ignored"
+
+
+_PHASE_MOVES: dict[SessionPhase, frozenset[SessionPhase]] = {
+    SessionPhase.OPEN: frozenset({SessionPhase.CLOSING, SessionPhase.DRAINING,
+                                  SessionPhase.FAILED, SessionPhase.STOPPED}),
+    SessionPhase.CLOSING: frozenset({SessionPhase.DRAINING, SessionPhase.STOPPED}),
+    SessionPhase.DRAINING: frozenset({SessionPhase.STOPPED}),
+    # A signal with a grace while failed: nothing is owed, so the drain stops at once.
+    SessionPhase.FAILED: frozenset({SessionPhase.CLOSING, SessionPhase.STOPPED}),
+    SessionPhase.STOPPED: frozenset(),
+}
+# Read on every event (an Enum member read through its class costs several times a global's).
+PHASE_STOPPED: Final = SessionPhase.STOPPED
+
+
+class Intake(Enum):
+    """Where the client's messages go (but for a batch's, a refused one, or a request while
+    closing)."""
+
+    HELD = "held (waiting.py): no handler can serve yet, or the server restarts"
+    RESUMING = "held: the handler is still re-opening the client's session at a new server"
+    HANDLER = "to the handler"
+
+
+_INTAKE_MOVES: dict[Intake, frozenset[Intake]] = {
+    Intake.HELD: frozenset({Intake.RESUMING, Intake.HANDLER}),
+    Intake.RESUMING: frozenset({Intake.HANDLER, Intake.HELD}),
+    Intake.HANDLER: frozenset({Intake.HELD}),
+}
+# Read for each client message that takes the long way.
+INTAKE_HANDLER: Final = Intake.HANDLER
+
+
+class ServerRecord(Enum):
+    """What this session's servers have shown; it only moves down the list."""
+
+    NEVER_SERVED = "no server of this session has sent a well-formed message"
+    RETRIED_UNPROBED = ("never served, and the one start without a probe (after a clean exit "
+                        "on it) is used")
+    SERVED = "a server of this session has sent a well-formed message"
+
+
+# Set on every server message.
+RECORD_SERVED: Final = ServerRecord.SERVED
+
+
+class NextStart(Enum):
+    """How the next server process is started (stdio.mdx §Backward Compatibility)."""
+
+    PROBED = "probed"
+    UNPROBED = "taken as legacy without a probe: the last one exited or closed on it"
+
+
+class LifecycleDue(Enum):
+    """The lifecycle's own deadlines (owner None: each exists once)."""
+
+    RESTART = "the restart's back-off"
+    EXIT_WAIT = "the exit status after a closed output"
+    FAILED = "the wait for a first request after a failed start"
+    DRAIN = "the drain"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a server that never served cannot be used: every request is answered with it."""
+
+    reason: str
+    data: dict[str, Any]
+
+
+_RESTART: Final = Deadline(None, LifecycleDue.RESTART)
+_EXIT_WAIT: Final = Deadline(None, LifecycleDue.EXIT_WAIT)
+_FAILED: Final = Deadline(None, LifecycleDue.FAILED)
+_DRAIN: Final = Deadline(None, LifecycleDue.DRAIN)
+
 
 class Handler(Protocol):
-    mode: str
+    @property
+    def mode(self) -> Mode: ...
     router: Router
 
     @property
@@ -75,7 +177,7 @@ class Handler(Protocol):
         holds the client's messages until it is done."""
     def on_client(self, inbound: Inbound) -> None: ...
     def on_server(self, inbound: Inbound) -> None: ...
-    def on_timer(self, key: Any) -> None: ...
+    def on_timer(self, key: Deadline) -> None: ...
     def busy(self) -> bool: ...
     def fail_pending(self, reason: str, data: dict[str, Any] | None = None) -> None: ...
     def lose_server(self, outage: Outage) -> Handover:
@@ -100,31 +202,78 @@ class Bridge:
         self.batches = Batches()
         self._waiting = Waiting(self.ctx, self._timers)
         self._restarts = Restarts(self.ctx.config)
-        self._server = STARTING
+        self._server = ServerState.STARTING
+        self._phase = SessionPhase.OPEN
+        self._record = ServerRecord.NEVER_SERVED
+        self._next_start = NextStart.PROBED
+        # While the server's output is closed and its exit status awaited, _EXIT_WAIT is
+        # scheduled (`_exit_waiting`).
         self._outage: Outage | None = None  # why the server is down, until it is restarted
         self._attempt = 0  # the pending restart's number within the window, and its delay
         self._delay = 0.0
-        self._skip_probe = False  # the last server exited on the probe: take the next as legacy
-        self._served = False  # a server of this session has sent a well-formed message
-        self._unprobed = False  # the one start without a probe, after an exit 0 on the probe
-        self._exit_wait = False  # the server's output closed: its exit status is awaited
-        self._failure: tuple[str, dict[str, Any]] | None = None  # it never served: the error
+        self._failure: Failure | None = None  # set with SessionPhase.FAILED
+        self._grace = 0.0  # the drain's length when CLOSING (DRAINING: drain_timeout)
         self._provisional: Provisional | None = None  # legacy by timeout: may be overturned
         self._corrected = False  # this server's era was corrected once already
         self._abandoned: set[str] = set()  # ids of an overturned handler's requests
         self._roots_told = False
         self._session: ClientSession | None = None  # handed over, until a handler resumes it
-        self._lost_mode: str | None = None
+        self._lost_mode: Mode | None = None
         self._ready_told = False
-        self._holding = False  # client messages wait while the handler re-opens the session
-        self._stopped = False
-        self._client_closed = False
-        self._closing: float | None = None  # set once asked to stop: the drain's length
-        self._detour = False  # closing or holding: client messages take the long way
+        # HANDLER exactly while `handler` is set and has what was held (a resuming handler's
+        # are released after the event in which it is done).
+        self._intake = Intake.HELD
+        # The hot path's one test, kept by `_route`: whether client messages take the long
+        # way (not OPEN, held for a resuming handler, or a provisional verdict keeping a copy
+        # of each).
+        self._detour = False
+        # By the deadline's kind; each handler takes its owner (a held request's number, or
+        # None for the deadlines that exist once).
+        self._on_due: dict[Enum, Callable[[Any], None]] = {
+            ProbeDue.ANSWER: self._probe_timed_out,
+            LifecycleDue.RESTART: self._backoff_over,
+            LifecycleDue.EXIT_WAIT: self._exit_unknown,
+            LifecycleDue.FAILED: self._failed_wait_over,
+            LifecycleDue.DRAIN: self._drain_over,
+            HeldDue.REQUEST_TIMEOUT: self._waiting.expire,
+        }
 
     @property
-    def mode(self) -> str | None:
+    def mode(self) -> Mode | None:
         return self.handler.mode if self.handler is not None else None
+
+    def _move_server(self, to: ServerState) -> None:
+        if to not in _SERVER_MOVES[self._server]:
+            raise ValueError(f"the server cannot go from {self._server.name} to {to.name}")
+        self._server = to
+
+    def _move_phase(self, to: SessionPhase) -> None:
+        if to not in _PHASE_MOVES[self._phase]:
+            raise ValueError(f"the session cannot go from {self._phase.name} to {to.name}")
+        self._phase = to
+        self._route()
+
+    def _move_intake(self, to: Intake) -> None:
+        if to not in _INTAKE_MOVES[self._intake]:
+            raise ValueError(f"the intake cannot go from {self._intake.name} to {to.name}")
+        self._intake = to
+        self._route()
+
+    def _route(self) -> None:
+        """Keep `_detour` in step with what it caches."""
+        self._detour = self._phase is not SessionPhase.OPEN \
+            or self._intake is Intake.RESUMING or self._provisional is not None
+
+    @property
+    def _closing(self) -> bool:
+        """Asked to stop, or the client closed its input: the drain runs after each event."""
+        return self._phase is SessionPhase.CLOSING or self._phase is SessionPhase.DRAINING
+
+    def _stopped(self) -> bool:
+        return self._phase is PHASE_STOPPED
+
+    def _exit_waiting(self) -> bool:
+        return _EXIT_WAIT in self._timers
 
     def next_deadline(self) -> float | None:
         own, mode = self._timers.next_deadline(), self.ctx.timers.next_deadline()
@@ -137,13 +286,13 @@ class Bridge:
         ctx.now = now
         actions: list[Action] = []
         ctx.actions = actions
-        if self._stopped:
+        if self._phase is PHASE_STOPPED:
             return actions
         try:
             self._dispatch(event)
         except Exception as exc:  # a bug must cost one message, not the bridge
             ctx.log("error", "bridge.error", error=repr(exc), during=type(event).__name__)
-        if self._detour and not self._stopped:
+        if self._detour and not self._stopped():
             self._after_detour()
             if self._provisional is not None:
                 self._provisional.note_answers(actions)
@@ -195,9 +344,10 @@ class Bridge:
             inbound = stand_in
         elif kind == "notification" and self.batches.open:
             self.batches.on_notification(inbound.message)
-        if self._closing is not None and inbound.kind == "request":
+        if self._closing and inbound.kind == "request":
             self._refuse_while_closing(inbound)
-        elif self.handler is not None and not self._holding:
+        elif self._intake is INTAKE_HANDLER:
+            assert self.handler is not None
             if self._provisional is not None:
                 self._keep(inbound)
             self.handler.on_client(inbound)
@@ -217,10 +367,10 @@ class Bridge:
                 return
             inbound = stand_in
         if inbound.kind != "invalid":
-            self._served = True
+            self._record = RECORD_SERVED
         if self._abandoned and self._absorbed(inbound):
             return
-        if self.probe.waiting:
+        if self.probe.state is PROBE_WAITING:
             self.probe.on_server(inbound)
             if self.probe.era is not None:
                 self._settled()
@@ -246,88 +396,88 @@ class Bridge:
 
     def _on_timers(self) -> None:
         now = self.ctx.now
+        # Every key scheduled is a Deadline (the Timers heap holds any hashable key).
         for key in self._timers.pop_due(now):
-            if not self._stopped:
-                self._on_own_timer(key)
+            if self._phase is not PHASE_STOPPED:
+                due = cast(Deadline, key)
+                self._on_due[due.kind](due.owner)
         for key in self.ctx.timers.pop_due(now):
-            if self.handler is not None and not self._stopped:
-                self.handler.on_timer(key)
+            if self.handler is not None and self._phase is not PHASE_STOPPED:
+                self.handler.on_timer(cast(Deadline, key))
 
-    def _on_own_timer(self, key: Any) -> None:
-        if key == Probe.TIMER:
-            self.probe.on_timeout()
-            if self.probe.era == "legacy" and not self._corrected:
-                self._provisional = Provisional(self.ctx.now)
-            self._settled()
-        elif key == self.RESTART:
-            if self._server == DOWN:  # not if a start came first (a restart at once)
-                self._restart_now()
-        elif key == self.EXIT_WAIT:
-            self._exit_wait = False
-            self._on_server_gone(Outage(None))
-        elif key == self.FAILED:
-            assert self._failure is not None
-            self._stop(EX_UNAVAILABLE, *self._failure)
-        elif key == self.DRAIN:
-            self._stop(EX_OK, "the client closed its input" if self._client_closed
-                       else "mcp-rosetta is shutting down")
-        elif key[0] == Waiting.TIMER:
-            self._waiting.expire(key[1])
+    def _probe_timed_out(self, _: None) -> None:
+        self.probe.on_timeout()
+        if self.probe.era == "legacy" and not self._corrected:
+            self._provisional = Provisional(self.ctx.now)
+        self._settled()
+
+    def _backoff_over(self, _: None) -> None:
+        if self._server is ServerState.DOWN:  # not if a start came first (a restart at once)
+            self._restart_now()
+
+    def _exit_unknown(self, _: None) -> None:
+        self._on_server_gone(Outage(None))
+
+    def _failed_wait_over(self, _: None) -> None:
+        assert self._failure is not None
+        self._stop(EX_UNAVAILABLE, self._failure.reason, self._failure.data)
+
+    def _drain_over(self, _: None) -> None:
+        self._stop(EX_OK, self._stop_reason())
+
+    def _stop_reason(self) -> str:
+        return "the client closed its input" if self._phase is SessionPhase.DRAINING \
+            else "mcp-rosetta is shutting down"
 
     def _on_peer_closed(self, side: str, gone: bool) -> None:
         if side == CLIENT:
             self.ctx.log("info", "client.gone" if gone else "client.closed")
-            self._client_closed = True
             if self._failure is not None:
-                self._stop(EX_UNAVAILABLE, *self._failure)
+                self._stop(EX_UNAVAILABLE, self._failure.reason, self._failure.data)
                 return
             if gone:  # nobody reads what is owed: no drain, and the server goes at once
                 self._stop(EX_OK, "the client is gone")
                 return
             # handle() drains what the client is owed, then stops.
-            self._closing = self.ctx.config.drain_timeout
-            self._detour = True
-        elif self._server != DOWN and not self._exit_wait:
+            if self._phase is not SessionPhase.DRAINING:
+                self._move_phase(SessionPhase.DRAINING)
+        elif self._server is not ServerState.DOWN and not self._exit_waiting():
             self.ctx.log("warning", "server.closed")
             # Answered once its exit status is known, or after EXIT_WAIT_S without one.
-            self._exit_wait = True
             self.probe.abandon()  # nothing more can answer it
-            self._timers.schedule(self.EXIT_WAIT, self.ctx.now + EXIT_WAIT_S)
+            self._timers.schedule(_EXIT_WAIT, self.ctx.now + EXIT_WAIT_S)
 
     # The server process: started, lost, restarted ------------------------------------------
 
-    RESTART = ("restart",)
-    EXIT_WAIT = ("exit-wait",)
-    FAILED = ("failed",)
-
     def _on_child_started(self) -> None:
-        self._server = PROBING
+        self._move_server(ServerState.PROBING)
         self._corrected = False
-        self.probe.start(skip=self._skip_probe)
-        self._skip_probe = False
+        self.probe.start(skip=self._next_start is NextStart.UNPROBED)
+        self._next_start = NextStart.PROBED
         if self.probe.era is not None:
             self._settled()
 
     def _on_child_exited(self, event: ChildExited) -> None:
-        if self._exit_wait:  # its output closed first: this is the status waited for
-            self._exit_wait = False
-            self._timers.cancel(self.EXIT_WAIT)
+        # Its output closed first: this is the status waited for.
+        self._timers.cancel(_EXIT_WAIT)
         self._on_server_gone(Outage(event.code, event.cause, event.stderr_tail))
 
     def _on_server_gone(self, outage: Outage) -> None:
         """The server exited or closed its output (ChildExited, PeerClosed: each crash says
         both, in either order; a closed output waits EXIT_WAIT_S for the exit)."""
-        if self._server == DOWN:
+        if self._server is ServerState.DOWN:
             assert self._outage is not None
             self._outage.learn(outage)  # the second word of the same crash: not counted
             return
         self._provisional, self._abandoned = None, set()
-        if self._closing is not None:
+        self._route()
+        if self._closing:
             self._stop(EX_UNAVAILABLE, f"mcp-rosetta: the server {outage.what}", outage.data())
             return
-        probing, serving = self._server == PROBING, self._server == SERVING
-        if not self._served:
-            if probing and outage.code == 0 and not self._unprobed:
+        probing = self._server is ServerState.PROBING
+        serving = self._server is ServerState.SERVING
+        if self._record is not ServerRecord.SERVED:
+            if probing and outage.code == 0 and self._record is ServerRecord.NEVER_SERVED:
                 self._start_unprobed(outage)
             else:
                 self._fail_unserved(outage)
@@ -336,7 +486,7 @@ class Bridge:
             # stdio.mdx §Backward Compatibility: some legacy servers exit on an unexpected
             # first message (or close their output); start it again at once, as legacy.
             self.probe.abandon()
-            self._skip_probe = True
+            self._next_start = NextStart.UNPROBED
         attempt = self._restarts.take(self.ctx.now)
         if attempt is None:
             self._give_up(outage)
@@ -346,10 +496,11 @@ class Bridge:
         # A server that never started (its exec failed) or died on the probe is a failed
         # start; the next one gets a probe of its own.
         self.probe = Probe(self.ctx, self._timers)
-        self._server, self._outage, self._attempt = DOWN, outage, attempt
+        self._move_server(ServerState.DOWN)
+        self._outage, self._attempt = outage, attempt
         self._delay = 0.0 if probing else self._restarts.backoff(attempt)
         if self._delay > 0:
-            self._timers.schedule(self.RESTART, self.ctx.now + self._delay)
+            self._timers.schedule(_RESTART, self.ctx.now + self._delay)
         else:
             self._restart_now()
 
@@ -359,14 +510,14 @@ class Bridge:
         once and without a probe, as legacy. Not a restart: it never served."""
         self.probe.abandon()
         self.probe = Probe(self.ctx, self._timers)
-        self._unprobed = self._skip_probe = True
+        self._record, self._next_start = ServerRecord.RETRIED_UNPROBED, NextStart.UNPROBED
         self.ctx.log("warning", "child.restarted", code=outage.code, reason=outage.what,
                      attempt=0, max_restarts=self.ctx.config.max_restarts, backoff_s=0.0,
                      mode=None, probe=False)
         self.ctx.actions.append(Status("starting the server again without the probe it "
                                        "exited on, as a legacy server"))
         self.ctx.actions.append(RestartChild())
-        self._server = STARTING
+        self._move_server(ServerState.STARTING)
 
     def _fail_unserved(self, outage: Outage) -> None:
         """The server ended before it ever answered: starting it again would only fail again.
@@ -377,28 +528,30 @@ class Bridge:
                      stderr_tail=list(outage.stderr_tail))
         self.ctx.actions.append(Status(f"stopped: {reason}"))
         self.probe.abandon()
-        self._server, self._outage = DOWN, outage
+        self._move_server(ServerState.DOWN)
+        self._outage = outage
         before = len(self.ctx.actions)
-        handler, self.handler = self.handler, None
-        if handler is not None:
-            handler.fail_pending(reason, data)
-            self.ctx.timers = Timers()
+        if self.handler is not None:
+            self.handler.fail_pending(reason, data)
+            self._drop_handler()
         self._waiting.fail_all(reason, data)
-        self._failure = (reason, data)
+        self._failure = Failure(reason, data)
         answered = any(type(a) is Send and a.side == CLIENT for a in self.ctx.actions[before:])
-        if answered or self._client_closed:
+        if answered:
             self._stop(EX_UNAVAILABLE, reason, data)
         else:
-            self._timers.schedule(self.FAILED, self.ctx.now + self.ctx.config.probe_timeout)
+            self._move_phase(SessionPhase.FAILED)
+            self._timers.schedule(_FAILED, self.ctx.now + self.ctx.config.probe_timeout)
 
     def _answer_failure(self, inbound: Inbound) -> None:
         """While the bridge lingers after a failed start: the client's request (a ping too:
         there is no server to reach) gets the failure, and the bridge stops after this event."""
         assert self._failure is not None
         if inbound.kind == "request":
-            reason, data = self._failure
-            self.ctx.reply_error(CLIENT, inbound.message["id"], INTERNAL_ERROR, reason, data)
-            self._timers.schedule(self.FAILED, self.ctx.now)
+            failure = self._failure
+            self.ctx.fail(CLIENT, inbound.message["id"],
+                          errors.session_ended(failure.reason, failure.data))
+            self._timers.schedule(_FAILED, self.ctx.now)
 
     def _lose_handler(self, outage: Outage) -> None:
         """Every request the server took gets its error; the client's session is handed on,
@@ -410,15 +563,18 @@ class Bridge:
         self._session = handover.session
         self._waiting.hold_first(handover.unsent)
         self._lost_mode = handler.mode
+        self._drop_handler()
+
+    def _drop_handler(self) -> None:
+        """The handler goes, and its timers with it; client messages are held again."""
         self.handler = None
-        self._holding = False
-        self._detour = self._closing is not None
-        self.ctx.timers = Timers()  # the lost handler's timers go with it
+        self._move_intake(Intake.HELD)
+        self.ctx.timers = Timers()
 
     def _restart_now(self) -> None:
         outage = self._outage
         assert outage is not None
-        self._timers.cancel(self.RESTART)
+        self._timers.cancel(_RESTART)
         config = self.ctx.config
         self.ctx.log("warning", "child.restarted", code=outage.code, reason=outage.what,
                      attempt=self._attempt, max_restarts=config.max_restarts,
@@ -427,7 +583,8 @@ class Bridge:
             f"restarting the server: it {outage.what} (restart {self._attempt} of at most "
             f"{config.max_restarts} within {config.restart_window:g} s)"))
         self.ctx.actions.append(RestartChild())
-        self._server, self._outage = STARTING, None
+        self._move_server(ServerState.STARTING)
+        self._outage = None
 
     def _give_up(self, outage: Outage) -> None:
         config = self.ctx.config
@@ -450,7 +607,7 @@ class Bridge:
 
     def _end_provisional(self) -> None:
         self._provisional = None
-        self._detour = self._closing is not None or self._holding
+        self._route()
 
     def _absorbed(self, inbound: Inbound) -> bool:
         """An answer to a request of the handler an overturned verdict dropped: its client
@@ -487,9 +644,9 @@ class Bridge:
     def _asked(self, answer_id: Any) -> str | None:
         """The method of the handler's request an answer is for."""
         handler = self.handler
-        row = handler.router.pending[SERVER].get(answer_id) \
+        exchange = handler.router.pending[SERVER].get(answer_id) \
             if handler is not None and isinstance(answer_id, str) else None
-        return None if row is None else row.method
+        return None if exchange is None else exchange.method
 
     def _correct(self, overturn: Overturn) -> None:
         """The server is modern after all: the session becomes what it would have been had
@@ -505,19 +662,17 @@ class Bridge:
         if old is not None:
             self._abandoned = set(old.router.pending[SERVER])
             self._lost_mode = old.mode
-            self.handler, self._holding = None, False
-            self.ctx.timers = Timers()
+            self._drop_handler()
         self._waiting.hold_first(kept)
         self._session = provisional.session
-        self._detour = self._closing is not None
+        self._route()
         if overturn.discover is None and overturn.error is None:
             # Only a -32022 is known: ask server/discover for what the modern server offers.
             self.probe = Probe(self.ctx, self._timers)
-            self._server = PROBING
+            self._move_server(ServerState.PROBING)
             self.probe.start(skip=False)
             return
-        self.probe.era, self.probe.discover, self.probe.error = \
-            "modern", overturn.discover, overturn.error
+        self.probe.overturned(overturn)
         self._choose_mode()
 
     # Era detection ------------------------------------------------------------------------
@@ -555,10 +710,7 @@ class Bridge:
             if message["method"] == "ping":  # lifecycle.mdx: ping is allowed before initialize
                 self.ctx.reply(CLIENT, message["id"], {})
             else:
-                self.ctx.reply_error(
-                    CLIENT, message["id"], INVALID_REQUEST,
-                    "The first request must be initialize (legacy MCP) or carry "
-                    '_meta["io.modelcontextprotocol/protocolVersion"] (MCP 2026-07-28)')
+                self.ctx.fail(CLIENT, message["id"], errors.no_era_named())
             return False
         self.client_era = era
         self.ctx.log("info", "era.detected", side=CLIENT, era=era)
@@ -566,7 +718,7 @@ class Bridge:
 
     def _settled(self) -> None:
         """The server's era is known: the bridge is ready to serve (systemd READY=1, once)."""
-        self._server = SERVING
+        self._move_server(ServerState.SERVING)
         if not self._ready_told:
             self._ready_told = True
             self.ctx.actions.append(NotifyReady())
@@ -595,7 +747,7 @@ class Bridge:
                 self._provisional.session = session
             handler.resume(session)
         if handler.resuming:
-            self._holding = self._detour = True
+            self._move_intake(Intake.RESUMING)
         else:
             self._release()
 
@@ -609,17 +761,18 @@ class Bridge:
         if client_era == "legacy":
             from bridge.core.legacy_server_modern_client.mode import ModeA
 
-            return ModeA(self.ctx, self.probe)
+            # cast: until modes A and B declare `mode: Literal[...]`, mypy reads their `mode`
+            # as a str.
+            return cast(Handler, ModeA(self.ctx, self.probe))
         from bridge.core.modern_server_legacy_client.mode import ModeB
 
-        return ModeB(self.ctx, self.probe, self.secret)
+        return cast(Handler, ModeB(self.ctx, self.probe, self.secret))
 
     def _release(self) -> None:
         """The handler can serve: what the client said meanwhile reaches it, in order."""
         assert self.handler is not None
-        self._holding = False
+        self._move_intake(Intake.HANDLER)
         provisional = self._provisional
-        self._detour = self._closing is not None or provisional is not None
         for inbound in self._waiting.release():
             if provisional is not None:
                 provisional.keep(inbound)
@@ -627,28 +780,26 @@ class Bridge:
 
     # Shutdown -----------------------------------------------------------------------------
 
-    DRAIN = ("drain",)
-
     def _on_shutdown_requested(self, grace: float) -> None:
         if grace <= 0:
             self._stop(EX_OK, "mcp-rosetta is shutting down")
-        elif self._closing is None:
+        elif not self._closing:
             self.ctx.log("info", "bridge.closing", grace_s=grace)
-            self._closing = grace
-            self._detour = True
+            self._grace = grace
+            self._move_phase(SessionPhase.CLOSING)
 
     def _refuse_while_closing(self, request: Inbound) -> None:
         """A request that arrives while the bridge winds down gets an error, not the server;
         what the client answers or cancels still reaches the calls that are owed."""
-        self.ctx.reply_error(CLIENT, request.message["id"], INTERNAL_ERROR,
-                             "mcp-rosetta is shutting down", {"source": "mcp-rosetta"})
+        self.ctx.fail(CLIENT, request.message["id"], errors.shutting_down())
 
     def _after_detour(self) -> None:
         """After an event while closing or holding: release what a handler that has re-opened
         the session can now take; stop once closing and nothing is owed."""
-        if self._holding and self.handler is not None and not self.handler.resuming:
+        if self._intake is Intake.RESUMING and self.handler is not None \
+                and not self.handler.resuming:
             self._release()
-        if self._closing is not None:
+        if self._closing:
             self._drain_or_stop()
 
     def _drain_or_stop(self) -> None:
@@ -659,11 +810,11 @@ class Bridge:
         """
         owed = self._waiting.owes() or (self.handler is not None and self.handler.busy())
         if not owed:
-            self._stop(EX_OK, "the client closed its input" if self._client_closed
-                       else "mcp-rosetta is shutting down")
-        elif self.DRAIN not in self._timers:
-            assert self._closing is not None
-            self._timers.schedule(self.DRAIN, self.ctx.now + self._closing)
+            self._stop(EX_OK, self._stop_reason())
+        elif _DRAIN not in self._timers:
+            drain = self.ctx.config.drain_timeout if self._phase is SessionPhase.DRAINING \
+                else self._grace
+            self._timers.schedule(_DRAIN, self.ctx.now + drain)
 
     def _stop(self, code: int, reason: str, data: dict[str, Any] | None = None) -> None:
         """Answer every request still waiting (exactly one response each), then stop."""
@@ -671,7 +822,7 @@ class Bridge:
             self.handler.fail_pending(reason, data)
         elif self._session is not None:  # handed over, and no server took it up
             for request_id in open_requests(self._session):
-                self.ctx.reply_error(CLIENT, request_id, INTERNAL_ERROR, reason, data or SOURCE)
+                self.ctx.fail(CLIENT, request_id, errors.session_ended(reason, data))
         self._waiting.fail_all(reason, data)
         self.ctx.actions.append(Stop(code))
-        self._stopped = True
+        self._move_phase(SessionPhase.STOPPED)

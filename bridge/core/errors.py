@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.core.eras import INTERNAL_ERROR
+from bridge.core.eras import INTERNAL_ERROR, INVALID_REQUEST
 
 # The `data` of an error the bridge makes itself (TRANSLATION.md §3.4).
 SOURCE: dict[str, Any] = {"source": "mcp-rosetta"}
@@ -38,3 +38,53 @@ def timed_out(seconds: float, method: str) -> OwnError:
     return OwnError(INTERNAL_ERROR,
                     f"mcp-rosetta: no answer from the server within {seconds:g} s",
                     {"source": "mcp-rosetta", "method": method})
+
+
+# Relay and lifecycle ----------------------------------------------------------------------
+
+
+def unfit_for_client(version: str, problem: str) -> OwnError:
+    """Mode P behind a revision gap: a server request the client's revision has no form for."""
+    return OwnError(INTERNAL_ERROR, f"mcp-rosetta: the client speaks {version}: {problem}",
+                    SOURCE)
+
+
+def session_ended(reason: str, data: dict[str, Any] | None) -> OwnError:
+    """A client request still owed when the session ends (the bridge stops, or its server
+    never served): `reason` says why; `data` (default: the bridge as the source) what is
+    known of the server."""
+    return OwnError(INTERNAL_ERROR, reason, data or SOURCE)
+
+
+def shutting_down() -> OwnError:
+    """A request that arrives while the bridge winds down."""
+    return OwnError(INTERNAL_ERROR, "mcp-rosetta is shutting down", {"source": "mcp-rosetta"})
+
+
+def no_era_named() -> OwnError:
+    """A first request that shows neither era (it may be answered again, correctly)."""
+    return OwnError(INVALID_REQUEST,
+                    "The first request must be initialize (legacy MCP) or carry "
+                    '_meta["io.modelcontextprotocol/protocolVersion"] (MCP 2026-07-28)')
+
+
+def invalid_message(code: int, reason: str) -> OwnError:
+    """A message the bridge will not carry (limits.py, batch.py): why, under JSON-RPC's code."""
+    return OwnError(code, f"Invalid message: {reason}")
+
+
+def unreadable_answer(side: str, reason: str) -> OwnError:
+    """What stands in for a peer's answer the bridge could not carry, so whoever waits on it
+    hears why."""
+    return OwnError(INTERNAL_ERROR, f"mcp-rosetta: the {side}'s answer is {reason}",
+                    {"source": "mcp-rosetta"})
+
+
+# JSON-RPC 2.0 §5.1 leaves -32000 to -32099 to implementations; 2026-07-28 reserves
+# -32020 and up, so the bridge's own "cannot serve you" is -32000.
+SERVER_ERROR = -32000
+
+
+def cannot_serve(message: str, data: Any = None) -> OwnError:
+    """The one answer of a client that cannot be served at all (refusal.py)."""
+    return OwnError(SERVER_ERROR, f"mcp-rosetta: {message}", data)

@@ -91,8 +91,9 @@ def acknowledged_list_changes(stream: ListenStream) -> list[str]:
 
 def announce(ctx: Context, methods: list[str], subscription_id: Any = None) -> None:
     """Tell the client its lists may have changed: the new server may offer others. On a
-    listen stream (`subscription_id`), each carries the stream's tag (basic/index.mdx)."""
+    listen stream (`subscription_id`, the listen request's id), each carries the stream's
+    tag (basic/index.mdx) and belongs to that request; a legacy client's belong to none."""
     params = None if subscription_id is None else {"_meta": {META_SUBSCRIPTION_ID:
                                                              subscription_id}}
     for method in methods:
-        ctx.send(CLIENT, notification(method, params))
+        ctx.send(CLIENT, notification(method, params), None, subscription_id)

@@ -9,7 +9,8 @@ it hears why; a client's message whose id cannot be read gets an error with id n
 from __future__ import annotations
 
 from bridge.core.context import Context
-from bridge.core.eras import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+from bridge.core.eras import INVALID_REQUEST, PARSE_ERROR
+from bridge.core.errors import invalid_message, unreadable_answer
 from bridge.core.events import CLIENT, Side
 from bridge.core.jsonrpc import Inbound, error_response
 
@@ -47,7 +48,7 @@ def settle(ctx: Context, side: Side, inbound: Inbound, event: str) -> Inbound | 
     if is_request(inbound):
         ctx.log("warning", event, side=side, id=request_id, reason=inbound.reason,
                 outcome="refused")
-        ctx.reply_error(side, request_id, code, f"Invalid message: {inbound.reason}")
+        ctx.fail(side, request_id, invalid_message(code, inbound.reason))
         return None
     if request_id is None:
         # The client is told even when it sent no request (JSON-RPC 2.0 §7: invalid JSON is
@@ -56,10 +57,10 @@ def settle(ctx: Context, side: Side, inbound: Inbound, event: str) -> Inbound | 
         ctx.log("warning", event, side=side, reason=inbound.reason,
                 outcome="answered with id null" if answered else "dropped")
         if answered:
-            ctx.reply_error(side, None, code, f"Invalid message: {inbound.reason}")
+            ctx.fail(side, None, invalid_message(code, inbound.reason))
         return None
     ctx.log("warning", event, side=side, id=request_id, reason=inbound.reason,
             outcome="answered with an error")
-    return Inbound("response", error_response(
-        request_id, INTERNAL_ERROR, f"mcp-rosetta: the {side}'s answer is {inbound.reason}",
-        {"source": "mcp-rosetta"}), id=request_id)
+    stand_in = unreadable_answer(side, inbound.reason)
+    return Inbound("response", error_response(request_id, stand_in.code, stand_in.message,
+                                              stand_in.data), id=request_id)

@@ -6,7 +6,8 @@ DiscoverResult (or the modern error) it got. Rules: stdio.mdx §Backward Compati
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from enum import Enum
+from typing import Any, Final, TypeGuard
 
 from bridge.core.codec import encode
 from bridge.core.config import CoreConfig
@@ -16,7 +17,7 @@ from bridge.core.eras import Era, is_modern_error
 from bridge.core.events import SERVER
 from bridge.core.jsonrpc import Inbound
 from bridge.core.provisional import Overturn, names_modern_version
-from bridge.core.timers import Timers
+from bridge.core.timers import Deadline, Timers
 
 # How much of an answer a log line or an error quotes.
 QUOTE_CHARS = 200
@@ -34,34 +35,75 @@ def discover_request(request_id: str | int, config: CoreConfig) -> dict[str, Any
                          client_info=config.bridge_info, client_capabilities={})
 
 
+class ProbeState(Enum):
+    """One probe's course (stdio.mdx §Backward Compatibility)."""
+
+    UNSENT = "not sent yet"
+    SKIPPED = "not sent: the era is pinned, or the last server failed on the probe"
+    WAITING = "sent: its answer, or probe_timeout, settles the era"
+    ANSWERED = "answered in time: the era is final"
+    TIMED_OUT = "unanswered in time: the fallback era (legacy, provisionally)"
+    OVERTURNED = "answered after its timeout like a modern server: the era is corrected"
+    ABANDONED = "the server went before it answered"
+
+
+_PROBE_MOVES: dict[ProbeState, frozenset[ProbeState]] = {
+    ProbeState.UNSENT: frozenset({ProbeState.WAITING, ProbeState.SKIPPED}),
+    ProbeState.WAITING: frozenset({ProbeState.ANSWERED, ProbeState.TIMED_OUT,
+                                   ProbeState.ABANDONED}),
+    ProbeState.TIMED_OUT: frozenset({ProbeState.OVERTURNED}),
+    ProbeState.SKIPPED: frozenset(),
+    ProbeState.ANSWERED: frozenset(),
+    ProbeState.OVERTURNED: frozenset(),
+    ProbeState.ABANDONED: frozenset(),
+}
+# Read on every server message (an Enum member read through its class costs several times a
+# module global's).
+PROBE_WAITING: Final = ProbeState.WAITING
+
+
+class ProbeDue(Enum):
+    """The probe's deadline."""
+
+    ANSWER = "probe_timeout"
+
+
 class Probe:
     """One probe per server process; `era` stays None until it is known."""
 
-    TIMER = ("probe",)
+    TIMER: Final = Deadline(None, ProbeDue.ANSWER)
+
+    __slots__ = ("contradiction", "ctx", "discover", "era", "error", "id", "state", "timers")
 
     def __init__(self, ctx: Context, timers: Timers) -> None:
         self.ctx = ctx
         self.timers = timers  # the lifecycle's: no mode handler exists while it runs
+        self.state = ProbeState.UNSENT
         self.era: Era | None = None
         self.discover: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
-        self.waiting = False
         self.id: str | None = None
         # Set when server_era is pinned to modern and the server answered like a legacy one:
         # what it answered, and how to fix the pin.
         self.contradiction: str | None = None
+
+    def _move(self, to: ProbeState) -> None:
+        if to not in _PROBE_MOVES[self.state]:
+            raise ValueError(f"the probe cannot go from {self.state.name} to {to.name}")
+        self.state = to
 
     def start(self, *, skip: bool) -> None:
         """Probe the freshly started server, unless its era is pinned, or `skip`: the one
         started before it exited or closed its output on the probe (taken as legacy)."""
         pinned = self.ctx.config.server_era
         if skip or pinned == "legacy":
+            self._move(ProbeState.SKIPPED)
             self._settle("legacy", "the server before it failed on the probe" if skip
                          else "pinned")
             return
         self.id = self.ctx.mint_id()
         self.ctx.send(SERVER, discover_request(self.id, self.ctx.config))
-        self.waiting = True
+        self._move(ProbeState.WAITING)
         self.timers.schedule(self.TIMER, self.ctx.now + self.ctx.config.probe_timeout)
 
     def on_server(self, inbound: Inbound) -> None:
@@ -69,7 +111,7 @@ class Probe:
         if inbound.kind != "response" or message.get("id") != self.id:
             self.ctx.log("info", "message.dropped", side=SERVER, reason="before the probe's answer")
             return
-        self.waiting = False
+        self._move(ProbeState.ANSWERED)
         self.timers.cancel(self.TIMER)
         if "result" in message and is_discover_result(message["result"]):
             self.discover = message["result"]
@@ -99,13 +141,20 @@ class Probe:
             return Overturn(f"the probe was answered late with error {code}")
         return Overturn(f"the probe was answered late with modern error {code}", error=error)
 
+    def overturned(self, overturn: Overturn) -> None:
+        """Its late answer showed the server is modern (and what it offers)."""
+        self._move(ProbeState.OVERTURNED)
+        self.era, self.discover, self.error = "modern", overturn.discover, overturn.error
+
     def on_timeout(self) -> None:
-        self.waiting = False
+        self._move(ProbeState.TIMED_OUT)
         self._settle(self._fallback(), "no answer in time")
 
     def abandon(self) -> None:
-        self.waiting = False
-        self.timers.cancel(self.TIMER)
+        """The server went: nothing more can answer the probe, if it still waits."""
+        if self.state is ProbeState.WAITING:
+            self._move(ProbeState.ABANDONED)
+            self.timers.cancel(self.TIMER)
 
     def is_late_answer(self, inbound: Inbound) -> bool:
         return (

@@ -34,7 +34,7 @@ class Overturn:
     error: Message | None = None
 
 
-def names_modern_version(error: Any) -> bool:
+def names_modern_version(error: object) -> bool:
     """A -32022 whose `data.supported` holds the modern version: the server speaks it."""
     if not isinstance(error, dict) or error.get("code") != UNSUPPORTED_PROTOCOL_VERSION:
         return False

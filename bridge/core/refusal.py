@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from bridge.core.errors import cannot_serve
 from bridge.core.jsonrpc import error_response, parse_inbound
-
-# JSON-RPC 2.0 §5.1 leaves -32000 to -32099 to implementations; 2026-07-28 reserves
-# -32020 and up, so the bridge's own "cannot serve you" is -32000.
-SERVER_ERROR = -32000
 
 
 def refusal(first_line: bytes | None, message: str, data: Any = None) -> dict[str, Any]:
     """An error response to the request on `first_line` (id null if there is none to read)."""
     inbound = parse_inbound(first_line) if first_line else None
     request_id = inbound.id if inbound is not None and inbound.kind == "request" else None
-    return error_response(request_id, SERVER_ERROR, f"mcp-rosetta: {message}", data)
+    error = cannot_serve(message, data)
+    return error_response(request_id, error.code, error.message, error.data)

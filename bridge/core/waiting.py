@@ -7,20 +7,24 @@ handler gets every message as it came once it can serve them.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from bridge.core.context import Context
-from bridge.core.eras import INTERNAL_ERROR
+from bridge.core.errors import session_ended, timed_out
 from bridge.core.events import CLIENT
 from bridge.core.jsonrpc import Inbound, is_request_id, typed_id
-from bridge.core.router import SOURCE, answer_timed_out
-from bridge.core.timers import Timers
+from bridge.core.timers import Deadline, Timers
+
+
+class HeldDue(Enum):
+    """A held request's deadline, owned by its number in the order of arrival."""
+
+    REQUEST_TIMEOUT = "request_timeout of a held request"
 
 
 class Waiting:
-    """The held messages, keyed by their order of arrival (a timer's name for requests)."""
-
-    TIMER = "waiting"
+    """The held messages, keyed by their order of arrival (a timer's owner for requests)."""
 
     def __init__(self, ctx: Context, timers: Timers) -> None:
         self.ctx = ctx
@@ -44,7 +48,8 @@ class Waiting:
         self._held[self._count] = inbound
         timeout = self.ctx.config.request_timeout
         if timeout > 0 and inbound.kind == "request":
-            self.timers.schedule((self.TIMER, self._count), self.ctx.now + timeout)
+            self.timers.schedule(Deadline(self._count, HeldDue.REQUEST_TIMEOUT),
+                                 self.ctx.now + timeout)
 
     def hold_first(self, inbounds: list[Inbound]) -> None:
         """Keep `inbounds`, taken before anything held now, ahead of it."""
@@ -59,7 +64,7 @@ class Waiting:
         """Everything held, in order; nothing is held any more."""
         held, self._held = self._held, {}
         for number in held:
-            self.timers.cancel((self.TIMER, number))
+            self.timers.cancel(Deadline(number, HeldDue.REQUEST_TIMEOUT))
         return list(held.values())
 
     def expire(self, number: int) -> None:
@@ -67,15 +72,15 @@ class Waiting:
         inbound = self._held.pop(number, None)
         if inbound is not None:
             message = inbound.message
-            answer_timed_out(self.ctx, message["id"], message["method"])
+            self.ctx.fail(CLIENT, message["id"],
+                          timed_out(self.ctx.config.request_timeout, message["method"]))
             self.ctx.log("warning", "request.timed_out", method=message["method"], held=True)
 
     def fail_all(self, reason: str, data: dict[str, Any] | None = None) -> None:
         """The bridge stops: every held request gets an error (exactly one answer each)."""
         for inbound in self.release():
             if inbound.kind == "request":
-                self.ctx.reply_error(CLIENT, inbound.message["id"], INTERNAL_ERROR, reason,
-                                     data or SOURCE)
+                self.ctx.fail(CLIENT, inbound.message["id"], session_ended(reason, data))
 
     def _cancels_held(self, message: dict[str, Any]) -> bool:
         """Whether `message` cancels a held request, which is then dropped (cancellation.mdx:
@@ -90,7 +95,7 @@ class Waiting:
         for number, inbound in self._held.items():
             if inbound.kind == "request" and typed_id(inbound.message["id"]) == key:
                 del self._held[number]
-                self.timers.cancel((self.TIMER, number))
+                self.timers.cancel(Deadline(number, HeldDue.REQUEST_TIMEOUT))
                 self.ctx.log("info", "request.cancelled", held=True,
                              method=inbound.message["method"])
                 return True

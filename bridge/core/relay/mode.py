@@ -4,17 +4,27 @@ Must not translate anything. It remaps request ids (the bridge probed the server
 own) and the ids named by `notifications/cancelled`, learns a 2025-03-26 handshake's
 batching from the `initialize` answer it relays, and keeps, as they pass, what a restarted
 server needs to give the client the same session: a legacy client's handshake, level and
-subscriptions; a modern client's open listen streams (handover.py).
+subscriptions; a modern client's open listen streams (handover.py). Each request in flight is
+one of the exchanges of `relay/exchanges.py`, which owns its answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from enum import Enum
+from typing import Any, Literal
 
+from bridge.core import errors
 from bridge.core.context import Context
-from bridge.core.eras import BATCHING_VERSION, INTERNAL_ERROR, META_SUBSCRIPTION_ID, Era
+from bridge.core.dispatch import from_server
+from bridge.core.eras import (
+    BATCHING_VERSION,
+    META_LOG_LEVEL,
+    META_SUBSCRIPTION_ID,
+    Era,
+)
 from bridge.core.events import CLIENT, SERVER, Side
+from bridge.core.exchange import Exchange
 from bridge.core.handover import (
     ClientSession,
     Handover,
@@ -26,21 +36,40 @@ from bridge.core.handover import (
     told_list_changes,
 )
 from bridge.core.jsonrpc import Inbound, notification
+from bridge.core.methods import ACKNOWLEDGED
+from bridge.core.relay.exchanges import (
+    ProgressKey,
+    RelayedCall,
+    RelayedInitialize,
+    RelayedListen,
+    RelayedServerRequest,
+    RelayedSetLevel,
+    RelayedSubscribe,
+    RelayedTracedCall,
+    RelayedUnsubscribe,
+    ReplayedInitialize,
+    ReplayedSetLevel,
+    ReplayedSubscribe,
+    progress_key,
+)
 from bridge.core.relay.revision_gap import RevisionGap, needs_shaping
 from bridge.core.restarts import Outage
-from bridge.core.router import BRIDGE, SOURCE, Pending, Router, other
-from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, with_id
+from bridge.core.router import Due, Router, other
+from bridge.core.timers import Deadline
 
 Message = dict[str, Any]
 
-ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
-RESUME = ("resume",)
+
+class RelayDue(Enum):
+    """The relay's own deadline (the router's, Due.REQUEST_TIMEOUT, ends relayed calls)."""
+
+    RESUME = "the replayed initialize's answer"
 
 
 class PassThrough:
     """Relays both ways; the only mode with no opinion about methods."""
 
-    mode = "P"
+    mode: Literal["P"] = "P"
 
     def __init__(self, ctx: Context, era: Era) -> None:
         self.ctx = ctx
@@ -52,14 +81,24 @@ class PassThrough:
         # it sends is shaped for the client's (revision_gap.py).
         self.gap: RevisionGap | None = None
         self._resuming = False
-        # The client requests that shape its session, forwarded with a row that remembers
-        # what they change; every other request passes with nothing kept.
-        self._tracked: dict[str, Callable[[Message], None]] = {
-            "initialize": self._forward_initialize,
-            "logging/setLevel": self._forward_set_level,
-            "resources/subscribe": self._forward_subscription,
-            "resources/unsubscribe": self._forward_subscription,
-        } if era == "legacy" else {"subscriptions/listen": self._forward_listen}
+        # The client requests in flight that named a progress token (by typed token), and
+        # those of a modern client that named a logLevel: what the server sends for them
+        # names them (events.Send.request).
+        self._progress: dict[ProgressKey, RelayedTracedCall] = {}
+        self._logging: set[RelayedTracedCall] = set()
+        # The client requests that shape its session, relayed as exchanges that keep what
+        # they settle; every other request passes with nothing kept.
+        self._tracked: dict[str, Callable[[Message], Exchange]] = {
+            "initialize": self._initialize,
+            "logging/setLevel": self._set_level,
+            "resources/subscribe": self._subscription,
+            "resources/unsubscribe": self._subscription,
+        } if era == "legacy" else {"subscriptions/listen": self._listen}
+        # By the deadline's kind; each handler takes its owner (a minted id, or None).
+        self._on_due: dict[Enum, Callable[[Any], object]] = {
+            Due.REQUEST_TIMEOUT: self.router.expire,
+            RelayDue.RESUME: self._resume_unanswered,
+        }
 
     @property
     def client_batching(self) -> bool:
@@ -69,71 +108,67 @@ class PassThrough:
     def resuming(self) -> bool:
         return self._resuming
 
+    # The client's messages ----------------------------------------------------------------
+
     def on_client(self, inbound: Inbound) -> None:
-        if inbound.kind == "request":
-            message = inbound.message
-            track = self._tracked.get(message["method"])
-            if track is None:
-                self.router.forward(SERVER, message)
-            else:
-                track(message)
-        else:
-            self._relay(CLIENT, inbound)
-
-    def on_server(self, inbound: Inbound) -> None:
-        self._relay(SERVER, inbound)
-
-    def _relay(self, side: Side, inbound: Inbound) -> None:
         kind = inbound.kind
         message = inbound.message
         if kind == "request":
-            if side == SERVER and self.gap is not None:
-                self._shaped_request(message)
-            else:
-                self.router.forward(other(side), message)
+            track = self._tracked.get(message["method"])
+            self.router.forward(SERVER, message,
+                                self._call(message) if track is None else track(message))
         elif kind == "response":
-            self._return(side, message, inbound.line)
+            exchange = self.router.take(CLIENT, message)
+            if exchange is not None:
+                exchange.answered(message, inbound.line)
         elif kind == "notification":
-            if side == SERVER and self.gap is not None:
-                message = self.gap.notification(message)
-                if message is None:
-                    self.ctx.debug("notification.dropped", side=SERVER, method=inbound.message[
-                        "method"], reason=f"revision {self.gap.version} has no such notification")
-                    return
             method = message["method"]
             if method == "notifications/cancelled":
-                self._relay_cancel(side, message)
-            elif side == CLIENT:
-                if method == "notifications/initialized" and self.legacy is not None:
-                    self.legacy.initialized = True
-                self.ctx.send(SERVER, message)
-            elif self._retag(message):
-                self.ctx.send(CLIENT, message)
-        else:
-            self.ctx.reject(side, inbound)
-
-    def _return(self, side: Side, message: Message, line: bytes | None) -> None:
-        """An answer goes back under the id its request came with. Unless the bridge looks
-        into it (a tracked request's, or one shaped for an older revision), it differs from
-        the line that brought it only by that id: the line is forwarded with the id spliced."""
-        row = self.router.take(side, message)
-        if row is None:
-            return
-        if row.data is not None:  # a tracked request, or one of the bridge's own
-            if row.origin_id is BRIDGE:
-                self._on_own_answer(row, message)
+                self._relay_cancel(CLIENT, message)
                 return
-            self._on_tracked_answer(row, message)
-            line = None
-        bid = message["id"]
-        message["id"] = row.origin_id
-        if side == SERVER and self.gap is not None and "result" in message:
-            message["result"] = self.gap.result(row.method, message["result"])
-            line = None
-        if line is not None and SPLICE_MIN <= len(line) <= SPLICE_MAX:
-            self.ctx.send(other(side), message, with_id(line, bid, row.origin_id))
+            if method == "notifications/initialized" and self.legacy is not None:
+                self.legacy.initialized = True
+            self.ctx.send(SERVER, message)
         else:
-            self.ctx.send(other(side), message)
+            self.ctx.reject(CLIENT, inbound)
+
+    def _call(self, message: Message) -> RelayedCall:
+        """The exchange of a request relayed as it is: traced if it names a progress token
+        or (modern) a logLevel, so what the server sends for it can name it."""
+        params = message.get("params")
+        meta = params.get("_meta") if type(params) is dict else None
+        if type(meta) is not dict:
+            return RelayedCall(message["id"], message["method"], self)
+        token = meta.get("progressToken")
+        logs = self.era == "modern" and META_LOG_LEVEL in meta
+        if token is None and not logs:
+            return RelayedCall(message["id"], message["method"], self)
+        call = RelayedTracedCall(message["id"], message["method"], self, progress_key(token),
+                                 logs)
+        if call.token is not None:
+            self._progress[call.token] = call
+        if logs:
+            self._logging.add(call)
+        return call
+
+    def untrace(self, call: RelayedTracedCall) -> None:
+        if call.token is not None and self._progress.get(call.token) is call:
+            del self._progress[call.token]
+        self._logging.discard(call)
+
+    # The server's messages ----------------------------------------------------------------
+
+    def on_server(self, inbound: Inbound) -> None:
+        from_server(self, inbound)
+
+    def on_server_request(self, message: Message) -> None:
+        if self.gap is not None:
+            self._shaped_request(message)
+            return
+        # Sent to the client naming no request of its own (Send.request None): a legacy
+        # server's request carries no link to the call behind it.
+        self.router.forward(CLIENT, message,
+                            RelayedServerRequest(message["id"], message["method"], self))
 
     def _shaped_request(self, message: Message) -> None:
         """A request of the newer server to the client: shaped for the client's revision, or
@@ -141,47 +176,71 @@ class PassThrough:
         assert self.gap is not None
         problem = self.gap.request_problem(message)
         if problem is None:
-            self.router.forward(CLIENT, self.gap.request(message))
+            self.router.forward(CLIENT, self.gap.request(message),
+                                RelayedServerRequest(message["id"], message["method"], self))
             return
         self.ctx.log("warning", "request.unfit", side=SERVER, method=message["method"],
                      version=self.gap.version, problem=problem)
-        self.ctx.reply_error(SERVER, message["id"], INTERNAL_ERROR,
-                             f"mcp-rosetta: the client speaks {self.gap.version}: {problem}",
-                             SOURCE)
+        self.ctx.fail(SERVER, message["id"], errors.unfit_for_client(self.gap.version, problem))
 
-    def _retag(self, message: Message, row: Pending | None = None) -> bool:
-        """A listen stream's tag names the bridge's id; the client knows its own (§11.12).
-        False if the message is for the bridge alone: an acknowledgement the client has had.
+    def on_server_notification(self, message: Message) -> None:
+        if self.gap is not None:
+            shaped = self.gap.notification(message)
+            if shaped is None:
+                self.ctx.debug("notification.dropped", side=SERVER, method=message["method"],
+                               reason=f"revision {self.gap.version} has no such notification")
+                return
+            message = shaped
+        method = message["method"]
+        if method == "notifications/cancelled":
+            self._relay_cancel(SERVER, message)
+            return
+        params = message.get("params")
+        if type(params) is dict:
+            meta = params.get("_meta")
+            if type(meta) is dict and META_SUBSCRIPTION_ID in meta:
+                self._on_stream(message, params, meta)
+                return
+        if method == "notifications/progress":
+            self.ctx.send(CLIENT, message, None, self._progress_owner(params))
+        elif method == "notifications/message" and self.era == "modern":
+            self.ctx.send(CLIENT, message, None, self._log_owner())
+        else:
+            # Nothing names a request: a list_changed or resource update to a legacy client,
+            # a legacy log line (its level is the session's, set by logging/setLevel).
+            self.ctx.send(CLIENT, message)
 
-        subscriptions.mdx: the subscriptionId is the listen request's id, with its type.
-        """
-        params = message.get("params" if row is None else "result")
-        if type(params) is not dict:
-            return True
-        meta = params.get("_meta")
-        if type(meta) is not dict or META_SUBSCRIPTION_ID not in meta:
-            return True
-        if row is None:
-            tag = meta[META_SUBSCRIPTION_ID]
-            row = self.router.pending[SERVER].get(tag) if isinstance(tag, str) else None
-            if row is not None and message.get("method") == ACKNOWLEDGED \
-                    and not self._first_acknowledgement(row, params):
-                return False
-        if row is not None:
-            params["_meta"] = {**meta, META_SUBSCRIPTION_ID: row.origin_id}
-        return True
+    def _progress_owner(self, params: object) -> Any:
+        """The client request whose progressToken the progress names, if it is in flight."""
+        key = progress_key(params.get("progressToken")) if type(params) is dict else None
+        if key is None:
+            return None
+        call = self._progress.get(key)
+        return None if call is None else call.origin
 
-    def _first_acknowledgement(self, row: Pending, params: Message) -> bool:
-        """Whether a stream's acknowledgement is news to the client (subscriptions.mdx: one
-        per stream); a stream re-opened at a restarted server had its own already."""
-        stream = row.data
-        if not isinstance(stream, ListenStream):
-            return True
-        if stream.acknowledged is not None:
-            return False
-        honored = params.get("notifications")
-        stream.acknowledged = honored if isinstance(honored, dict) else {}
-        return True
+    def _log_owner(self) -> Any:
+        """The request a modern server's log line belongs to. logging.mdx: a server logs only
+        for a request that set a logLevel, but over stdio the line names none; with exactly
+        one such request in flight it is that one's, else it cannot be told (None)."""
+        if len(self._logging) != 1:
+            return None
+        (call,) = self._logging
+        return call.origin
+
+    def _on_stream(self, message: Message, params: Message, meta: Message) -> None:
+        """A notification tagged with a stream: it goes on the client's listen stream, under
+        the client's id for it (subscriptions.mdx); an acknowledgement the client had
+        already (a stream re-opened at a restarted server) is for the bridge alone."""
+        tag = meta[META_SUBSCRIPTION_ID]
+        exchange = self.router.pending[SERVER].get(tag) if isinstance(tag, str) else None
+        if exchange is None:
+            self.ctx.send(CLIENT, message)  # names no stream of this client's
+            return
+        if message["method"] == ACKNOWLEDGED and isinstance(exchange, RelayedListen) \
+                and not exchange.first_acknowledgement(params):
+            return
+        params["_meta"] = {**meta, META_SUBSCRIPTION_ID: exchange.origin}
+        self.ctx.send(CLIENT, message, None, exchange.origin)
 
     def _relay_cancel(self, side: Side, message: Message) -> None:
         params = message.get("params") or {}
@@ -190,65 +249,54 @@ class PassThrough:
             if side == SERVER and isinstance(target, str) else None
         if ended is not None:
             # cancellation.mdx (2026-07-28): a server ends a listen stream it tears down.
-            self.ctx.send(CLIENT, {**message, "params": {**params, "requestId": ended.origin_id}})
+            self._ended(ended)
+            self.ctx.send(CLIENT, {**message, "params": {**params, "requestId": ended.origin}},
+                          None, ended.origin)
             return
-        bid = self.router.find(other(side), target)
+        to = other(side)
+        bid = self.router.find(to, target)
         if bid is None:
             self.ctx.debug("cancel.unmatched", side=side)
             return
-        self.router.pending[other(side)].pop(bid)
-        self.ctx.cancel_timer(("timeout", bid))
-        self.ctx.send(other(side), {**message, "params": {**params, "requestId": bid}})
+        self._ended(self.router.pending[to].pop(bid))
+        self.ctx.cancel_timer(Deadline(bid, Due.REQUEST_TIMEOUT))
+        # To the client: the server withdraws a request of its own, which names no request
+        # of the client's.
+        self.ctx.send(to, {**message, "params": {**params, "requestId": bid}})
+
+    def _ended(self, exchange: Exchange) -> None:
+        """A request cancelled in flight: what the server still sends for it names nothing."""
+        if isinstance(exchange, RelayedTracedCall):
+            self.untrace(exchange)
 
     # The client's session, kept as it passes ---------------------------------------------
 
-    def _forward_initialize(self, message: Message) -> None:
+    def _initialize(self, message: Message) -> Exchange:
         params = message.get("params")
-        self.router.forward(SERVER, message, data=params if isinstance(params, dict) else {})
+        return RelayedInitialize(message["id"], self, params if isinstance(params, dict) else {})
 
-    def _forward_set_level(self, message: Message) -> None:
+    def _set_level(self, message: Message) -> Exchange:
         level = (message.get("params") or {}).get("level")
-        self.router.forward(SERVER, message, data=level if isinstance(level, str) else None)
+        if not isinstance(level, str):
+            return self._call(message)
+        return RelayedSetLevel(message["id"], self, level)
 
-    def _forward_subscription(self, message: Message) -> None:
+    def _subscription(self, message: Message) -> Exchange:
         uri = (message.get("params") or {}).get("uri")
-        self.router.forward(SERVER, message, data=uri if isinstance(uri, str) else None)
+        if not isinstance(uri, str):
+            return self._call(message)
+        if message["method"] == "resources/subscribe":
+            return RelayedSubscribe(message["id"], self, uri)
+        return RelayedUnsubscribe(message["id"], self, uri)
 
-    def _forward_listen(self, message: Message) -> None:
-        # A stream, not a call: no request_timeout, and the drain does not wait for it.
-        stream = ListenStream(dict(message))  # the copy keeps the client's id
-        self.router.forward(SERVER, message, "listen", data=stream)
-
-    def _on_tracked_answer(self, row: Pending, message: Message) -> None:
-        """The server accepted (or refused) a request that shapes the client's session."""
-        method = row.method
-        if method == "subscriptions/listen":
-            self._retag(message, row)  # the stream's end: its result names the stream
-            return
-        result = message.get("result")
-        if result is None:
-            return
-        if method == "initialize":
-            version = result.get("protocolVersion")
-            self.batching = version == BATCHING_VERSION
-            caps = result.get("capabilities")
-            self.legacy = LegacySession(row.data, version if isinstance(version, str) else "",
-                                        caps if isinstance(caps, dict) else {})
-        elif self.legacy is None:
-            return
-        elif method == "logging/setLevel":
-            self.legacy.log_level = row.data
-        elif method == "resources/subscribe":
-            if row.data not in self.legacy.subscriptions:
-                self.legacy.subscriptions.append(row.data)
-        elif method == "resources/unsubscribe" and row.data in self.legacy.subscriptions:
-            self.legacy.subscriptions.remove(row.data)
+    def _listen(self, message: Message) -> Exchange:
+        return RelayedListen(self, ListenStream(dict(message)))  # the copy keeps the client's id
 
     def client_session(self) -> ClientSession | None:
         if self.era == "legacy":
             return self.legacy
-        return ModernSession([row.data for row in self.router.pending[SERVER].values()
-                              if isinstance(row.data, ListenStream)])
+        return ModernSession([exchange.stream for exchange in self.router.pending[SERVER].values()
+                              if isinstance(exchange, RelayedListen)])
 
     # A restarted server ------------------------------------------------------------------
 
@@ -257,6 +305,10 @@ class PassThrough:
         the server was still asking the client is withdrawn."""
         reason, data = outage.error()
         session = self.client_session()
+        pending = self.router.pending[SERVER]
+        for stream in [bid for bid, exchange in pending.items()
+                       if isinstance(exchange, RelayedListen)]:
+            del pending[stream]  # handed over in the session, not lost
         self.router.fail_all(reason, data)
         for bid in list(self.router.pending[CLIENT]):
             self.router.cancel(CLIENT, bid, "the server restarted")
@@ -271,7 +323,7 @@ class PassThrough:
     def _resume_modern(self, session: ModernSession) -> None:
         """Re-open the client's listen streams under new ids, mapped to the client's own."""
         for stream in session.streams:
-            self.router.forward(SERVER, dict(stream.request), "listen", data=stream)
+            self.router.forward(SERVER, dict(stream.request), RelayedListen(self, stream))
         for stream in session.streams:
             if stream.acknowledged is not None:
                 announce(self.ctx, acknowledged_list_changes(stream), stream.request["id"])
@@ -282,23 +334,17 @@ class PassThrough:
         self.legacy = session
         self.batching = session.version == BATCHING_VERSION  # as the client negotiated
         self._resuming = True
-        self.router.issue(SERVER, "initialize", session.initialize, "resume", data=session)
-        self.ctx.schedule(RESUME, self.ctx.config.handshake_timeout)
+        self.router.issue(SERVER, "initialize", session.initialize, ReplayedInitialize(self))
+        self.ctx.schedule(Deadline(None, RelayDue.RESUME), self.ctx.config.handshake_timeout)
 
-    def _on_own_answer(self, row: Pending, message: Message) -> None:
-        if "error" in message:
-            error = message["error"]
-            self.ctx.log("warning", "session.resume_refused", method=row.method,
-                         code=error.get("code"), message=error.get("message"))
-            if row.method == "resources/subscribe" and self.legacy is not None \
-                    and row.data in self.legacy.subscriptions:
-                self.legacy.subscriptions.remove(row.data)
-        if row.method == "initialize" and self._resuming:
-            self.ctx.cancel_timer(RESUME)
-            version = (message.get("result") or {}).get("protocolVersion")
-            if self.legacy is not None and version not in (None, self.legacy.version):
-                self._version_changed(self.legacy.version, version)
-            self._reopen_legacy()
+    def replay_answered(self, message: Message) -> None:
+        if not self._resuming:
+            return  # answered after handshake_timeout: the session went on without it
+        self.ctx.cancel_timer(Deadline(None, RelayDue.RESUME))
+        version = (message.get("result") or {}).get("protocolVersion")
+        if self.legacy is not None and version not in (None, self.legacy.version):
+            self._version_changed(self.legacy.version, version)
+        self._reopen_legacy()
 
     def _version_changed(self, client: str, server: Any) -> None:
         """The new server negotiated another revision than the client was answered with: the
@@ -317,26 +363,30 @@ class PassThrough:
         if session.initialized:
             self.ctx.send(SERVER, notification("notifications/initialized"))
         for uri in session.subscriptions:
-            self.router.issue(SERVER, "resources/subscribe", {"uri": uri}, "resume", data=uri)
+            self.router.issue(SERVER, "resources/subscribe", {"uri": uri},
+                              ReplayedSubscribe(self, uri))
         if session.log_level is not None:
             self.router.issue(SERVER, "logging/setLevel", {"level": session.log_level},
-                              "resume", data=session.log_level)
+                              ReplayedSetLevel(self))
         announce(self.ctx, told_list_changes(session.capabilities))
         self.ctx.log("info", "session.resumed", mode="P", subscriptions=len(session.subscriptions),
                      log_level=session.log_level)
 
-    # Lifecycle ----------------------------------------------------------------------------
-
-    def on_timer(self, key: Any) -> None:
-        if key[0] == "timeout":
-            self.router.expire(key[1])
-        elif key == RESUME and self._resuming:
+    def _resume_unanswered(self, _: None) -> None:
+        if self._resuming:
             self.ctx.log("warning", "session.resume_unanswered",
                          waited_s=self.ctx.config.handshake_timeout)
             self._reopen_legacy()
+
+    # Lifecycle ----------------------------------------------------------------------------
+
+    def on_timer(self, key: Deadline) -> None:
+        self._on_due[key.kind](key.owner)
 
     def busy(self) -> bool:
         return self.router.busy()
 
     def fail_pending(self, reason: str, data: Message | None = None) -> None:
-        self.router.fail_all(reason, data, purposes=("forward", "listen"))
+        """The bridge stops: every client request the server took, listen streams too, gets
+        `reason`."""
+        self.router.fail_all(reason, data)
