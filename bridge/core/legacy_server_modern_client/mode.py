@@ -94,7 +94,7 @@ class EnvelopedRequest(ClientRequest):
     __slots__ = ("host", "params", "retried", "token")
 
     def __init__(self, host: CallHost, origin: Any, method: str, params: Message | None,
-                 token: Any, *, retried: bool = False) -> None:
+                 token: Any, retried: bool) -> None:
         super().__init__(origin, method)
         self.host = host
         self.params = params
@@ -168,7 +168,7 @@ class ModeA:
         self.contradiction = probe.contradiction  # server_era pinned to modern, wrongly
         self.version = LATEST_LEGACY_VERSION
         self.initialization = Initialization.NEW
-        self.initialize_id: Any = None  # the id of the initialize WAITING
+        self.initialize_id: Any = None  # while WAITING: the id the initialize came with
         self.initialize_params: Message = {}
         # The client sent notifications/initialized. Not a step of `initialization`: a client
         # may send it before its answer, and the handover still owes it to the next server.
@@ -259,12 +259,12 @@ class ModeA:
             # Only tokens of live requests may carry progress to the client: once a request
             # ends or is cancelled, nothing more for it reaches the client (stdio.mdx).
             self.progress_seen.setdefault((type(token), token), ProgressWatermark(message["id"]))
-        self._send_call(message["id"], message["method"], params, token)
+        self._send_call(message["id"], message["method"], params, token, False)
 
-    def _send_call(self, origin: Any, method: str, params: Message | None, token: Any, *,
-                   retried: bool = False) -> None:
+    def _send_call(self, origin: Any, method: str, params: Message | None, token: Any,
+                   retried: bool) -> None:
         self.router.forward(SERVER, self.modern_request(origin, method, params),
-                            EnvelopedRequest(self, origin, method, params, token, retried=retried))
+                            EnvelopedRequest(self, origin, method, params, token, retried))
 
     def _on_client_notification(self, message: Message) -> None:
         method = message["method"]
@@ -461,7 +461,7 @@ class ModeA:
         self.router.issue(SERVER, "server/discover", self.envelope(None), Rediscovery(self))
         supported = _supported_versions(error)
         if MODERN_PROTOCOL_VERSION in supported and call is not None and not call.retried:
-            self._send_call(origin, method, call.params, call.token, retried=True)
+            self._send_call(origin, method, call.params, call.token, True)
             return
         self.ctx.fail(CLIENT, origin, errors.version_withdrawn(MODERN_PROTOCOL_VERSION,
                                                                supported))
