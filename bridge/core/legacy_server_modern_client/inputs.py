@@ -44,7 +44,7 @@ class LoopHost(Protocol):
     def forget_progress_token(self, token: Any) -> None: ...
 
 
-class InputLoopDue(Enum):
+class LoopDue(Enum):
     """The input loop's deadlines, owned by a call's key."""
 
     DEADLINE = "input loop deadline"  # mrtr_timeout since the first input_required
@@ -118,7 +118,7 @@ class QueuedElicitation:
     params: Message
 
 
-class InputRound(Exchange):
+class LoopRound(Exchange):
     """A call sent again with `inputResponses`: the client waits on it (so the drain does),
     but the loop's deadline bounds it, not request_timeout; a lost server is answered by the
     loop (`InputLoop.fail_all`), not here."""
@@ -136,7 +136,7 @@ class InputRound(Exchange):
         self.loop.on_round_answer(self.call, message)
 
 
-class InputQuestion(Exchange):
+class LoopQuestion(Exchange):
     """A legacy request to the client for one input of a call's round (toward the client:
     no deadline of its own but the loop's; a lost server does not end it, the loop does)."""
 
@@ -172,7 +172,7 @@ class InputLoop:
 
     def timers(self) -> dict[Enum, Callable[[Deadline], None]]:
         """What each of the loop's deadlines does when it passes."""
-        return {InputLoopDue.DEADLINE: self._on_deadline, InputLoopDue.RETRY: self._on_retry}
+        return {LoopDue.DEADLINE: self._on_deadline, LoopDue.RETRY: self._on_retry}
 
     # Rounds -------------------------------------------------------------------------------
 
@@ -181,7 +181,7 @@ class InputLoop:
         """The first input_required for a forwarded call: from now on it is a loop."""
         call = LoopedCall(self.ctx.mint_id(), origin, method, params, token, self.ctx.now)
         self.calls[call.key] = call
-        self.ctx.schedule(Deadline(call.key, InputLoopDue.DEADLINE),
+        self.ctx.schedule(Deadline(call.key, LoopDue.DEADLINE),
                           self.ctx.config.mrtr_timeout)
         self._on_input_required(call, result)
 
@@ -302,7 +302,7 @@ class InputLoop:
         return params
 
     def _ask(self, call: LoopedCall, key: str, method: str, params: Message) -> None:
-        question = InputQuestion(self, call, key, method, self.roots_epoch)
+        question = LoopQuestion(self, call, key, method, self.roots_epoch)
         first = len(self.ctx.actions)
         bid = self.router.issue(CLIENT, method, params, question)
         _name_request(self.ctx.actions[first], call.origin)
@@ -317,7 +317,7 @@ class InputLoop:
 
     # Answers from the client --------------------------------------------------------------
 
-    def on_client_answer(self, question: InputQuestion, message: Message) -> None:
+    def on_client_answer(self, question: LoopQuestion, message: Message) -> None:
         call, key, method = question.call, question.key, question.method
         if method == "elicitation/create":
             self.elicitation_open = False
@@ -364,42 +364,42 @@ class InputLoop:
             params["requestState"] = call.request_state
         request = self.mode.modern_request(call.origin, call.method, params)
         call.move(LoopStep.ROUND)
-        call.server_id = self.router.forward(SERVER, request, InputRound(self, call))
+        call.server_id = self.router.forward(SERVER, request, LoopRound(self, call))
 
     def _retry_later(self, call: LoopedCall) -> None:
         first, largest = self.ctx.config.mrtr_backoff
         delay = min(largest, first * 2**call.backoff)
         call.backoff += 1
         call.move(LoopStep.RETRYING)
-        self.ctx.schedule(Deadline(call.key, InputLoopDue.RETRY), delay)
+        self.ctx.schedule(Deadline(call.key, LoopDue.RETRY), delay)
 
     # Ending -------------------------------------------------------------------------------
 
-    def cancel(self, origin_id: Any) -> bool:
+    def cancel(self, origin: Any) -> bool:
         """The client cancelled a call: stop its loop wherever it waits. False if not ours."""
-        call = self._find(origin_id)
+        call = self._find(origin)
         if call is None:
             return False
         if call.server_id is not None:
             self.router.cancel(SERVER, call.server_id, "cancelled by the client")
         self._finish(call)  # first: withdrawing pumps the elicitation queue (see there)
         self._withdraw_questions(call)
-        self.ctx.log("info", "mrtr.cancelled", client_id=origin_id, round=call.round)
+        self.ctx.log("info", "mrtr.cancelled", client_id=origin, round=call.round)
         return True
 
-    def _find(self, origin_id: Any) -> LoopedCall | None:
-        kind = type(origin_id)
+    def _find(self, origin: Any) -> LoopedCall | None:
+        kind = type(origin)  # 1 and True, 1 and 1.0 are different ids
         for call in self.calls.values():
-            if type(call.origin) is kind and call.origin == origin_id:
+            if type(call.origin) is kind and call.origin == origin:
                 return call
         return None
 
     def _withdraw_questions(self, call: LoopedCall) -> None:
         """Cancel what the client is still asked for an ended call, and free the dialog.
 
-        The call must already be out of `self.calls`: the pump below hands the dialog to the
-        next queued elicitation, and must skip this call's own queued ones, which would
-        otherwise reach the user after the call was cancelled or failed.
+        The call must have ENDED already: the pump below hands the dialog to the next queued
+        elicitation, and must skip this call's own queued ones, which would otherwise reach
+        the user after the call was cancelled or failed.
         """
         # cancellation.mdx (legacy): the bridge, as server, may cancel its own requests.
         for bid in list(call.asked):
@@ -435,8 +435,8 @@ class InputLoop:
     def _finish(self, call: LoopedCall) -> None:
         call.move(LoopStep.ENDED)
         self.calls.pop(call.key, None)
-        self.ctx.cancel_timer(Deadline(call.key, InputLoopDue.DEADLINE))
-        self.ctx.cancel_timer(Deadline(call.key, InputLoopDue.RETRY))
+        self.ctx.cancel_timer(Deadline(call.key, LoopDue.DEADLINE))
+        self.ctx.cancel_timer(Deadline(call.key, LoopDue.RETRY))
         self.mode.forget_progress_token(call.token)
 
     def fail_all(self, reason: str, data: Message | None = None) -> None:

@@ -53,22 +53,22 @@ from bridge.core.timers import Deadline
 Message = dict[str, Any]
 
 
-class Initialization(Enum):
-    """Where the legacy client's `initialize` is (lifecycle.mdx §Initialization)."""
+class InitializeStep(Enum):
+    """Where the legacy client's `initialize` is (lifecycle.mdx §InitializeStep)."""
 
     NEW = "new"  # none yet, or the last one failed with its server
     WAITING = "waiting"  # it waits for the session stream's acknowledgement
     ANSWERED = "answered"  # answered: the client's session is settled
 
 
-_INITIALIZE_MOVES: Final[dict[Initialization, frozenset[Initialization]]] = {
-    Initialization.NEW: frozenset({Initialization.WAITING, Initialization.ANSWERED}),
-    Initialization.WAITING: frozenset({Initialization.ANSWERED, Initialization.NEW}),
-    Initialization.ANSWERED: frozenset(),
+_INITIALIZE_MOVES: Final[dict[InitializeStep, frozenset[InitializeStep]]] = {
+    InitializeStep.NEW: frozenset({InitializeStep.WAITING, InitializeStep.ANSWERED}),
+    InitializeStep.WAITING: frozenset({InitializeStep.ANSWERED, InitializeStep.NEW}),
+    InitializeStep.ANSWERED: frozenset(),
 }
 
 
-class CallHost(Protocol):
+class DowngradeHost(Protocol):
     """What a request the client sent needs of its mode once the server answers it."""
 
     ctx: Context
@@ -93,7 +93,7 @@ class EnvelopedRequest(ClientRequest):
 
     __slots__ = ("host", "params", "retried", "token")
 
-    def __init__(self, host: CallHost, origin: Any, method: str, params: Message | None,
+    def __init__(self, host: DowngradeHost, origin: Any, method: str, params: Message | None,
                  token: Any, retried: bool) -> None:
         super().__init__(origin, method)
         self.host = host
@@ -134,7 +134,7 @@ class Rediscovery(Exchange):
 
     __slots__ = ("host",)
 
-    def __init__(self, host: CallHost) -> None:
+    def __init__(self, host: DowngradeHost) -> None:
         super().__init__(NO_REQUEST, "server/discover")
         self.host = host
 
@@ -167,7 +167,7 @@ class ModeA:
         self.probe_error = probe.error
         self.contradiction = probe.contradiction  # server_era pinned to modern, wrongly
         self.version = LATEST_LEGACY_VERSION
-        self.initialization = Initialization.NEW
+        self.initialization = InitializeStep.NEW
         self.initialize_id: Any = None  # while WAITING: the id the initialize came with
         self.initialize_params: Message = {}
         # The client sent notifications/initialized. Not a step of `initialization`: a client
@@ -200,9 +200,9 @@ class ModeA:
     @property
     def initializing(self) -> bool:
         """Whether the client's initialize waits on the session stream's acknowledgement."""
-        return self.initialization is Initialization.WAITING
+        return self.initialization is InitializeStep.WAITING
 
-    def _move(self, step: Initialization) -> None:
+    def _move(self, step: InitializeStep) -> None:
         if step not in _INITIALIZE_MOVES[self.initialization]:
             raise RuntimeError(f"initialize: {self.initialization.value} -> {step.value}")
         self.initialization = step
@@ -292,7 +292,7 @@ class ModeA:
     # Requests the modern era removed, answered here (TRANSLATION.md §4.1) ------------------
 
     def _initialize(self, message: Message) -> None:
-        if self.initialization is not Initialization.NEW:
+        if self.initialization is not InitializeStep.NEW:
             self.ctx.fail(CLIENT, message["id"], errors.already_initialized())
             return
         params = message.get("params") or {}
@@ -305,7 +305,7 @@ class ModeA:
         self._adopt_client(params, asked if asked in LEGACY_PROTOCOL_VERSIONS
                            else LATEST_LEGACY_VERSION)
         self.initialize_id = message["id"]
-        self._move(Initialization.WAITING)
+        self._move(InitializeStep.WAITING)
         if not self.listener.open_session():
             self.answer_initialize()
 
@@ -349,7 +349,7 @@ class ModeA:
         self.ctx.log("info", "client.initialized", mode="A", version=self.version,
                      client=(self.client_info or {}).get("name"))
         self.initialize_id = None
-        self._move(Initialization.ANSWERED)
+        self._move(InitializeStep.ANSWERED)
         self.told = result["capabilities"]
 
     def _ping(self, message: Message) -> None:
@@ -484,7 +484,7 @@ class ModeA:
             or self.listener.busy()
 
     def client_session(self) -> LegacySession | None:
-        if self.initialization is not Initialization.ANSWERED:
+        if self.initialization is not InitializeStep.ANSWERED:
             return None
         return LegacySession(self.initialize_params, self.version, self.told,
                              initialized=self.initialized, log_level=self.client_level,
@@ -502,7 +502,7 @@ class ModeA:
         it was told change announced, since this server may offer others."""
         assert isinstance(session, LegacySession)
         self._adopt_client(session.initialize, session.version)
-        self._move(Initialization.ANSWERED)
+        self._move(InitializeStep.ANSWERED)
         self.initialized = session.initialized
         self.told = session.capabilities
         if session.log_level is not None:
@@ -524,7 +524,7 @@ class ModeA:
         if self.initializing:
             self.ctx.fail(CLIENT, self.initialize_id, errors.initialize_lost(reason, data))
             self.initialize_id = None
-            self._move(Initialization.NEW)
+            self._move(InitializeStep.NEW)
 
 
 def _progress_token(params: object) -> Any:
