@@ -174,9 +174,9 @@ class ModeA:
         # may send it before its answer, and the handover still owes it to the next server.
         self.initialized = False
         self.told: Message = {}  # the capabilities the client's InitializeResult named
-        self.client_caps_legacy: dict[str, Any] = {}
-        self.client_caps: dict[str, Any] = {}
-        self.client_info: dict[str, Any] | None = None
+        self.client_caps_legacy: Message = {}
+        self.client_caps: Message = {}
+        self.client_info: Message | None = None
         self.client_level: str | None = None  # set by the client's logging/setLevel
         self.log_level = ctx.config.default_log_level  # the level stamped on each request
         # (type, token) -> the watermark of a live token: 1 and True are different tokens.
@@ -208,7 +208,7 @@ class ModeA:
         self.initialization = step
 
     @property
-    def server_caps(self) -> dict[str, Any]:
+    def server_caps(self) -> Message:
         caps = self.discover.get("capabilities") if self.discover else None
         return caps if isinstance(caps, dict) else {}
 
