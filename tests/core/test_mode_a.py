@@ -451,10 +451,10 @@ def test_debug_logs_name_each_hop_of_a_call_with_its_time() -> None:
     hops = [(log.event, log.fields) for log in h.logs if log.level == "debug"]
     assert hops == [
         ("request.forwarded", {"to": "server", "method": "tools/call", "client_id": 5,
-                               "server_id": forwarded["id"], "exchange": "forward"}),
+                               "server_id": forwarded["id"], "exchange": "EnvelopedRequest"}),
         ("response.matched", {"side": "server", "method": "tools/call",
                               "server_id": forwarded["id"], "client_id": 5,
-                              "exchange": "forward", "error": False, "elapsed_ms": 250.0}),
+                              "exchange": "EnvelopedRequest", "error": False, "elapsed_ms": 250.0}),
     ]
 
 

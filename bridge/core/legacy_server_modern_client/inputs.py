@@ -7,47 +7,89 @@ only built on the first `input_required`. Rules: mrtr.mdx; TRANSLATION.md §5.5-
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Final, Protocol
 
+from bridge.core import errors
 from bridge.core.capabilities import declares, input_capability
-from bridge.core.eras import INTERNAL_ERROR
-from bridge.core.events import CLIENT, SERVER
+from bridge.core.context import Context
+from bridge.core.events import CLIENT, SERVER, Action, Send
+from bridge.core.exchange import Exchange
 from bridge.core.legacy_server_modern_client.legacy_inputs import (
     elicitation_for,
     for_revision,
     unfit,
 )
+from bridge.core.methods import INPUT_METHODS
 from bridge.core.normalize import normalize_result
-from bridge.core.router import SOURCE, Pending
-
-if TYPE_CHECKING:
-    from bridge.core.legacy_server_modern_client.mode import ModeA
+from bridge.core.router import Router
+from bridge.core.timers import Deadline
 
 Message = dict[str, Any]
 
-# mrtr.mdx §Supported Requests: the only requests that may answer input_required.
-ELIGIBLE = frozenset({"tools/call", "resources/read", "prompts/get"})
-INPUT_METHODS = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
+
+class LoopHost(Protocol):
+    """What an input loop needs of its mode: the server and the client it speaks between,
+    the client's revision and capabilities, and how the mode relays a server's error."""
+
+    ctx: Context
+    router: Router
+    version: str
+    client_caps_legacy: Message
+
+    def modern_request(self, id: Any, method: str, params: Message | None) -> Message: ...
+    def relay_error(self, origin: Any, method: str, message: Message) -> None: ...
+    def forget_progress_token(self, token: Any) -> None: ...
 
 
-class Call:
+class LoopDue(Enum):
+    """The input loop's deadlines, owned by a call's key."""
+
+    DEADLINE = "input loop deadline"  # mrtr_timeout since the first input_required
+    RETRY = "input round retry"  # the back-off before a round is sent again
+
+
+class LoopStep(Enum):
+    """Where a call in its input loop waits."""
+
+    ROUND = "round"  # the server has the call (the first request, or a round since)
+    ASKING = "asking"  # questions are out to the client (or queued for its one dialog)
+    RETRYING = "retrying"  # the back-off before the round is sent again
+    ENDED = "ended"  # answered, failed or cancelled: nothing more reaches the client
+
+
+_LOOP_MOVES: Final[dict[LoopStep, frozenset[LoopStep]]] = {
+    # A round whose inputs are all known already (cached, or consented to last round) is
+    # sent again at once.
+    LoopStep.ROUND: frozenset({LoopStep.ROUND, LoopStep.ASKING, LoopStep.RETRYING,
+                               LoopStep.ENDED}),
+    LoopStep.ASKING: frozenset({LoopStep.ROUND, LoopStep.ENDED}),
+    LoopStep.RETRYING: frozenset({LoopStep.ROUND, LoopStep.ENDED}),
+    LoopStep.ENDED: frozenset(),
+}
+
+
+class LoopedCall:
     """One legacy call in its loop: the original request, and what this round still needs."""
 
-    __slots__ = ("answers", "asked", "backoff", "key", "last_urls", "method", "origin_id",
+    __slots__ = ("answers", "asked", "backoff", "key", "last_urls", "method", "origin",
                  "params", "pending_urls", "request_state", "round", "server_id", "started",
-                 "token", "waiting_elicitations")
+                 "step", "token", "waiting_elicitations")
 
-    def __init__(self, key: str, row: Pending, started: float) -> None:
-        params, token, _ = row.data
+    def __init__(self, key: str, origin: Any, method: str, params: Message | None, token: Any,
+                 started: float) -> None:
         self.key = key
-        self.origin_id = row.origin_id
-        self.method = row.method
+        self.origin = origin  # the client's id for the call
+        self.method = method
         self.params: Message = params if isinstance(params, dict) else {}
-        self.token = token
+        self.token = token  # its progress token, if it asked for progress
         self.started = started
+        self.step = LoopStep.ROUND
         self.round = 0
         self.backoff = 0
-        self.server_id: str | None = None
+        self.server_id: str | None = None  # the round in flight, if the loop sent one
         self.request_state: str | None = None
         self.answers: Message = {}
         self.asked: dict[str, str] = {}  # bridge id toward the client -> input key
@@ -56,40 +98,100 @@ class Call:
         self.last_urls: dict[str, Message] = {}
         self.pending_urls: dict[str, str] = {}  # input key -> url, for this round
 
+    @property
+    def ended(self) -> bool:
+        return self.step is LoopStep.ENDED
+
+    def move(self, step: LoopStep) -> None:
+        if step not in _LOOP_MOVES[self.step]:
+            raise RuntimeError(f"input loop {self.key}: {self.step.value} -> {step.value}")
+        self.step = step
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedElicitation:
+    """An elicitation waiting for the client's one dialog: the call and input key it is for,
+    and its params as the client's revision holds them."""
+
+    call: LoopedCall
+    key: str
+    params: Message
+
+
+class LoopRound(Exchange):
+    """A call sent again with `inputResponses`: the client waits on it (so the drain does),
+    but the loop's deadline bounds it, not request_timeout; a lost server is answered by the
+    loop (`InputLoop.fail_all`), not here."""
+
+    __slots__ = ("call", "loop")
+
+    awaited = True
+
+    def __init__(self, loop: InputLoop, call: LoopedCall) -> None:
+        super().__init__(call.origin, call.method)
+        self.loop = loop
+        self.call = call
+
+    def answered(self, message: Message, line: bytes | None) -> None:
+        self.loop.on_round_answer(self.call, message)
+
+
+class LoopQuestion(Exchange):
+    """A legacy request to the client for one input of a call's round (toward the client:
+    no deadline of its own but the loop's; a lost server does not end it, the loop does)."""
+
+    __slots__ = ("call", "epoch", "key", "loop")
+
+    def __init__(self, loop: InputLoop, call: LoopedCall, key: str, method: str,
+                 epoch: int) -> None:
+        super().__init__(call.origin, method)
+        self.loop = loop
+        self.call = call
+        self.key = key  # the input key the server asked under
+        self.epoch = epoch  # the roots epoch it was asked in (a roots/list answer's age)
+
+    def answered(self, message: Message, line: bytes | None) -> None:
+        self.loop.on_client_answer(self, message)
+
 
 class InputLoop:
     """Every call of the session that is between rounds, keyed by a bridge-minted key."""
 
-    def __init__(self, mode: ModeA) -> None:
+    def __init__(self, mode: LoopHost) -> None:
         self.mode = mode
         self.ctx = mode.ctx
         self.router = mode.router
-        self.calls: dict[str, Call] = {}
+        self.calls: dict[str, LoopedCall] = {}
         self.roots_cache: Message | None = None
         # Counts the client's roots/list_changed notices: an answer to a question asked
         # before the latest notice may predate the change, so it is not cached.
         self.roots_epoch = 0
         # Elicitations reach the user one at a time, whichever call asks (a dialog each).
-        self.elicitations: deque[tuple[Call, str, Message]] = deque()
+        self.elicitations: deque[QueuedElicitation] = deque()
         self.elicitation_open = False
+
+    def timers(self) -> dict[Enum, Callable[[Deadline], None]]:
+        """What each of the loop's deadlines does when it passes."""
+        return {LoopDue.DEADLINE: self._on_deadline, LoopDue.RETRY: self._on_retry}
 
     # Rounds -------------------------------------------------------------------------------
 
-    def begin(self, row: Pending, result: Message) -> None:
+    def begin(self, origin: Any, method: str, params: Message | None, token: Any,
+              result: Message) -> None:
         """The first input_required for a forwarded call: from now on it is a loop."""
-        call = Call(self.ctx.mint_id(), row, self.ctx.now)
+        call = LoopedCall(self.ctx.mint_id(), origin, method, params, token, self.ctx.now)
         self.calls[call.key] = call
-        self.ctx.schedule(("mrtr", "deadline", call.key), self.ctx.config.mrtr_timeout)
+        self.ctx.schedule(Deadline(call.key, LoopDue.DEADLINE),
+                          self.ctx.config.mrtr_timeout)
         self._on_input_required(call, result)
 
-    def on_round_answer(self, row: Pending, message: Message) -> None:
-        call: Call = row.data
+    def on_round_answer(self, call: LoopedCall, message: Message) -> None:
         call.server_id = None
-        if call.key not in self.calls:
+        if call.ended:
             return  # cancelled or failed meanwhile: the client hears nothing more
         if "error" in message:
             self._finish(call)
-            self.mode.relay_error(Pending(call.origin_id, call.method, "round", None), message)
+            self.mode.relay_error(call.origin, call.method, message)
             return
         result = message["result"]
         kind = result.get("resultType", "complete")
@@ -97,12 +199,12 @@ class InputLoop:
             self._on_input_required(call, result)
         elif kind == "complete":
             self._finish(call)
-            self.ctx.reply(CLIENT, call.origin_id, normalize_result(
+            self.ctx.reply(CLIENT, call.origin, normalize_result(
                 result, to_era="legacy", method=call.method, version=self.mode.version))
         else:
             self._fail(call, f"the server answered with unknown resultType {kind!r}")
 
-    def _on_input_required(self, call: Call, result: Message) -> None:
+    def _on_input_required(self, call: LoopedCall, result: Message) -> None:
         call.round += 1
         requests = result.get("inputRequests")
         state = result.get("requestState")
@@ -111,7 +213,7 @@ class InputLoop:
             self._fail(call, problem)
             return
         call.request_state = state
-        self.ctx.log("info", "mrtr.round", client_id=call.origin_id, round=call.round,
+        self.ctx.log("info", "mrtr.round", client_id=call.origin, round=call.round,
                      keys=sorted(requests or ()), method=call.method,
                      elapsed_ms=round((self.ctx.now - call.started) * 1000))
         call.answers = {}
@@ -126,10 +228,14 @@ class InputLoop:
         for key, request in requests.items():
             repeated |= self._dispatch(call, key, request, previous)
         self._pump_elicitations()
-        if not call.asked and not call.waiting_elicitations:
-            self._retry_later(call) if repeated else self._send_round(call)
+        if call.asked or call.waiting_elicitations:
+            call.move(LoopStep.ASKING)
+        elif repeated:
+            self._retry_later(call)
+        else:
+            self._send_round(call)
 
-    def _check_round(self, call: Call, requests: Any, state: Any) -> str | None:
+    def _check_round(self, call: LoopedCall, requests: object, state: object) -> str | None:
         config = self.ctx.config
         if call.round > config.mrtr_max_rounds:
             return f"the server asked for input more than {config.mrtr_max_rounds} times"
@@ -150,10 +256,11 @@ class InputLoop:
                 return f"input request {key!r}: {problem}"
         return None
 
-    def _gate(self, request: Any) -> str | None:
+    def _gate(self, request: object) -> str | None:
         """Why the legacy client cannot be asked this, if it cannot (mrtr.mdx, §5.6)."""
         method = request.get("method") if isinstance(request, dict) else None
-        if not isinstance(method, str) or method not in INPUT_METHODS:
+        if not isinstance(request, dict) or not isinstance(method, str) \
+                or method not in INPUT_METHODS:
             return f"{method!r} is not an input request"
         params = request.get("params")
         if params is not None and not isinstance(params, dict):
@@ -164,7 +271,7 @@ class InputLoop:
                     f"which the client did not declare (a server bug)")
         return unfit(method, params or {}, self.mode.version)
 
-    def _dispatch(self, call: Call, key: str, request: Message,
+    def _dispatch(self, call: LoopedCall, key: str, request: Message,
                   previous: dict[str, Message]) -> bool:
         """Ask the client for one input, or answer it from what is known. True if repeated."""
         method = request["method"]
@@ -182,7 +289,8 @@ class InputLoop:
             if url is not None:
                 call.pending_urls[key] = url
             call.waiting_elicitations += 1
-            self.elicitations.append((call, key, self._legacy_elicitation(params)))
+            self.elicitations.append(QueuedElicitation(call, key,
+                                                       self._legacy_elicitation(params)))
             return False
         self._ask(call, key, method, for_revision(method, params, self.mode.version))
         return False
@@ -193,36 +301,38 @@ class InputLoop:
             params["elicitationId"] = self.ctx.mint_id()  # required by 2025-11-25, §5.9
         return params
 
-    def _ask(self, call: Call, key: str, method: str, params: Message) -> None:
-        bid = self.router.issue(CLIENT, method, params, "input",
-                                data=(call, key, self.roots_epoch))
+    def _ask(self, call: LoopedCall, key: str, method: str, params: Message) -> None:
+        question = LoopQuestion(self, call, key, method, self.roots_epoch)
+        first = len(self.ctx.actions)
+        bid = self.router.issue(CLIENT, method, params, question)
+        _name_request(self.ctx.actions[first], call.origin)
         call.asked[bid] = key
 
     def _pump_elicitations(self) -> None:
         while not self.elicitation_open and self.elicitations:
-            call, key, params = self.elicitations.popleft()
-            if call.key in self.calls:
+            queued = self.elicitations.popleft()
+            if not queued.call.ended:
                 self.elicitation_open = True
-                self._ask(call, key, "elicitation/create", params)
+                self._ask(queued.call, queued.key, "elicitation/create", queued.params)
 
     # Answers from the client --------------------------------------------------------------
 
-    def on_client_answer(self, row: Pending, message: Message) -> None:
-        call, key, epoch = row.data
-        if row.method == "elicitation/create":
+    def on_client_answer(self, question: LoopQuestion, message: Message) -> None:
+        call, key, method = question.call, question.key, question.method
+        if method == "elicitation/create":
             self.elicitation_open = False
             call.waiting_elicitations -= 1
         call.asked.pop(message["id"], None)
-        if call.key not in self.calls:
+        if call.ended:
             self._pump_elicitations()
             return
         if "error" in message:
-            self._abort_on_client_error(call, key, row.method, message["error"])
+            self._abort_on_client_error(call, key, method, message["error"])
         else:
-            self._record(call, key, row.method, message["result"], epoch)
+            self._record(call, key, method, message["result"], question.epoch)
         self._pump_elicitations()
 
-    def _record(self, call: Call, key: str, method: str, result: Any, epoch: int) -> None:
+    def _record(self, call: LoopedCall, key: str, method: str, result: Any, epoch: int) -> None:
         call.answers[key] = result
         if method == "roots/list" and epoch == self.roots_epoch \
                 and _declares_roots_changes(self.mode.client_caps_legacy):
@@ -234,7 +344,8 @@ class InputLoop:
         if not call.asked and not call.waiting_elicitations:
             self._send_round(call)
 
-    def _abort_on_client_error(self, call: Call, key: str, method: str, error: Any) -> None:
+    def _abort_on_client_error(self, call: LoopedCall, key: str, method: str,
+                               error: object) -> None:
         # §11.3: inputResponses has no error channel, and retrying without the key would only
         # make the server ask again; the call fails with the client's reason instead.
         reason = error.get("message") if isinstance(error, dict) else None
@@ -245,79 +356,87 @@ class InputLoop:
         self.roots_cache = None
         self.roots_epoch += 1
 
-    def _send_round(self, call: Call) -> None:
+    def _send_round(self, call: LoopedCall) -> None:
         params = dict(call.params)
         if call.answers:
             params["inputResponses"] = call.answers
         if call.request_state is not None:  # echoed byte for byte, and only if sent (§11.2)
             params["requestState"] = call.request_state
-        request = self.mode.modern_request(call.origin_id, call.method, params)
-        call.server_id = self.router.forward(SERVER, request, "round", data=call)
+        request = self.mode.modern_request(call.origin, call.method, params)
+        call.move(LoopStep.ROUND)
+        call.server_id = self.router.forward(SERVER, request, LoopRound(self, call))
 
-    def _retry_later(self, call: Call) -> None:
+    def _retry_later(self, call: LoopedCall) -> None:
         first, largest = self.ctx.config.mrtr_backoff
         delay = min(largest, first * 2**call.backoff)
         call.backoff += 1
-        self.ctx.schedule(("mrtr", "retry", call.key), delay)
+        call.move(LoopStep.RETRYING)
+        self.ctx.schedule(Deadline(call.key, LoopDue.RETRY), delay)
 
     # Ending -------------------------------------------------------------------------------
 
-    def cancel(self, origin_id: Any) -> bool:
+    def cancel(self, origin: Any) -> bool:
         """The client cancelled a call: stop its loop wherever it waits. False if not ours."""
-        call = self._find(origin_id)
+        call = self._find(origin)
         if call is None:
             return False
         if call.server_id is not None:
             self.router.cancel(SERVER, call.server_id, "cancelled by the client")
         self._finish(call)  # first: withdrawing pumps the elicitation queue (see there)
         self._withdraw_questions(call)
-        self.ctx.log("info", "mrtr.cancelled", client_id=origin_id, round=call.round)
+        self.ctx.log("info", "mrtr.cancelled", client_id=origin, round=call.round)
         return True
 
-    def _find(self, origin_id: Any) -> Call | None:
-        kind = type(origin_id)
+    def _find(self, origin: Any) -> LoopedCall | None:
+        kind = type(origin)  # 1 and True, 1 and 1.0 are different ids
         for call in self.calls.values():
-            if type(call.origin_id) is kind and call.origin_id == origin_id:
+            if type(call.origin) is kind and call.origin == origin:
                 return call
         return None
 
-    def _withdraw_questions(self, call: Call) -> None:
+    def _withdraw_questions(self, call: LoopedCall) -> None:
         """Cancel what the client is still asked for an ended call, and free the dialog.
 
-        The call must already be out of `self.calls`: the pump below hands the dialog to the
-        next queued elicitation, and must skip this call's own queued ones, which would
-        otherwise reach the user after the call was cancelled or failed.
+        The call must have ENDED already: the pump below hands the dialog to the next queued
+        elicitation, and must skip this call's own queued ones, which would otherwise reach
+        the user after the call was cancelled or failed.
         """
         # cancellation.mdx (legacy): the bridge, as server, may cancel its own requests.
         for bid in list(call.asked):
-            row = self.router.cancel(CLIENT, bid, "the call was cancelled")
-            if row is not None and row.method == "elicitation/create":
+            question = self.router.cancel(CLIENT, bid, "the call was cancelled")
+            if question is not None and question.method == "elicitation/create":
                 self.elicitation_open = False
         call.asked.clear()
         self._pump_elicitations()
 
-    def on_timer(self, key: tuple[str, str, str]) -> None:
-        call = self.calls.get(key[2])
+    def _on_retry(self, key: Deadline) -> None:
+        call = self._owner(key)
+        if call is not None:
+            self._send_round(call)
+
+    def _on_deadline(self, key: Deadline) -> None:
+        call = self._owner(key)
         if call is None:
             return
-        if key[1] == "retry":
-            self._send_round(call)
-        else:
-            if call.server_id is not None:
-                self.router.cancel(SERVER, call.server_id, "input loop timed out")
-            self._fail(call, f"the input loop took longer than {self.ctx.config.mrtr_timeout:g} s")
+        if call.server_id is not None:
+            self.router.cancel(SERVER, call.server_id, "input loop timed out")
+        self._fail(call, f"the input loop took longer than {self.ctx.config.mrtr_timeout:g} s")
 
-    def _fail(self, call: Call, problem: str, data: Any = None) -> None:
+    def _owner(self, key: Deadline) -> LoopedCall | None:
+        """The live call a deadline is for (one fired with it may have ended it)."""
+        return self.calls.get(key.owner) if isinstance(key.owner, str) else None
+
+    def _fail(self, call: LoopedCall, problem: str, data: object = None) -> None:
         self._finish(call)  # first: withdrawing pumps the elicitation queue (see there)
         self._withdraw_questions(call)
-        self.ctx.log("warning", "mrtr.failed", client_id=call.origin_id, problem=problem)
-        self.ctx.reply_error(CLIENT, call.origin_id, INTERNAL_ERROR, f"mcp-rosetta: {problem}",
-                             data if data is not None else {"source": "mcp-rosetta"})
+        self.ctx.log("warning", "mrtr.failed", client_id=call.origin, problem=problem)
+        self.ctx.fail(CLIENT, call.origin, errors.input_loop_failed(problem, data))
 
-    def _finish(self, call: Call) -> None:
+    def _finish(self, call: LoopedCall) -> None:
+        call.move(LoopStep.ENDED)
         self.calls.pop(call.key, None)
-        self.ctx.cancel_timer(("mrtr", "deadline", call.key))
-        self.ctx.cancel_timer(("mrtr", "retry", call.key))
+        self.ctx.cancel_timer(Deadline(call.key, LoopDue.DEADLINE))
+        self.ctx.cancel_timer(Deadline(call.key, LoopDue.RETRY))
         self.mode.forget_progress_token(call.token)
 
     def fail_all(self, reason: str, data: Message | None = None) -> None:
@@ -325,8 +444,7 @@ class InputLoop:
         calls = list(self.calls.values())
         for call in calls:
             self._finish(call)
-            self.ctx.reply_error(CLIENT, call.origin_id, INTERNAL_ERROR, reason,
-                                 {**(data or SOURCE), "method": call.method})
+            self.ctx.fail(CLIENT, call.origin, errors.server_lost(reason, data, call.method))
         for call in calls:
             self._withdraw_questions(call)
 
@@ -334,3 +452,11 @@ class InputLoop:
 def _declares_roots_changes(caps: Message) -> bool:
     roots = caps.get("roots")
     return isinstance(roots, dict) and roots.get("listChanged") is True
+
+
+def _name_request(sent: Action, origin: Any) -> None:
+    """Say which client request a question belongs to: the call it is asked for. The router
+    sends a request of the bridge's own making as belonging to none; over a transport with a
+    stream per request, the question must go on the call's."""
+    assert isinstance(sent, Send) and sent.side == CLIENT, sent
+    sent.request = origin

@@ -46,7 +46,7 @@ def for_revision(method: str, params: Message, version: str) -> Message:
 # the multi-select `type: "array"` forms, and `default` on every primitive.
 
 
-def _fields(params: Message) -> dict[str, Any]:
+def _fields(params: Message) -> dict[str, object]:
     schema = params.get("requestedSchema")
     fields = schema.get("properties") if isinstance(schema, dict) else None
     return fields if isinstance(fields, dict) else {}
@@ -72,7 +72,7 @@ def elicitation_for(params: Message, version: str) -> Message:
     return out
 
 
-def _field_for(field: Any) -> Any:
+def _field_for(field: object) -> object:
     """One primitive field as 2025-06-18 holds it: a titled `oneOf` as `enum` + `enumNames`
     (the parallel arrays 2025-11-25 keeps as LegacyTitledEnumSchema), no `default` but a
     boolean's."""
@@ -103,12 +103,12 @@ def _title(option: Message) -> str:
 # tool_result blocks, `tools` and `toolChoice`.
 
 
-def _messages(params: Message) -> list[Any]:
+def _messages(params: Message) -> list[object]:
     given = params.get("messages")
     return given if isinstance(given, list) else []
 
 
-def _blocks(message: Any) -> list[Any]:
+def _blocks(message: object) -> list[object]:
     content = message.get("content") if isinstance(message, dict) else None
     return content if isinstance(content, list) else [content]
 
@@ -136,7 +136,7 @@ def sampling_for(params: Message, version: str) -> Message:
     SamplingMessage holds one block, and a conversation may repeat a role."""
     if version >= _V1125 or not isinstance(params.get("messages"), list):
         return dict(params)  # ill-typed messages pass as they came: the client judges them
-    messages: list[Any] = []
+    messages: list[object] = []
     for message in _messages(params):
         if not isinstance(message, dict):
             messages.append(message)

@@ -7,27 +7,29 @@ cancellation.mdx; TRANSLATION.md §6.4.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable
+from enum import Enum
+from typing import Any, Final, Protocol
 
+from bridge.core import errors
 from bridge.core.capabilities import LIST_CHANGES, has_flag
 from bridge.core.context import Context
 from bridge.core.envelope import stamp_envelope
-from bridge.core.eras import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    META_SUBSCRIPTION_ID,
-    METHOD_NOT_FOUND,
-)
+from bridge.core.eras import META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT, SERVER
+from bridge.core.exchange import NO_REQUEST, Exchange
 from bridge.core.jsonrpc import notification
-from bridge.core.router import SOURCE, Pending, Router
+from bridge.core.methods import ACKNOWLEDGED, UPDATED
+from bridge.core.router import Router
+from bridge.core.timers import Deadline
 
 Message = dict[str, Any]
 
-SESSION = "session"  # the stream for list changes, as opposed to one per resource URI
+# The stream for list changes in timer keys, as opposed to one per resource URI.
+SESSION_STREAM: Final = "session"
 
 
-class Host(Protocol):
+class UpstreamHost(Protocol):
     """What the listener needs of its mode: the modern server, the client it speaks for, and
     the initialize that may be waiting on the session stream."""
 
@@ -35,40 +37,110 @@ class Host(Protocol):
     router: Router
     client_caps: Message
     client_info: Message | None
-    initialize_id: Any
 
+    @property
+    def initializing(self) -> bool:
+        """Whether the client's initialize waits on the session stream's acknowledgement."""
     @property
     def server_caps(self) -> Message: ...
     def answer_initialize(self) -> None: ...
     def local_result(self, method: str) -> Message: ...
 
 
-class Stream:
-    """One listen request: what it asks for, what the server honoured, who waits on it."""
+class UpstreamDue(Enum):
+    """The listener's deadlines, owned by a stream's name (its URI, or SESSION_STREAM)."""
 
-    __slots__ = ("acked", "asked", "attempts", "granted", "honored", "id", "uri", "waiters")
+    ACK = "listen acknowledgement"  # subscriptions.mdx: the acknowledgement comes first
+    REOPEN = "listen reopen"  # the back-off before a stream the server ended is re-opened
+
+
+class UpstreamState(Enum):
+    """Where one stream is in its life at the server."""
+
+    NEW = "new"  # not sent yet
+    OPENING = "opening"  # its listen request is out; the acknowledgement is awaited
+    OPEN = "open"  # acknowledged: what the server honoured is delivered
+    LAPSED = "lapsed"  # ended after its acknowledgement: what it granted stands; re-opened
+    BACKING_OFF = "backing off"  # ended (or unacknowledged) before any; re-opened later
+    CLOSED = "closed"  # dropped: refused, unsubscribed, or never acknowledged
+
+
+_STREAM_MOVES: Final[dict[UpstreamState, frozenset[UpstreamState]]] = {
+    UpstreamState.NEW: frozenset({UpstreamState.OPENING}),
+    UpstreamState.OPENING: frozenset({UpstreamState.OPEN, UpstreamState.BACKING_OFF,
+                                      UpstreamState.CLOSED}),
+    # A second acknowledgement is taken as the first was.
+    UpstreamState.OPEN: frozenset({UpstreamState.OPEN, UpstreamState.LAPSED,
+                                   UpstreamState.CLOSED}),
+    UpstreamState.LAPSED: frozenset({UpstreamState.OPENING, UpstreamState.CLOSED}),
+    UpstreamState.BACKING_OFF: frozenset({UpstreamState.OPENING, UpstreamState.CLOSED}),
+    UpstreamState.CLOSED: frozenset(),
+}
+_ACKNOWLEDGED_STATES: Final = frozenset({UpstreamState.OPEN, UpstreamState.LAPSED})
+
+
+class UpstreamStream:
+    """One stream at the server, over as many listen requests as it takes to keep it open:
+    what it asks for, what the server honoured, who waits on it."""
+
+    __slots__ = ("asked", "attempts", "granted", "honored", "id", "state", "uri", "waiters")
 
     def __init__(self, uri: str | None, asked: Message) -> None:
         self.uri = uri
         self.asked = asked  # the listen filter sent
-        self.id: str | None = None
-        self.acked = False
+        self.id: str | None = None  # the minted id of its listen request
+        self.state = UpstreamState.NEW
         self.granted = False  # a URI's stream: the client was told it is subscribed
         self.honored: Message = {}  # the filter the server acknowledged
         self.attempts = 0
         self.waiters: list[Any] = []  # client ids of resources/subscribe awaiting the ack
 
+    @property
+    def name(self) -> str:
+        """The stream's name in timer keys: its URI, or the session's."""
+        return self.uri if self.uri is not None else SESSION_STREAM
 
-class Listener:
+    @property
+    def acknowledged(self) -> bool:
+        """Whether the server acknowledged its latest listen request."""
+        return self.state in _ACKNOWLEDGED_STATES
+
+    def move(self, state: UpstreamState) -> None:
+        if state not in _STREAM_MOVES[self.state]:
+            raise RuntimeError(f"listen stream {self.name}: {self.state.value} -> {state.value}")
+        self.state = state
+
+
+class UpstreamListen(Exchange):
+    """One `subscriptions/listen` request: answered only when the server ends the stream (a
+    result) or refuses it (an error). request_timeout does not end it and no client request
+    waits on it (so neither does the drain); a lost server leaves it to `fail_all`."""
+
+    __slots__ = ("listener", "stream")
+
+    def __init__(self, listener: UpstreamListener, stream: UpstreamStream) -> None:
+        super().__init__(NO_REQUEST, "subscriptions/listen")
+        self.listener = listener
+        self.stream = stream
+
+    def answered(self, message: Message, line: bytes | None) -> None:
+        self.listener.on_closed(self.stream, message)
+
+
+class UpstreamListener:
     """The session stream (list changes) and one stream per subscribed URI (no gaps)."""
 
-    def __init__(self, mode: Host) -> None:
+    def __init__(self, mode: UpstreamHost) -> None:
         self.mode = mode
         self.ctx = mode.ctx
-        self.session: Stream | None = None
-        self.by_uri: dict[str, Stream] = {}
-        self.by_id: dict[str, Stream] = {}
+        self.session: UpstreamStream | None = None
+        self.by_uri: dict[str, UpstreamStream] = {}
+        self.by_id: dict[str, UpstreamStream] = {}
         self.subscribe_ok = False
+
+    def timers(self) -> dict[Enum, Callable[[Deadline], None]]:
+        """What each of the listener's deadlines does when it passes."""
+        return {UpstreamDue.ACK: self._on_ack_due, UpstreamDue.REOPEN: self._on_reopen_due}
 
     # The session stream, opened while initialize waits ------------------------------------
 
@@ -79,14 +151,14 @@ class Listener:
                   if has_flag(caps, area, "listChanged")}
         if not wanted and not has_flag(caps, "resources", "subscribe"):
             return False
-        self.session = Stream(None, wanted)
+        self.session = UpstreamStream(None, wanted)
         self._open(self.session)
         return True
 
     def advertise(self, caps: Message) -> None:
         """Put back into the legacy capabilities what the acknowledged streams deliver."""
         session = self.session
-        if session is None or not session.acked:
+        if session is None or not session.acknowledged:
             return
         for flag, area in LIST_CHANGES.values():
             if session.honored.get(flag) is True and isinstance(caps.get(area), dict):
@@ -94,38 +166,39 @@ class Listener:
         if self.subscribe_ok and isinstance(caps.get("resources"), dict):
             caps["resources"] = {**caps["resources"], "subscribe": True}
 
-    def _open(self, stream: Stream) -> None:
+    def _open(self, stream: UpstreamStream) -> None:
         params = stamp_envelope({"notifications": stream.asked},
                                 client_capabilities=self.mode.client_caps,
                                 client_info=self.mode.client_info)
-        stream.id = self.mode.router.issue(SERVER, "subscriptions/listen", params, "listen", stream)
-        stream.acked = False
+        stream.move(UpstreamState.OPENING)
+        stream.id = self.mode.router.issue(SERVER, "subscriptions/listen", params,
+                                           UpstreamListen(self, stream))
         self.by_id[stream.id] = stream
         # subscriptions.mdx: the ack comes first. Every open is timed, not only the session's
         # during initialize: an unacknowledged subscribe would otherwise never be answered.
-        self.ctx.schedule(("listen", "ack", _name(stream)), self.ctx.config.probe_timeout)
+        self.ctx.schedule(Deadline(stream.name, UpstreamDue.ACK), self.ctx.config.probe_timeout)
 
-    def _on_ack(self, stream: Stream, params: Message) -> None:
+    def _on_ack(self, stream: UpstreamStream, params: Message) -> None:
         honored = params.get("notifications")
         honored = honored if isinstance(honored, dict) else {}
-        stream.acked = True
+        stream.move(UpstreamState.OPEN)
         stream.attempts = 0
-        self.ctx.cancel_timer(("listen", "ack", _name(stream)))
+        self.ctx.cancel_timer(Deadline(stream.name, UpstreamDue.ACK))
         if stream.uri is None:
             self._on_session_ack(stream, honored)
         else:
             self._on_uri_ack(stream, honored)
 
-    def _on_session_ack(self, stream: Stream, honored: Message) -> None:
+    def _on_session_ack(self, stream: UpstreamStream, honored: Message) -> None:
         # The server may honour less than asked (subscriptions.mdx): deliver only that, and
         # ask only for that when the stream is re-opened.
         stream.honored = {k: True for k, v in honored.items() if v is True and k in stream.asked}
         stream.asked = stream.honored
-        if self.mode.initialize_id is not None:
+        if self.mode.initializing:
             self.subscribe_ok = has_flag(self.mode.server_caps, "resources", "subscribe")
             self.mode.answer_initialize()
 
-    def _on_uri_ack(self, stream: Stream, honored: Message) -> None:
+    def _on_uri_ack(self, stream: UpstreamStream, honored: Message) -> None:
         uris = honored.get("resourceSubscriptions")
         waiters, stream.waiters = stream.waiters, []
         if isinstance(uris, list) and stream.uri in uris:
@@ -137,28 +210,26 @@ class Listener:
         # The listen request stays open on the server though it carries nothing: end it.
         self._cancel(stream)
         for waiter in waiters:
-            self.ctx.reply_error(CLIENT, waiter, INVALID_PARAMS,
-                                 f"The server does not offer updates for {stream.uri}")
+            self.ctx.fail(CLIENT, waiter, errors.updates_not_offered(stream.uri))
 
     # resources/subscribe and resources/unsubscribe, answered here --------------------------
 
     def subscribe(self, message: Message) -> None:
         uri = (message.get("params") or {}).get("uri")
         if not self.subscribe_ok:
-            self.ctx.reply_error(CLIENT, message["id"], METHOD_NOT_FOUND,
-                                 "Method not found: the server offers no resource subscriptions")
+            self.ctx.fail(CLIENT, message["id"], errors.subscriptions_not_offered())
         elif not isinstance(uri, str):
-            self.ctx.reply_error(CLIENT, message["id"], INVALID_PARAMS, "uri must be a string")
+            self.ctx.fail(CLIENT, message["id"], errors.uri_not_string())
         elif uri in self.by_uri:
             stream = self.by_uri[uri]
-            if stream.acked:
+            if stream.acknowledged:
                 # Subscribing twice changes nothing.
                 self.ctx.reply(CLIENT, message["id"], self.mode.local_result("resources/subscribe"))
             else:
                 stream.waiters.append(message["id"])
         else:
             # One stream per URI: adding a URI never closes a stream, so no update is missed.
-            stream = Stream(uri, {"resourceSubscriptions": [uri]})
+            stream = UpstreamStream(uri, {"resourceSubscriptions": [uri]})
             stream.waiters.append(message["id"])
             self.by_uri[uri] = stream
             self._open(stream)
@@ -168,22 +239,23 @@ class Listener:
         stream = self.by_uri.get(uri) if isinstance(uri, str) else None
         if stream is not None:
             for waiter in stream.waiters:
-                self.ctx.reply_error(CLIENT, waiter, INVALID_PARAMS, f"Unsubscribed from {uri}")
+                self.ctx.fail(CLIENT, waiter, errors.unsubscribed(stream.uri))
             # cancellation.mdx: this ends the stream. One the server already ended (waiting
             # to be re-opened) is not cancelled: only requests in progress may be.
             self._cancel(stream)
             self._drop(stream)
         self.ctx.reply(CLIENT, message["id"], self.mode.local_result("resources/unsubscribe"))
 
-    def _drop(self, stream: Stream) -> None:
+    def _drop(self, stream: UpstreamStream) -> None:
         if stream.uri is not None:
             self.by_uri.pop(stream.uri, None)
         if stream.id is not None:
             self.by_id.pop(stream.id, None)
-        self.ctx.cancel_timer(("listen", "reopen", _name(stream)))
-        self.ctx.cancel_timer(("listen", "ack", _name(stream)))
+        stream.move(UpstreamState.CLOSED)
+        self.ctx.cancel_timer(Deadline(stream.name, UpstreamDue.REOPEN))
+        self.ctx.cancel_timer(Deadline(stream.name, UpstreamDue.ACK))
 
-    def _cancel(self, stream: Stream) -> None:
+    def _cancel(self, stream: UpstreamStream) -> None:
         """End the stream's listen request on the server, if it is still open there."""
         if stream.id is not None and stream.id in self.mode.router.pending[SERVER]:
             self.mode.router.cancel(SERVER, stream.id)
@@ -207,65 +279,75 @@ class Listener:
         stream = self.by_id.get(sub_id) if isinstance(sub_id, str) else None
         if stream is None:
             return method in LIST_CHANGES or method.startswith("notifications/subscriptions") \
-                or method == "notifications/resources/updated"  # untagged or stale: dropped
-        if method == "notifications/subscriptions/acknowledged":
+                or method == UPDATED  # untagged or stale: dropped
+        if method == ACKNOWLEDGED:
             self._on_ack(stream, params)
         elif method in LIST_CHANGES:
             if stream.uri is None and stream.honored.get(LIST_CHANGES[method][0]) is True:
-                self.ctx.send(CLIENT, notification(method, _untagged(params)))
-        elif method == "notifications/resources/updated" and stream.uri is not None \
-                and stream.uri in self.by_uri:
-            self.ctx.send(CLIENT, notification(method, _untagged(params)))
+                self._tell(method, params)
+        elif method == UPDATED and stream.uri is not None and stream.uri in self.by_uri:
+            self._tell(method, params)
         return True
 
-    def on_closed(self, row: Pending, message: Message) -> None:
+    def _tell(self, method: str, params: Message) -> None:
+        """Pass a stream's notification on, untagged. A legacy client has no stream to put it
+        on: it is unsolicited, of the session, and belongs to no request (request None)."""
+        self.ctx.send(CLIENT, notification(method, _untagged(params)), request=None)
+
+    def on_closed(self, stream: UpstreamStream, message: Message) -> None:
         """The listen request got its answer: the server ended the stream, or refused it."""
-        stream: Stream = row.data
-        if self.by_id.get(row.data.id) is not stream:
+        if stream.id is None or self.by_id.get(stream.id) is not stream:
             return
         if "error" in message:
             self._refused(stream, message["error"])
         else:
             self._ended(stream)
 
-    def _refused(self, stream: Stream, error: Message) -> None:
+    def _refused(self, stream: UpstreamStream, error: Message) -> None:
         self.ctx.log("info", "listen.refused", uri=stream.uri, code=error.get("code"))
         self._drop(stream)
         if stream.uri is None:
             # No listen support: the legacy client gets no listChanged, not an error loop.
-            if self.mode.initialize_id is not None:
+            if self.mode.initializing:
                 self.mode.answer_initialize()
             self.session = None
             return
         for waiter in stream.waiters:
-            self.ctx.reply_error(CLIENT, waiter, error.get("code", INVALID_PARAMS),
-                                 str(error.get("message", "subscription refused")))
+            self.ctx.fail(CLIENT, waiter, errors.subscription_refused(error))
 
-    def _ended(self, stream: Stream) -> None:
+    def _ended(self, stream: UpstreamStream) -> None:
         """Re-open a stream the server ended, with back-off; the client never knows."""
         if stream.id is not None:
             self.by_id.pop(stream.id, None)
-        self.ctx.cancel_timer(("listen", "ack", _name(stream)))
+        stream.move(UpstreamState.LAPSED if stream.acknowledged else UpstreamState.BACKING_OFF)
+        self.ctx.cancel_timer(Deadline(stream.name, UpstreamDue.ACK))
         first, largest = self.ctx.config.listen_backoff
         delay = min(largest, first * 2**stream.attempts)
         stream.attempts += 1
         self.ctx.log("info", "listen.ended", uri=stream.uri, reopen_in=delay)
-        self.ctx.schedule(("listen", "reopen", _name(stream)), delay)
+        self.ctx.schedule(Deadline(stream.name, UpstreamDue.REOPEN), delay)
 
-    def on_timer(self, key: tuple[str, str, str]) -> None:
-        stream = self.session if key[2] == SESSION else self.by_uri.get(key[2])
-        if stream is None:
-            return
-        if key[1] == "ack":
+    def _on_ack_due(self, key: Deadline) -> None:
+        stream = self._named(key.owner)
+        if stream is not None:
             self._ack_timeout(stream)
-        else:
+
+    def _on_reopen_due(self, key: Deadline) -> None:
+        stream = self._named(key.owner)
+        if stream is not None:
             self._open(stream)
 
-    def _ack_timeout(self, stream: Stream) -> None:
+    def _named(self, name: object) -> UpstreamStream | None:
+        """The live stream a timer names (it may have been dropped since it was set)."""
+        if name == SESSION_STREAM:
+            return self.session
+        return self.by_uri.get(name) if isinstance(name, str) else None
+
+    def _ack_timeout(self, stream: UpstreamStream) -> None:
         """No acknowledgement in time: whoever waits on the stream is answered; never a hang."""
         self.ctx.log("warning", "listen.no_ack", uri=stream.uri)
         self._cancel(stream)
-        if stream.uri is None and self.mode.initialize_id is not None:
+        if stream.uri is None and self.mode.initializing:
             # initialize waits on it: answer without what the stream would have delivered.
             self._drop(stream)
             self.session = None
@@ -275,9 +357,7 @@ class Listener:
             waiters, stream.waiters = stream.waiters, []
             self._drop(stream)
             for waiter in waiters:
-                self.ctx.reply_error(CLIENT, waiter, INTERNAL_ERROR,
-                                     f"mcp-rosetta: the server did not acknowledge the "
-                                     f"subscription to {stream.uri}")
+                self.ctx.fail(CLIENT, waiter, errors.subscription_unacknowledged(stream.uri))
         else:
             # A re-open of a stream the client counts on: try again later, with back-off.
             self._ended(stream)
@@ -291,8 +371,7 @@ class Listener:
         for stream in self.by_uri.values():
             waiters, stream.waiters = stream.waiters, []
             for waiter in waiters:
-                self.ctx.reply_error(CLIENT, waiter, INTERNAL_ERROR, reason,
-                                     data if data is not None else SOURCE)
+                self.ctx.fail(CLIENT, waiter, errors.subscription_lost(reason, data))
 
     # A restarted server -------------------------------------------------------------------
 
@@ -307,7 +386,7 @@ class Listener:
         wanted = {flag: True for method, (flag, area) in LIST_CHANGES.items()
                   if method in changes and has_flag(caps, area, "listChanged")}
         if wanted:
-            self.session = Stream(None, wanted)
+            self.session = UpstreamStream(None, wanted)
             self._open(self.session)
         self.subscribe_ok = subscribe and has_flag(caps, "resources", "subscribe")
         for uri in uris:
@@ -315,14 +394,9 @@ class Listener:
                 self.ctx.log("warning", "subscription.lost", uri=uri,
                              reason="the new server offers no resource subscriptions")
                 continue
-            stream = self.by_uri[uri] = Stream(uri, {"resourceSubscriptions": [uri]})
+            stream = self.by_uri[uri] = UpstreamStream(uri, {"resourceSubscriptions": [uri]})
             stream.granted = True
             self._open(stream)
-
-
-def _name(stream: Stream) -> str:
-    """The stream's name in timer keys: its URI, or the session's."""
-    return stream.uri if stream.uri is not None else SESSION
 
 
 def _untagged(params: Message) -> Message | None:

@@ -8,28 +8,29 @@ envelope on every request, and normalizes answers down to the client's revision.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from enum import Enum
+from typing import Any, Final, Protocol
 
+from bridge.core import errors
 from bridge.core.capabilities import client_caps_to_modern, has_flag
 from bridge.core.context import Context
+from bridge.core.dispatch import from_server
 from bridge.core.downgrade import progress_for_legacy
 from bridge.core.envelope import build_request, stamp_envelope
 from bridge.core.eras import (
     BATCHING_VERSION,
-    INTERNAL_ERROR,
     INVALID_PARAMS,
-    INVALID_REQUEST,
     LATEST_LEGACY_VERSION,
     LEGACY_PROTOCOL_VERSIONS,
     LEGACY_RESOURCE_NOT_FOUND,
     LOG_SEVERITY,
-    METHOD_NOT_FOUND,
     MODERN_PROTOCOL_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
     is_log_level,
     is_progress_token,
 )
 from bridge.core.events import CLIENT, SERVER
+from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange
 from bridge.core.handover import (
     ClientSession,
     Handover,
@@ -39,15 +40,118 @@ from bridge.core.handover import (
 )
 from bridge.core.handshake import legacy_result
 from bridge.core.jsonrpc import Inbound
-from bridge.core.legacy_server_modern_client.inputs import ELIGIBLE, InputLoop
-from bridge.core.legacy_server_modern_client.listen import Listener
+from bridge.core.legacy_server_modern_client.inputs import InputLoop
+from bridge.core.legacy_server_modern_client.listen import UpstreamListener
+from bridge.core.methods import ELIGIBLE
 from bridge.core.normalize import normalize_result
 from bridge.core.probe import Probe, is_discover_result
 from bridge.core.restarts import Outage
-from bridge.core.router import Pending, Router
+from bridge.core.router import Due, Router
 from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, removed_members, without_members
+from bridge.core.timers import Deadline
 
 Message = dict[str, Any]
+
+
+class InitializeStep(Enum):
+    """Where the legacy client's `initialize` is (lifecycle.mdx §InitializeStep)."""
+
+    NEW = "new"  # none yet, or the last one failed with its server
+    WAITING = "waiting"  # it waits for the session stream's acknowledgement
+    ANSWERED = "answered"  # answered: the client's session is settled
+
+
+_INITIALIZE_MOVES: Final[dict[InitializeStep, frozenset[InitializeStep]]] = {
+    InitializeStep.NEW: frozenset({InitializeStep.WAITING, InitializeStep.ANSWERED}),
+    InitializeStep.WAITING: frozenset({InitializeStep.ANSWERED, InitializeStep.NEW}),
+    InitializeStep.ANSWERED: frozenset(),
+}
+
+
+class DowngradeHost(Protocol):
+    """What a request the client sent needs of its mode once the server answers it."""
+
+    ctx: Context
+    inputs: InputLoop
+
+    def relay_result(self, call: EnvelopedRequest, message: Message, result: Message,
+                     line: bytes | None) -> None: ...
+    def relay_error(self, origin: Any, method: str, message: Message,
+                    call: EnvelopedRequest | None = None) -> None: ...
+    def forget_progress_token(self, token: Any) -> None: ...
+    def rediscovered(self, result: Message) -> None: ...
+
+
+class EnvelopedRequest(ClientRequest):
+    """A client's request forwarded with the envelope stamped on. Its answer is relayed
+    downgraded, an error mapped for a legacy client; an `input_required` turns it into an
+    input loop (mrtr.mdx). request_timeout or a lost server answer the client with an error.
+
+    `params` are the client's as it sent them (a retry or a round is built from them), `token`
+    its progress token, `retried` whether it is already the one retry after -32022.
+    """
+
+    __slots__ = ("host", "params", "retried", "token")
+
+    def __init__(self, host: DowngradeHost, origin: Any, method: str, params: Message | None,
+                 token: Any, retried: bool) -> None:
+        super().__init__(origin, method)
+        self.host = host
+        self.params = params
+        self.token = token
+        self.retried = retried
+
+    def answered(self, message: Message, line: bytes | None) -> None:
+        host = self.host
+        result = message.get("result")
+        if result is None:
+            self._end_progress()
+            host.relay_error(self.origin, self.method, message, self)
+            return
+        kind = result.get("resultType", "complete")
+        if kind == "complete":
+            self._end_progress()
+            host.relay_result(self, message, result, line)
+        elif kind == "input_required" and self.method in ELIGIBLE:
+            # From now on an input loop: progress keeps its high-water mark over its rounds.
+            host.inputs.begin(self.origin, self.method, self.params, self.token, result)
+        else:
+            self._end_progress()
+            host.ctx.fail(CLIENT, self.origin, errors.result_type_not_carried(self.method, kind))
+
+    def expired(self, ctx: Context) -> None:
+        super().expired(ctx)
+        self._end_progress()
+
+    def _end_progress(self) -> None:
+        if self.token is not None:  # most requests want no progress
+            self.host.forget_progress_token(self.token)
+
+
+class Rediscovery(Exchange):
+    """`server/discover` again, after -32022 mid-session: its result replaces the probe's. No
+    client waits on it, and neither a deadline nor a lost server means anything for it."""
+
+    __slots__ = ("host",)
+
+    def __init__(self, host: DowngradeHost) -> None:
+        super().__init__(NO_REQUEST, "server/discover")
+        self.host = host
+
+    def answered(self, message: Message, line: bytes | None) -> None:
+        result = message.get("result")
+        if is_discover_result(result):
+            self.host.rediscovered(result)
+
+
+class ProgressWatermark:
+    """A live progress token: the request it is for, and the highest progress relayed."""
+
+    __slots__ = ("high", "origin")
+
+    def __init__(self, origin: Any) -> None:
+        self.origin = origin
+        self.high = float("-inf")
 
 
 class ModeA:
@@ -63,20 +167,22 @@ class ModeA:
         self.probe_error = probe.error
         self.contradiction = probe.contradiction  # server_era pinned to modern, wrongly
         self.version = LATEST_LEGACY_VERSION
-        self.initialize_id: Any = None  # set while initialize waits for the listen ack
+        self.initialization = InitializeStep.NEW
+        self.initialize_id: Any = None  # while WAITING: the id the initialize came with
         self.initialize_params: Message = {}
-        self.answered = False  # initialize was answered: the client's session is settled
-        self.initialized = False  # the client sent notifications/initialized
+        # The client sent notifications/initialized. Not a step of `initialization`: a client
+        # may send it before its answer, and the handover still owes it to the next server.
+        self.initialized = False
         self.told: Message = {}  # the capabilities the client's InitializeResult named
-        self.client_caps_legacy: dict[str, Any] = {}
-        self.client_caps: dict[str, Any] = {}
-        self.client_info: dict[str, Any] | None = None
+        self.client_caps_legacy: Message = {}
+        self.client_caps: Message = {}
+        self.client_info: Message | None = None
         self.client_level: str | None = None  # set by the client's logging/setLevel
         self.log_level = ctx.config.default_log_level  # the level stamped on each request
-        self.progress_seen: dict[Any, float] = {}
-        self._line: bytes | None = None  # the line of the server's answer being handled
+        # (type, token) -> the watermark of a live token: 1 and True are different tokens.
+        self.progress_seen: dict[tuple[type, Any], ProgressWatermark] = {}
         self.inputs = InputLoop(self)
-        self.listener = Listener(self)
+        self.listener = UpstreamListener(self)
         self._local: dict[str, Callable[[Message], None]] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -84,19 +190,25 @@ class ModeA:
             "resources/subscribe": self.listener.subscribe,
             "resources/unsubscribe": self.listener.unsubscribe,
         }
-        self._answers: dict[str, Callable[[Pending, Message], None]] = {
-            "forward": self._on_forward_answer,
-            "round": self.inputs.on_round_answer,
-            "listen": self.listener.on_closed,
-            "discover": self._on_rediscover,
-        }
+        self._on_due: dict[Enum, Callable[[Deadline], None]] = {
+            Due.REQUEST_TIMEOUT: self._expire, **self.inputs.timers(), **self.listener.timers()}
 
     @property
     def client_batching(self) -> bool:
         return self.version == BATCHING_VERSION
 
     @property
-    def server_caps(self) -> dict[str, Any]:
+    def initializing(self) -> bool:
+        """Whether the client's initialize waits on the session stream's acknowledgement."""
+        return self.initialization is InitializeStep.WAITING
+
+    def _move(self, step: InitializeStep) -> None:
+        if step not in _INITIALIZE_MOVES[self.initialization]:
+            raise RuntimeError(f"initialize: {self.initialization.value} -> {step.value}")
+        self.initialization = step
+
+    @property
+    def server_caps(self) -> Message:
         caps = self.discover.get("capabilities") if self.discover else None
         return caps if isinstance(caps, dict) else {}
 
@@ -128,17 +240,15 @@ class ModeA:
             if local is not None:
                 local(message)
             elif method.startswith("tasks/"):
-                # Tasks are not bridged and never advertised (TRANSLATION.md §4.3).
-                self.ctx.reply_error(CLIENT, message["id"], METHOD_NOT_FOUND,
-                                     f"Method not found: {method}")
+                self.ctx.fail(CLIENT, message["id"], errors.tasks_not_bridged(method))
             else:
                 self.forward(message)
         elif kind == "notification":
             self._on_client_notification(message)
         elif kind == "response":
-            row = self.router.take(CLIENT, message)
-            if row is not None:
-                self.inputs.on_client_answer(row, message)
+            exchange = self.router.take(CLIENT, message)  # an input question (inputs.py)
+            if exchange is not None:
+                exchange.answered(message, inbound.line)
         else:
             self.ctx.reject(CLIENT, inbound)
 
@@ -148,9 +258,13 @@ class ModeA:
         if token is not None:
             # Only tokens of live requests may carry progress to the client: once a request
             # ends or is cancelled, nothing more for it reaches the client (stdio.mdx).
-            self.progress_seen.setdefault((type(token), token), float("-inf"))
-        self.router.forward(SERVER, self.modern_request(message["id"], message["method"], params),
-                            data=(params, token, False))
+            self.progress_seen.setdefault((type(token), token), ProgressWatermark(message["id"]))
+        self._send_call(message["id"], message["method"], params, token, False)
+
+    def _send_call(self, origin: Any, method: str, params: Message | None, token: Any,
+                   retried: bool) -> None:
+        self.router.forward(SERVER, self.modern_request(origin, method, params),
+                            EnvelopedRequest(self, origin, method, params, token, retried))
 
     def _on_client_notification(self, message: Message) -> None:
         method = message["method"]
@@ -171,26 +285,27 @@ class ModeA:
         bid = self.router.find(SERVER, request_id)
         if bid is not None:
             reason = params.get("reason")
-            row = self.router.cancel(SERVER, bid, reason if isinstance(reason, str) else None)
-            if row is not None:
-                self._forget_progress(row)
+            exchange = self.router.cancel(SERVER, bid, reason if isinstance(reason, str) else None)
+            if isinstance(exchange, EnvelopedRequest):
+                self.forget_progress_token(exchange.token)
 
     # Requests the modern era removed, answered here (TRANSLATION.md §4.1) ------------------
 
     def _initialize(self, message: Message) -> None:
-        if self.initialize_id is not None or self.answered:
-            self.ctx.reply_error(CLIENT, message["id"], INVALID_REQUEST, "Already initialized")
+        if self.initialization is not InitializeStep.NEW:
+            self.ctx.fail(CLIENT, message["id"], errors.already_initialized())
             return
         params = message.get("params") or {}
         refusal = self._unservable(params.get("protocolVersion"))
         if refusal is not None:
-            self.ctx.reply_error(CLIENT, message["id"], INVALID_PARAMS, *refusal)
+            self.ctx.fail(CLIENT, message["id"], refusal)
             return
         asked = params.get("protocolVersion")
         # lifecycle.mdx §Version Negotiation: echo a supported version, else the latest.
         self._adopt_client(params, asked if asked in LEGACY_PROTOCOL_VERSIONS
                            else LATEST_LEGACY_VERSION)
         self.initialize_id = message["id"]
+        self._move(InitializeStep.WAITING)
         if not self.listener.open_session():
             self.answer_initialize()
 
@@ -204,25 +319,27 @@ class ModeA:
         info = params.get("clientInfo")
         self.client_info = info if isinstance(info, dict) else None
 
-    def _unservable(self, asked: Any) -> tuple[str, Any] | None:
+    def _unservable(self, asked: object) -> errors.OwnError | None:
         """Why the server cannot be offered to a legacy client at all, if it cannot."""
         if self.discover is None and self.contradiction is not None:
-            return (f"mcp-rosetta: {self.contradiction}",
-                    {"supported": list(LEGACY_PROTOCOL_VERSIONS), "requested": asked,
-                     "serverAnswered": self.probe_error})
+            return errors.unservable(f"mcp-rosetta: {self.contradiction}",
+                                     {"supported": list(LEGACY_PROTOCOL_VERSIONS),
+                                      "requested": asked, "serverAnswered": self.probe_error})
         if self.discover is None:
             supported = _supported_versions(self.probe_error)
-            return (f"mcp-rosetta: the server speaks only protocol versions {supported}; "
-                    f"mcp-rosetta speaks {MODERN_PROTOCOL_VERSION} to it",
-                    {"supported": list(LEGACY_PROTOCOL_VERSIONS), "requested": asked,
-                     "serverSupportedVersions": supported})
+            return errors.unservable(
+                f"mcp-rosetta: the server speaks only protocol versions {supported}; "
+                f"mcp-rosetta speaks {MODERN_PROTOCOL_VERSION} to it",
+                {"supported": list(LEGACY_PROTOCOL_VERSIONS), "requested": asked,
+                 "serverSupportedVersions": supported})
         supported = self.discover.get("supportedVersions", [])
         if MODERN_PROTOCOL_VERSION in supported:
             return None
-        return (f"mcp-rosetta: the server supports {supported}, none of which it can bridge "
-                f"(it speaks {MODERN_PROTOCOL_VERSION})",
-                {"supported": list(LEGACY_PROTOCOL_VERSIONS), "requested": asked,
-                 "serverSupportedVersions": supported})
+        return errors.unservable(
+            f"mcp-rosetta: the server supports {supported}, none of which it can bridge "
+            f"(it speaks {MODERN_PROTOCOL_VERSION})",
+            {"supported": list(LEGACY_PROTOCOL_VERSIONS), "requested": asked,
+             "serverSupportedVersions": supported})
 
     def answer_initialize(self) -> None:
         """Reply to the pending initialize, with exactly the capabilities deliverable."""
@@ -232,7 +349,7 @@ class ModeA:
         self.ctx.log("info", "client.initialized", mode="A", version=self.version,
                      client=(self.client_info or {}).get("name"))
         self.initialize_id = None
-        self.answered = True
+        self._move(InitializeStep.ANSWERED)
         self.told = result["capabilities"]
 
     def _ping(self, message: Message) -> None:
@@ -241,8 +358,7 @@ class ModeA:
     def _set_level(self, message: Message) -> None:
         level = (message.get("params") or {}).get("level")
         if not is_log_level(level):
-            self.ctx.reply_error(CLIENT, message["id"], INVALID_PARAMS,
-                                 f"Invalid log level: {level!r}")
+            self.ctx.fail(CLIENT, message["id"], errors.invalid_log_level(level))
         else:
             # logging.mdx (2026-07-28): the level rides on each request from now on.
             self.log_level = self.client_level = level
@@ -251,25 +367,13 @@ class ModeA:
     # From the server ----------------------------------------------------------------------
 
     def on_server(self, inbound: Inbound) -> None:
-        kind = inbound.kind
-        message = inbound.message
-        if kind == "response":
-            row = self.router.take(SERVER, message)
-            if row is not None:
-                self._line = inbound.line
-                self._answers[row.purpose](row, message)
-                self._line = None
-        elif kind == "notification":
-            self._on_server_notification(message)
-        elif kind == "request":
-            # stdio.mdx: "The server MUST NOT write JSON-RPC requests to stdout."
-            self.ctx.log("warning", "server.request_refused", method=message["method"])
-            self.ctx.reply_error(SERVER, message["id"], METHOD_NOT_FOUND,
-                                 "Modern servers must not send requests on stdio")
-        else:
-            self.ctx.log("warning", "message.invalid", side=SERVER, reason=inbound.reason)
+        from_server(self, inbound)
 
-    def _on_server_notification(self, message: Message) -> None:
+    def on_server_request(self, message: Message) -> None:
+        self.ctx.log("warning", "server.request_refused", method=message["method"])
+        self.ctx.fail(SERVER, message["id"], errors.no_requests_on_stdio())
+
+    def on_server_notification(self, message: Message) -> None:
         method = message["method"]
         if method == "notifications/progress":
             self._relay_progress(message)
@@ -289,7 +393,21 @@ class ModeA:
             if severity < LOG_SEVERITY[self.log_level]:
                 self.ctx.debug("log.dropped", level=level)
                 return
-        self.ctx.send(CLIENT, message)
+        self.ctx.send(CLIENT, message, request=self._log_owner())
+
+    def _log_owner(self) -> Any:
+        """The client request a server's log line belongs to. logging.mdx sends it on the
+        response stream of the request that set the level, but on stdio a log message names
+        no request: with one request at the server it can only be that one's; with several
+        the server cannot say which, so neither can the bridge (None). Every request carries
+        the same level (the session's), so any of them may have asked for it."""
+        owner: Exchange | None = None
+        for exchange in self.router.pending[SERVER].values():
+            if exchange.awaited:
+                if owner is not None:
+                    return None
+                owner = exchange
+        return None if owner is None else owner.origin
 
     def _relay_progress(self, message: Message) -> None:
         """Forward progress, never backwards: a retried round may restart it (§11.8)."""
@@ -301,97 +419,72 @@ class ModeA:
         if not is_progress_token(token) or not isinstance(value, int | float) \
                 or isinstance(value, bool):
             return
-        key = (type(token), token)
-        last = self.progress_seen.get(key)
-        if last is None or value <= last:
+        mark = self.progress_seen.get((type(token), token))
+        if mark is None or value <= mark.high:
             return
-        self.progress_seen[key] = value
+        mark.high = value
         message["params"] = progress_for_legacy(params, self.version)
-        self.ctx.send(CLIENT, message)
+        self.ctx.send(CLIENT, message, request=mark.origin)
 
     def forget_progress_token(self, token: Any) -> None:
         if token is not None:
             self.progress_seen.pop((type(token), token), None)
 
-    def _forget_progress(self, row: Pending) -> None:
-        data = row.data
-        if isinstance(data, tuple) and data[1] is not None:  # most requests want no progress
-            self.forget_progress_token(data[1])
-
-    def _on_forward_answer(self, row: Pending, message: Message) -> None:
-        result = message.get("result")
-        kind = result.get("resultType", "complete") if result is not None else None
-        if kind == "input_required" and row.method in ELIGIBLE and result is not None:
-            self.inputs.begin(row, result)  # progress keeps its high-water mark over rounds
-            return
-        self._forget_progress(row)
-        if result is None:
-            self.relay_error(row, message)
-            return
-        if kind != "complete":
-            # input_required only answers tools/call, resources/read, prompts/get (mrtr.mdx).
-            self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR,
-                                 f"mcp-rosetta: the server answered {row.method} with "
-                                 f"resultType {kind!r}, which this method cannot carry")
-            return
-        legacy = normalize_result(result, to_era="legacy", method=row.method,
+    def relay_result(self, call: EnvelopedRequest, message: Message, result: Message,
+                     line: bytes | None) -> None:
+        """A complete result, downgraded for the client's revision under the client's id."""
+        origin = call.origin
+        legacy = normalize_result(result, to_era="legacy", method=call.method,
                                   version=self.version)
-        bid, message["result"], message["id"] = message["id"], legacy, row.origin_id
-        line = self._line
+        bid, message["result"], message["id"] = message["id"], legacy, origin
         if line is not None and SPLICE_MIN <= len(line) <= SPLICE_MAX:
-            self.ctx.send(CLIENT, message, _downgraded_line(line, bid, row.origin_id, result,
-                                                            legacy))
+            line = _downgraded_line(line, bid, origin, result, legacy)
         else:
-            self.ctx.send(CLIENT, message)
+            line = None
+        self.ctx.send(CLIENT, message, line, origin)
 
-    def relay_error(self, row: Pending, message: Message) -> None:
-        """An error answer, mapped for a legacy client (TRANSLATION.md §3.4)."""
+    def relay_error(self, origin: Any, method: str, message: Message,
+                    call: EnvelopedRequest | None = None) -> None:
+        """An error answer, mapped for a legacy client (TRANSLATION.md §3.4). `call`: the
+        request it answers, when it may be sent once more (not a round of an input loop)."""
         error = message["error"]
-        if error.get("code") == UNSUPPORTED_PROTOCOL_VERSION and self._retry_version(row, error):
+        if error.get("code") == UNSUPPORTED_PROTOCOL_VERSION:
+            self._version_refused(origin, method, error, call)
             return
-        if row.method == "resources/read" and _means_not_found(error):
+        if method == "resources/read" and _means_not_found(error):
             error = {**error, "code": LEGACY_RESOURCE_NOT_FOUND}
-        self.ctx.send(CLIENT, {"jsonrpc": "2.0", "id": row.origin_id, "error": error})
+        self.ctx.send(CLIENT, {"jsonrpc": "2.0", "id": origin, "error": error}, request=origin)
 
-    def _retry_version(self, row: Pending, error: Message) -> bool:
+    def _version_refused(self, origin: Any, method: str, error: Message,
+                         call: EnvelopedRequest | None) -> None:
         """-32022 mid-session: rediscover, and retry once if our version is still there."""
-        self.router.issue(SERVER, "server/discover", self.envelope(None), "discover")
+        self.router.issue(SERVER, "server/discover", self.envelope(None), Rediscovery(self))
         supported = _supported_versions(error)
-        params, token, retried = row.data if isinstance(row.data, tuple) else (None, None, True)
-        if MODERN_PROTOCOL_VERSION in supported and not retried:
-            self.router.forward(SERVER, self.modern_request(row.origin_id, row.method, params),
-                                data=(params, token, True))
-            return True
-        self.ctx.reply_error(CLIENT, row.origin_id, INTERNAL_ERROR,
-                             f"mcp-rosetta: the server no longer supports "
-                             f"{MODERN_PROTOCOL_VERSION}; it supports {supported}",
-                             {"supported": supported})
-        return True
+        if MODERN_PROTOCOL_VERSION in supported and call is not None and not call.retried:
+            self._send_call(origin, method, call.params, call.token, True)
+            return
+        self.ctx.fail(CLIENT, origin, errors.version_withdrawn(MODERN_PROTOCOL_VERSION,
+                                                               supported))
 
-    def _on_rediscover(self, row: Pending, message: Message) -> None:
-        result = message.get("result")
-        if is_discover_result(result):
-            self.discover = result
-            self.ctx.log("info", "server.rediscovered", versions=result["supportedVersions"])
+    def rediscovered(self, result: Message) -> None:
+        self.discover = result
+        self.ctx.log("info", "server.rediscovered", versions=result["supportedVersions"])
 
     # Lifecycle ----------------------------------------------------------------------------
 
-    def on_timer(self, key: Any) -> None:
-        if key[0] == "timeout":
-            row = self.router.expire(key[1])
-            if row is not None:
-                self._forget_progress(row)
-        elif key[0] == "mrtr":
-            self.inputs.on_timer(key)
-        elif key[0] == "listen":
-            self.listener.on_timer(key)
+    def on_timer(self, key: Deadline) -> None:
+        self._on_due[key.kind](key)
+
+    def _expire(self, key: Deadline) -> None:
+        if isinstance(key.owner, str):  # a minted id
+            self.router.expire(key.owner)  # its exchange answers the client (expired)
 
     def busy(self) -> bool:
-        return self.initialize_id is not None or bool(self.inputs.calls) or self.router.busy() \
+        return self.initializing or bool(self.inputs.calls) or self.router.busy() \
             or self.listener.busy()
 
     def client_session(self) -> LegacySession | None:
-        if not self.answered:
+        if self.initialization is not InitializeStep.ANSWERED:
             return None
         return LegacySession(self.initialize_params, self.version, self.told,
                              initialized=self.initialized, log_level=self.client_level,
@@ -409,7 +502,8 @@ class ModeA:
         it was told change announced, since this server may offer others."""
         assert isinstance(session, LegacySession)
         self._adopt_client(session.initialize, session.version)
-        self.answered, self.initialized = True, session.initialized
+        self._move(InitializeStep.ANSWERED)
+        self.initialized = session.initialized
         self.told = session.capabilities
         if session.log_level is not None:
             self.log_level = self.client_level = session.log_level
@@ -427,12 +521,13 @@ class ModeA:
         self.router.fail_all(reason, data)
         self.inputs.fail_all(reason, data)
         self.listener.fail_all(reason, data)
-        if self.initialize_id is not None:
-            self.ctx.reply_error(CLIENT, self.initialize_id, INTERNAL_ERROR, reason, data)
+        if self.initializing:
+            self.ctx.fail(CLIENT, self.initialize_id, errors.initialize_lost(reason, data))
             self.initialize_id = None
+            self._move(InitializeStep.NEW)
 
 
-def _progress_token(params: Any) -> Any:
+def _progress_token(params: object) -> Any:
     meta = params.get("_meta") if isinstance(params, dict) else None
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     return token if token is not None and is_progress_token(token) else None
@@ -447,7 +542,7 @@ def _downgraded_line(line: bytes, bid: str, origin_id: Any, result: Message,
     return None if removed is None else without_members(line, bid, origin_id, removed)
 
 
-def _supported_versions(error: Any) -> list[str]:
+def _supported_versions(error: object) -> list[str]:
     """The versions an UnsupportedProtocolVersion error names as supported; [] if none."""
     data = error.get("data") if isinstance(error, dict) else None
     supported = data.get("supported") if isinstance(data, dict) else None
