@@ -21,17 +21,32 @@ the configured ones.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from bridge.core.capabilities import declares
 
 Message = dict[str, Any]
 
-# Catching the server up after notifications/roots/list_changed: it has not asked again yet;
-# asked and answered, a ping is out (answered in order: it has read the new roots); then
-# roots_settle passes, for a server that applies its roots asynchronously (server-filesystem
-# checks each directory before it uses the new list).
-REASK, FENCE, SETTLE = "reask", "fence", "settle"
+
+class Resync(Enum):
+    """Catching the server up after notifications/roots/list_changed (calls wait meanwhile)."""
+
+    IDLE = "idle"  # nothing to catch up
+    REASK = "reask"  # told; it has not asked roots/list again yet
+    FENCE = "fence"  # asked and answered; a ping is out (answered in order: it has read them)
+    # roots_settle passes, for a server that applies its roots asynchronously
+    # (server-filesystem checks each directory before it uses the new list).
+    SETTLE = "settle"
+
+
+# New roots may arrive at any stage (another call's roots round): the server is told again.
+_MOVES: dict[Resync, frozenset[Resync]] = {
+    Resync.IDLE: frozenset({Resync.REASK}),
+    Resync.REASK: frozenset({Resync.REASK, Resync.FENCE, Resync.IDLE}),
+    Resync.FENCE: frozenset({Resync.REASK, Resync.SETTLE, Resync.IDLE}),
+    Resync.SETTLE: frozenset({Resync.REASK, Resync.IDLE}),
+}
 
 
 class Roots:
@@ -45,8 +60,17 @@ class Roots:
         self.learned_at = float("-inf")
         self.told: list[Any] | None = None  # what the server last got for roots/list
         self.listens = False  # whether the server was promised roots/list_changed
-        self.resync: str | None = None  # REASK, FENCE or SETTLE while the server catches up
+        self.resync = Resync.IDLE
         self.stale = False  # the client said its roots changed since the bridge heard them
+
+    def move(self, to: Resync) -> None:
+        if to not in _MOVES[self.resync]:
+            raise AssertionError(f"roots resync: {self.resync.name} -> {to.name}")
+        self.resync = to
+
+    @property
+    def resyncing(self) -> bool:
+        return self.resync is not Resync.IDLE
 
     def capability(self, client_caps: Message) -> Message:
         """The roots capability to declare to the legacy server at initialize.
