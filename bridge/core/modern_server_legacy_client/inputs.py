@@ -82,6 +82,17 @@ class CallStage(Enum):
     AWAITING_URL = "awaiting url"  # the user accepted URL elicitations: time to finish them
     ENDED = "ended"  # answered, cancelled or timed out
 
+    # Members are singletons compared by identity; Enum's own __hash__ is Python code, and
+    # every call checks two moves against the table on the hot path.
+    __hash__ = object.__hash__
+
+
+# The stages a call passes on the hot path, as module globals: an attribute of an Enum class
+# costs five times a global (EnumType defines __getattr__, so every class lookup goes
+# through Python), and every call reads them.
+_CALL_QUEUED, _CALL_RUNNING = CallStage.QUEUED, CallStage.RUNNING
+_CALL_PARKED, _CALL_ENDED = CallStage.PARKED, CallStage.ENDED
+_RESYNC_IDLE = Resync.IDLE
 
 _STAGES = CallStage
 _CALL_MOVES: dict[CallStage, frozenset[CallStage]] = {
@@ -145,10 +156,10 @@ class ParkedCall(Exchange):
                  "round_ids", "shipped", "stage", "timed", "token", "url")
 
     def __init__(self, parking: Parking, key: str, message: Message, meta: RequestMeta) -> None:
-        super().__init__(NO_REQUEST, message["method"])
+        Exchange.__init__(self, NO_REQUEST, message["method"])  # one per call: no super()
         self.parking = parking
         self.key = key  # names the call in its requestState and its deadlines
-        self.stage = CallStage.QUEUED
+        self.stage = _CALL_QUEUED
         self.params: Message = message["params"]  # the current round's, re-sent after -32042
         self.digest: str | None = None  # see identity()
         self.meta = meta  # the current round's envelope: capabilities, logLevel, progressToken
@@ -259,12 +270,12 @@ class Parking:
             self._send(self.queue.popleft())
 
     def _may_start(self, call: ParkedCall) -> bool:
-        if self.holder is not None or self.roots.resyncing:
+        if self.holder is not None or self.roots.resync is not _RESYNC_IDLE:
             return False
         return self.shared == 0 if call.exclusive else True
 
     def _send(self, call: ParkedCall) -> None:
-        call.move(CallStage.RUNNING)
+        call.move(_CALL_RUNNING)
         if call.exclusive:
             self.holder = call
         else:
@@ -303,7 +314,7 @@ class Parking:
     def call_answered(self, call: ParkedCall, message: Message) -> None:
         self._release(call)
         if self.calls.get(call.key) is call:
-            if call.stage is CallStage.PARKED:
+            if call.stage is _CALL_PARKED:
                 # §5.8.4.5: it ended while parked (say its question timed out): keep the
                 # answer for the retry.
                 call.outcome = message
@@ -674,8 +685,8 @@ class Parking:
         self.ctx.schedule(Deadline(call.key, kind), delay)
 
     def _drop(self, call: ParkedCall) -> None:
-        if call.stage is not CallStage.ENDED:
-            call.move(CallStage.ENDED)
+        if call.stage is not _CALL_ENDED:
+            call.move(_CALL_ENDED)
         self.calls.pop(call.key, None)
         for round_id in call.round_ids:
             if self.rounds.get(round_id) is call:
