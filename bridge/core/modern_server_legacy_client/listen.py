@@ -252,7 +252,7 @@ class ClientStreams:
             self.ctx.send(CLIENT, notification(method, tag), request=stream.id)
 
 
-def _is_uri_list(value: Any) -> bool:
+def _is_uri_list(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 

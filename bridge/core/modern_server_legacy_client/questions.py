@@ -31,12 +31,12 @@ class Question:
     key: str  # the inputRequests key, unique within the call
     legacy_id: Any  # the legacy request's id; None for one the bridge asks itself
     method: str
-    raw_params: Any  # as the legacy server sent them, for capability gating
+    raw_params: object  # as the legacy server sent them, for capability gating
     params: Message  # as a modern input request carries them
     elicitation_id: str | None
 
     @classmethod
-    def asked(cls, key: str, legacy_id: Any, method: str, params: Any) -> Question:
+    def asked(cls, key: str, legacy_id: Any, method: str, params: object) -> Question:
         eid = params.get("elicitationId") if isinstance(params, dict) else None
         return cls(key, legacy_id, method, params, _modern_input_params(params),
                    eid if isinstance(eid, str) else None)
@@ -48,7 +48,7 @@ class Question:
         return request
 
 
-def _modern_input_params(params: Any) -> Message:
+def _modern_input_params(params: object) -> Message:
     if not isinstance(params, dict):
         return {}
     return {k: v for k, v in params.items() if k not in _LEGACY_ONLY_PARAMS}
@@ -99,7 +99,7 @@ class LocalAnswers:
         else:
             self.ctx.fail(SERVER, message["id"], errors.sampling_unavailable())
 
-    def refuse_or_answer(self, legacy_id: Any, method: str, params: Any,
+    def refuse_or_answer(self, legacy_id: Any, method: str, params: object,
                          caps: Message) -> None:
         """A question the call did not declare: roots/list is answered from the roots the
         bridge knows (nobody is asked, so the call's capabilities are not overstepped, and a
@@ -111,7 +111,7 @@ class LocalAnswers:
         else:
             self._refuse(legacy_id, method, params, caps)
 
-    def _refuse(self, legacy_id: Any, method: str, params: Any, caps: Message) -> None:
+    def _refuse(self, legacy_id: Any, method: str, params: object, caps: Message) -> None:
         """The call did not declare what the question needs: answer as such a client would.
 
         A whole capability missing is an unknown method to a legacy client (-32601); a missing

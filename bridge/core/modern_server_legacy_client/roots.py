@@ -55,10 +55,10 @@ class Roots:
     __slots__ = ("known", "learned_at", "listens", "resync", "stale", "static", "told")
 
     def __init__(self, static: tuple[str, ...]) -> None:
-        self.static: list[Any] = [{"uri": uri} for uri in static]  # the `roots` setting
-        self.known: list[Any] | None = None  # the client's roots, from its last input round
+        self.static: list[object] = [{"uri": uri} for uri in static]  # the `roots` setting
+        self.known: list[object] | None = None  # the client's roots, from its last input round
         self.learned_at = float("-inf")
-        self.told: list[Any] | None = None  # what the server last got for roots/list
+        self.told: list[object] | None = None  # what the server last got for roots/list
         self.listens = False  # whether the server was promised roots/list_changed
         self.resync = Resync.IDLE
         self.stale = False  # the client said its roots changed since the bridge heard them
@@ -100,14 +100,14 @@ class Roots:
             return True
         return self.listens and now - self.learned_at >= refresh
 
-    def learn(self, roots: list[Any], now: float) -> bool:
+    def learn(self, roots: list[object], now: float) -> bool:
         """The client gave its roots; True if the server must now be told they changed."""
         self.known = roots
         self.learned_at = now
         self.stale = False
         return self.listens and self.told is not None and roots != self.told
 
-    def relayed(self, roots: list[Any], now: float) -> None:
+    def relayed(self, roots: list[object], now: float) -> None:
         """The server asked during a call and got the client's own answer."""
         self.known = self.told = roots
         self.learned_at = now

@@ -36,7 +36,7 @@ def url_questions(error: Message) -> list[Question]:
     return [] if None in questions else [q for q in questions if q is not None]
 
 
-def _url_question(elicitation: Any) -> Question | None:
+def _url_question(elicitation: object) -> Question | None:
     if not isinstance(elicitation, dict):
         return None
     eid = elicitation.get("elicitationId")
