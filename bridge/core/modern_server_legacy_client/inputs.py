@@ -94,19 +94,20 @@ _CALL_QUEUED, _CALL_RUNNING = CallStage.QUEUED, CallStage.RUNNING
 _CALL_PARKED, _CALL_ENDED = CallStage.PARKED, CallStage.ENDED
 _RESYNC_IDLE = Resync.IDLE
 
-_STAGES = CallStage
 _CALL_MOVES: dict[CallStage, frozenset[CallStage]] = {
-    # A call declaring roots first gets a roots round of the bridge's own (roots.py).
-    _STAGES.QUEUED: frozenset({_STAGES.RUNNING, _STAGES.PARKED, _STAGES.ENDED}),
+    # A call declaring roots may first get a roots round of the bridge's own (roots.py).
+    CallStage.QUEUED: frozenset({CallStage.RUNNING, CallStage.PARKED, CallStage.ENDED}),
     # A -32042 answer parks a running call in a URL round.
-    _STAGES.RUNNING: frozenset({_STAGES.GATHERING, _STAGES.PARKED, _STAGES.ENDED}),
+    CallStage.RUNNING: frozenset({CallStage.GATHERING, CallStage.PARKED, CallStage.ENDED}),
     # Every question refused on a second look: the call runs on.
-    _STAGES.GATHERING: frozenset({_STAGES.RUNNING, _STAGES.PARKED, _STAGES.ENDED}),
-    _STAGES.PARKED: frozenset({_STAGES.RESUMED, _STAGES.ENDED}),
-    _STAGES.RESUMED: frozenset({_STAGES.RUNNING, _STAGES.GATHERING, _STAGES.PARKED,
-                                _STAGES.QUEUED, _STAGES.AWAITING_URL, _STAGES.ENDED}),
-    _STAGES.AWAITING_URL: frozenset({_STAGES.QUEUED, _STAGES.ENDED}),
-    _STAGES.ENDED: frozenset(),
+    CallStage.GATHERING: frozenset({CallStage.RUNNING, CallStage.PARKED, CallStage.ENDED}),
+    CallStage.PARKED: frozenset({CallStage.RESUMED, CallStage.ENDED}),
+    # A retry's answers go to the server (the call runs on, or asks again), or end it, or,
+    # for the bridge's own round, send it (again) or wait for the user at a URL.
+    CallStage.RESUMED: frozenset({CallStage.RUNNING, CallStage.GATHERING, CallStage.PARKED,
+                                  CallStage.QUEUED, CallStage.AWAITING_URL, CallStage.ENDED}),
+    CallStage.AWAITING_URL: frozenset({CallStage.QUEUED, CallStage.ENDED}),
+    CallStage.ENDED: frozenset(),
 }
 
 

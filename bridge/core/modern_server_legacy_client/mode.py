@@ -70,7 +70,7 @@ class HandshakePhase(Enum):
     FAILED = "failed"  # the server refused or never answered initialize: requests are refused
 
 
-_MOVES: dict[HandshakePhase, frozenset[HandshakePhase]] = {
+_HANDSHAKE_MOVES: dict[HandshakePhase, frozenset[HandshakePhase]] = {
     HandshakePhase.NEW: frozenset({HandshakePhase.INITIALIZING}),
     HandshakePhase.INITIALIZING: frozenset({HandshakePhase.SETTLING, HandshakePhase.FAILED}),
     HandshakePhase.SETTLING: frozenset({HandshakePhase.READY}),
@@ -131,7 +131,7 @@ class ModeB:
         }
 
     def _move(self, to: HandshakePhase) -> None:
-        if to not in _MOVES[self.phase]:
+        if to not in _HANDSHAKE_MOVES[self.phase]:
             raise AssertionError(f"handshake: {self.phase.name} -> {to.name}")
         self.phase = to
 

@@ -41,7 +41,7 @@ class Resync(Enum):
 
 
 # New roots may arrive at any stage (another call's roots round): the server is told again.
-_MOVES: dict[Resync, frozenset[Resync]] = {
+_RESYNC_MOVES: dict[Resync, frozenset[Resync]] = {
     Resync.IDLE: frozenset({Resync.REASK}),
     Resync.REASK: frozenset({Resync.REASK, Resync.FENCE, Resync.IDLE}),
     Resync.FENCE: frozenset({Resync.REASK, Resync.SETTLE, Resync.IDLE}),
@@ -64,7 +64,7 @@ class Roots:
         self.stale = False  # the client said its roots changed since the bridge heard them
 
     def move(self, to: Resync) -> None:
-        if to not in _MOVES[self.resync]:
+        if to not in _RESYNC_MOVES[self.resync]:
             raise AssertionError(f"roots resync: {self.resync.name} -> {to.name}")
         self.resync = to
 
