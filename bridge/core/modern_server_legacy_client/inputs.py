@@ -686,8 +686,7 @@ class Parking:
         self.ctx.schedule(Deadline(call.key, kind), delay)
 
     def _drop(self, call: ParkedCall) -> None:
-        if call.stage is not _CALL_ENDED:
-            call.move(_CALL_ENDED)
+        call.move(_CALL_ENDED)  # a call is dropped once: only live calls are in calls and rounds
         self.calls.pop(call.key, None)
         for round_id in call.round_ids:
             if self.rounds.get(round_id) is call:
