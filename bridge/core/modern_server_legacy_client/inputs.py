@@ -28,7 +28,7 @@ from bridge.core.envelope import legacy_context
 from bridge.core.eras import LEGACY_URL_ELICITATION_REQUIRED
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import NO_REQUEST, Exchange
-from bridge.core.jsonrpc import is_request_id, notification
+from bridge.core.jsonrpc import is_request_id
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.modern_server_legacy_client.progress import ProgressRelay
 from bridge.core.modern_server_legacy_client.questions import (
@@ -45,6 +45,7 @@ from bridge.core.modern_server_legacy_client.request_state import (
     unseal,
 )
 from bridge.core.modern_server_legacy_client.roots import Resync, Roots
+from bridge.core.modern_server_legacy_client.roots_sync import RootsSync
 from bridge.core.modern_server_legacy_client.url_round import UrlRound, url_questions
 from bridge.core.router import Router
 from bridge.core.timers import Deadline
@@ -117,15 +118,6 @@ class CallDue(Enum):
     GATHER = "park window"  # ship the questions gathered so far
     PARKED = "parked timeout"  # the client did not retry: end the call
     URL = "url elicitation wait"  # the user had time to finish: send the call again
-
-
-class RootsDue(Enum):
-    """Parking's one deadline of its own: how long the server gets to catch up on roots."""
-
-    RESYNC = "roots resync"
-
-
-_RESYNC_DEADLINE = Deadline(None, RootsDue.RESYNC)
 
 
 class StateProblem(Enum):
@@ -211,20 +203,6 @@ class ParkedCall(Exchange):
     # lost(): nothing here; Parking.fail_all answers every round, at the server or not.
 
 
-class RootsFence(Exchange):
-    """The ping after the server read the client's new roots: answered in order, so by then
-    it has applied them (roots.py)."""
-
-    __slots__ = ("parking",)
-
-    def __init__(self, parking: Parking) -> None:
-        super().__init__(NO_REQUEST, "ping")
-        self.parking = parking
-
-    def answered(self, message: Message, line: bytes | None) -> None:
-        self.parking.roots_fenced()
-
-
 class Parking:
     """Every eligible call of the session: queued, at the legacy server, parked or resuming."""
 
@@ -241,6 +219,7 @@ class Parking:
         self.shared = 0  # shared calls at the legacy server
         self.roots = Roots(self.ctx.config.roots)
         self.local = LocalAnswers(self.ctx, self.roots)
+        self.sync = RootsSync(self, self.roots)
 
     # Starting calls -----------------------------------------------------------------------
 
@@ -256,16 +235,16 @@ class Parking:
                                                 self.ctx.config.roots_refresh):
             self._ask_roots(call)
         elif not self.queue and self._may_start(call):
-            self._send(call)  # what _pump would do, without the queue's round trip
+            self._send(call)  # what pump would do, without the queue's round trip
         else:
             self.queue.append(call)
-            self._pump()
+            self.pump()
 
     def forget_round(self, request_id: Any) -> None:
         """A new request reuses `request_id`: it no longer names an earlier round."""
         self.rounds.pop(typed(request_id), None)
 
-    def _pump(self) -> None:
+    def pump(self) -> None:
         """Start queued calls in order while attribution stays unambiguous."""
         while self.queue and self._may_start(self.queue[0]):
             self._send(self.queue.popleft())
@@ -323,7 +302,7 @@ class Parking:
             else:
                 self._deliver(call, message)
         if self.queue:
-            self._pump()
+            self.pump()
 
     def _deliver(self, call: ParkedCall, message: Message) -> None:
         error = message.get("error")
@@ -348,7 +327,7 @@ class Parking:
         call = self.holder
         if message["method"] == "roots/list" and (
                 self.roots.resyncing or (call is not None and call.gave_roots)):
-            self._answer_roots(message["id"])  # the client's roots are fresh: no need to ask
+            self.sync.answer(message["id"])  # the client's roots are fresh: no need to ask
             return
         if call is None:
             if self.shared:  # shared calls declared no input capability at all
@@ -528,7 +507,7 @@ class Parking:
         for key, response in answered.items():
             if call.questions.pop(key).method == "roots/list":
                 call.gave_roots = True
-                self._learn_roots(response)
+                self.sync.learn(response)
         for key in [k for k, q in call.questions.items() if q.method == "roots/list"]:
             del call.questions[key]  # the bridge's own curiosity: never insisted on
         if call.questions:
@@ -558,9 +537,9 @@ class Parking:
         call.url = None
         call.move(CallStage.QUEUED)
         self.queue.append(call)
-        self._pump()
+        self.pump()
 
-    # Roots of the bridge's own asking (roots.py, §5.8.5) ----------------------------------
+    # Roots of the bridge's own asking (roots.py, roots_sync.py, §5.8.5) -------------------
 
     def _ask_roots(self, call: ParkedCall) -> None:
         """Before the call goes to the server: one round asking the client for its roots."""
@@ -569,48 +548,6 @@ class Parking:
         self.ctx.log("info", "roots.asked", client_id=call.owner,
                      known=self.roots.known is not None)
         self._ship(call)
-
-    def _learn_roots(self, response: Message) -> None:
-        roots = response.get("roots")
-        if not isinstance(roots, list) or not self.roots.learn(roots, self.ctx.now):
-            return
-        # client/roots.mdx (2025-11-25) §Root List Changes: the server asks again. Calls wait
-        # for that, so they reach a server that knows the roots they were made with.
-        self.ctx.send(SERVER, notification("notifications/roots/list_changed"))
-        self.ctx.log("info", "roots.changed", roots=len(roots))
-        self.roots.move(Resync.REASK)
-        self.ctx.schedule(_RESYNC_DEADLINE, self.ctx.config.roots_wait)
-
-    def _answer_roots(self, legacy_id: Any) -> None:
-        """The roots just learned; if the server asks after roots/list_changed, then a ping to
-        know it has read them."""
-        self.ctx.reply(SERVER, legacy_id, self.roots.answer())
-        if self.roots.resync is Resync.REASK:
-            self.roots.move(Resync.FENCE)
-            self.router.issue(SERVER, "ping", None, RootsFence(self))
-
-    def roots_fenced(self) -> None:
-        """The server answered the ping after its roots/list: it has read the new roots."""
-        if self.roots.resync is not Resync.FENCE:
-            return
-        settle = self.ctx.config.roots_settle
-        if settle > 0:
-            self.roots.move(Resync.SETTLE)
-            self.ctx.schedule(_RESYNC_DEADLINE, settle)
-        else:
-            self._resynced()
-
-    def on_roots_timer(self, key: Deadline) -> None:
-        if self.roots.resync is not Resync.SETTLE:
-            self.ctx.log("warning", "roots.not_caught_up", stage=self.roots.resync.value,
-                         waited_s=self.ctx.config.roots_wait)
-        self._resynced()
-
-    def _resynced(self) -> None:
-        self.ctx.cancel_timer(_RESYNC_DEADLINE)
-        if self.roots.resyncing:
-            self.roots.move(Resync.IDLE)
-        self._pump()
 
     def roots_changed(self) -> None:
         """The client said its roots changed: the next call that declares roots asks."""
@@ -662,7 +599,7 @@ class Parking:
         self._release(call)
         self._abandon_questions(call, reason)
         self._drop(call)
-        self._pump()
+        self.pump()
 
     def _abandon_questions(self, call: ParkedCall, reason: str) -> None:
         if not call.questions:

@@ -34,10 +34,11 @@ from bridge.core.modern_server_legacy_client.exchanges import (
     LegacyInitialize,
     SettlingPing,
 )
-from bridge.core.modern_server_legacy_client.inputs import CallDue, ParkedCall, Parking, RootsDue
+from bridge.core.modern_server_legacy_client.inputs import CallDue, ParkedCall, Parking
 from bridge.core.modern_server_legacy_client.listen import ClientStreams
 from bridge.core.modern_server_legacy_client.progress import ProgressRelay
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta, read_meta, usable_info
+from bridge.core.modern_server_legacy_client.roots_sync import RootsDue
 from bridge.core.probe import Probe
 from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router
@@ -127,7 +128,7 @@ class ModeB:
             CallDue.GATHER: self.inputs.on_timer,
             CallDue.PARKED: self.inputs.on_timer,
             CallDue.URL: self.inputs.on_timer,
-            RootsDue.RESYNC: self.inputs.on_roots_timer,
+            RootsDue.RESYNC: self.inputs.sync.on_timer,
         }
 
     def _move(self, to: HandshakePhase) -> None:

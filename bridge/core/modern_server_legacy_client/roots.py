@@ -1,9 +1,9 @@
 """Mode B's roots: what the modern client said last, what the legacy server was told, and when
 the bridge should ask the one or tell the other.
 
-Must not park calls or send anything: inputs.py asks the client and answers the server;
-this keeps the two lists and decides. Rules: client/roots.mdx (both eras); TRANSLATION.md
-§5.8.3, §5.8.5.
+Must not park calls or send anything: inputs.py asks the client and answers the server,
+roots_sync.py catches the server up; this keeps the two lists and decides. Rules:
+client/roots.mdx (both eras); TRANSLATION.md §5.8.3, §5.8.5.
 
 Why the bridge asks on its own. A legacy server commonly asks roots/list once (right after it
 is initialized, on a timer, or in its first call that needs them), keeps the answer, and
