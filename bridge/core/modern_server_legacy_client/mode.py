@@ -116,19 +116,19 @@ class ModeB:
         self.instructions: str | None = None
         self.legacy_level: str | None = None  # the level last set with logging/setLevel
         self.progress = ProgressRelay(ctx)
-        self.inputs = Parking(self)
-        self.listener = ClientStreams(self)
+        self.parking = Parking(self)
+        self.streams = ClientStreams(self)
         self._local: dict[str, Callable[[Message, RequestMeta], None]] = {
             "server/discover": self._discover,
-            "subscriptions/listen": self.listener.listen,
+            "subscriptions/listen": self.streams.listen,
         }
         self._timers: dict[Enum, Callable[[Deadline], None]] = {
             Due.REQUEST_TIMEOUT: self._on_request_timeout,
             HandshakeDue.HANDSHAKE: self._on_handshake_timeout,
-            CallDue.GATHER: self.inputs.on_timer,
-            CallDue.PARKED: self.inputs.on_timer,
-            CallDue.URL: self.inputs.on_timer,
-            RootsDue.RESYNC: self.inputs.sync.on_timer,
+            CallDue.GATHER: self.parking.on_timer,
+            CallDue.PARKED: self.parking.on_timer,
+            CallDue.URL: self.parking.on_timer,
+            RootsDue.RESYNC: self.parking.sync.on_timer,
         }
 
     def _move(self, to: HandshakePhase) -> None:
@@ -147,7 +147,7 @@ class ModeB:
             if message["method"] == "notifications/cancelled":
                 self._cancel(message.get("params") or {})
             elif message["method"] == "notifications/roots/list_changed":
-                self.inputs.roots_changed()
+                self.parking.roots_changed()
             else:  # ClientNotification (2026-07-28) is notifications/cancelled alone
                 self.ctx.debug("notification.dropped", side=CLIENT, method=message["method"])
         elif kind == "response":
@@ -157,8 +157,8 @@ class ModeB:
             self.ctx.reject(CLIENT, inbound)
 
     def _on_request(self, message: Message) -> None:
-        if self.inputs.rounds:  # no live call, no round to forget: skip the call
-            self.inputs.forget_round(message["id"])
+        if self.parking.rounds:  # no live call, no round to forget: skip the call
+            self.parking.forget_round(message["id"])
         meta = read_meta(message)
         if not isinstance(meta, RequestMeta):
             self.ctx.fail(CLIENT, message["id"], meta)
@@ -174,7 +174,7 @@ class ModeB:
     def _serve(self, message: Message, meta: RequestMeta) -> None:
         method = message["method"]
         if method in ELIGIBLE:  # the common case first: none is local, removed or tasks/
-            self.inputs.call(message, meta)
+            self.parking.call(message, meta)
             return
         local = self._local.get(method)
         if local is not None:
@@ -198,7 +198,7 @@ class ModeB:
     def _cancel(self, params: Message) -> None:
         request_id = params.get("requestId")
         reason = params.get("reason") if isinstance(params.get("reason"), str) else None
-        if self.listener.cancel(request_id) or self.inputs.cancel(request_id, reason):
+        if self.streams.cancel(request_id) or self.parking.cancel(request_id, reason):
             return
         queued = [e for e in self.waiting if typed(e[0]["id"]) == typed(request_id)]
         if queued:
@@ -216,7 +216,7 @@ class ModeB:
         self._move(HandshakePhase.INITIALIZING)
         info = meta.client_info if usable_info(meta.client_info) else self.ctx.config.bridge_info
         caps = {**LEGACY_CLIENT_CAPABILITIES,
-                "roots": self.inputs.roots.capability(meta.capabilities)}
+                "roots": self.parking.roots.capability(meta.capabilities)}
         params = {"protocolVersion": LATEST_LEGACY_VERSION, "capabilities": caps,
                   "clientInfo": info}
         self.router.issue(SERVER, "initialize", params, LegacyInitialize(self))
@@ -266,7 +266,7 @@ class ModeB:
         if self.restoring is not None:
             streams, self.restoring = self.restoring, None
             for stream in streams:
-                self.listener.restore(stream)
+                self.streams.restore(stream)
             self.ctx.log("info", "session.resumed", mode="B", streams=len(streams))
         waiting, self.waiting = self.waiting, []
         for message, meta in waiting:
@@ -340,7 +340,7 @@ class ModeB:
         if method == "ping":  # legacy ping.mdx: answer promptly; modern clients know no ping
             self.ctx.reply(SERVER, message["id"], {})
         elif method in INPUT_METHODS:
-            self.inputs.on_server_request(message)
+            self.parking.on_server_request(message)
         else:
             self.ctx.fail(SERVER, message["id"], errors.method_not_served(method))
 
@@ -353,10 +353,10 @@ class ModeB:
         elif method == "notifications/message":
             self._relay_log(message, params)
         elif method == "notifications/cancelled":
-            self.inputs.on_server_cancelled(params.get("requestId"))
+            self.parking.on_server_cancelled(params.get("requestId"))
         elif method == "notifications/elicitation/complete":
-            self.inputs.on_elicitation_complete(params.get("elicitationId"))
-        elif not self.listener.on_notification(message):
+            self.parking.on_elicitation_complete(params.get("elicitationId"))
+        elif not self.streams.on_notification(message):
             self.ctx.debug("notification.dropped", side=SERVER, method=method)
 
     # Logging (logging.mdx, TRANSLATION.md §8) ---------------------------------------------
@@ -404,14 +404,14 @@ class ModeB:
     def busy(self) -> bool:
         """Whether the client is still owed an answer (open listen streams and parked calls
         owe it nothing until shutdown, which answers them at once)."""
-        return bool(self.waiting) or self.inputs.busy() or self.router.busy()
+        return bool(self.waiting) or self.parking.busy() or self.router.busy()
 
     def fail_pending(self, reason: str, data: Message | None = None) -> None:
         self.router.fail_all(reason, data)
-        self.inputs.fail_all(reason, data)
-        self.listener.close_all()
+        self.parking.fail_all(reason, data)
+        self.streams.close_all()
         for stream in self.restoring or []:
-            self.listener.end(stream.request["id"])
+            self.streams.end(stream.request["id"])
         self.restoring = None
         waiting, self.waiting = self.waiting, []
         for message, _ in waiting:
@@ -427,12 +427,12 @@ class ModeB:
         """Calls in flight get the error; parked ones end, so their requestState no longer
         resumes anything; the listen streams stay open, handed on; requests waiting for the
         handshake never reached the server, so they wait for the next one."""
-        streams = self.listener.handed_over() + (self.restoring or [])
+        streams = self.streams.handed_over() + (self.restoring or [])
         unsent = [Inbound("request", message, id=message["id"]) for message, _ in self.waiting]
         self.waiting = []
         reason, data = outage.error()
         self.router.fail_all(reason, data)
-        self.inputs.fail_all(reason, data)
+        self.parking.fail_all(reason, data)
         return Handover(ModernSession(streams) if streams else None, unsent)
 
     def resume(self, session: ClientSession) -> None:
