@@ -207,7 +207,8 @@ class ModeB:
         bid = self.router.find(SERVER, request_id)
         if bid is not None:
             exchange = self.router.cancel(SERVER, bid, reason)
-            if isinstance(exchange, LegacyForward):  # a call's rounds were cancelled above
+            # Only a forwarded request has a client id as its origin (a call's are NO_REQUEST).
+            if isinstance(exchange, LegacyForward):
                 exchange.cancelled()
 
     # The bridge's own legacy handshake (§5.8.1) -------------------------------------------
