@@ -34,8 +34,9 @@ from bridge.core.modern_server_legacy_client.exchanges import (
     LegacyInitialize,
     SettlingPing,
 )
-from bridge.core.modern_server_legacy_client.inputs import CallDue, ParkedCall, Parking
+from bridge.core.modern_server_legacy_client.inputs import Parking
 from bridge.core.modern_server_legacy_client.listen import ClientStreams
+from bridge.core.modern_server_legacy_client.parked_call import CallDue, ParkedCall
 from bridge.core.modern_server_legacy_client.progress import ProgressRelay
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta, read_meta, usable_info
 from bridge.core.modern_server_legacy_client.roots_sync import RootsDue
