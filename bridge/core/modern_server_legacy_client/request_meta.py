@@ -34,7 +34,7 @@ class RequestMeta:
     capabilities: Message
     client_info: Message | None
     log_level: str | None
-    progress_token: str | int | None
+    progress_token: str | int | float | None  # progress.mdx: a string or a number
 
 
 def read_meta(message: Message) -> RequestMeta | OwnError:
