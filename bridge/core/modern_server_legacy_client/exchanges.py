@@ -1,5 +1,6 @@
-"""Mode B's requests to the legacy server, other than calls (inputs.py) and subscriptions
-(listen.py): each owns what its answer, its deadline and a lost server mean.
+"""Mode B's requests to the legacy server, other than calls (parked_call.py), subscriptions
+(listen.py) and the roots fence (roots_sync.py): each owns what its answer, its deadline and a
+lost server mean.
 
 Must not reach the mode itself: each holds what it needs through `ModernFace`, the few
 things of mode B's modern face an answer needs.
