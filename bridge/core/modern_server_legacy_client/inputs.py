@@ -3,8 +3,8 @@
 Must not attach a question to a call that cannot have asked it, nor send the modern client a
 JSON-RPC request: legacy server requests carry no link to the call behind them, so only one
 call that may be asked for input runs at the legacy server at a time, and every question
-without such an owner is answered here (questions.py). Rules: mrtr.mdx; TRANSLATION.md §5.5,
-§5.8, §5.9, §9.2-9.3, §11.4-7.
+without such an owner is answered by the bridge itself (questions.py). Rules: mrtr.mdx;
+TRANSLATION.md §5.5, §5.8, §5.9, §9.2-9.3, §11.4-7.
 
 Attribution. Eligible calls (tools/call, resources/read, prompts/get) are of two kinds.
 An *exclusive* call declares an input capability (roots, sampling or elicitation): it runs
