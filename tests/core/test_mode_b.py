@@ -331,7 +331,7 @@ def test_a_forwarded_request_times_out_when_configured() -> None:
                                                  "reason": "mcp-rosetta request timeout"}}
     assert one(actions, "client")["error"]["message"] == \
         "mcp-rosetta: no answer from the server within 5 s"
-    assert h.bridge.handler.progress == {}  # type: ignore[union-attr]
+    assert h.bridge.handler.progress.owners == {}  # type: ignore[union-attr]
 
 
 # Cancellation -----------------------------------------------------------------------------

@@ -9,29 +9,25 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from bridge.core import errors
 from bridge.core.capabilities import LIST_CHANGES, has_flag
 from bridge.core.context import Context
-from bridge.core.eras import (
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    META_SERVER_INFO,
-    META_SUBSCRIPTION_ID,
-)
+from bridge.core.eras import META_SERVER_INFO, META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT, SERVER
-from bridge.core.handover import ListenStream, acknowledged_list_changes, announce
+from bridge.core.exchange import NO_REQUEST, Exchange
+from bridge.core.handover import ListenStream, acknowledged_list_changes
 from bridge.core.jsonrpc import is_request_id, notification
 from bridge.core.jsonrpc import typed_id as typed
+from bridge.core.methods import ACKNOWLEDGED, UPDATED
+from bridge.core.modern_server_legacy_client.exchanges import Housekeeping
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
-from bridge.core.router import Pending, Router
+from bridge.core.router import Router
 
 Message = dict[str, Any]
 
-UPDATED = "notifications/resources/updated"
-ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 
-
-class Host(Protocol):
-    """What the listener needs of its mode: the legacy server it subscribes at."""
+class StreamsHost(Protocol):
+    """What the listen streams need of their mode: the legacy server they subscribe at."""
 
     ctx: Context
     router: Router
@@ -39,7 +35,7 @@ class Host(Protocol):
     server_info: Message | None
 
 
-class Stream:
+class ClientStream:
     """One open listen request: the flags it was granted and the URIs it is subscribed to."""
 
     __slots__ = ("asked", "flags", "id", "request", "told", "uris", "waiting")
@@ -54,7 +50,7 @@ class Stream:
         self.told: Message | None = None  # the filter its acknowledgement named, once sent
 
 
-class Subscription:
+class ResourceSubscription:
     """One URI subscribed at the legacy server, shared by every stream that asked for it."""
 
     __slots__ = ("confirmed", "refs", "uri")
@@ -62,17 +58,32 @@ class Subscription:
     def __init__(self, uri: str) -> None:
         self.uri = uri
         self.refs = 0
-        self.confirmed = False
+        self.confirmed = False  # the server answered its resources/subscribe with a result
 
 
-class Listener:
+class SubscribeRequest(Exchange):
+    """The bridge's resources/subscribe for one URI: its answer opens the streams that wait
+    for it; a lost server loses nothing (the streams are handed over and subscribe again)."""
+
+    __slots__ = ("streams", "subscription")
+
+    def __init__(self, streams: ClientStreams, subscription: ResourceSubscription) -> None:
+        super().__init__(NO_REQUEST, "resources/subscribe")
+        self.streams = streams
+        self.subscription = subscription
+
+    def answered(self, message: Message, line: bytes | None) -> None:
+        self.streams.subscribed(self.subscription, message)
+
+
+class ClientStreams:
     """All open streams, and the reference-counted legacy subscriptions behind them."""
 
-    def __init__(self, mode: Host) -> None:
+    def __init__(self, mode: StreamsHost) -> None:
         self.mode = mode
         self.ctx = mode.ctx
-        self.streams: dict[tuple[type, Any], Stream] = {}
-        self.subscriptions: dict[str, Subscription] = {}
+        self.streams: dict[tuple[type, Any], ClientStream] = {}
+        self.subscriptions: dict[str, ResourceSubscription] = {}
 
     # Opening ------------------------------------------------------------------------------
 
@@ -81,45 +92,42 @@ class Listener:
         if stream is not None and not stream.waiting:
             self._acknowledge(stream)
 
-    def _open(self, message: Message) -> Stream | None:
+    def _open(self, message: Message) -> ClientStream | None:
         """A stream for the listen request `message`, its subscriptions asked for; None if
         the request is refused (it is answered with the error)."""
         wanted = (message.get("params") or {}).get("notifications")
         uris = wanted.get("resourceSubscriptions", []) if isinstance(wanted, dict) else None
         if not isinstance(wanted, dict) or not isinstance(uris, list) or not _is_uri_list(uris):
-            self.ctx.reply_error(CLIENT, message["id"], INVALID_PARAMS,
-                                 "subscriptions/listen needs a notifications filter object "
-                                 "(resourceSubscriptions: an array of URI strings)")
+            self.ctx.fail(CLIENT, message["id"], errors.listen_filter_invalid())
             return None
         if typed(message["id"]) in self.streams:
-            self.ctx.reply_error(CLIENT, message["id"], INVALID_REQUEST,
-                                 "This id already names an open subscription")
+            self.ctx.fail(CLIENT, message["id"], errors.subscription_id_taken())
             return None
         caps = self.mode.server_caps
         flags = [flag for flag, area in LIST_CHANGES.values()
                  if wanted.get(flag) is True and has_flag(caps, area, "listChanged")]
-        stream = Stream(message, flags, list(dict.fromkeys(uris)))
+        stream = ClientStream(message, flags, list(dict.fromkeys(uris)))
         self.streams[typed(stream.id)] = stream
         if has_flag(caps, "resources", "subscribe"):
             for uri in stream.asked:
                 self._hold(stream, uri)
         return stream
 
-    def _hold(self, stream: Stream, uri: str) -> None:
+    def _hold(self, stream: ClientStream, uri: str) -> None:
         """Take a reference on `uri` for `stream`; subscribe at the server on 0 -> 1."""
         sub = self.subscriptions.get(uri)
         if sub is None:
-            sub = self.subscriptions[uri] = Subscription(uri)
-            self.mode.router.issue(SERVER, "resources/subscribe", {"uri": uri}, "subscribe", sub)
+            sub = self.subscriptions[uri] = ResourceSubscription(uri)
+            self.mode.router.issue(SERVER, "resources/subscribe", {"uri": uri},
+                                   SubscribeRequest(self, sub))
         sub.refs += 1
         if sub.confirmed:
             stream.uris.append(uri)
         else:
             stream.waiting.add(uri)
 
-    def on_subscribed(self, row: Pending, message: Message) -> None:
+    def subscribed(self, sub: ResourceSubscription, message: Message) -> None:
         """The legacy server answered a resources/subscribe the bridge sent."""
-        sub: Subscription = row.data
         ok = "result" in message
         if self.subscriptions.get(sub.uri) is not sub:
             # Every stream that wanted it closed meanwhile; undo it unless a newer one exists.
@@ -140,7 +148,7 @@ class Listener:
                 if not stream.waiting and stream.told is None:
                     self._acknowledge(stream)
 
-    def _acknowledge(self, stream: Stream) -> None:
+    def _acknowledge(self, stream: ClientStream) -> None:
         # subscriptions.mdx §Acknowledgment: the first message of the stream, naming the subset
         # honoured; types the server cannot deliver are omitted.
         honored: Message = dict.fromkeys(stream.flags, True)
@@ -149,7 +157,8 @@ class Listener:
             honored["resourceSubscriptions"] = list(stream.uris)
         stream.told = honored
         self.ctx.send(CLIENT, notification(ACKNOWLEDGED, {
-            "_meta": {META_SUBSCRIPTION_ID: stream.id}, "notifications": honored}))
+            "_meta": {META_SUBSCRIPTION_ID: stream.id}, "notifications": honored}),
+            request=stream.id)
         self.ctx.log("info", "listen.opened", subscription=stream.id, honored=sorted(honored))
 
     # Delivering ---------------------------------------------------------------------------
@@ -171,7 +180,8 @@ class Listener:
         else:
             return False
         for stream in targets:
-            self.ctx.send(CLIENT, notification(method, _tagged(params, stream.id)))
+            self.ctx.send(CLIENT, notification(method, _tagged(params, stream.id)),
+                          request=stream.id)
         if not targets:
             self.ctx.debug("notification.dropped", side=SERVER, method=method, reason="no stream")
         return True
@@ -202,7 +212,8 @@ class Listener:
             self._unsubscribe(uri)
 
     def _unsubscribe(self, uri: str) -> None:
-        self.mode.router.issue(SERVER, "resources/unsubscribe", {"uri": uri}, "unsubscribe")
+        self.mode.router.issue(SERVER, "resources/unsubscribe", {"uri": uri},
+                               Housekeeping(self.ctx, "resources/unsubscribe"))
 
     def close_all(self) -> None:
         """Shutdown: end every stream gracefully with its listen result (subscriptions.mdx)."""
@@ -235,10 +246,13 @@ class Listener:
             if not stream.waiting:
                 self._acknowledge(stream)
             return
-        announce(self.ctx, acknowledged_list_changes(record), stream.id)
+        # As handover.announce says it, on this stream (basic/index.mdx: tagged).
+        tag = {"_meta": {META_SUBSCRIPTION_ID: stream.id}}
+        for method in acknowledged_list_changes(record):
+            self.ctx.send(CLIENT, notification(method, tag), request=stream.id)
 
 
-def _is_uri_list(value: Any) -> bool:
+def _is_uri_list(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 

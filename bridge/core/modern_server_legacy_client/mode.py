@@ -9,30 +9,41 @@ in, makes results modern on the way out, and scopes logs and progress to their r
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from enum import Enum
 from typing import Any
 
+from bridge.core import dispatch, errors
 from bridge.core.capabilities import server_caps_to_modern
 from bridge.core.context import Context
 from bridge.core.envelope import build_request
 from bridge.core.eras import (
     BATCHING_VERSION,
-    INTERNAL_ERROR,
     LATEST_LEGACY_VERSION,
     LEGACY_PROTOCOL_VERSIONS,
     LOG_SEVERITY,
-    METHOD_NOT_FOUND,
     MODERN_PROTOCOL_VERSION,
 )
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.handover import ClientSession, Handover, ListenStream, ModernSession
 from bridge.core.jsonrpc import Inbound, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
-from bridge.core.modern_server_legacy_client.inputs import ELIGIBLE, INPUT_METHODS, Inputs
-from bridge.core.modern_server_legacy_client.listen import Listener
+from bridge.core.methods import ELIGIBLE, INPUT_METHODS
+from bridge.core.modern_server_legacy_client.exchanges import (
+    Housekeeping,
+    LegacyForward,
+    LegacyInitialize,
+    SettlingPing,
+)
+from bridge.core.modern_server_legacy_client.inputs import Parking
+from bridge.core.modern_server_legacy_client.listen import ClientStreams
+from bridge.core.modern_server_legacy_client.parked_call import CallDue, ParkedCall
+from bridge.core.modern_server_legacy_client.progress import ProgressRelay
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta, read_meta, usable_info
+from bridge.core.modern_server_legacy_client.roots_sync import RootsDue
 from bridge.core.probe import Probe
 from bridge.core.restarts import Outage
-from bridge.core.router import Pending, Router
+from bridge.core.router import Due, Router
+from bridge.core.timers import Deadline
 from bridge.core.upgrade import error_for_modern, result_for_modern, with_server_info
 
 Message = dict[str, Any]
@@ -49,22 +60,38 @@ LEGACY_CLIENT_CAPABILITIES: Message = {
 REMOVED_METHODS = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe",
                              "resources/unsubscribe"})
 CACHE_SCOPE = "private"  # caching.mdx: the safe scope when nothing says a result is public
-HANDSHAKE = ("handshake",)
-NEW, INITIALIZING, SETTLING, READY, FAILED = "new", "initializing", "settling", "ready", "failed"
 
 
-class Flight:
-    """A forwarded request that is not an eligible call: its envelope and progress token."""
+class HandshakePhase(Enum):
+    """The bridge's own legacy handshake (§5.8.1), started by the client's first request."""
 
-    __slots__ = ("meta", "token")
+    NEW = "new"  # no request yet
+    INITIALIZING = "initializing"  # initialize sent
+    SETTLING = "settling"  # initialized, the settling ping out (§11.5)
+    READY = "ready"  # requests are served
+    FAILED = "failed"  # the server refused or never answered initialize: requests are refused
 
-    def __init__(self, meta: RequestMeta) -> None:
-        self.meta = meta
-        self.token: str | None = None
 
-    @property
-    def progress_target(self) -> Any:
-        return self.meta.progress_token
+_HANDSHAKE_MOVES: dict[HandshakePhase, frozenset[HandshakePhase]] = {
+    HandshakePhase.NEW: frozenset({HandshakePhase.INITIALIZING}),
+    HandshakePhase.INITIALIZING: frozenset({HandshakePhase.SETTLING, HandshakePhase.FAILED}),
+    HandshakePhase.SETTLING: frozenset({HandshakePhase.READY}),
+    HandshakePhase.READY: frozenset(),
+    # An answer to initialize after handshake_timeout still counts: a result revives the
+    # session (requests refused meanwhile stay refused), an error repeats the failure.
+    HandshakePhase.FAILED: frozenset({HandshakePhase.SETTLING, HandshakePhase.FAILED}),
+}
+
+
+class HandshakeDue(Enum):
+    """Mode B's own deadline: handshake_timeout, for initialize and then for the ping."""
+
+    HANDSHAKE = "handshake"
+
+
+HANDSHAKE_DEADLINE = Deadline(None, HandshakeDue.HANDSHAKE)
+# Read for every request: a global, since an Enum class attribute costs five times as much.
+_PHASE_READY = HandshakePhase.READY
 
 
 class ModeB:
@@ -79,8 +106,8 @@ class ModeB:
         self.ctx = ctx
         self.secret = secret
         self.router = Router(ctx)
-        self.phase = NEW
-        self.failure = ""
+        self.phase = HandshakePhase.NEW
+        self.failure = ""  # why the handshake failed, once it has
         self.waiting: list[tuple[Message, RequestMeta]] = []  # until the handshake is done
         # A session handed over from a lost server: its streams, until the handshake is done.
         self.restoring: list[ListenStream] | None = None
@@ -89,23 +116,26 @@ class ModeB:
         self.server_info: Message | None = None
         self.instructions: str | None = None
         self.legacy_level: str | None = None  # the level last set with logging/setLevel
-        self.progress: dict[str, Any] = {}  # bridge progress token -> Flight or Call
-        self.inputs = Inputs(self)
-        self.listener = Listener(self)
+        self.progress = ProgressRelay(ctx)
+        self.parking = Parking(self)
+        self.streams = ClientStreams(self)
         self._local: dict[str, Callable[[Message, RequestMeta], None]] = {
             "server/discover": self._discover,
-            "subscriptions/listen": self.listener.listen,
+            "subscriptions/listen": self.streams.listen,
         }
-        self._answers: dict[str, Callable[[Pending, Message], None]] = {
-            "initialize": self._on_initialized,
-            "settle": self._on_settled,
-            "forward": self._on_forward_answer,
-            "call": self.inputs.on_answer,
-            "subscribe": self.listener.on_subscribed,
-            "setLevel": self._on_own_answer,
-            "roots": self.inputs.on_roots_fence,
-            "unsubscribe": self._on_own_answer,
+        self._timers: dict[Enum, Callable[[Deadline], None]] = {
+            Due.REQUEST_TIMEOUT: self._on_request_timeout,
+            HandshakeDue.HANDSHAKE: self._on_handshake_timeout,
+            CallDue.GATHER: self.parking.on_timer,
+            CallDue.PARKED: self.parking.on_timer,
+            CallDue.URL: self.parking.on_timer,
+            RootsDue.RESYNC: self.parking.sync.on_timer,
         }
+
+    def _move(self, to: HandshakePhase) -> None:
+        if to not in _HANDSHAKE_MOVES[self.phase]:
+            raise AssertionError(f"handshake: {self.phase.name} -> {to.name}")
+        self.phase = to
 
     # From the client ----------------------------------------------------------------------
 
@@ -118,7 +148,7 @@ class ModeB:
             if message["method"] == "notifications/cancelled":
                 self._cancel(message.get("params") or {})
             elif message["method"] == "notifications/roots/list_changed":
-                self.inputs.roots_changed()
+                self.parking.roots_changed()
             else:  # ClientNotification (2026-07-28) is notifications/cancelled alone
                 self.ctx.debug("notification.dropped", side=CLIENT, method=message["method"])
         elif kind == "response":
@@ -128,49 +158,48 @@ class ModeB:
             self.ctx.reject(CLIENT, inbound)
 
     def _on_request(self, message: Message) -> None:
-        if self.inputs.rounds:  # no live call, no round to forget: skip the call
-            self.inputs.forget_round(message["id"])
+        if self.parking.rounds:  # no live call, no round to forget: skip the call
+            self.parking.forget_round(message["id"])
         meta = read_meta(message)
         if not isinstance(meta, RequestMeta):
-            self.ctx.reply_error(CLIENT, message["id"], meta.code, meta.message, meta.data)
-        elif self.phase == READY:
+            self.ctx.fail(CLIENT, message["id"], meta)
+        elif self.phase is _PHASE_READY:
             self._serve(message, meta)
-        elif self.phase == FAILED:
+        elif self.phase is HandshakePhase.FAILED:
             self._refuse_unavailable(message["id"])
         else:
             self.waiting.append((message, meta))
-            if self.phase == NEW:
+            if self.phase is HandshakePhase.NEW:
                 self._initialize(meta)
 
     def _serve(self, message: Message, meta: RequestMeta) -> None:
         method = message["method"]
         if method in ELIGIBLE:  # the common case first: none is local, removed or tasks/
-            self.inputs.call(message, meta)
+            self.parking.call(message, meta)
             return
         local = self._local.get(method)
         if local is not None:
             local(message, meta)
         elif method in REMOVED_METHODS or method.startswith("tasks/"):
             # Tasks are not bridged (TRANSLATION.md §4.3); the rest left the protocol.
-            self.ctx.reply_error(CLIENT, message["id"], METHOD_NOT_FOUND,
-                                 f"Method not found: {method}")
+            self.ctx.fail(CLIENT, message["id"], errors.method_not_served(method))
         else:
             self._forward(message, meta)
 
     def _forward(self, message: Message, meta: RequestMeta) -> None:
-        flight = Flight(meta)
+        forward = LegacyForward(self, message["id"], message["method"], meta)
         if meta.progress_token is not None:
-            flight.token = self.track_progress(flight)
+            forward.token = self.progress.track(forward)
         self.prepare_logs(meta)
         # The legacy server gets no envelope, no MRTR fields, and the bridge's token (§9.3).
         request = build_request(message["id"], message["method"], message.get("params"),
-                                era="legacy", version=self.version, progress_token=flight.token)
-        self.router.forward(SERVER, request, "forward", flight)
+                                era="legacy", version=self.version, progress_token=forward.token)
+        self.router.forward(SERVER, request, forward)
 
     def _cancel(self, params: Message) -> None:
         request_id = params.get("requestId")
         reason = params.get("reason") if isinstance(params.get("reason"), str) else None
-        if self.listener.cancel(request_id) or self.inputs.cancel(request_id, reason):
+        if self.streams.cancel(request_id) or self.parking.cancel(request_id, reason):
             return
         queued = [e for e in self.waiting if typed(e[0]["id"]) == typed(request_id)]
         if queued:
@@ -178,24 +207,26 @@ class ModeB:
             return
         bid = self.router.find(SERVER, request_id)
         if bid is not None:
-            row = self.router.cancel(SERVER, bid, reason)
-            if row is not None and isinstance(row.data, Flight):
-                self.untrack_progress(row.data.token)
+            exchange = self.router.cancel(SERVER, bid, reason)
+            # Only a forwarded request has a client id as its origin (a call's are NO_REQUEST).
+            if isinstance(exchange, LegacyForward):
+                exchange.cancelled()
 
     # The bridge's own legacy handshake (§5.8.1) -------------------------------------------
 
     def _initialize(self, meta: RequestMeta) -> None:
-        self.phase = INITIALIZING
+        self._move(HandshakePhase.INITIALIZING)
         info = meta.client_info if usable_info(meta.client_info) else self.ctx.config.bridge_info
         caps = {**LEGACY_CLIENT_CAPABILITIES,
-                "roots": self.inputs.roots.capability(meta.capabilities)}
+                "roots": self.parking.roots.capability(meta.capabilities)}
         params = {"protocolVersion": LATEST_LEGACY_VERSION, "capabilities": caps,
                   "clientInfo": info}
-        self.router.issue(SERVER, "initialize", params, "initialize")
-        self.ctx.schedule(HANDSHAKE, self.ctx.config.handshake_timeout)
+        self.router.issue(SERVER, "initialize", params, LegacyInitialize(self))
+        self.ctx.schedule(HANDSHAKE_DEADLINE, self.ctx.config.handshake_timeout)
 
-    def _on_initialized(self, row: Pending, message: Message) -> None:
-        self.ctx.cancel_timer(HANDSHAKE)
+    def initialized(self, message: Message) -> None:
+        """The legacy server answered the bridge's initialize."""
+        self.ctx.cancel_timer(HANDSHAKE_DEADLINE)
         result = message.get("result")
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if result is None:
@@ -211,9 +242,9 @@ class ModeB:
         # §11.5: servers often ask roots/list as soon as they are initialized. A ping is
         # answered in order, so such questions arrive while no call runs and are answered
         # here rather than attached to the client's first call.
-        self.phase = SETTLING
-        self.router.issue(SERVER, "ping", None, "settle")
-        self.ctx.schedule(HANDSHAKE, self.ctx.config.handshake_timeout)
+        self._move(HandshakePhase.SETTLING)
+        self.router.issue(SERVER, "ping", None, SettlingPing(self))
+        self.ctx.schedule(HANDSHAKE_DEADLINE, self.ctx.config.handshake_timeout)
 
     def _adopt(self, result: Message) -> None:
         self.version = result["protocolVersion"]
@@ -224,26 +255,27 @@ class ModeB:
         instructions = result.get("instructions")
         self.instructions = instructions if isinstance(instructions, str) else None
 
-    def _on_settled(self, row: Pending, message: Message) -> None:
-        if self.phase == SETTLING:
-            self.ctx.cancel_timer(HANDSHAKE)
+    def settled(self) -> None:
+        """The settling ping was answered (late, if the handshake timed out first)."""
+        if self.phase is HandshakePhase.SETTLING:
+            self.ctx.cancel_timer(HANDSHAKE_DEADLINE)
             self._ready()
 
     def _ready(self) -> None:
-        self.phase = READY
+        self._move(HandshakePhase.READY)
         self.ctx.log("info", "server.initialized", mode="B", version=self.version,
                      server=(self.server_info or {}).get("name"))
         if self.restoring is not None:
             streams, self.restoring = self.restoring, None
             for stream in streams:
-                self.listener.restore(stream)
+                self.streams.restore(stream)
             self.ctx.log("info", "session.resumed", mode="B", streams=len(streams))
         waiting, self.waiting = self.waiting, []
         for message, meta in waiting:
             self._serve(message, meta)
 
     def _give_up(self, reason: str) -> None:
-        self.phase = FAILED
+        self._move(HandshakePhase.FAILED)
         self.failure = reason
         self.ctx.log("error", "handshake.failed", reason=reason)
         waiting, self.waiting = self.waiting, []
@@ -254,15 +286,13 @@ class ModeB:
             self._refuse_unavailable(stream.request["id"])
 
     def _refuse_unavailable(self, request_id: Any) -> None:
-        self.ctx.reply_error(CLIENT, request_id, INTERNAL_ERROR,
-                             f"mcp-rosetta: the legacy server could not be initialized: "
-                             f"{self.failure}", {"source": "mcp-rosetta"})
+        self.ctx.fail(CLIENT, request_id, errors.legacy_server_unavailable(self.failure))
 
-    def _on_handshake_timeout(self) -> None:
+    def _on_handshake_timeout(self, key: Deadline) -> None:
         seconds = self.ctx.config.handshake_timeout
-        if self.phase == INITIALIZING:
+        if self.phase is HandshakePhase.INITIALIZING:
             self._give_up(f"no answer to initialize within {seconds:g} s")
-        elif self.phase == SETTLING:
+        elif self.phase is HandshakePhase.SETTLING:
             self.ctx.log("warning", "handshake.no_ping_answer", waited_s=seconds)
             self._ready()
 
@@ -290,148 +320,104 @@ class ModeB:
     def with_server_info(self, result: Message) -> Message:
         return with_server_info(result, self.server_info)
 
-    def reply_error(self, request_id: Any, error: Message) -> None:
+    def relay_error(self, request_id: Any, error: Message) -> None:
+        """The legacy server's error for client request `request_id`, as a modern one."""
         self.ctx.send(CLIENT, {"jsonrpc": "2.0", "id": request_id,
-                               "error": error_for_modern(error)})
-
-    def _on_forward_answer(self, row: Pending, message: Message) -> None:
-        flight: Flight = row.data
-        self.untrack_progress(flight.token)
-        if "error" in message:
-            self.reply_error(row.origin_id, message["error"])
-        else:
-            self.ctx.reply(CLIENT, row.origin_id, self.modern_result(row.method, message["result"]))
-
-    def _on_own_answer(self, row: Pending, message: Message) -> None:
-        if "error" in message:
-            self.ctx.log("warning", "request.refused", method=row.method,
-                         code=message["error"].get("code"))
+                               "error": error_for_modern(error)}, request=request_id)
 
     # From the server ----------------------------------------------------------------------
 
     def on_server(self, inbound: Inbound) -> None:
-        kind = inbound.kind
         message = inbound.message
-        if kind == "response":
-            row = self.router.take(SERVER, message)
-            if row is not None:
-                self._answers[row.purpose](row, message)
-        elif kind == "notification":
-            self._on_server_notification(message)
-        elif kind == "request":
-            self._on_server_request(message)
-        elif isinstance(message, list) and self.version == BATCHING_VERSION:
+        if isinstance(message, list) and self.version == BATCHING_VERSION:
             # 2025-03-26 basic §Batching: that revision may batch; the elements are handled
             # one by one, and answered one by one (the bridge never sends batches, §10.3).
             for item in classify(message, batching=True).items or []:
-                self.on_server(item)
+                dispatch.from_server(self, item)
         else:
-            self.ctx.log("warning", "message.invalid", side=SERVER, reason=inbound.reason)
+            dispatch.from_server(self, inbound)
 
-    def _on_server_request(self, message: Message) -> None:
+    def on_server_request(self, message: Message) -> None:
         method = message["method"]
         if method == "ping":  # legacy ping.mdx: answer promptly; modern clients know no ping
             self.ctx.reply(SERVER, message["id"], {})
         elif method in INPUT_METHODS:
-            self.inputs.on_server_request(message)
+            self.parking.on_server_request(message)
         else:
-            self.ctx.reply_error(SERVER, message["id"], METHOD_NOT_FOUND,
-                                 f"Method not found: {method}")
+            self.ctx.fail(SERVER, message["id"], errors.method_not_served(method))
 
-    def _on_server_notification(self, message: Message) -> None:
+    def on_server_notification(self, message: Message) -> None:
         method = message["method"]
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         if method == "notifications/progress":
-            self._relay_progress(params)
+            self.progress.relay(params)
         elif method == "notifications/message":
             self._relay_log(message, params)
         elif method == "notifications/cancelled":
-            self.inputs.on_server_cancelled(params.get("requestId"))
+            self.parking.on_server_cancelled(params.get("requestId"))
         elif method == "notifications/elicitation/complete":
-            self.inputs.on_elicitation_complete(params.get("elicitationId"))
-        elif not self.listener.on_notification(message):
+            self.parking.on_elicitation_complete(params.get("elicitationId"))
+        elif not self.streams.on_notification(message):
             self.ctx.debug("notification.dropped", side=SERVER, method=method)
-
-    # Progress (§9.3) ----------------------------------------------------------------------
-
-    def track_progress(self, owner: Any) -> str:
-        token = self.ctx.mint_id()
-        self.progress[token] = owner
-        return token
-
-    def untrack_progress(self, token: str | None) -> None:
-        if token is not None:
-            self.progress.pop(token, None)
-
-    def _relay_progress(self, params: Message) -> None:
-        token = params.get("progressToken")
-        owner = self.progress.get(token) if isinstance(token, str) else None
-        target = owner.progress_target if owner is not None else None
-        if target is None:
-            self.ctx.debug("progress.dropped", token=token)
-            return
-        self.ctx.send(CLIENT, notification("notifications/progress",
-                                           {**params, "progressToken": target}))
 
     # Logging (logging.mdx, TRANSLATION.md §8) ---------------------------------------------
 
-    def _levels_in_flight(self) -> Iterator[str]:
-        """The logLevels of the requests the legacy server is working on for the client."""
-        for row in self.router.pending[SERVER].values():
-            data = row.data
-            working = row.purpose == "forward" or (row.purpose == "call" and data.owner is not None)
-            if working and data.meta.log_level is not None:
-                yield data.meta.log_level
+    def _logs_in_flight(self) -> Iterator[tuple[str, Any]]:
+        """The logLevel and id of each client request the legacy server is working on that
+        asked for logs (a parked call's round has had its answer: it asks for none)."""
+        for exchange in self.router.pending[SERVER].values():
+            if isinstance(exchange, (LegacyForward, ParkedCall)):
+                level = exchange.meta.log_level
+                if level is not None and exchange.serving is not None:
+                    yield level, exchange.serving
 
     def prepare_logs(self, meta: RequestMeta) -> None:
         """Before a request goes out: set the legacy level to the most verbose one needed."""
         if meta.log_level is None or "logging" not in self.server_caps:
             return
-        wanted = min([*self._levels_in_flight(), meta.log_level], key=LOG_SEVERITY.__getitem__)
+        levels = [level for level, _ in self._logs_in_flight()]
+        wanted = min([*levels, meta.log_level], key=LOG_SEVERITY.__getitem__)
         if wanted != self.legacy_level:
             self.legacy_level = wanted
-            self.router.issue(SERVER, "logging/setLevel", {"level": wanted}, "setLevel")
+            self.router.issue(SERVER, "logging/setLevel", {"level": wanted},
+                              Housekeeping(self.ctx, "logging/setLevel"))
 
     def _relay_log(self, message: Message, params: Message) -> None:
         # logging.mdx: no notifications/message for a request without logLevel, and only at
-        # or above its level; a legacy message names no request, so any in flight may own it.
+        # or above its level; a legacy message names no request, so it goes as the log of
+        # the first request in flight that asked for its level.
         level = params.get("level")
         severity = LOG_SEVERITY.get(level, -1) if isinstance(level, str) else -1
-        if any(severity >= LOG_SEVERITY[level] for level in self._levels_in_flight()):
-            self.ctx.send(CLIENT, message)
-        else:
-            self.ctx.debug("log.dropped", level=params.get("level"))
+        for wanted, request in self._logs_in_flight():
+            if severity >= LOG_SEVERITY[wanted]:
+                self.ctx.send(CLIENT, message, request=request)
+                return
+        self.ctx.debug("log.dropped", level=params.get("level"))
 
     # Lifecycle ----------------------------------------------------------------------------
 
-    def on_timer(self, key: Any) -> None:
-        if key == HANDSHAKE:
-            self._on_handshake_timeout()
-        elif key[0] == "timeout":
-            row = self.router.expire(key[1])
-            if row is not None and isinstance(row.data, Flight):
-                self.untrack_progress(row.data.token)
-        elif key[0] == "mrtr":
-            self.inputs.on_timer(key)
+    def on_timer(self, key: Deadline) -> None:
+        self._timers[key.kind](key)
+
+    def _on_request_timeout(self, key: Deadline) -> None:
+        self.router.expire(key.owner)  # type: ignore[arg-type]  # the router's: a minted id
 
     def busy(self) -> bool:
         """Whether the client is still owed an answer (open listen streams and parked calls
         owe it nothing until shutdown, which answers them at once)."""
-        return bool(self.waiting) or self.inputs.busy() or any(
-            row.purpose == "forward" for row in self.router.pending[SERVER].values())
+        return bool(self.waiting) or self.parking.busy() or self.router.busy()
 
     def fail_pending(self, reason: str, data: Message | None = None) -> None:
         self.router.fail_all(reason, data)
-        self.inputs.fail_all(reason, data)
-        self.listener.close_all()
+        self.parking.fail_all(reason, data)
+        self.streams.close_all()
         for stream in self.restoring or []:
-            self.listener.end(stream.request["id"])
+            self.streams.end(stream.request["id"])
         self.restoring = None
         waiting, self.waiting = self.waiting, []
         for message, _ in waiting:
-            self.ctx.reply_error(CLIENT, message["id"], INTERNAL_ERROR, reason,
-                                 data or {"source": "mcp-rosetta"})
+            self.ctx.fail(CLIENT, message["id"], errors.never_sent(reason, data))
 
     # A restarted server (handover.py) ----------------------------------------------------
 
@@ -443,12 +429,12 @@ class ModeB:
         """Calls in flight get the error; parked ones end, so their requestState no longer
         resumes anything; the listen streams stay open, handed on; requests waiting for the
         handshake never reached the server, so they wait for the next one."""
-        streams = self.listener.handed_over() + (self.restoring or [])
+        streams = self.streams.handed_over() + (self.restoring or [])
         unsent = [Inbound("request", message, id=message["id"]) for message, _ in self.waiting]
         self.waiting = []
         reason, data = outage.error()
         self.router.fail_all(reason, data)
-        self.inputs.fail_all(reason, data)
+        self.parking.fail_all(reason, data)
         return Handover(ModernSession(streams) if streams else None, unsent)
 
     def resume(self, session: ClientSession) -> None:

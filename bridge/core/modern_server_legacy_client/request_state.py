@@ -26,7 +26,7 @@ _LABEL = b"mcp-rosetta requestState v1\x00"
 _NOT_SALIENT = frozenset({"_meta", "inputResponses", "requestState"})
 
 
-def request_digest(method: str, params: Any) -> str:
+def request_digest(method: str, params: object) -> str:
     """A digest of the method and the params that identify the request (name/arguments, uri)."""
     salient = {k: v for k, v in params.items() if k not in _NOT_SALIENT} \
         if isinstance(params, dict) else {}
@@ -35,7 +35,7 @@ def request_digest(method: str, params: Any) -> str:
     return _b64(hashlib.sha256(canonical.encode("ascii")).digest())
 
 
-def _number_text(value: Any) -> str:
+def _number_text(value: object) -> str:
     if type(value) is RawNumber:
         text: str = value.text  # a number Python does not hold, compared by its digits
         return text
@@ -68,7 +68,7 @@ def expired(payload: dict[str, Any], now: float) -> bool:
     return bool(now * 1000 > payload["x"])
 
 
-def _well_formed(payload: Any) -> bool:
+def _well_formed(payload: object) -> bool:
     return isinstance(payload, dict) and all(isinstance(payload.get(k), str) for k in "knd") \
         and isinstance(payload.get("x"), int)
 

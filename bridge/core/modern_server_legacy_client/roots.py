@@ -1,9 +1,9 @@
 """Mode B's roots: what the modern client said last, what the legacy server was told, and when
 the bridge should ask the one or tell the other.
 
-Must not park calls or send anything: inputs.py asks the client and answers the server;
-this keeps the two lists and decides. Rules: client/roots.mdx (both eras); TRANSLATION.md
-§5.8.3, §5.8.5.
+Must not park calls or send anything: inputs.py asks the client and answers the server,
+roots_sync.py catches the server up; this keeps the two lists and decides. Rules:
+client/roots.mdx (both eras); TRANSLATION.md §5.8.3, §5.8.5.
 
 Why the bridge asks on its own. A legacy server commonly asks roots/list once (right after it
 is initialized, on a timer, or in its first call that needs them), keeps the answer, and
@@ -21,17 +21,32 @@ the configured ones.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from bridge.core.capabilities import declares
 
 Message = dict[str, Any]
 
-# Catching the server up after notifications/roots/list_changed: it has not asked again yet;
-# asked and answered, a ping is out (answered in order: it has read the new roots); then
-# roots_settle passes, for a server that applies its roots asynchronously (server-filesystem
-# checks each directory before it uses the new list).
-REASK, FENCE, SETTLE = "reask", "fence", "settle"
+
+class Resync(Enum):
+    """Catching the server up after notifications/roots/list_changed (calls wait meanwhile)."""
+
+    IDLE = "idle"  # nothing to catch up
+    REASK = "reask"  # told; it has not asked roots/list again yet
+    FENCE = "fence"  # asked and answered; a ping is out (answered in order: it has read them)
+    # roots_settle passes, for a server that applies its roots asynchronously
+    # (server-filesystem checks each directory before it uses the new list).
+    SETTLE = "settle"
+
+
+# New roots may arrive at any stage (another call's roots round): the server is told again.
+_RESYNC_MOVES: dict[Resync, frozenset[Resync]] = {
+    Resync.IDLE: frozenset({Resync.REASK}),
+    Resync.REASK: frozenset({Resync.REASK, Resync.FENCE, Resync.IDLE}),
+    Resync.FENCE: frozenset({Resync.REASK, Resync.SETTLE, Resync.IDLE}),
+    Resync.SETTLE: frozenset({Resync.REASK, Resync.IDLE}),
+}
 
 
 class Roots:
@@ -40,13 +55,22 @@ class Roots:
     __slots__ = ("known", "learned_at", "listens", "resync", "stale", "static", "told")
 
     def __init__(self, static: tuple[str, ...]) -> None:
-        self.static: list[Any] = [{"uri": uri} for uri in static]  # the `roots` setting
-        self.known: list[Any] | None = None  # the client's roots, from its last input round
+        self.static: list[object] = [{"uri": uri} for uri in static]  # the `roots` setting
+        self.known: list[object] | None = None  # the client's roots, from its last input round
         self.learned_at = float("-inf")
-        self.told: list[Any] | None = None  # what the server last got for roots/list
+        self.told: list[object] | None = None  # what the server last got for roots/list
         self.listens = False  # whether the server was promised roots/list_changed
-        self.resync: str | None = None  # REASK, FENCE or SETTLE while the server catches up
+        self.resync = Resync.IDLE
         self.stale = False  # the client said its roots changed since the bridge heard them
+
+    def move(self, to: Resync) -> None:
+        if to not in _RESYNC_MOVES[self.resync]:
+            raise AssertionError(f"roots resync: {self.resync.name} -> {to.name}")
+        self.resync = to
+
+    @property
+    def resyncing(self) -> bool:
+        return self.resync is not Resync.IDLE
 
     def capability(self, client_caps: Message) -> Message:
         """The roots capability to declare to the legacy server at initialize.
@@ -76,14 +100,14 @@ class Roots:
             return True
         return self.listens and now - self.learned_at >= refresh
 
-    def learn(self, roots: list[Any], now: float) -> bool:
+    def learn(self, roots: list[object], now: float) -> bool:
         """The client gave its roots; True if the server must now be told they changed."""
         self.known = roots
         self.learned_at = now
         self.stale = False
         return self.listens and self.told is not None and roots != self.told
 
-    def relayed(self, roots: list[Any], now: float) -> None:
+    def relayed(self, roots: list[object], now: float) -> None:
         """The server asked during a call and got the client's own answer."""
         self.known = self.told = roots
         self.learned_at = now
