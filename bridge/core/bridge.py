@@ -761,12 +761,10 @@ class Bridge:
         if client_era == "legacy":
             from bridge.core.legacy_server_modern_client.mode import ModeA
 
-            # cast: until modes A and B declare `mode: Literal[...]`, mypy reads their `mode`
-            # as a str.
-            return cast(Handler, ModeA(self.ctx, self.probe))
+            return ModeA(self.ctx, self.probe)
         from bridge.core.modern_server_legacy_client.mode import ModeB
 
-        return cast(Handler, ModeB(self.ctx, self.probe, self.secret))
+        return ModeB(self.ctx, self.probe, self.secret)
 
     def _release(self) -> None:
         """The handler can serve: what the client said meanwhile reaches it, in order."""

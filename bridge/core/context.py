@@ -9,7 +9,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from bridge.core.config import CoreConfig
-from bridge.core.errors import OwnError
+from bridge.core.errors import OwnError, invalid_message
 from bridge.core.events import Action, Log, Send, Side
 from bridge.core.jsonrpc import Inbound, error_response, result_response
 from bridge.core.timers import Timers
@@ -67,9 +67,7 @@ class Context:
         """Invalid input: tell the client if it can be told (JSON-RPC §5), log it either way."""
         self.log("warning", "message.invalid", side=side, reason=inbound.reason)
         if side == "client" and inbound.code is not None:
-            self.reply_error(
-                "client", inbound.id, inbound.code, f"Invalid message: {inbound.reason}"
-            )
+            self.fail("client", inbound.id, invalid_message(inbound.code, inbound.reason))
 
     def log(self, level: str, event: str, **fields: Any) -> None:
         self.actions.append(Log(level, event, fields))

@@ -11,14 +11,10 @@ from typing import Any
 
 from bridge.core.codec import encode
 from bridge.core.envelope import drop_meta_keys
-from bridge.core.eras import MODERN_RESULT_META_KEYS
+from bridge.core.eras import MODERN_RESULT_META_KEYS, V2025_03_26, V2025_06_18, V2025_11_25
 
 # Fields only a modern result carries (basic/index.mdx §ResultType, caching.mdx).
 MODERN_RESULT_FIELDS = ("resultType", "ttlMs", "cacheScope")
-
-_V0325 = "2025-03-26"
-_V0618 = "2025-06-18"
-_V1125 = "2025-11-25"
 
 
 def strip_modern_result(result: dict[str, Any]) -> dict[str, Any]:
@@ -38,9 +34,9 @@ def strip_modern_result(result: dict[str, Any]) -> dict[str, Any]:
 def implementation_for(info: dict[str, Any], version: str) -> dict[str, Any]:
     """An Implementation (clientInfo/serverInfo) with only the fields `version` defines."""
     drop: set[str] = set()
-    if version < _V0618:
+    if version < V2025_06_18:
         drop.add("title")
-    if version < _V1125:
+    if version < V2025_11_25:
         drop.update(("icons", "description", "websiteUrl"))
     if not drop.intersection(info):
         return info
@@ -52,9 +48,9 @@ def _metadata_for(item: Any, version: str) -> Any:
     if not isinstance(item, dict):
         return item
     drop: list[str] = []
-    if version < _V0618:
+    if version < V2025_06_18:
         drop += ["title", "_meta"]
-    if version < _V1125:
+    if version < V2025_11_25:
         drop.append("icons")
     if not any(key in item for key in drop):
         return item
@@ -66,18 +62,18 @@ def _content_for(block: Any, version: str) -> Any:
     if not isinstance(block, dict):
         return block
     kind = block.get("type")
-    if kind == "resource_link" and version < _V0618:
+    if kind == "resource_link" and version < V2025_06_18:
         label = block.get("name") or block.get("title") or ""
         return {"type": "text", "text": f"{block.get('uri', '')} ({label})"}
-    if kind == "audio" and version < _V0325:
+    if kind == "audio" and version < V2025_03_26:
         return {"type": "text", "text": f"[audio {block.get('mimeType', '')} omitted]"}
-    if version < _V0618:
+    if version < V2025_06_18:
         return _metadata_for(block, version)
     return block
 
 
 def _contents_for(blocks: Any, version: str) -> Any:
-    if not isinstance(blocks, list) or version >= _V0618:
+    if not isinstance(blocks, list) or version >= V2025_06_18:
         return blocks
     return [_content_for(block, version) for block in blocks]
 
@@ -89,9 +85,9 @@ def _tool_for(tool: Any, version: str) -> Any:
     out.pop("execution", None)  # tasks are not bridged (TRANSLATION.md §4.3)
     schema = out.get("outputSchema")
     # Legacy revisions require an object root; before 2025-06-18 there is no outputSchema.
-    if schema is not None and (version < _V0618 or not _is_object_schema(schema)):
+    if schema is not None and (version < V2025_06_18 or not _is_object_schema(schema)):
         del out["outputSchema"]
-    if version < _V0325:
+    if version < V2025_03_26:
         out.pop("annotations", None)
     return _metadata_for(out, version)
 
@@ -114,7 +110,8 @@ def _list_for(
 
 def _prompt_for(prompt: Any, version: str) -> Any:
     prompt = _metadata_for(prompt, version)
-    if isinstance(prompt, dict) and isinstance(prompt.get("arguments"), list) and version < _V0618:
+    if isinstance(prompt, dict) and isinstance(prompt.get("arguments"), list) \
+            and version < V2025_06_18:
         prompt = dict(prompt)
         prompt["arguments"] = [_metadata_for(arg, version) for arg in prompt["arguments"]]
     return prompt
@@ -122,7 +119,8 @@ def _prompt_for(prompt: Any, version: str) -> Any:
 
 def _call_tool_result(result: dict[str, Any], version: str) -> dict[str, Any]:
     structured = result.get("structuredContent")
-    if "structuredContent" in result and (version < _V0618 or not isinstance(structured, dict)):
+    if "structuredContent" in result and (version < V2025_06_18
+                                          or not isinstance(structured, dict)):
         # Modern structuredContent may be any JSON value (SEP-2106); legacy wants an object
         # or nothing. tools.mdx: structured content SHOULD also come as serialized text.
         del result["structuredContent"]
@@ -138,7 +136,7 @@ def _call_tool_result(result: dict[str, Any], version: str) -> dict[str, Any]:
 
 def _get_prompt_result(result: dict[str, Any], version: str) -> dict[str, Any]:
     messages = result.get("messages")
-    if isinstance(messages, list) and version < _V0618:
+    if isinstance(messages, list) and version < V2025_06_18:
         result["messages"] = [_prompt_message_for(m, version) for m in messages]
     return result
 
@@ -168,6 +166,6 @@ def result_for_legacy(result: dict[str, Any], method: str | None, version: str) 
 
 def progress_for_legacy(params: dict[str, Any], version: str) -> dict[str, Any]:
     """Progress params for a revision: `message` only exists since 2025-03-26."""
-    if version < _V0325 and "message" in params:
+    if version < V2025_03_26 and "message" in params:
         return {k: v for k, v in params.items() if k != "message"}
     return params

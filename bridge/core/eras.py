@@ -12,8 +12,14 @@ from bridge.core.codec import RawNumber
 Era = Literal["legacy", "modern"]
 
 MODERN_PROTOCOL_VERSION: Final = "2026-07-28"
+# The legacy revisions by name, for the rules that depend on which one a peer speaks (the
+# dates compare as strings in the order they were published).
+V2024_11_05: Final = "2024-11-05"
+V2025_03_26: Final = "2025-03-26"
+V2025_06_18: Final = "2025-06-18"
+V2025_11_25: Final = "2025-11-25"
 # Oldest first: negotiation falls back to the newest (versioning.mdx §Version Negotiation).
-LEGACY_PROTOCOL_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LEGACY_PROTOCOL_VERSIONS: Final = (V2024_11_05, V2025_03_26, V2025_06_18, V2025_11_25)
 LATEST_LEGACY_VERSION: Final = LEGACY_PROTOCOL_VERSIONS[-1]
 BATCHING_VERSION: Final = "2025-03-26"  # the only revision with JSON-RPC batches
 

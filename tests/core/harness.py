@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bridge.core.bridge import Bridge
-from bridge.core.codec import decode, encode
+from bridge.core.codec import DecodeError, RawNumber, decode, encode
 from bridge.core.config import CoreConfig
 from bridge.core.context import ID_PREFIX, counter_ids
 from bridge.core.eras import (
@@ -142,6 +142,52 @@ def resolved(message: Any) -> Any:
     return message
 
 
+class ClientRequests:
+    """The client's requests in flight, with their ids as the core's codec reads them, so each
+    message to the client can be checked against them (DESIGN.md: every message to the
+    client names its request): an answer names the request it answers, anything else names
+    a request the client has in flight, or none."""
+
+    def __init__(self) -> None:
+        self.open: set[tuple[type, Any]] = set()
+
+    def received(self, raw: bytes) -> None:
+        try:
+            message = decode(raw)
+        except DecodeError:  # unreadable: answered under the id it shows, or null
+            return
+        for item in message if isinstance(message, list) else [message]:
+            if isinstance(item, dict) and "method" in item \
+                    and isinstance(item.get("id"), str | int | float | RawNumber):
+                self.open.add(_typed(item["id"]))
+
+    def check(self, send: Send) -> None:
+        message = send.message
+        if isinstance(message, list):  # a batch's answers carry their own ids
+            assert send.request is None, send
+            for item in message:
+                if isinstance(item, dict) and _hashable(item.get("id")):
+                    self.open.discard(_typed(item.get("id")))
+        elif "method" not in message:
+            assert send.request is message.get("id") or _typed(send.request) == _typed(
+                message.get("id")), (
+                f"an answer to {message.get('id')!r} names request {send.request!r}")
+            if _hashable(message.get("id")):
+                self.open.discard(_typed(message.get("id")))
+        elif send.request is not None:
+            assert _typed(send.request) in self.open, (
+                f"{message['method']} names request {send.request!r}, which the client does "
+                f"not have in flight")
+
+
+def _typed(id: Any) -> tuple[type, Any]:
+    return (type(id), id)
+
+
+def _hashable(id: Any) -> bool:
+    return id is None or isinstance(id, str | int | float | RawNumber)
+
+
 class Harness:
     """One Bridge, a hand-driven clock, and the actions it produced, split by kind."""
 
@@ -152,6 +198,7 @@ class Harness:
         self.now = 0.0
         self.logs: list[Log] = []
         self._requests: dict[str, Message] = {}  # method -> the last such request to the server
+        self.client_requests = ClientRequests()
 
     def minted(self, name: str) -> Placeholder:
         """The placeholder `name` of this bridge's minted ids (the same one on every call)."""
@@ -174,6 +221,8 @@ class Harness:
                 assert decode(action.line) == decode(encode(action.message)), action.message
             if isinstance(action, Send) and action.side == "server":
                 self._note_requests(action.message)
+            elif isinstance(action, Send):
+                self.client_requests.check(action)
         return actions
 
     def _note_requests(self, message: Any) -> None:
@@ -186,6 +235,7 @@ class Harness:
 
     def client(self, message: Any) -> list[Action]:
         raw = message if isinstance(message, bytes) else encode(resolved(message)).rstrip(b"\n")
+        self.client_requests.received(raw)
         return self._run(MessageReceived("client", raw))
 
     def server(self, message: Any) -> list[Action]:

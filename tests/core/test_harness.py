@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from bridge.core.events import Send
 from tests.core.harness import (
+    ClientRequests,
     Harness,
     UnboundPlaceholder,
     answer,
@@ -99,3 +101,22 @@ def test_the_harness_catches_a_message_under_a_wrong_minted_id() -> None:
     wrong = {**listed, "id": h.minted("token")()}
     with pytest.raises(AssertionError):
         assert wrong == {**listed, "id": h.minted("list")}
+
+
+def _send(message: dict[str, object], request: object = None) -> Send:
+    return Send("client", message, None, request)
+
+
+def test_the_harness_holds_every_message_to_the_client_to_the_request_it_names() -> None:
+    requests = ClientRequests()
+    requests.received(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}')
+    progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}
+    requests.check(_send(progress, 7))
+    requests.check(_send(progress))  # belonging to none is always a possible answer
+    with pytest.raises(AssertionError, match="not have in flight"):
+        requests.check(_send(progress, "7"))  # the id's JSON type is part of it
+    with pytest.raises(AssertionError, match="names request 8"):
+        requests.check(_send({"jsonrpc": "2.0", "id": 7, "result": {}}, 8))
+    requests.check(_send({"jsonrpc": "2.0", "id": 7, "result": {}}, 7))
+    with pytest.raises(AssertionError, match="not have in flight"):
+        requests.check(_send(progress, 7))  # answered: nothing may name it any more

@@ -15,7 +15,7 @@ from typing import Any, Final, Protocol
 from bridge.core import errors
 from bridge.core.capabilities import declares, input_capability
 from bridge.core.context import Context
-from bridge.core.events import CLIENT, SERVER, Action, Send
+from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import Exchange
 from bridge.core.legacy_server_modern_client.legacy_inputs import (
     elicitation_for,
@@ -303,9 +303,8 @@ class InputLoop:
 
     def _ask(self, call: LoopedCall, key: str, method: str, params: Message) -> None:
         question = LoopQuestion(self, call, key, method, self.roots_epoch)
-        first = len(self.ctx.actions)
-        bid = self.router.issue(CLIENT, method, params, question)
-        _name_request(self.ctx.actions[first], call.origin)
+        # Over a transport with a stream per request, the question goes on the call's.
+        bid = self.router.issue(CLIENT, method, params, question, request=call.origin)
         call.asked[bid] = key
 
     def _pump_elicitations(self) -> None:
@@ -452,11 +451,3 @@ class InputLoop:
 def _declares_roots_changes(caps: Message) -> bool:
     roots = caps.get("roots")
     return isinstance(roots, dict) and roots.get("listChanged") is True
-
-
-def _name_request(sent: Action, origin: Any) -> None:
-    """Say which client request a question belongs to: the call it is asked for. The router
-    sends a request of the bridge's own making as belonging to none; over a transport with a
-    stream per request, the question must go on the call's."""
-    assert isinstance(sent, Send) and sent.side == CLIENT, sent
-    sent.request = origin

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from bridge.core.eras import V2025_03_26, V2025_11_25
+
 Message = dict[str, Any]
 
-_V0325 = "2025-03-26"
-_V1125 = "2025-11-25"
 # Sampling content blocks with no form before 2025-11-25 (client/sampling.mdx §Tool Use).
 _TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
 
 
 def unfit(method: str, params: Message, version: str) -> str | None:
     """Why a client of `version` cannot be asked this input request, or None if it can."""
-    if version >= _V1125:
+    if version >= V2025_11_25:
         return None
     if method == "elicitation/create":
         return _unfit_elicitation(params, version)
@@ -62,7 +62,7 @@ def _unfit_elicitation(params: Message, version: str) -> str | None:
 
 def elicitation_for(params: Message, version: str) -> Message:
     out = dict(params)
-    if version < _V1125:
+    if version < V2025_11_25:
         out.pop("mode", None)  # 2025-06-18 elicitation has no mode (form only)
         fields = _fields(params)
         if fields:
@@ -125,7 +125,7 @@ def _unfit_sampling(params: Message, version: str) -> str | None:
             if isinstance(kind, str) and kind in _TOOL_BLOCKS:  # a peer's type may be anything
                 return (f"sampling message {index} holds {kind} content, which revision "
                         f"{version} has no form for (it arrived in 2025-11-25)")
-            if kind == "audio" and version < _V0325:
+            if kind == "audio" and version < V2025_03_26:
                 return (f"sampling message {index} holds audio content, which revision "
                         f"{version} has no form for (it arrived in 2025-03-26)")
     return None
@@ -134,7 +134,7 @@ def _unfit_sampling(params: Message, version: str) -> str | None:
 def sampling_for(params: Message, version: str) -> Message:
     """Content arrays as one message per block, in order and with the same role: the older
     SamplingMessage holds one block, and a conversation may repeat a role."""
-    if version >= _V1125 or not isinstance(params.get("messages"), list):
+    if version >= V2025_11_25 or not isinstance(params.get("messages"), list):
         return dict(params)  # ill-typed messages pass as they came: the client judges them
     messages: list[object] = []
     for message in _messages(params):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from bridge.core import errors
 from bridge.core.capabilities import client_caps_to_modern, has_flag
@@ -157,7 +157,7 @@ class ProgressWatermark:
 class ModeA:
     """The legacy server a legacy client sees, made of a modern server."""
 
-    mode = "A"
+    mode: Literal["A"] = "A"
     resuming = False  # a modern server needs no handshake: the session is re-opened at once
 
     def __init__(self, ctx: Context, probe: Probe) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from bridge.core import dispatch, errors
 from bridge.core.capabilities import server_caps_to_modern
@@ -97,7 +97,7 @@ _PHASE_READY = HandshakePhase.READY
 class ModeB:
     """The modern server a modern client sees, made of a legacy server."""
 
-    mode = "B"
+    mode: Literal["B"] = "B"
     client_batching = False  # batches are a 2025-03-26 thing; a modern client sends none
 
     def __init__(self, ctx: Context, probe: Probe, secret: bytes) -> None:
