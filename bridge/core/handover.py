@@ -16,9 +16,7 @@ from bridge.core.capabilities import LIST_CHANGES, has_flag
 from bridge.core.context import Context
 from bridge.core.eras import META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT
-from bridge.core.jsonrpc import Inbound, notification
-
-Message = dict[str, Any]
+from bridge.core.jsonrpc import Inbound, Message, notification
 
 
 @dataclass(slots=True)

@@ -5,7 +5,7 @@ Must not raise on anything a peer sends, and must not know MCP methods or eras.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeGuard
 
 from bridge.core.codec import (
     MAX_DEPTH,
@@ -21,6 +21,13 @@ from bridge.core.salvage import both_ends, top_level
 
 Kind = Literal["request", "notification", "response", "batch", "invalid", "refused"]
 RequestId = str | int
+# A JSON object as decoded: members are JSON values, read after the checks that type them.
+Message = dict[str, Any]
+# A request id as the bridge receives and keeps it: MCP's RequestId, or a number id kept with
+# its spelling (RawNumber) or as a float, which an error answer echoes (JSON-RPC 2.0 §5).
+WireId = str | int | float | RawNumber
+# A request id as a dict key that keeps its JSON type (see typed_id).
+TypedId = tuple[type, WireId]
 
 TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels (mcp-rosetta's limit)"
 # How much of a line too deep to be read at all is searched for its top-level members: enough
@@ -74,7 +81,7 @@ class Inbound:
         return f"Inbound({self.kind!r}, {self.message!r}, reason={self.reason!r})"
 
 
-def is_request_id(value: Any) -> bool:
+def is_request_id(value: object) -> TypeGuard[WireId]:
     """MCP's RequestId is a string or an integer (of any size); a bool is neither.
 
     An integer as JSON Schema counts one: `2.0` is one (a float, or a RawNumber with its
@@ -83,20 +90,22 @@ def is_request_id(value: Any) -> bool:
     kind = type(value)
     if kind is str or kind is int:
         return True
-    if kind is float:
-        return bool(value.is_integer())
-    return kind is RawNumber and bool(value.is_integer)
+    if type(value) is float:
+        return value.is_integer()
+    return type(value) is RawNumber and value.is_integer
 
 
-def _answerable_id(value: Any) -> Any:
+def _answerable_id(value: object) -> WireId | None:
     """The id an error about an invalid message goes under: a request id, or any other number
     (JSON-RPC 2.0 §5: the id is echoed when it could be detected); else None (id null)."""
-    if is_request_id(value) or type(value) is float or type(value) is RawNumber:
+    if is_request_id(value):
+        return value
+    if type(value) is float or type(value) is RawNumber:
         return value
     return None
 
 
-def typed_id(value: Any) -> tuple[type, Any]:
+def typed_id(value: WireId) -> TypedId:
     """A request id as a dict key that keeps its JSON type: 1 and "1" are different ids.
 
     Only for values that passed `is_request_id` (an unhashable value would raise).

@@ -15,9 +15,7 @@ from typing import Any
 from bridge.core.eras import MODERN_PROTOCOL_VERSION, UNSUPPORTED_PROTOCOL_VERSION
 from bridge.core.events import CLIENT, Action, Send
 from bridge.core.handover import ClientSession
-from bridge.core.jsonrpc import Inbound, is_request_id, typed_id
-
-Message = dict[str, Any]
+from bridge.core.jsonrpc import Inbound, Message, is_request_id, typed_id
 
 # Client messages kept at most; past it the verdict is taken as final (a server silent for
 # that long while a client talks to it is not a slow modern server).

@@ -17,6 +17,7 @@ from bridge.core.capabilities import declares, input_capability
 from bridge.core.context import Context
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import Exchange
+from bridge.core.jsonrpc import Message
 from bridge.core.legacy_server_modern_client.legacy_inputs import (
     elicitation_for,
     for_revision,
@@ -26,8 +27,6 @@ from bridge.core.methods import INPUT_METHODS
 from bridge.core.normalize import normalize_result
 from bridge.core.router import Router
 from bridge.core.timers import Deadline
-
-Message = dict[str, Any]
 
 
 class LoopHost(Protocol):

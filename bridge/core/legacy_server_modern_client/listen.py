@@ -18,12 +18,10 @@ from bridge.core.envelope import stamp_envelope
 from bridge.core.eras import META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import NO_REQUEST, Exchange
-from bridge.core.jsonrpc import notification
+from bridge.core.jsonrpc import Message, notification
 from bridge.core.methods import ACKNOWLEDGED, UPDATED
 from bridge.core.router import Router
 from bridge.core.timers import Deadline
-
-Message = dict[str, Any]
 
 # The stream for list changes in timer keys, as opposed to one per resource URI.
 SESSION_STREAM: Final = "session"

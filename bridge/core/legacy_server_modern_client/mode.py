@@ -39,7 +39,7 @@ from bridge.core.handover import (
     told_list_changes,
 )
 from bridge.core.handshake import legacy_result
-from bridge.core.jsonrpc import Inbound
+from bridge.core.jsonrpc import Inbound, Message
 from bridge.core.legacy_server_modern_client.inputs import InputLoop
 from bridge.core.legacy_server_modern_client.listen import UpstreamListener
 from bridge.core.methods import ELIGIBLE
@@ -49,8 +49,6 @@ from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router
 from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, removed_members, without_members
 from bridge.core.timers import Deadline
-
-Message = dict[str, Any]
 
 
 class InitializeStep(Enum):

@@ -13,10 +13,9 @@ from typing import Any, Protocol
 from bridge.core.context import Context
 from bridge.core.events import CLIENT
 from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange
+from bridge.core.jsonrpc import Message
 from bridge.core.modern_server_legacy_client.progress import ProgressRelay
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
-
-Message = dict[str, Any]
 
 
 class ModernFace(Protocol):

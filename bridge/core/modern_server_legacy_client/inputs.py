@@ -27,7 +27,7 @@ from bridge.core.context import Context
 from bridge.core.envelope import legacy_context
 from bridge.core.eras import LEGACY_URL_ELICITATION_REQUIRED
 from bridge.core.events import CLIENT, SERVER
-from bridge.core.jsonrpc import is_request_id
+from bridge.core.jsonrpc import Message, is_request_id
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.modern_server_legacy_client.parked_call import (
     CALL_ENDED,
@@ -56,8 +56,6 @@ from bridge.core.modern_server_legacy_client.roots_sync import RootsSync
 from bridge.core.modern_server_legacy_client.url_round import UrlRound, url_questions
 from bridge.core.router import Router
 from bridge.core.timers import Deadline
-
-Message = dict[str, Any]
 
 # Read for every call: a global, since an Enum class attribute costs five times as much.
 _RESYNC_IDLE = Resync.IDLE

@@ -16,14 +16,12 @@ from bridge.core.eras import META_SERVER_INFO, META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import NO_REQUEST, Exchange
 from bridge.core.handover import ListenStream, acknowledged_list_changes
-from bridge.core.jsonrpc import is_request_id, notification
+from bridge.core.jsonrpc import Message, is_request_id, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.methods import ACKNOWLEDGED, UPDATED
 from bridge.core.modern_server_legacy_client.exchanges import Housekeeping
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
 from bridge.core.router import Router
-
-Message = dict[str, Any]
 
 
 class StreamsHost(Protocol):

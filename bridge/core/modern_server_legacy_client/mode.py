@@ -25,7 +25,7 @@ from bridge.core.eras import (
 )
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.handover import ClientSession, Handover, ListenStream, ModernSession
-from bridge.core.jsonrpc import Inbound, classify, notification
+from bridge.core.jsonrpc import Inbound, Message, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.methods import ELIGIBLE, INPUT_METHODS
 from bridge.core.modern_server_legacy_client.exchanges import (
@@ -45,8 +45,6 @@ from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router
 from bridge.core.timers import Deadline
 from bridge.core.upgrade import error_for_modern, result_for_modern, with_server_info
-
-Message = dict[str, Any]
 
 # §5.8.1: legacy capabilities are fixed for the session while modern ones vary per request,
 # so the bridge declares every input kind it can route and gates each question per request.
@@ -201,7 +199,7 @@ class ModeB:
         reason = params.get("reason") if isinstance(params.get("reason"), str) else None
         if self.streams.cancel(request_id) or self.parking.cancel(request_id, reason):
             return
-        queued = [e for e in self.waiting if typed(e[0]["id"]) == typed(request_id)]
+        queued = [e for e in self.waiting if typed(e[0]["id"]) == (type(request_id), request_id)]
         if queued:
             self.waiting.remove(queued[0])
             return

@@ -11,12 +11,11 @@ from enum import Enum
 from typing import Any, Protocol
 
 from bridge.core.exchange import NO_REQUEST, Exchange
+from bridge.core.jsonrpc import Message
 from bridge.core.modern_server_legacy_client.questions import Question
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
 from bridge.core.modern_server_legacy_client.request_state import request_digest
 from bridge.core.modern_server_legacy_client.url_round import UrlRound
-
-Message = dict[str, Any]
 
 _INPUT_CAPABILITIES = frozenset({"roots", "sampling", "elicitation"})  # one C-level test a call
 _NOTHING_SHIPPED: frozenset[str] = frozenset()

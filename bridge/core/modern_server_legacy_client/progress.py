@@ -11,10 +11,8 @@ from typing import Any, Protocol
 
 from bridge.core.context import Context
 from bridge.core.events import CLIENT
-from bridge.core.jsonrpc import notification
+from bridge.core.jsonrpc import Message, notification
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
-
-Message = dict[str, Any]
 
 
 class WorkForClient(Protocol):

@@ -15,9 +15,8 @@ from bridge.core import errors
 from bridge.core.capabilities import declares, input_capability
 from bridge.core.context import Context
 from bridge.core.events import SERVER
+from bridge.core.jsonrpc import Message
 from bridge.core.modern_server_legacy_client.roots import Roots
-
-Message = dict[str, Any]
 
 # Legacy-only fields of an input request's params; a modern one has none of them (§5.5).
 _LEGACY_ONLY_PARAMS = frozenset({"task", "_meta", "elicitationId"})

@@ -7,7 +7,6 @@ Must not decide what to do with a valid request: it only reads the envelope (bas
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from bridge.core import errors
 from bridge.core.eras import (
@@ -20,8 +19,7 @@ from bridge.core.eras import (
     is_progress_token,
 )
 from bridge.core.errors import OwnError
-
-Message = dict[str, Any]
+from bridge.core.jsonrpc import Message
 
 
 # A value, but not frozen: one is made for every modern request, and a frozen dataclass's

@@ -17,12 +17,10 @@ from typing import Any, Protocol
 from bridge.core.context import Context
 from bridge.core.events import SERVER
 from bridge.core.exchange import NO_REQUEST, Exchange
-from bridge.core.jsonrpc import notification
+from bridge.core.jsonrpc import Message, notification
 from bridge.core.modern_server_legacy_client.roots import Resync, Roots
 from bridge.core.router import Router
 from bridge.core.timers import Deadline
-
-Message = dict[str, Any]
 
 
 class RootsHost(Protocol):

@@ -18,10 +18,10 @@ from bridge.core.errors import server_lost
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange
 from bridge.core.handover import LegacySession, ListenStream
+from bridge.core.jsonrpc import Message
 from bridge.core.relay.revision_gap import RevisionGap
 from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, with_id
 
-Message = dict[str, Any]
 # A progress token as a dict key that keeps its JSON type (1 and "1" differ).
 ProgressKey = tuple[type, str | int | float]
 

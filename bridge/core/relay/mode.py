@@ -35,7 +35,7 @@ from bridge.core.handover import (
     announce,
     told_list_changes,
 )
-from bridge.core.jsonrpc import Inbound, notification
+from bridge.core.jsonrpc import Inbound, Message, notification
 from bridge.core.methods import ACKNOWLEDGED
 from bridge.core.relay.exchanges import (
     ProgressKey,
@@ -56,8 +56,6 @@ from bridge.core.relay.revision_gap import RevisionGap, needs_shaping
 from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router, other
 from bridge.core.timers import Deadline
-
-Message = dict[str, Any]
 
 
 class RelayDue(Enum):

@@ -12,9 +12,8 @@ from typing import Any
 
 from bridge.core.downgrade import progress_for_legacy, result_for_legacy
 from bridge.core.eras import LEGACY_PROTOCOL_VERSIONS
+from bridge.core.jsonrpc import Message
 from bridge.core.legacy_server_modern_client.legacy_inputs import for_revision, unfit
-
-Message = dict[str, Any]
 
 # Notifications a client of an older revision has no form for, by the revision that added them.
 _ADDED = {"notifications/elicitation/complete": "2025-11-25",
