@@ -67,7 +67,7 @@ def server_caps_to_modern(legacy: Any) -> dict[str, Any]:
     return {key: legacy[key] for key in _SHARED_SERVER_KEYS if key in legacy}
 
 
-def has_flag(caps: Any, area: str, flag: str) -> bool:
+def has_flag(caps: object, area: str, flag: str) -> bool:
     """Whether `caps[area][flag]` is true (e.g. tools.listChanged)."""
     value = caps.get(area) if isinstance(caps, dict) else None
     return isinstance(value, dict) and value.get(flag) is True
@@ -92,7 +92,7 @@ def input_capability(method: str, params: Any) -> tuple[str, ...]:
     return ("elicitation", "url") if params.get("mode") == "url" else ("elicitation", "form")
 
 
-def declares(caps: Any, path: tuple[str, ...]) -> bool:
+def declares(caps: object, path: tuple[str, ...]) -> bool:
     """Whether `caps` declares the capability at `path` (e.g. ("elicitation", "url")).
 
     client/elicitation.mdx §Capabilities: an empty `elicitation` object means form mode.

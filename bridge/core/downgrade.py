@@ -92,7 +92,7 @@ def _tool_for(tool: Any, version: str) -> Any:
     return _metadata_for(out, version)
 
 
-def _is_object_schema(schema: Any) -> bool:
+def _is_object_schema(schema: object) -> bool:
     return isinstance(schema, dict) and schema.get("type") == "object"
 
 

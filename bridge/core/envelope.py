@@ -19,6 +19,7 @@ from bridge.core.eras import (
     MODERN_PROTOCOL_VERSION,
     Era,
 )
+from bridge.core.jsonrpc import WireId
 
 # mrtr.mdx §Client Requirements: retries carry these beside the method's own params.
 MRTR_PARAMS = ("inputResponses", "requestState")
@@ -103,7 +104,7 @@ def drop_meta_keys(message: dict[str, Any], keys: frozenset[str]) -> None:
 
 
 def build_request(
-    id: str | int,
+    id: WireId,
     method: str,
     params: dict[str, Any] | None,
     *,

@@ -19,6 +19,7 @@ from bridge.core.eras import (
     MODERN_PROTOCOL_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
+from bridge.core.jsonrpc import WireId
 
 # The `data` of an error the bridge makes itself (TRANSLATION.md §3.4).
 SOURCE: dict[str, Any] = {"source": "mcp-rosetta"}
@@ -30,7 +31,7 @@ class OwnError:
 
     code: int
     message: str
-    data: Any = None
+    data: object = None
 
 
 def server_lost(reason: str, data: dict[str, Any] | None, method: str) -> OwnError:
@@ -93,7 +94,7 @@ def unreadable_answer(side: str, reason: str) -> OwnError:
 SERVER_ERROR = -32000
 
 
-def cannot_serve(message: str, data: Any = None) -> OwnError:
+def cannot_serve(message: str, data: object = None) -> OwnError:
     """The one answer of a client that cannot be served at all (refusal.py)."""
     return OwnError(SERVER_ERROR, f"mcp-rosetta: {message}", data)
 
@@ -117,7 +118,7 @@ def unservable(message: str, data: dict[str, Any]) -> OwnError:
     return OwnError(INVALID_PARAMS, message, data)
 
 
-def invalid_log_level(level: Any) -> OwnError:
+def invalid_log_level(level: object) -> OwnError:
     """`logging/setLevel` with a level logging.mdx does not name."""
     return OwnError(INVALID_PARAMS, f"Invalid log level: {level!r}")
 
@@ -127,7 +128,7 @@ def no_requests_on_stdio() -> OwnError:
     return OwnError(METHOD_NOT_FOUND, "Modern servers must not send requests on stdio")
 
 
-def result_type_not_carried(method: str, kind: Any) -> OwnError:
+def result_type_not_carried(method: str, kind: object) -> OwnError:
     """A result whose resultType the method cannot carry: input_required only answers
     tools/call, resources/read and prompts/get (mrtr.mdx)."""
     return OwnError(INTERNAL_ERROR, f"mcp-rosetta: the server answered {method} with "
@@ -145,7 +146,7 @@ def initialize_lost(reason: str, data: dict[str, Any] | None) -> OwnError:
     return OwnError(INTERNAL_ERROR, reason, data)
 
 
-def input_loop_failed(problem: str, data: Any = None) -> OwnError:
+def input_loop_failed(problem: str, data: object = None) -> OwnError:
     """A call's input loop ended without a result: `problem` says why (TRANSLATION.md §5.7);
     `data`, the client's own error when one of its answers ended it."""
     return OwnError(INTERNAL_ERROR, f"mcp-rosetta: {problem}",
@@ -219,7 +220,7 @@ def client_info_invalid(field: str) -> OwnError:
     return OwnError(INVALID_PARAMS, f"{field} must be an Implementation object")
 
 
-def log_level_invalid(level: Any) -> OwnError:
+def log_level_invalid(level: object) -> OwnError:
     """logging.mdx: an unknown logLevel SHOULD be -32602."""
     return OwnError(INVALID_PARAMS, f"Invalid log level: {level!r}")
 
@@ -270,7 +271,7 @@ def request_state_invalid(reason: str, explanation: str) -> OwnError:
     return OwnError(INVALID_PARAMS, f"Invalid requestState: {explanation}", {"reason": reason})
 
 
-def round_cancelled(request_id: Any) -> OwnError:
+def round_cancelled(request_id: WireId) -> OwnError:
     """The client cancelled an earlier round of the call whose current round this answers."""
     return OwnError(INTERNAL_ERROR, f"mcp-rosetta: the call was cancelled (its round "
                                     f"{request_id!r} was cancelled)", {"source": "mcp-rosetta"})

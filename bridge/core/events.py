@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from bridge.core.jsonrpc import WireId
+
 Side = Literal["client", "server"]
 CLIENT: Side = "client"
 SERVER: Side = "server"
@@ -115,7 +117,7 @@ class Send:
     side: Side
     message: Any
     line: bytes | None = None
-    request: Any = None
+    request: WireId | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,24 +8,29 @@ each mode defines one subclass per kind of request it sends, saying what an answ
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import TYPE_CHECKING, Any, Final
 
 from bridge.core.errors import server_lost, timed_out
 from bridge.core.events import CLIENT
+from bridge.core.jsonrpc import WireId
 
 if TYPE_CHECKING:
     from bridge.core.context import Context
 
 
-class _NoRequest:
-    __slots__ = ()
+class _NoRequest(Enum):
+    # An enum member, so that `origin is NO_REQUEST` narrows an Origin to a WireId.
+    NO_REQUEST = "NO_REQUEST"
 
     def __repr__(self) -> str:
         return "NO_REQUEST"
 
 
 # The origin of a request the bridge made itself: no client request waits for its answer.
-NO_REQUEST: Final = _NoRequest()
+NO_REQUEST: Final = _NoRequest.NO_REQUEST
+# What an exchange serves: the client request's id, or NO_REQUEST.
+Origin = WireId | _NoRequest
 
 
 class Exchange:
@@ -45,7 +50,7 @@ class Exchange:
     timed: bool = False
     awaited: bool = False
 
-    def __init__(self, origin: Any, method: str) -> None:
+    def __init__(self, origin: Origin, method: str) -> None:
         self.origin = origin
         self.method = method
         self.id = ""
@@ -66,11 +71,18 @@ class Exchange:
         `reason`. Nobody does, by default."""
 
 
+def served_request(exchange: Exchange) -> WireId | None:
+    """The id of the client request `exchange` serves; None for the bridge's own."""
+    return None if exchange.origin is NO_REQUEST else exchange.origin
+
+
 class ClientRequest(Exchange):
     """A client's request the server was sent (as it came, or translated): the client waits
     for its answer, request_timeout ends it, and a lost server owes the client an error."""
 
     __slots__ = ()
+
+    origin: WireId  # always a client request's id
 
     timed = True
     awaited = True

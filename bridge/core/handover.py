@@ -16,7 +16,7 @@ from bridge.core.capabilities import LIST_CHANGES, has_flag
 from bridge.core.context import Context
 from bridge.core.eras import META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT
-from bridge.core.jsonrpc import Inbound, Message, notification
+from bridge.core.jsonrpc import Inbound, Message, WireId, notification
 
 
 @dataclass(slots=True)
@@ -87,7 +87,7 @@ def acknowledged_list_changes(stream: ListenStream) -> list[str]:
     return [method for method, (flag, _) in LIST_CHANGES.items() if honored.get(flag) is True]
 
 
-def announce(ctx: Context, methods: list[str], subscription_id: Any = None) -> None:
+def announce(ctx: Context, methods: list[str], subscription_id: WireId | None = None) -> None:
     """Tell the client its lists may have changed: the new server may offer others. On a
     listen stream (`subscription_id`, the listen request's id), each carries the stream's
     tag (basic/index.mdx) and belongs to that request; a legacy client's belong to none."""

@@ -27,7 +27,7 @@ Message = dict[str, Any]
 # its spelling (RawNumber) or as a float, which an error answer echoes (JSON-RPC 2.0 §5).
 WireId = str | int | float | RawNumber
 # A request id as a dict key that keeps its JSON type (see typed_id).
-TypedId = tuple[type, WireId]
+TypedId = tuple[type, WireId | None]
 
 TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels (mcp-rosetta's limit)"
 # How much of a line too deep to be read at all is searched for its top-level members: enough
@@ -105,7 +105,7 @@ def _answerable_id(value: object) -> WireId | None:
     return None
 
 
-def typed_id(value: WireId) -> TypedId:
+def typed_id(value: WireId | None) -> TypedId:
     """A request id as a dict key that keeps its JSON type: 1 and "1" are different ids.
 
     Only for values that passed `is_request_id` (an unhashable value would raise).
@@ -315,7 +315,7 @@ def _bad_response(message: dict[str, Any], reason: str) -> Inbound:
     return Inbound("invalid", message, reason=reason, code=None)
 
 
-def _is_error_object(error: Any) -> bool:
+def _is_error_object(error: object) -> bool:
     code = error.get("code") if isinstance(error, dict) else None
     return isinstance(code, int) and not isinstance(code, bool)
 
@@ -330,7 +330,7 @@ def result_response(id: Any, result: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id, "result": result}
 
 
-def error_response(id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+def error_response(id: Any, code: int, message: str, data: object = None) -> dict[str, Any]:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data

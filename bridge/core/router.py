@@ -13,8 +13,8 @@ from typing import Any
 
 from bridge.core.context import Context
 from bridge.core.events import CLIENT, SERVER, Side
-from bridge.core.exchange import NO_REQUEST, Exchange
-from bridge.core.jsonrpc import notification
+from bridge.core.exchange import Exchange, served_request
+from bridge.core.jsonrpc import WireId, notification
 from bridge.core.timers import Deadline
 
 __all__ = ["Due", "Router", "other"]
@@ -43,7 +43,7 @@ class Router:
         self.timed = ctx.config.request_timeout > 0  # forwarded requests get a timeout
 
     def forward(self, to: Side, message: dict[str, Any], exchange: Exchange,
-                request: Any = None) -> str:
+                request: WireId | None = None) -> str:
         """Send a peer's request on to `to` under a fresh id, filed with `exchange`, which
         takes its answer. `request`: toward the client, the client request it belongs to."""
         ctx = self.ctx
@@ -57,12 +57,12 @@ class Router:
             ctx.schedule(Deadline(bid, Due.REQUEST_TIMEOUT), ctx.config.request_timeout)
         if ctx.log_enabled:
             ctx.debug("request.forwarded", to=to, method=message["method"],
-                      client_id=_origin(exchange), server_id=bid,
+                      client_id=served_request(exchange), server_id=bid,
                       exchange=type(exchange).__name__)
         return bid
 
     def issue(self, to: Side, method: str, params: dict[str, Any] | None,
-              exchange: Exchange, request: Any = None) -> str:
+              exchange: Exchange, request: WireId | None = None) -> str:
         """Send a request of the bridge's own making to `to`, filed with `exchange` (as in
         `forward`)."""
         ctx = self.ctx
@@ -94,11 +94,11 @@ class Router:
 
     def _matched(self, side: Side, exchange: Exchange, bid: str, failed: bool) -> None:
         self.ctx.debug("response.matched", side=side, method=exchange.method, server_id=bid,
-                       client_id=_origin(exchange), exchange=type(exchange).__name__,
+                       client_id=served_request(exchange), exchange=type(exchange).__name__,
                        error=failed,
                        elapsed_ms=round((self.ctx.now - exchange.sent) * 1000, 3))
 
-    def find(self, to: Side, origin_id: Any) -> str | None:
+    def find(self, to: Side, origin_id: object) -> str | None:
         """The bridge id of the request `origin_id` made toward `to` (for cancellation).
 
         A scan, not an index: cancellations are rare and the hot path stays one dict op.
@@ -141,8 +141,3 @@ class Router:
         self.pending[SERVER] = {}
         for exchange in exchanges.values():
             exchange.lost(self.ctx, reason, data)
-
-
-def _origin(exchange: Exchange) -> Any:
-    """The client id an exchange serves, for a debug line (None for the bridge's own)."""
-    return None if exchange.origin is NO_REQUEST else exchange.origin

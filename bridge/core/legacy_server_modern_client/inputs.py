@@ -15,9 +15,10 @@ from typing import Any, Final, Protocol
 from bridge.core import errors
 from bridge.core.capabilities import declares, input_capability
 from bridge.core.context import Context
+from bridge.core.eras import ProgressToken
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import Exchange
-from bridge.core.jsonrpc import Message
+from bridge.core.jsonrpc import Message, WireId
 from bridge.core.legacy_server_modern_client.legacy_inputs import (
     elicitation_for,
     for_revision,
@@ -38,9 +39,9 @@ class LoopHost(Protocol):
     version: str
     client_caps_legacy: Message
 
-    def modern_request(self, id: Any, method: str, params: Message | None) -> Message: ...
-    def relay_error(self, origin: Any, method: str, message: Message) -> None: ...
-    def forget_progress_token(self, token: Any) -> None: ...
+    def modern_request(self, id: WireId, method: str, params: Message | None) -> Message: ...
+    def relay_error(self, origin: WireId, method: str, message: Message) -> None: ...
+    def forget_progress_token(self, token: ProgressToken | None) -> None: ...
 
 
 class LoopDue(Enum):
@@ -77,8 +78,8 @@ class LoopedCall:
                  "params", "pending_urls", "request_state", "round", "server_id", "started",
                  "step", "token", "waiting_elicitations")
 
-    def __init__(self, key: str, origin: Any, method: str, params: Message | None, token: Any,
-                 started: float) -> None:
+    def __init__(self, key: str, origin: WireId, method: str, params: Message | None,
+                 token: ProgressToken | None, started: float) -> None:
         self.key = key
         self.origin = origin  # the client's id for the call
         self.method = method
@@ -123,6 +124,8 @@ class LoopRound(Exchange):
     loop (`InputLoop.fail_all`), not here."""
 
     __slots__ = ("call", "loop")
+
+    origin: WireId  # the call's client id
 
     awaited = True
 
@@ -175,8 +178,8 @@ class InputLoop:
 
     # Rounds -------------------------------------------------------------------------------
 
-    def begin(self, origin: Any, method: str, params: Message | None, token: Any,
-              result: Message) -> None:
+    def begin(self, origin: WireId, method: str, params: Message | None,
+              token: ProgressToken | None, result: Message) -> None:
         """The first input_required for a forwarded call: from now on it is a loop."""
         call = LoopedCall(self.ctx.mint_id(), origin, method, params, token, self.ctx.now)
         self.calls[call.key] = call
@@ -373,7 +376,7 @@ class InputLoop:
 
     # Ending -------------------------------------------------------------------------------
 
-    def cancel(self, origin: Any) -> bool:
+    def cancel(self, origin: object) -> bool:
         """The client cancelled a call: stop its loop wherever it waits. False if not ours."""
         call = self._find(origin)
         if call is None:
@@ -385,7 +388,7 @@ class InputLoop:
         self.ctx.log("info", "mrtr.cancelled", client_id=origin, round=call.round)
         return True
 
-    def _find(self, origin: Any) -> LoopedCall | None:
+    def _find(self, origin: object) -> LoopedCall | None:
         kind = type(origin)  # 1 and True, 1 and 1.0 are different ids
         for call in self.calls.values():
             if type(call.origin) is kind and call.origin == origin:

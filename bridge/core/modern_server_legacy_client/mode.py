@@ -25,7 +25,7 @@ from bridge.core.eras import (
 )
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.handover import ClientSession, Handover, ListenStream, ModernSession
-from bridge.core.jsonrpc import Inbound, Message, classify, notification
+from bridge.core.jsonrpc import Inbound, Message, WireId, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.methods import ELIGIBLE, INPUT_METHODS
 from bridge.core.modern_server_legacy_client.exchanges import (
@@ -283,7 +283,7 @@ class ModeB:
         for stream in streams:  # no server to serve them: each ends with its one answer
             self._refuse_unavailable(stream.request["id"])
 
-    def _refuse_unavailable(self, request_id: Any) -> None:
+    def _refuse_unavailable(self, request_id: WireId) -> None:
         self.ctx.fail(CLIENT, request_id, errors.legacy_server_unavailable(self.failure))
 
     def _on_handshake_timeout(self, key: Deadline) -> None:
@@ -318,7 +318,7 @@ class ModeB:
     def with_server_info(self, result: Message) -> Message:
         return with_server_info(result, self.server_info)
 
-    def relay_error(self, request_id: Any, error: Message) -> None:
+    def relay_error(self, request_id: WireId | None, error: Message) -> None:
         """The legacy server's error for client request `request_id`, as a modern one."""
         self.ctx.send(CLIENT, {"jsonrpc": "2.0", "id": request_id,
                                "error": error_for_modern(error)}, request=request_id)

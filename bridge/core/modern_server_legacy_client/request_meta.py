@@ -15,6 +15,7 @@ from bridge.core.eras import (
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSION,
+    ProgressToken,
     is_log_level,
     is_progress_token,
 )
@@ -32,7 +33,7 @@ class RequestMeta:
     capabilities: Message
     client_info: Message | None
     log_level: str | None
-    progress_token: str | int | float | None  # progress.mdx: a string or a number
+    progress_token: ProgressToken | None  # progress.mdx: a string or a number
 
 
 def read_meta(message: Message) -> RequestMeta | OwnError:

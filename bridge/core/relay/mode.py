@@ -24,7 +24,7 @@ from bridge.core.eras import (
     Era,
 )
 from bridge.core.events import CLIENT, SERVER, Side
-from bridge.core.exchange import Exchange
+from bridge.core.exchange import Exchange, served_request
 from bridge.core.handover import (
     ClientSession,
     Handover,
@@ -35,7 +35,7 @@ from bridge.core.handover import (
     announce,
     told_list_changes,
 )
-from bridge.core.jsonrpc import Inbound, Message, notification
+from bridge.core.jsonrpc import Inbound, Message, WireId, notification
 from bridge.core.methods import ACKNOWLEDGED
 from bridge.core.relay.exchanges import (
     ProgressKey,
@@ -208,7 +208,7 @@ class PassThrough:
             # a legacy log line (its level is the session's, set by logging/setLevel).
             self.ctx.send(CLIENT, message)
 
-    def _progress_owner(self, params: object) -> Any:
+    def _progress_owner(self, params: object) -> WireId | None:
         """The client request whose progressToken the progress names, if it is in flight."""
         key = progress_key(params.get("progressToken")) if type(params) is dict else None
         if key is None:
@@ -216,7 +216,7 @@ class PassThrough:
         call = self._progress.get(key)
         return None if call is None else call.origin
 
-    def _log_owner(self) -> Any:
+    def _log_owner(self) -> WireId | None:
         """The request a modern server's log line belongs to. logging.mdx: a server logs only
         for a request that set a logLevel, but over stdio the line names none; with exactly
         one such request in flight it is that one's, else it cannot be told (None)."""
@@ -238,7 +238,7 @@ class PassThrough:
                 and not exchange.first_acknowledgement(params):
             return
         params["_meta"] = {**meta, META_SUBSCRIPTION_ID: exchange.origin}
-        self.ctx.send(CLIENT, message, None, exchange.origin)
+        self.ctx.send(CLIENT, message, None, served_request(exchange))
 
     def _relay_cancel(self, side: Side, message: Message) -> None:
         params = message.get("params") or {}
@@ -249,7 +249,7 @@ class PassThrough:
             # cancellation.mdx (2026-07-28): a server ends a listen stream it tears down.
             self._ended(ended)
             self.ctx.send(CLIENT, {**message, "params": {**params, "requestId": ended.origin}},
-                          None, ended.origin)
+                          None, served_request(ended))
             return
         to = other(side)
         bid = self.router.find(to, target)
