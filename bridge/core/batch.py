@@ -111,7 +111,7 @@ class Batches:
         self._emit_complete(kept)
         actions[:] = kept
 
-    def _claim(self, message: Any) -> bool:
+    def _claim(self, message: object) -> bool:
         if not isinstance(message, dict) or "method" in message:
             return False
         request_id = message.get("id")

@@ -641,7 +641,7 @@ class Bridge:
         self._correct(overturn)
         return True
 
-    def _asked(self, answer_id: Any) -> str | None:
+    def _asked(self, answer_id: object) -> str | None:
         """The method of the handler's request an answer is for."""
         handler = self.handler
         exchange = handler.router.pending[SERVER].get(answer_id) \

@@ -73,7 +73,7 @@ def has_flag(caps: object, area: str, flag: str) -> bool:
     return isinstance(value, dict) and value.get(flag) is True
 
 
-def input_capability(method: str, params: Any) -> tuple[str, ...]:
+def input_capability(method: str, params: object) -> tuple[str, ...]:
     """The client capability path an input request needs (TRANSLATION.md §5.6).
 
     roots/list needs `roots`; sampling needs `sampling`, and `sampling.tools` for tool use or
@@ -99,7 +99,7 @@ def declares(caps: object, path: tuple[str, ...]) -> bool:
     """
     if path == ("elicitation", "form") and isinstance(caps, dict) and caps.get("elicitation") == {}:
         return True
-    node: Any = caps
+    node: object = caps
     for part in path:
         node = node.get(part) if isinstance(node, dict) else None
         if node is None:

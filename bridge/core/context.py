@@ -11,7 +11,7 @@ from typing import Any
 from bridge.core.config import CoreConfig
 from bridge.core.errors import OwnError, invalid_message
 from bridge.core.events import Action, Log, Send, Side
-from bridge.core.jsonrpc import Inbound, WireId, error_response, result_response
+from bridge.core.jsonrpc import Inbound, Message, WireId, error_response, result_response
 from bridge.core.timers import Timers
 
 # Bridge-minted ids live in their own namespace so a peer's ids can never collide with them
@@ -44,7 +44,7 @@ class Context:
         self.now = 0.0
         self.log_enabled = config.debug_logs
 
-    def send(self, side: Side, message: Any, line: bytes | None = None,
+    def send(self, side: Side, message: Message | list[Message], line: bytes | None = None,
              request: WireId | None = None) -> None:
         """`line`: `message` already encoded, if the caller has it; `request`: the client
         request a message to the client belongs to (see Send)."""
@@ -70,10 +70,10 @@ class Context:
         if side == "client" and inbound.code is not None:
             self.fail("client", inbound.id, invalid_message(inbound.code, inbound.reason))
 
-    def log(self, level: str, event: str, **fields: Any) -> None:
+    def log(self, level: str, event: str, **fields: object) -> None:
         self.actions.append(Log(level, event, fields))
 
-    def debug(self, event: str, **fields: Any) -> None:
+    def debug(self, event: str, **fields: object) -> None:
         """A per-message log line, built only when debug logging is on (hot path)."""
         if self.log_enabled:
             self.actions.append(Log("debug", event, fields))

@@ -5,7 +5,7 @@ Must not hold state or translate anything: it only names and classifies.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, TypeGuard
+from typing import Final, Literal, TypeGuard
 
 from bridge.core.codec import RawNumber
 
@@ -105,7 +105,7 @@ def request_version(message: object) -> str | None:
     return version if isinstance(version, str) else None
 
 
-def legacy_request(version: str, request: Any) -> str | None:
+def legacy_request(version: str, request: object) -> str | None:
     """The legacy revision `request` was made under, or None if it is not a legacy request.
 
     A request carrying the modern `_meta` version is modern; any other is legacy, since only

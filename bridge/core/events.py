@@ -6,9 +6,9 @@ Must not contain behaviour: these are plain records passed between the shell and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from bridge.core.jsonrpc import WireId
+from bridge.core.jsonrpc import Message, WireId
 
 Side = Literal["client", "server"]
 CLIENT: Side = "client"
@@ -115,7 +115,7 @@ class Send:
     """
 
     side: Side
-    message: Any
+    message: Message | list[Message]
     line: bytes | None = None
     request: WireId | None = None
 
@@ -126,7 +126,7 @@ class Log:
 
     level: str
     event: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

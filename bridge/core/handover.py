@@ -10,7 +10,6 @@ keeps nothing but its open listen streams (each request carries the rest).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from bridge.core.capabilities import LIST_CHANGES, has_flag
 from bridge.core.context import Context
@@ -67,7 +66,7 @@ class Handover:
     """Client requests the handler held and never sent: they wait for the next server."""
 
 
-def open_requests(session: ClientSession) -> list[Any]:
+def open_requests(session: ClientSession) -> list[WireId]:
     """The ids of the client's requests a session keeps open (its listen streams): each is
     still owed its one answer if the session ends before a handler resumes it."""
     if isinstance(session, LegacySession):

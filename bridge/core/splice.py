@@ -16,6 +16,7 @@ from itertools import pairwise
 from typing import Any
 
 from bridge.core.codec import encode
+from bridge.core.jsonrpc import WireId
 
 SPLICE_MIN = 16384
 """The shortest line worth splicing: below it, encoding the decoded message costs less than
@@ -33,7 +34,7 @@ Edit = tuple[int, int, bytes]
 """Replace line[start:end] with the bytes."""
 
 
-def with_id(line: bytes, old: str, new: Any) -> bytes | None:
+def with_id(line: bytes, old: str, new: WireId) -> bytes | None:
     """`line` (one decoded message whose top-level id is the string `old`) with that id
     replaced by `new`, as one newline-terminated line; None when that is not proved safe.
     The id is a string the message holds: occurring once, that occurrence is it."""
@@ -132,11 +133,11 @@ def _searched(line: bytes, tokens: list[bytes]) -> list[int] | None:
     return where
 
 
-def _id_edit(start: int, old: str, new: Any) -> Edit:
+def _id_edit(start: int, old: str, new: WireId) -> Edit:
     return start, start + len(old) + 2, encode(new)[:-1]
 
 
-def _member(line: bytes, start: int, key: str, value: Any) -> tuple[int, int] | None:
+def _member(line: bytes, start: int, key: str, value: object) -> tuple[int, int] | None:
     """The span of the member `"key": value` whose key is at `start`, if the value that
     follows it is spelled as the codec spells it (a server's compact JSON)."""
     at = _skip(line, start + len(key) + 2)

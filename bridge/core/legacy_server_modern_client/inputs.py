@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from bridge.core import errors
 from bridge.core.capabilities import declares, input_capability
@@ -333,7 +333,7 @@ class InputLoop:
             self._record(call, key, method, message["result"], question.epoch)
         self._pump_elicitations()
 
-    def _record(self, call: LoopedCall, key: str, method: str, result: Any, epoch: int) -> None:
+    def _record(self, call: LoopedCall, key: str, method: str, result: Message, epoch: int) -> None:
         call.answers[key] = result
         if method == "roots/list" and epoch == self.roots_epoch \
                 and _declares_roots_changes(self.mode.client_caps_legacy):

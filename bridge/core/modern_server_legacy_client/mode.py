@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from enum import Enum
-from typing import Any, Literal
+from typing import Literal
 
 from bridge.core import dispatch, errors
 from bridge.core.capabilities import server_caps_to_modern
@@ -361,7 +361,7 @@ class ModeB:
 
     # Logging (logging.mdx, TRANSLATION.md §8) ---------------------------------------------
 
-    def _logs_in_flight(self) -> Iterator[tuple[str, Any]]:
+    def _logs_in_flight(self) -> Iterator[tuple[str, WireId]]:
         """The logLevel and id of each client request the legacy server is working on that
         asked for logs (a parked call's round has had its answer: it asks for none)."""
         for exchange in self.router.pending[SERVER].values():

@@ -244,6 +244,8 @@ class RelayedServerRequest(Exchange):
 
     __slots__ = ("relay",)
 
+    origin: WireId  # the server's id for it
+
     def __init__(self, origin: WireId, method: str, relay: RelayHost) -> None:
         super().__init__(origin, method)
         self.relay = relay

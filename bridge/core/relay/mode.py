@@ -344,7 +344,7 @@ class PassThrough:
             self._version_changed(self.legacy.version, version)
         self._reopen_legacy()
 
-    def _version_changed(self, client: str, server: Any) -> None:
+    def _version_changed(self, client: str, server: object) -> None:
         """The new server negotiated another revision than the client was answered with: the
         client keeps seeing its own (TRANSLATION.md §11.25)."""
         shaped = needs_shaping(client, server)
