@@ -9,7 +9,7 @@ whatever is accepted can be written again.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NoReturn
 
 try:
     import orjson
@@ -102,7 +102,7 @@ def _number(text: str) -> float | RawNumber:
     return value if value - value == 0 else RawNumber(text)  # inf - inf is nan
 
 
-def _reject_constant(name: str) -> Any:
+def _reject_constant(name: str) -> NoReturn:
     # NaN and Infinity are not JSON (RFC 8259 §6); the stdlib would accept them.
     raise DecodeError(f"{name} is not valid JSON")
 
@@ -152,7 +152,7 @@ def decode(line: bytes | str) -> Any:
     return _stdlib_loads(line) if huge else value
 
 
-def depth_of(value: Any) -> int:
+def depth_of(value: object) -> int:
     """How deep `value` nests: 0 for a scalar, 1 for a flat object or array; at most
     MAX_DEPTH + 1 (the walk stops there)."""
     return _inspect(value)[0]
@@ -182,34 +182,32 @@ def _inspect(value: Any) -> tuple[int, bool]:
     return depth, huge
 
 
-def _portable_text(value: Any) -> str:
+def _portable_text(value: object) -> str:
     """`value` as JSON text, for what orjson will not write: integers beyond 64 bits, lone
     surrogates (escaped, so the line stays valid UTF-8), RawNumbers. Slow, and rarely needed."""
-    kind = type(value)
-    if kind is dict:
+    if type(value) is dict:
         return "{" + ",".join(f"{json.dumps(k)}:{_portable_text(v)}"
                               for k, v in value.items()) + "}"
-    if kind is list:
+    if type(value) is list:
         return "[" + ",".join(_portable_text(v) for v in value) + "]"
-    if kind is RawNumber:
-        text: str = value.text
-        return text
+    if type(value) is RawNumber:
+        return value.text
     return json.dumps(value)
 
 
-def _portable_dumps(message: Any) -> bytes:
+def _portable_dumps(message: object) -> bytes:
     return _portable_text(message).encode("ascii") + b"\n"
 
 
 if orjson is not None:
     _APPEND_NEWLINE = orjson.OPT_APPEND_NEWLINE
 
-    def _fragment(value: Any) -> Any:
+    def _fragment(value: object) -> orjson.Fragment:
         if type(value) is RawNumber:
             return orjson.Fragment(value.text)
         raise TypeError
 
-    def encode(message: Any) -> bytes:
+    def encode(message: object) -> bytes:
         """One message as one newline-terminated line with no embedded newline."""
         try:
             return orjson.dumps(message, default=_fragment, option=_APPEND_NEWLINE)

@@ -43,7 +43,7 @@ def implementation_for(info: dict[str, Any], version: str) -> dict[str, Any]:
     return {k: v for k, v in info.items() if k not in drop}
 
 
-def _metadata_for(item: Any, version: str) -> Any:
+def _metadata_for(item: object, version: str) -> object:
     """A Tool/Resource/Prompt/argument without the descriptive fields `version` lacks."""
     if not isinstance(item, dict):
         return item
@@ -57,7 +57,7 @@ def _metadata_for(item: Any, version: str) -> Any:
     return {k: v for k, v in item.items() if k not in drop}
 
 
-def _content_for(block: Any, version: str) -> Any:
+def _content_for(block: object, version: str) -> object:
     """A content block the revision can parse: resource links and audio become text."""
     if not isinstance(block, dict):
         return block
@@ -72,13 +72,13 @@ def _content_for(block: Any, version: str) -> Any:
     return block
 
 
-def _contents_for(blocks: Any, version: str) -> Any:
+def _contents_for(blocks: object, version: str) -> object:
     if not isinstance(blocks, list) or version >= V2025_06_18:
         return blocks
     return [_content_for(block, version) for block in blocks]
 
 
-def _tool_for(tool: Any, version: str) -> Any:
+def _tool_for(tool: object, version: str) -> object:
     if not isinstance(tool, dict):
         return tool
     out = dict(tool)
@@ -97,7 +97,7 @@ def _is_object_schema(schema: object) -> bool:
 
 
 def _list_for(
-    key: str, item_for: Callable[[Any, str], Any]
+    key: str, item_for: Callable[[object, str], object]
 ) -> Callable[[dict[str, Any], str], dict[str, Any]]:
     def downgrade(result: dict[str, Any], version: str) -> dict[str, Any]:
         items = result.get(key)
@@ -108,7 +108,7 @@ def _list_for(
     return downgrade
 
 
-def _prompt_for(prompt: Any, version: str) -> Any:
+def _prompt_for(prompt: object, version: str) -> object:
     prompt = _metadata_for(prompt, version)
     if isinstance(prompt, dict) and isinstance(prompt.get("arguments"), list) \
             and version < V2025_06_18:
@@ -141,7 +141,7 @@ def _get_prompt_result(result: dict[str, Any], version: str) -> dict[str, Any]:
     return result
 
 
-def _prompt_message_for(message: Any, version: str) -> Any:
+def _prompt_message_for(message: object, version: str) -> object:
     if not isinstance(message, dict) or "content" not in message:
         return message
     return {**message, "content": _content_for(message["content"], version)}

@@ -152,7 +152,7 @@ def too_long(head: bytes, tail: bytes, limit: int) -> Inbound:
                    f"longer than {limit} bytes (mcp-rosetta's max_message_bytes)", code)
 
 
-def _has_float_id(value: Any) -> bool:
+def _has_float_id(value: object) -> bool:
     if type(value) is dict:
         return type(value.get("id")) is float
     return type(value) is list and any(
@@ -171,7 +171,7 @@ def _spell_ids(line: bytes | str, value: Any) -> Any:
     return [_with_id_of(item, original) for item, original in zip(value, spelled, strict=True)]
 
 
-def _with_id_of(message: Any, original: Any) -> Any:
+def _with_id_of(message: object, original: object) -> object:
     if type(message) is dict and type(message.get("id")) is float and type(original) is dict \
             and type(original.get("id")) is RawNumber:
         return {**message, "id": original["id"]}
@@ -250,7 +250,7 @@ def _with_spelled_id(members: dict[str, Any], head: bytes) -> dict[str, Any]:
     return {**members, "id": spelled} if type(spelled) is RawNumber else members
 
 
-def classify(message: Any, *, batching: bool = False) -> Inbound:
+def classify(message: object, *, batching: bool = False) -> Inbound:
     """Classify one decoded JSON value (see `parse_inbound`)."""
     if isinstance(message, dict):
         return _classify_object(message)
@@ -263,7 +263,7 @@ def classify(message: Any, *, batching: bool = False) -> Inbound:
     return Inbound("invalid", message, reason="a message must be a JSON object")
 
 
-def _classify_element(message: Any) -> Inbound:
+def _classify_element(message: object) -> Inbound:
     if isinstance(message, dict):
         return _classify_object(message)
     return Inbound("invalid", message, reason="a batch element must be a JSON object")

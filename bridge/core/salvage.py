@@ -86,7 +86,7 @@ def top_level(data: bytes) -> dict[str, Any]:
     return members
 
 
-def _plain(token: bytes) -> Any:
+def _plain(token: bytes) -> object:
     """A plain value's token decoded; a number with a fraction or an exponent as its text, so
     an id answered from it is spelled as it came (jsonrpc.Inbound)."""
     value = decode(token)
