@@ -13,8 +13,7 @@ only, so an unrelated error (id null) can never land in an open batch.
 
 from __future__ import annotations
 
-from typing import Any
-
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.eras import INVALID_REQUEST
 from bridge.core.errors import OwnError, invalid_message
@@ -23,7 +22,7 @@ from bridge.core.jsonrpc import Inbound, TypedId, WireId, error_response, is_req
 from bridge.core.limits import event_for, is_request, unattributed
 
 
-def _error(request_id: WireId | None, error: OwnError) -> dict[str, Any]:
+def _error(request_id: WireId | None, error: OwnError) -> Message:
     return error_response(request_id, error.code, error.message, error.data)
 
 
@@ -32,13 +31,13 @@ class _Batch:
 
     def __init__(self) -> None:
         self.expected: dict[TypedId, int] = {}  # typed id -> answers still owed
-        self.answers: list[dict[str, Any]] = []
+        self.answers: list[Message] = []
 
     def expect(self, request_id: WireId) -> None:
         key = typed_id(request_id)
         self.expected[key] = self.expected.get(key, 0) + 1
 
-    def claim(self, key: TypedId, message: dict[str, Any]) -> bool:
+    def claim(self, key: TypedId, message: Message) -> bool:
         """Take `message` as the answer it owes under `key`; False if it owes none."""
         if not self.forget(key):
             return False
@@ -87,7 +86,7 @@ class Batches:
             self.open.append(batch)
         return rest
 
-    def on_notification(self, message: dict[str, Any]) -> None:
+    def on_notification(self, message: Message) -> None:
         """A request the client cancels is owed no answer (cancellation.mdx): stop waiting."""
         if message["method"] != "notifications/cancelled":
             return

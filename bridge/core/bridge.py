@@ -17,6 +17,7 @@ from typing import Any, Final, Literal, Protocol, cast
 
 from bridge.core import errors
 from bridge.core.batch import Batches
+from bridge.core.codec import Message
 from bridge.core.config import CoreConfig
 from bridge.core.context import Context, counter_ids
 from bridge.core.eras import LATEST_LEGACY_VERSION, Era, legacy_request
@@ -155,7 +156,7 @@ class Failure:
     """Why a server that never served cannot be used: every request is answered with it."""
 
     reason: str
-    data: dict[str, Any]
+    data: Message
 
 
 _RESTART: Final = Deadline(None, LifecycleDue.RESTART)
@@ -179,7 +180,7 @@ class Handler(Protocol):
     def on_server(self, inbound: Inbound) -> None: ...
     def on_timer(self, key: Deadline) -> None: ...
     def busy(self) -> bool: ...
-    def fail_pending(self, reason: str, data: dict[str, Any] | None = None) -> None: ...
+    def fail_pending(self, reason: str, data: Message | None = None) -> None: ...
     def lose_server(self, outage: Outage) -> Handover:
         """The server is gone: answer what it took, and hand on the client's session."""
     def resume(self, session: ClientSession) -> None:
@@ -814,7 +815,7 @@ class Bridge:
                 else self._grace
             self._timers.schedule(_DRAIN, self.ctx.now + drain)
 
-    def _stop(self, code: int, reason: str, data: dict[str, Any] | None = None) -> None:
+    def _stop(self, code: int, reason: str, data: Message | None = None) -> None:
         """Answer every request still waiting (exactly one response each), then stop."""
         if self.handler is not None:
             self.handler.fail_pending(reason, data)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bridge.core.codec import Message
+
 # Legacy list_changed notification -> the listen filter flag asking for it (subscriptions.mdx)
 # and the server capability area whose `listChanged` offers it.
 LIST_CHANGES = {
@@ -20,7 +22,7 @@ LIST_CHANGES = {
 _SHARED_SERVER_KEYS = ("logging", "completions", "prompts", "resources", "tools", "experimental")
 
 
-def client_caps_to_modern(legacy: Any) -> dict[str, Any]:
+def client_caps_to_modern(legacy: Any) -> Message:
     """A legacy `initialize` capability set as a modern per-request one.
 
     roots loses `listChanged` (modern roots has no sub-fields, client/roots.mdx); tasks is
@@ -28,7 +30,7 @@ def client_caps_to_modern(legacy: Any) -> dict[str, Any]:
     """
     if not isinstance(legacy, dict):
         return {}
-    modern: dict[str, Any] = {}
+    modern: Message = {}
     for key, value in legacy.items():
         if key == "tasks":
             continue
@@ -39,7 +41,7 @@ def client_caps_to_modern(legacy: Any) -> dict[str, Any]:
     return modern
 
 
-def server_caps_to_legacy(modern: Any, version: str) -> dict[str, Any]:
+def server_caps_to_legacy(modern: Any, version: str) -> Message:
     """A modern server's capabilities as a legacy `InitializeResult.capabilities`.
 
     `listChanged` and `subscribe` are removed: the caller adds back what its listen stream
@@ -47,7 +49,7 @@ def server_caps_to_legacy(modern: Any, version: str) -> dict[str, Any]:
     """
     if not isinstance(modern, dict):
         return {}
-    legacy: dict[str, Any] = {}
+    legacy: Message = {}
     for key in _SHARED_SERVER_KEYS:
         if key in modern:
             legacy[key] = modern[key]
@@ -60,7 +62,7 @@ def server_caps_to_legacy(modern: Any, version: str) -> dict[str, Any]:
     return legacy
 
 
-def server_caps_to_modern(legacy: Any) -> dict[str, Any]:
+def server_caps_to_modern(legacy: Any) -> Message:
     """A legacy server's capabilities as a modern `DiscoverResult.capabilities`."""
     if not isinstance(legacy, dict):
         return {}

@@ -28,6 +28,10 @@ result.inputRequests.<key>.params; a 2025-03-26 batch adds its array): 200 keeps
 _INT_DIGITS = 4300
 
 
+# A JSON object as decoded: its members are JSON values, read after the checks that type them.
+Message = dict[str, Any]
+
+
 class DecodeError(ValueError):
     """The line is not one JSON value."""
 

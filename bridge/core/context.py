@@ -6,12 +6,12 @@ Must not know any protocol method: it only collects actions and hands out ids an
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
 
+from bridge.core.codec import Message
 from bridge.core.config import CoreConfig
 from bridge.core.errors import OwnError, invalid_message
 from bridge.core.events import Action, Log, Send, Side
-from bridge.core.jsonrpc import Inbound, Message, WireId, error_response, result_response
+from bridge.core.jsonrpc import Inbound, WireId, error_response, result_response
 from bridge.core.timers import Timers
 
 # Bridge-minted ids live in their own namespace so a peer's ids can never collide with them
@@ -50,7 +50,7 @@ class Context:
         request a message to the client belongs to (see Send)."""
         self.actions.append(Send(side, message, line, request))
 
-    def reply(self, side: Side, id: WireId | None, result: dict[str, Any]) -> None:
+    def reply(self, side: Side, id: WireId | None, result: Message) -> None:
         """Answer request `id` of `side` (an answer belongs to the request it answers)."""
         self.actions.append(Send(side, result_response(id, result), None,
                                  id if side == "client" else None))

@@ -8,8 +8,8 @@ Codes: JSON-RPC 2.0 §5.1 and the revision's `schema.ts` (`eras.py` names them).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from bridge.core.codec import Message
 from bridge.core.eras import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -22,7 +22,7 @@ from bridge.core.eras import (
 from bridge.core.jsonrpc import WireId
 
 # The `data` of an error the bridge makes itself (TRANSLATION.md §3.4).
-SOURCE: dict[str, Any] = {"source": "mcp-rosetta"}
+SOURCE: Message = {"source": "mcp-rosetta"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,7 @@ class OwnError:
     data: object = None
 
 
-def server_lost(reason: str, data: dict[str, Any] | None, method: str) -> OwnError:
+def server_lost(reason: str, data: Message | None, method: str) -> OwnError:
     """A client request the server took and never answered: it crashed, or the bridge stops.
     `reason` says which (restarts.Outage); `data` (default: the bridge as the source) gains
     the method."""
@@ -58,7 +58,7 @@ def unfit_for_client(version: str, problem: str) -> OwnError:
                     SOURCE)
 
 
-def session_ended(reason: str, data: dict[str, Any] | None) -> OwnError:
+def session_ended(reason: str, data: Message | None) -> OwnError:
     """A client request still owed when the session ends (the bridge stops, or its server
     never served): `reason` says why; `data` (default: the bridge as the source) what is
     known of the server."""
@@ -113,7 +113,7 @@ def already_initialized() -> OwnError:
     return OwnError(INVALID_REQUEST, "Already initialized")
 
 
-def unservable(message: str, data: dict[str, Any]) -> OwnError:
+def unservable(message: str, data: Message) -> OwnError:
     """An `initialize` the bridge cannot serve: the server speaks no revision it bridges."""
     return OwnError(INVALID_PARAMS, message, data)
 
@@ -141,7 +141,7 @@ def version_withdrawn(version: str, supported: list[str]) -> OwnError:
                                     f"it supports {supported}", {"supported": supported})
 
 
-def initialize_lost(reason: str, data: dict[str, Any] | None) -> OwnError:
+def initialize_lost(reason: str, data: Message | None) -> OwnError:
     """An `initialize` still waiting on the session stream when the server was lost."""
     return OwnError(INTERNAL_ERROR, reason, data)
 
@@ -173,7 +173,7 @@ def unsubscribed(uri: str | None) -> OwnError:
     return OwnError(INVALID_PARAMS, f"Unsubscribed from {uri}")
 
 
-def subscription_refused(error: dict[str, Any]) -> OwnError:
+def subscription_refused(error: Message) -> OwnError:
     """The server refused a resource's listen stream: its code and message, for the
     `resources/subscribe` that waits on it."""
     return OwnError(error.get("code", INVALID_PARAMS),
@@ -186,7 +186,7 @@ def subscription_unacknowledged(uri: str | None) -> OwnError:
                                     f"subscription to {uri}")
 
 
-def subscription_lost(reason: str, data: dict[str, Any] | None) -> OwnError:
+def subscription_lost(reason: str, data: Message | None) -> OwnError:
     """A `resources/subscribe` still waiting for its acknowledgement when the server was lost."""
     return OwnError(INTERNAL_ERROR, reason, data if data is not None else SOURCE)
 
@@ -243,7 +243,7 @@ def legacy_server_unavailable(failure: str) -> OwnError:
                                     f"initialized: {failure}", {"source": "mcp-rosetta"})
 
 
-def never_sent(reason: str, data: dict[str, Any] | None) -> OwnError:
+def never_sent(reason: str, data: Message | None) -> OwnError:
     """A request still waiting for the handshake when the bridge stops: no method added,
     since it never reached the server."""
     return OwnError(INTERNAL_ERROR, reason, data or {"source": "mcp-rosetta"})
@@ -284,7 +284,7 @@ def url_elicitation_undeclared() -> OwnError:
                     {"requiredCapabilities": {"elicitation": {"url": {}}}})
 
 
-def url_elicitation_malformed(error: dict[str, Any]) -> OwnError:
+def url_elicitation_malformed(error: Message) -> OwnError:
     return OwnError(INTERNAL_ERROR, "mcp-rosetta: the server asked for URL elicitation "
                                     "(-32042) without a valid data.elicitations list",
                     {"legacyError": error})

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bridge.core.jsonrpc import Message, WireId
+from bridge.core.codec import Message
+from bridge.core.jsonrpc import WireId
 
 Side = Literal["client", "server"]
 CLIENT: Side = "client"

@@ -9,8 +9,9 @@ each mode defines one subclass per kind of request it sends, saying what an answ
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
+from bridge.core.codec import Message
 from bridge.core.errors import server_lost, timed_out
 from bridge.core.events import CLIENT
 from bridge.core.jsonrpc import WireId
@@ -56,7 +57,7 @@ class Exchange:
         self.id = ""
         self.sent = 0.0
 
-    def answered(self, message: dict[str, Any], line: bytes | None) -> None:
+    def answered(self, message: Message, line: bytes | None) -> None:
         """The peer answered (a result or an error: `message` is the whole response, its id
         still the minted one; `line`, the bytes it was decoded from when the shell kept them,
         for a result passed on with only its id spliced)."""
@@ -66,7 +67,7 @@ class Exchange:
         """request_timeout passed (only for `timed` exchanges); the router has already told
         the peer to stop."""
 
-    def lost(self, ctx: Context, reason: str, data: dict[str, Any] | None) -> None:
+    def lost(self, ctx: Context, reason: str, data: Message | None) -> None:
         """The peer is gone (the server crashed or the bridge stops): whoever waits gets
         `reason`. Nobody does, by default."""
 
@@ -90,5 +91,5 @@ class ClientRequest(Exchange):
     def expired(self, ctx: Context) -> None:
         ctx.fail(CLIENT, self.origin, timed_out(ctx.config.request_timeout, self.method))
 
-    def lost(self, ctx: Context, reason: str, data: dict[str, Any] | None) -> None:
+    def lost(self, ctx: Context, reason: str, data: Message | None) -> None:
         ctx.fail(CLIENT, self.origin, server_lost(reason, data, self.method))

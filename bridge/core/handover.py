@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bridge.core.capabilities import LIST_CHANGES, has_flag
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.eras import META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT
-from bridge.core.jsonrpc import Inbound, Message, WireId, notification
+from bridge.core.jsonrpc import Inbound, WireId, notification
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ from typing import Any, Final, Literal, TypeGuard
 from bridge.core.codec import (
     MAX_DEPTH,
     DecodeError,
+    Message,
     RawNumber,
     TooDeep,
     decode,
@@ -21,8 +22,6 @@ from bridge.core.salvage import both_ends, top_level
 
 Kind = Literal["request", "notification", "response", "batch", "invalid", "refused"]
 RequestId = str | int
-# A JSON object as decoded: members are JSON values, read after the checks that type them.
-Message = dict[str, Any]
 # A request id as the bridge receives and keeps it: MCP's RequestId, or a number id kept with
 # its spelling (RawNumber) or as a float, which an error answer echoes (JSON-RPC 2.0 §5).
 WireId = str | int | float | RawNumber
@@ -133,7 +132,7 @@ def parse_inbound(line: bytes | str, *, batching: bool = False) -> Inbound:
     return inbound
 
 
-def refused(members: dict[str, Any], reason: str, code: int = INVALID_REQUEST) -> Inbound:
+def refused(members: Message, reason: str, code: int = INVALID_REQUEST) -> Inbound:
     """A message the bridge will not carry, known by its top-level `members`."""
     return Inbound("refused", members, reason=reason, id=_answerable_id(members.get("id")),
                    code=code)
@@ -200,7 +199,7 @@ def _not_json(line: bytes | str, error: DecodeError) -> Inbound:
 _REPLACEMENT = "\ufffd"
 
 
-def _utf8_repaired(data: bytes) -> dict[str, Any] | None:
+def _utf8_repaired(data: bytes) -> Message | None:
     """The top-level members of `data` if its only fault is invalid UTF-8 (inside strings),
     read with each bad byte replaced; an id the bytes touched is not kept. None otherwise."""
     try:
@@ -236,7 +235,7 @@ def _too_deep(line: bytes | str, value: Any, batching: bool) -> Inbound:
     return refused(value if isinstance(value, dict) else {}, TOO_DEEP)
 
 
-def _refused_whole(message: dict[str, Any]) -> Inbound:
+def _refused_whole(message: Message) -> Inbound:
     """A message too deep but read whole. One with no id is a notification (or a response),
     never answered (JSON-RPC 2.0 §4.1), even when the bridge refuses it."""
     if "id" in message:
@@ -244,7 +243,7 @@ def _refused_whole(message: dict[str, Any]) -> Inbound:
     return Inbound("refused", message, reason=TOO_DEEP, code=None)
 
 
-def _with_spelled_id(members: dict[str, Any], head: bytes) -> dict[str, Any]:
+def _with_spelled_id(members: Message, head: bytes) -> Message:
     """`members` with a float id replaced by its text as the line's head shows it (if it does)."""
     spelled = top_level(head).get("id")
     return {**members, "id": spelled} if type(spelled) is RawNumber else members
@@ -269,7 +268,7 @@ def _classify_element(message: object) -> Inbound:
     return Inbound("invalid", message, reason="a batch element must be a JSON object")
 
 
-def _classify_object(message: dict[str, Any]) -> Inbound:
+def _classify_object(message: Message) -> Inbound:
     # Response-shaped (result or error, no method): never answered, even when malformed. Any
     # other malformed object is an Invalid Request, answered under its id if it has one.
     if "method" not in message and ("result" in message or "error" in message):
@@ -283,7 +282,7 @@ def _classify_object(message: dict[str, Any]) -> Inbound:
     return _classify_call(message)
 
 
-def _classify_call(message: dict[str, Any]) -> Inbound:
+def _classify_call(message: Message) -> Inbound:
     if not isinstance(message["method"], str):
         return _invalid(message, "method must be a string")
     params = message.get("params", _NO_ID)
@@ -298,7 +297,7 @@ def _classify_call(message: dict[str, Any]) -> Inbound:
     return Inbound("request", message, id=message["id"])
 
 
-def _classify_response(message: dict[str, Any]) -> Inbound:
+def _classify_response(message: Message) -> Inbound:
     has_result = "result" in message
     if has_result and "error" in message:
         return _bad_response(message, "a response needs exactly one of result, error")
@@ -311,7 +310,7 @@ def _classify_response(message: dict[str, Any]) -> Inbound:
     return Inbound("response", message, id=message["id"])
 
 
-def _bad_response(message: dict[str, Any], reason: str) -> Inbound:
+def _bad_response(message: Message, reason: str) -> Inbound:
     return Inbound("invalid", message, reason=reason, code=None)
 
 
@@ -320,32 +319,32 @@ def _is_error_object(error: object) -> bool:
     return isinstance(code, int) and not isinstance(code, bool)
 
 
-def _invalid(message: dict[str, Any], reason: str, code: int = INVALID_REQUEST) -> Inbound:
+def _invalid(message: Message, reason: str, code: int = INVALID_REQUEST) -> Inbound:
     # Keep the id when it can be read, so the sender can get an error it can correlate.
     return Inbound("invalid", message, reason=reason, id=_answerable_id(message.get("id")),
                    code=code)
 
 
-def result_response(id: Any, result: dict[str, Any]) -> dict[str, Any]:
+def result_response(id: Any, result: Message) -> Message:
     return {"jsonrpc": "2.0", "id": id, "result": result}
 
 
-def error_response(id: Any, code: int, message: str, data: object = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
+def error_response(id: Any, code: int, message: str, data: object = None) -> Message:
+    error: Message = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": id, "error": error}
 
 
-def request(id: RequestId, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+def request(id: RequestId, method: str, params: Message | None) -> Message:
+    message: Message = {"jsonrpc": "2.0", "id": id, "method": method}
     if params is not None:
         message["params"] = params
     return message
 
 
-def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+def notification(method: str, params: Message | None = None) -> Message:
+    message: Message = {"jsonrpc": "2.0", "method": method}
     if params is not None:
         message["params"] = params
     return message

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bridge.core.codec import Message
 from bridge.core.eras import MODERN_PROTOCOL_VERSION, UNSUPPORTED_PROTOCOL_VERSION
 from bridge.core.events import CLIENT, Action, Send
 from bridge.core.handover import ClientSession
-from bridge.core.jsonrpc import Inbound, Message, TypedId, is_request_id, typed_id
+from bridge.core.jsonrpc import Inbound, TypedId, is_request_id, typed_id
 
 # Client messages kept at most; past it the verdict is taken as final (a server silent for
 # that long while a client talks to it is not a slow modern server).

@@ -9,8 +9,8 @@ own (TRANSLATION.md §11.1); the peer's original id is restored with its JSON ty
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.events import CLIENT, SERVER, Side
 from bridge.core.exchange import Exchange, served_request
@@ -42,7 +42,7 @@ class Router:
         self.pending: dict[Side, dict[str, Exchange]] = {CLIENT: {}, SERVER: {}}
         self.timed = ctx.config.request_timeout > 0  # forwarded requests get a timeout
 
-    def forward(self, to: Side, message: dict[str, Any], exchange: Exchange,
+    def forward(self, to: Side, message: Message, exchange: Exchange,
                 request: WireId | None = None) -> str:
         """Send a peer's request on to `to` under a fresh id, filed with `exchange`, which
         takes its answer. `request`: toward the client, the client request it belongs to."""
@@ -61,7 +61,7 @@ class Router:
                       exchange=type(exchange).__name__)
         return bid
 
-    def issue(self, to: Side, method: str, params: dict[str, Any] | None,
+    def issue(self, to: Side, method: str, params: Message | None,
               exchange: Exchange, request: WireId | None = None) -> str:
         """Send a request of the bridge's own making to `to`, filed with `exchange` (as in
         `forward`)."""
@@ -70,7 +70,7 @@ class Router:
         exchange.id = bid
         exchange.sent = ctx.now
         self.pending[to][bid] = exchange
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": bid, "method": method}
+        message: Message = {"jsonrpc": "2.0", "id": bid, "method": method}
         if params is not None:
             message["params"] = params
         ctx.send(to, message, None, request)
@@ -78,7 +78,7 @@ class Router:
                   exchange=type(exchange).__name__)
         return bid
 
-    def take(self, side: Side, message: dict[str, Any]) -> Exchange | None:
+    def take(self, side: Side, message: Message) -> Exchange | None:
         """The exchange a response from `side` answers, removed with its timeout; None
         (logged) if unknown."""
         bid = message["id"]
@@ -114,7 +114,7 @@ class Router:
         exchange = self.pending[to].pop(bid, None)
         if exchange is not None and exchange.timed:
             self.ctx.cancel_timer(Deadline(bid, Due.REQUEST_TIMEOUT))
-        params: dict[str, Any] = {"requestId": bid}
+        params: Message = {"requestId": bid}
         if reason:
             params["reason"] = reason
         self.ctx.send(to, notification("notifications/cancelled", params))
@@ -134,7 +134,7 @@ class Router:
         """Whether a client request still waits on the server (listen streams do not count)."""
         return any(exchange.awaited for exchange in self.pending[SERVER].values())
 
-    def fail_all(self, reason: str, data: dict[str, Any] | None = None) -> None:
+    def fail_all(self, reason: str, data: Message | None = None) -> None:
         """The server is gone: every exchange waiting on it is `lost`, so whoever waits gets
         `reason` (`data`, default: the bridge as the source, gains the method)."""
         exchanges = self.pending[SERVER]

@@ -10,9 +10,9 @@ only the trailing members with plain values are read: the first object or array 
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Final
 
-from bridge.core.codec import DecodeError, RawNumber, decode
+from bridge.core.codec import DecodeError, Message, RawNumber, decode
 
 UNREAD: Final = object()
 """The value of a member whose key was read but whose value was not: an object, an array, or
@@ -31,7 +31,7 @@ _NEXT = {"{": b"{", ":": b":", ",": b","}
 _AFTER = {"{": "key", ":": "value", ",": "key"}
 
 
-def top_level(data: bytes) -> dict[str, Any]:
+def top_level(data: bytes) -> Message:
     """The members of the object `data` begins, as far as `data` shows them.
 
     A member whose value is a string, number, true, false or null complete within `data` maps
@@ -39,7 +39,7 @@ def top_level(data: bytes) -> dict[str, Any]:
     RawNumber); any other member seen maps to UNREAD. The scan stops at the first thing it
     cannot read, and once it has the id and one of method, result or error. Not an object: {}.
     """
-    members: dict[str, Any] = {}
+    members: Message = {}
     end = len(data)
     depth = 0  # 1 inside the top-level object
     key: str | None = None  # the member whose value comes next
@@ -98,7 +98,7 @@ _LITERAL = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|tr
 _LITERAL_BYTES = frozenset(b"0123456789+-.eEtruefalsn")
 
 
-def both_ends(head: bytes, tail: bytes) -> dict[str, Any]:
+def both_ends(head: bytes, tail: bytes) -> Message:
     """The top-level members the first and the last bytes of one object show, together."""
     members = trailing(tail)
     for key, value in top_level(head).items():
@@ -107,14 +107,14 @@ def both_ends(head: bytes, tail: bytes) -> dict[str, Any]:
     return members
 
 
-def trailing(data: bytes) -> dict[str, Any]:
+def trailing(data: bytes) -> Message:
     """The top-level members that end the object whose last bytes are `data`, read backwards
     from its closing brace while their values are strings, numbers, true, false or null.
 
     Some writers put `id` last (`{"result": {...}, "jsonrpc": "2.0", "id": 5}`): the first
     bytes of a huge message then show no id, the last ones do. Not an object's end: {}.
     """
-    members: dict[str, Any] = {}
+    members: Message = {}
     brace = _skip_back(data, len(data)) - 1
     if brace < 0 or data[brace] != ord("}"):
         return members

@@ -15,7 +15,7 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
-from bridge.core.codec import encode
+from bridge.core.codec import Message, encode
 from bridge.core.jsonrpc import WireId
 
 SPLICE_MIN = 16384
@@ -44,7 +44,7 @@ def with_id(line: bytes, old: str, new: WireId) -> bytes | None:
     return None if found is None else _apply(line, [_id_edit(found[0], old, new)])
 
 
-def without_members(line: bytes, old: str, new: Any, removed: dict[str, Any]) -> bytes | None:
+def without_members(line: bytes, old: str, new: Any, removed: Message) -> bytes | None:
     """`line` with its id replaced as `with_id` does and the members `removed` (key: decoded
     value) taken out of the one object that has them; None when that is not proved safe.
 
@@ -71,7 +71,7 @@ def without_members(line: bytes, old: str, new: Any, removed: dict[str, Any]) ->
     return _apply(line, edits)
 
 
-def removed_members(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any] | None:
+def removed_members(before: Message, after: Message) -> Message | None:
     """The members `after` lacks of `before` (key: value), if that is all that differs: every
     member kept is the very same value (a copy of the top level that only dropped keys);
     None otherwise."""

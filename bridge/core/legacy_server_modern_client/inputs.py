@@ -14,11 +14,12 @@ from typing import Final, Protocol
 
 from bridge.core import errors
 from bridge.core.capabilities import declares, input_capability
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.eras import ProgressToken
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import Exchange
-from bridge.core.jsonrpc import Message, WireId
+from bridge.core.jsonrpc import WireId
 from bridge.core.legacy_server_modern_client.legacy_inputs import (
     elicitation_for,
     for_revision,

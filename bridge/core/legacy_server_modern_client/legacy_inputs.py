@@ -8,8 +8,8 @@ its schema does not allow. Never changes a request in place.
 
 from __future__ import annotations
 
+from bridge.core.codec import Message
 from bridge.core.eras import V2025_03_26, V2025_11_25
-from bridge.core.jsonrpc import Message
 
 # Sampling content blocks with no form before 2025-11-25 (client/sampling.mdx §Tool Use).
 _TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})

@@ -13,12 +13,13 @@ from typing import Final, Protocol
 
 from bridge.core import errors
 from bridge.core.capabilities import LIST_CHANGES, has_flag
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.envelope import stamp_envelope
 from bridge.core.eras import META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import NO_REQUEST, Exchange
-from bridge.core.jsonrpc import Message, WireId, notification
+from bridge.core.jsonrpc import WireId, notification
 from bridge.core.methods import ACKNOWLEDGED, UPDATED
 from bridge.core.router import Router
 from bridge.core.timers import Deadline

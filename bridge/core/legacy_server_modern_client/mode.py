@@ -13,6 +13,7 @@ from typing import Final, Literal, Protocol
 
 from bridge.core import errors
 from bridge.core.capabilities import client_caps_to_modern, has_flag
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.dispatch import from_server
 from bridge.core.downgrade import progress_for_legacy
@@ -40,7 +41,7 @@ from bridge.core.handover import (
     told_list_changes,
 )
 from bridge.core.handshake import legacy_result
-from bridge.core.jsonrpc import Inbound, Message, TypedId, WireId
+from bridge.core.jsonrpc import Inbound, TypedId, WireId
 from bridge.core.legacy_server_modern_client.inputs import InputLoop
 from bridge.core.legacy_server_modern_client.listen import UpstreamListener
 from bridge.core.methods import ELIGIBLE

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.events import CLIENT
 from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange
-from bridge.core.jsonrpc import Message, WireId
+from bridge.core.jsonrpc import WireId
 from bridge.core.modern_server_legacy_client.progress import ProgressRelay
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
 

@@ -23,11 +23,12 @@ from typing import Protocol
 
 from bridge.core import errors
 from bridge.core.capabilities import declares
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.envelope import legacy_context
 from bridge.core.eras import LEGACY_URL_ELICITATION_REQUIRED
 from bridge.core.events import CLIENT, SERVER
-from bridge.core.jsonrpc import Message, TypedId, WireId, is_request_id
+from bridge.core.jsonrpc import TypedId, WireId, is_request_id
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.modern_server_legacy_client.parked_call import (
     CALL_ENDED,

@@ -11,12 +11,13 @@ from typing import Protocol
 
 from bridge.core import errors
 from bridge.core.capabilities import LIST_CHANGES, has_flag
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.eras import META_SERVER_INFO, META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import NO_REQUEST, Exchange
 from bridge.core.handover import ListenStream, acknowledged_list_changes
-from bridge.core.jsonrpc import Message, TypedId, WireId, is_request_id, notification
+from bridge.core.jsonrpc import TypedId, WireId, is_request_id, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.methods import ACKNOWLEDGED, UPDATED
 from bridge.core.modern_server_legacy_client.exchanges import Housekeeping

@@ -14,6 +14,7 @@ from typing import Literal
 
 from bridge.core import dispatch, errors
 from bridge.core.capabilities import server_caps_to_modern
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.envelope import build_request
 from bridge.core.eras import (
@@ -25,7 +26,7 @@ from bridge.core.eras import (
 )
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.handover import ClientSession, Handover, ListenStream, ModernSession
-from bridge.core.jsonrpc import Inbound, Message, WireId, classify, notification
+from bridge.core.jsonrpc import Inbound, WireId, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.methods import ELIGIBLE, INPUT_METHODS
 from bridge.core.modern_server_legacy_client.exchanges import (

@@ -10,8 +10,9 @@ from __future__ import annotations
 from enum import Enum
 from typing import Protocol
 
+from bridge.core.codec import Message
 from bridge.core.exchange import NO_REQUEST, Exchange
-from bridge.core.jsonrpc import Message, WireId
+from bridge.core.jsonrpc import WireId
 from bridge.core.modern_server_legacy_client.questions import Question
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
 from bridge.core.modern_server_legacy_client.request_state import request_digest

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.events import CLIENT
-from bridge.core.jsonrpc import Message, WireId, notification
+from bridge.core.jsonrpc import WireId, notification
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
 
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from bridge.core import errors
 from bridge.core.capabilities import declares, input_capability
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.events import SERVER
-from bridge.core.jsonrpc import Message, WireId
+from bridge.core.jsonrpc import WireId
 from bridge.core.modern_server_legacy_client.roots import Roots
 
 # Legacy-only fields of an input request's params; a modern one has none of them (§5.5).

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bridge.core import errors
+from bridge.core.codec import Message
 from bridge.core.eras import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -20,7 +21,6 @@ from bridge.core.eras import (
     is_progress_token,
 )
 from bridge.core.errors import OwnError
-from bridge.core.jsonrpc import Message
 
 
 # A value, but not frozen: one is made for every modern request, and a frozen dataclass's

@@ -24,7 +24,7 @@ from __future__ import annotations
 from enum import Enum
 
 from bridge.core.capabilities import declares
-from bridge.core.jsonrpc import Message
+from bridge.core.codec import Message
 
 
 class Resync(Enum):

@@ -14,10 +14,11 @@ from __future__ import annotations
 from enum import Enum
 from typing import Protocol
 
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.events import SERVER
 from bridge.core.exchange import NO_REQUEST, Exchange
-from bridge.core.jsonrpc import Message, WireId, notification
+from bridge.core.jsonrpc import WireId, notification
 from bridge.core.modern_server_legacy_client.roots import Resync, Roots
 from bridge.core.router import Router
 from bridge.core.timers import Deadline

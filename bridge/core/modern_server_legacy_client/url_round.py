@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bridge.core.jsonrpc import Message
+from bridge.core.codec import Message
 from bridge.core.modern_server_legacy_client.questions import Question
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.eras import (
     BATCHING_VERSION,
@@ -23,7 +24,7 @@ from bridge.core.errors import server_lost
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange
 from bridge.core.handover import LegacySession, ListenStream
-from bridge.core.jsonrpc import Message, WireId
+from bridge.core.jsonrpc import WireId
 from bridge.core.relay.revision_gap import RevisionGap
 from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, with_id
 

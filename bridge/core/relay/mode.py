@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any, Literal
 
 from bridge.core import errors
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.dispatch import from_server
 from bridge.core.eras import (
@@ -35,7 +36,7 @@ from bridge.core.handover import (
     announce,
     told_list_changes,
 )
-from bridge.core.jsonrpc import Inbound, Message, WireId, notification
+from bridge.core.jsonrpc import Inbound, WireId, notification
 from bridge.core.methods import ACKNOWLEDGED
 from bridge.core.relay.exchanges import (
     ProgressKey,

@@ -8,9 +8,9 @@ only added to the last, but for batches, which the bridge never relays as such.
 
 from __future__ import annotations
 
+from bridge.core.codec import Message
 from bridge.core.downgrade import progress_for_legacy, result_for_legacy
 from bridge.core.eras import LEGACY_PROTOCOL_VERSIONS
-from bridge.core.jsonrpc import Message
 from bridge.core.legacy_server_modern_client.legacy_inputs import for_revision, unfit
 
 # Notifications a client of an older revision has no form for, by the revision that added them.
