@@ -158,14 +158,14 @@ def _has_float_id(value: object) -> bool:
         type(item) is dict and type(item.get("id")) is float for item in value)
 
 
-def _spell_ids(line: bytes | str, value: Any) -> Any:
+def _spell_ids(line: bytes | str, value: object) -> object:
     """`value` with its number ids (`2.0`) as their text, read again from `line`: as floats
     they would come back spelled otherwise (`2.00` as `2.0`), and be taken for integers they
     are not (`2.0000000000000001`). Rare: one more parse of the line, by the stdlib."""
     spelled = decode_spelled(line)
     if type(value) is dict:
         return _with_id_of(value, spelled)
-    if type(spelled) is not list or len(spelled) != len(value):
+    if type(value) is not list or type(spelled) is not list or len(spelled) != len(value):
         return value
     return [_with_id_of(item, original) for item, original in zip(value, spelled, strict=True)]
 
@@ -219,7 +219,7 @@ def _utf8_repaired(data: bytes) -> Message | None:
     return value
 
 
-def _too_deep(line: bytes | str, value: Any, batching: bool) -> Inbound:
+def _too_deep(line: bytes | str, value: object, batching: bool) -> Inbound:
     if _has_float_id(value):
         value = _spell_ids(line, value)
     if batching and isinstance(value, list) and value:

@@ -23,7 +23,7 @@ from bridge.core.timers import Deadline, Timers
 QUOTE_CHARS = 200
 
 
-def is_discover_result(result: Any) -> TypeGuard[Message]:
+def is_discover_result(result: object) -> TypeGuard[Message]:
     versions = result.get("supportedVersions") if isinstance(result, dict) else None
     return isinstance(versions, list) and all(isinstance(v, str) for v in versions)
 
