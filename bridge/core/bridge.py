@@ -333,7 +333,7 @@ class Bridge:
             self._on_client(inbound)
 
     def _on_client(self, inbound: Inbound, refused_as: str | None = None) -> None:
-        """Any message from the client; `refused_as` names the log event of a refused one."""
+        """Every message from the client; `refused_as` names the log event of a refused one."""
         kind = inbound.kind
         if kind == "batch":
             self._on_client_batch(inbound)
@@ -361,7 +361,7 @@ class Bridge:
             self._on_client(item)
 
     def _on_server(self, inbound: Inbound, refused_as: str | None = None) -> None:
-        """Any message from the server; `refused_as` names the log event of a refused one."""
+        """Every message from the server; `refused_as` names the log event of a refused one."""
         if inbound.kind == "refused":
             stand_in = settle(self.ctx, SERVER, inbound, refused_as or event_for(inbound))
             if stand_in is None:

@@ -6,8 +6,6 @@ translated capabilities to what they actually implement.
 
 from __future__ import annotations
 
-from typing import Any
-
 from bridge.core.codec import Message
 
 # Legacy list_changed notification -> the listen filter flag asking for it (subscriptions.mdx)
@@ -22,7 +20,7 @@ LIST_CHANGES = {
 _SHARED_SERVER_KEYS = ("logging", "completions", "prompts", "resources", "tools", "experimental")
 
 
-def client_caps_to_modern(legacy: Any) -> Message:
+def client_caps_to_modern(legacy: object) -> Message:
     """A legacy `initialize` capability set as a modern per-request one.
 
     roots loses `listChanged` (modern roots has no sub-fields, client/roots.mdx); tasks is
@@ -41,7 +39,7 @@ def client_caps_to_modern(legacy: Any) -> Message:
     return modern
 
 
-def server_caps_to_legacy(modern: Any, version: str) -> Message:
+def server_caps_to_legacy(modern: object, version: str) -> Message:
     """A modern server's capabilities as a legacy `InitializeResult.capabilities`.
 
     `listChanged` and `subscribe` are removed: the caller adds back what its listen stream
@@ -62,7 +60,7 @@ def server_caps_to_legacy(modern: Any, version: str) -> Message:
     return legacy
 
 
-def server_caps_to_modern(legacy: Any) -> Message:
+def server_caps_to_modern(legacy: object) -> Message:
     """A legacy server's capabilities as a modern `DiscoverResult.capabilities`."""
     if not isinstance(legacy, dict):
         return {}

@@ -39,7 +39,7 @@ class DecodeError(ValueError):
 class TooDeep(DecodeError):
     """The line is JSON nested deeper than MAX_DEPTH; `value` is it, if it could be read."""
 
-    def __init__(self, value: Any = None) -> None:
+    def __init__(self, value: object = None) -> None:
         super().__init__(f"nested deeper than {MAX_DEPTH} levels")
         self.value = value
 
@@ -86,7 +86,7 @@ def is_integral(text: str) -> bool:
     return scale + (-int(power or 0) if exponent.startswith("-") else int(power or 0)) >= 0
 
 
-def decode_spelled(line: bytes | str) -> Any:
+def decode_spelled(line: bytes | str) -> object:
     """`line` decoded with every number that has a fraction or an exponent kept as its text
     (a RawNumber), for the few values whose spelling must come back as it came (request ids)."""
     try:
@@ -111,7 +111,7 @@ def _reject_constant(name: str) -> NoReturn:
     raise DecodeError(f"{name} is not valid JSON")
 
 
-def _stdlib_loads(line: bytes | str) -> Any:
+def _stdlib_loads(line: bytes | str) -> object:
     try:
         value = json.loads(line, parse_constant=_reject_constant, parse_int=_integer,
                            parse_float=_number)
@@ -137,7 +137,7 @@ _HUGE = float(2**64)
 _MOST_NEGATIVE = -float(2**63)
 
 
-def decode(line: bytes | str) -> Any:
+def decode(line: bytes | str) -> object:
     """Parse one JSON value, raising DecodeError (only) when it is not valid JSON, or TooDeep
     (a DecodeError) when it nests deeper than MAX_DEPTH."""
     if orjson is None or not isinstance(line, bytes):

@@ -269,8 +269,8 @@ def _classify_element(message: object) -> Inbound:
 
 
 def _classify_object(message: Message) -> Inbound:
-    # Response-shaped (result or error, no method): never answered, even when malformed. Any
-    # other malformed object is an Invalid Request, answered under its id if it has one.
+    # Response-shaped (result or error, no method): never answered, even when malformed.
+    # Every other malformed object is an Invalid Request, answered under its id if it has one.
     if "method" not in message and ("result" in message or "error" in message):
         if message.get("jsonrpc") != "2.0":
             return _bad_response(message, 'missing "jsonrpc": "2.0"')
@@ -325,11 +325,11 @@ def _invalid(message: Message, reason: str, code: int = INVALID_REQUEST) -> Inbo
                    code=code)
 
 
-def result_response(id: Any, result: Message) -> Message:
+def result_response(id: WireId | None, result: Message) -> Message:
     return {"jsonrpc": "2.0", "id": id, "result": result}
 
 
-def error_response(id: Any, code: int, message: str, data: object = None) -> Message:
+def error_response(id: WireId | None, code: int, message: str, data: object = None) -> Message:
     error: Message = {"code": code, "message": message}
     if data is not None:
         error["data"] = data

@@ -7,7 +7,7 @@ DiscoverResult (or the modern error) it got. Rules: stdio.mdx §Backward Compati
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Final, TypeGuard
+from typing import Final, TypeGuard
 
 from bridge.core.codec import Message, encode
 from bridge.core.config import CoreConfig

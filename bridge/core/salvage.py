@@ -73,7 +73,7 @@ def top_level(data: bytes) -> Message:
             if string is None:
                 break  # the end of the object, or not JSON
             try:
-                key = decode(string)
+                key = _key(string)
             except DecodeError:
                 break
             members[key] = UNREAD
@@ -84,6 +84,14 @@ def top_level(data: bytes) -> Message:
         else:
             break  # the end of the object, or not JSON
     return members
+
+
+def _key(token: bytes) -> str:
+    """A member's key: the scan found a string token, so it decodes to a str."""
+    key = decode(token)
+    if type(key) is not str:
+        raise DecodeError("a key must be a string")
+    return key
 
 
 def _plain(token: bytes) -> object:
@@ -129,7 +137,7 @@ def trailing(data: bytes) -> Message:
         if key_start is None:
             break
         try:
-            key, value = decode(data[key_start:key_end]), _plain(data[value_start:value_end])
+            key, value = _key(data[key_start:key_end]), _plain(data[value_start:value_end])
         except DecodeError:
             break
         members.setdefault(key, value)  # read backwards: the last of a repeated key wins

@@ -13,7 +13,6 @@ occurs only once, its position is known.
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import Any
 
 from bridge.core.codec import Message, encode
 from bridge.core.jsonrpc import WireId
@@ -44,7 +43,7 @@ def with_id(line: bytes, old: str, new: WireId) -> bytes | None:
     return None if found is None else _apply(line, [_id_edit(found[0], old, new)])
 
 
-def without_members(line: bytes, old: str, new: Any, removed: Message) -> bytes | None:
+def without_members(line: bytes, old: str, new: WireId, removed: Message) -> bytes | None:
     """`line` with its id replaced as `with_id` does and the members `removed` (key: decoded
     value) taken out of the one object that has them; None when that is not proved safe.
 
