@@ -13,17 +13,16 @@ only, so an unrelated error (id null) can never land in an open batch.
 
 from __future__ import annotations
 
-from typing import Any
-
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.eras import INVALID_REQUEST
 from bridge.core.errors import OwnError, invalid_message
 from bridge.core.events import CLIENT, Action, Send
-from bridge.core.jsonrpc import Inbound, error_response, is_request_id, typed_id
+from bridge.core.jsonrpc import Inbound, TypedId, WireId, error_response, is_request_id, typed_id
 from bridge.core.limits import event_for, is_request, unattributed
 
 
-def _error(request_id: Any, error: OwnError) -> dict[str, Any]:
+def _error(request_id: WireId | None, error: OwnError) -> Message:
     return error_response(request_id, error.code, error.message, error.data)
 
 
@@ -31,21 +30,21 @@ class _Batch:
     __slots__ = ("answers", "expected")
 
     def __init__(self) -> None:
-        self.expected: dict[tuple[type, Any], int] = {}  # typed id -> answers still owed
-        self.answers: list[dict[str, Any]] = []
+        self.expected: dict[TypedId, int] = {}  # typed id -> answers still owed
+        self.answers: list[Message] = []
 
-    def expect(self, request_id: Any) -> None:
+    def expect(self, request_id: WireId) -> None:
         key = typed_id(request_id)
         self.expected[key] = self.expected.get(key, 0) + 1
 
-    def claim(self, key: tuple[type, Any], message: dict[str, Any]) -> bool:
+    def claim(self, key: TypedId, message: Message) -> bool:
         """Take `message` as the answer it owes under `key`; False if it owes none."""
         if not self.forget(key):
             return False
         self.answers.append(message)
         return True
 
-    def forget(self, key: tuple[type, Any]) -> bool:
+    def forget(self, key: TypedId) -> bool:
         """Owe one answer less under `key`; False if none was owed."""
         owed = self.expected.get(key)
         if owed is None:
@@ -87,7 +86,7 @@ class Batches:
             self.open.append(batch)
         return rest
 
-    def on_notification(self, message: dict[str, Any]) -> None:
+    def on_notification(self, message: Message) -> None:
         """A request the client cancels is owed no answer (cancellation.mdx): stop waiting."""
         if message["method"] != "notifications/cancelled":
             return
@@ -111,7 +110,7 @@ class Batches:
         self._emit_complete(kept)
         actions[:] = kept
 
-    def _claim(self, message: Any) -> bool:
+    def _claim(self, message: object) -> bool:
         if not isinstance(message, dict) or "method" in message:
             return False
         request_id = message.get("id")

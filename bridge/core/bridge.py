@@ -17,6 +17,7 @@ from typing import Any, Final, Literal, Protocol, cast
 
 from bridge.core import errors
 from bridge.core.batch import Batches
+from bridge.core.codec import Message
 from bridge.core.config import CoreConfig
 from bridge.core.context import Context, counter_ids
 from bridge.core.eras import LATEST_LEGACY_VERSION, Era, legacy_request
@@ -155,7 +156,7 @@ class Failure:
     """Why a server that never served cannot be used: every request is answered with it."""
 
     reason: str
-    data: dict[str, Any]
+    data: Message
 
 
 _RESTART: Final = Deadline(None, LifecycleDue.RESTART)
@@ -179,7 +180,7 @@ class Handler(Protocol):
     def on_server(self, inbound: Inbound) -> None: ...
     def on_timer(self, key: Deadline) -> None: ...
     def busy(self) -> bool: ...
-    def fail_pending(self, reason: str, data: dict[str, Any] | None = None) -> None: ...
+    def fail_pending(self, reason: str, data: Message | None = None) -> None: ...
     def lose_server(self, outage: Outage) -> Handover:
         """The server is gone: answer what it took, and hand on the client's session."""
     def resume(self, session: ClientSession) -> None:
@@ -332,7 +333,7 @@ class Bridge:
             self._on_client(inbound)
 
     def _on_client(self, inbound: Inbound, refused_as: str | None = None) -> None:
-        """Any message from the client; `refused_as` names the log event of a refused one."""
+        """Every message from the client; `refused_as` names the log event of a refused one."""
         kind = inbound.kind
         if kind == "batch":
             self._on_client_batch(inbound)
@@ -360,7 +361,7 @@ class Bridge:
             self._on_client(item)
 
     def _on_server(self, inbound: Inbound, refused_as: str | None = None) -> None:
-        """Any message from the server; `refused_as` names the log event of a refused one."""
+        """Every message from the server; `refused_as` names the log event of a refused one."""
         if inbound.kind == "refused":
             stand_in = settle(self.ctx, SERVER, inbound, refused_as or event_for(inbound))
             if stand_in is None:
@@ -641,7 +642,7 @@ class Bridge:
         self._correct(overturn)
         return True
 
-    def _asked(self, answer_id: Any) -> str | None:
+    def _asked(self, answer_id: object) -> str | None:
         """The method of the handler's request an answer is for."""
         handler = self.handler
         exchange = handler.router.pending[SERVER].get(answer_id) \
@@ -814,7 +815,7 @@ class Bridge:
                 else self._grace
             self._timers.schedule(_DRAIN, self.ctx.now + drain)
 
-    def _stop(self, code: int, reason: str, data: dict[str, Any] | None = None) -> None:
+    def _stop(self, code: int, reason: str, data: Message | None = None) -> None:
         """Answer every request still waiting (exactly one response each), then stop."""
         if self.handler is not None:
             self.handler.fail_pending(reason, data)

@@ -6,7 +6,7 @@ translated capabilities to what they actually implement.
 
 from __future__ import annotations
 
-from typing import Any
+from bridge.core.codec import Message
 
 # Legacy list_changed notification -> the listen filter flag asking for it (subscriptions.mdx)
 # and the server capability area whose `listChanged` offers it.
@@ -20,7 +20,7 @@ LIST_CHANGES = {
 _SHARED_SERVER_KEYS = ("logging", "completions", "prompts", "resources", "tools", "experimental")
 
 
-def client_caps_to_modern(legacy: Any) -> dict[str, Any]:
+def client_caps_to_modern(legacy: object) -> Message:
     """A legacy `initialize` capability set as a modern per-request one.
 
     roots loses `listChanged` (modern roots has no sub-fields, client/roots.mdx); tasks is
@@ -28,7 +28,7 @@ def client_caps_to_modern(legacy: Any) -> dict[str, Any]:
     """
     if not isinstance(legacy, dict):
         return {}
-    modern: dict[str, Any] = {}
+    modern: Message = {}
     for key, value in legacy.items():
         if key == "tasks":
             continue
@@ -39,7 +39,7 @@ def client_caps_to_modern(legacy: Any) -> dict[str, Any]:
     return modern
 
 
-def server_caps_to_legacy(modern: Any, version: str) -> dict[str, Any]:
+def server_caps_to_legacy(modern: object, version: str) -> Message:
     """A modern server's capabilities as a legacy `InitializeResult.capabilities`.
 
     `listChanged` and `subscribe` are removed: the caller adds back what its listen stream
@@ -47,7 +47,7 @@ def server_caps_to_legacy(modern: Any, version: str) -> dict[str, Any]:
     """
     if not isinstance(modern, dict):
         return {}
-    legacy: dict[str, Any] = {}
+    legacy: Message = {}
     for key in _SHARED_SERVER_KEYS:
         if key in modern:
             legacy[key] = modern[key]
@@ -60,20 +60,20 @@ def server_caps_to_legacy(modern: Any, version: str) -> dict[str, Any]:
     return legacy
 
 
-def server_caps_to_modern(legacy: Any) -> dict[str, Any]:
+def server_caps_to_modern(legacy: object) -> Message:
     """A legacy server's capabilities as a modern `DiscoverResult.capabilities`."""
     if not isinstance(legacy, dict):
         return {}
     return {key: legacy[key] for key in _SHARED_SERVER_KEYS if key in legacy}
 
 
-def has_flag(caps: Any, area: str, flag: str) -> bool:
+def has_flag(caps: object, area: str, flag: str) -> bool:
     """Whether `caps[area][flag]` is true (e.g. tools.listChanged)."""
     value = caps.get(area) if isinstance(caps, dict) else None
     return isinstance(value, dict) and value.get(flag) is True
 
 
-def input_capability(method: str, params: Any) -> tuple[str, ...]:
+def input_capability(method: str, params: object) -> tuple[str, ...]:
     """The client capability path an input request needs (TRANSLATION.md §5.6).
 
     roots/list needs `roots`; sampling needs `sampling`, and `sampling.tools` for tool use or
@@ -92,14 +92,14 @@ def input_capability(method: str, params: Any) -> tuple[str, ...]:
     return ("elicitation", "url") if params.get("mode") == "url" else ("elicitation", "form")
 
 
-def declares(caps: Any, path: tuple[str, ...]) -> bool:
+def declares(caps: object, path: tuple[str, ...]) -> bool:
     """Whether `caps` declares the capability at `path` (e.g. ("elicitation", "url")).
 
     client/elicitation.mdx §Capabilities: an empty `elicitation` object means form mode.
     """
     if path == ("elicitation", "form") and isinstance(caps, dict) and caps.get("elicitation") == {}:
         return True
-    node: Any = caps
+    node: object = caps
     for part in path:
         node = node.get(part) if isinstance(node, dict) else None
         if node is None:

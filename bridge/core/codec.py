@@ -9,7 +9,7 @@ whatever is accepted can be written again.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NoReturn
 
 try:
     import orjson
@@ -28,6 +28,10 @@ result.inputRequests.<key>.params; a 2025-03-26 batch adds its array): 200 keeps
 _INT_DIGITS = 4300
 
 
+# A JSON object as decoded: its members are JSON values, read after the checks that type them.
+Message = dict[str, Any]
+
+
 class DecodeError(ValueError):
     """The line is not one JSON value."""
 
@@ -35,7 +39,7 @@ class DecodeError(ValueError):
 class TooDeep(DecodeError):
     """The line is JSON nested deeper than MAX_DEPTH; `value` is it, if it could be read."""
 
-    def __init__(self, value: Any = None) -> None:
+    def __init__(self, value: object = None) -> None:
         super().__init__(f"nested deeper than {MAX_DEPTH} levels")
         self.value = value
 
@@ -82,7 +86,7 @@ def is_integral(text: str) -> bool:
     return scale + (-int(power or 0) if exponent.startswith("-") else int(power or 0)) >= 0
 
 
-def decode_spelled(line: bytes | str) -> Any:
+def decode_spelled(line: bytes | str) -> object:
     """`line` decoded with every number that has a fraction or an exponent kept as its text
     (a RawNumber), for the few values whose spelling must come back as it came (request ids)."""
     try:
@@ -102,12 +106,12 @@ def _number(text: str) -> float | RawNumber:
     return value if value - value == 0 else RawNumber(text)  # inf - inf is nan
 
 
-def _reject_constant(name: str) -> Any:
+def _reject_constant(name: str) -> NoReturn:
     # NaN and Infinity are not JSON (RFC 8259 §6); the stdlib would accept them.
     raise DecodeError(f"{name} is not valid JSON")
 
 
-def _stdlib_loads(line: bytes | str) -> Any:
+def _stdlib_loads(line: bytes | str) -> object:
     try:
         value = json.loads(line, parse_constant=_reject_constant, parse_int=_integer,
                            parse_float=_number)
@@ -133,7 +137,7 @@ _HUGE = float(2**64)
 _MOST_NEGATIVE = -float(2**63)
 
 
-def decode(line: bytes | str) -> Any:
+def decode(line: bytes | str) -> object:
     """Parse one JSON value, raising DecodeError (only) when it is not valid JSON, or TooDeep
     (a DecodeError) when it nests deeper than MAX_DEPTH."""
     if orjson is None or not isinstance(line, bytes):
@@ -152,7 +156,7 @@ def decode(line: bytes | str) -> Any:
     return _stdlib_loads(line) if huge else value
 
 
-def depth_of(value: Any) -> int:
+def depth_of(value: object) -> int:
     """How deep `value` nests: 0 for a scalar, 1 for a flat object or array; at most
     MAX_DEPTH + 1 (the walk stops there)."""
     return _inspect(value)[0]
@@ -182,34 +186,32 @@ def _inspect(value: Any) -> tuple[int, bool]:
     return depth, huge
 
 
-def _portable_text(value: Any) -> str:
+def _portable_text(value: object) -> str:
     """`value` as JSON text, for what orjson will not write: integers beyond 64 bits, lone
     surrogates (escaped, so the line stays valid UTF-8), RawNumbers. Slow, and rarely needed."""
-    kind = type(value)
-    if kind is dict:
+    if type(value) is dict:
         return "{" + ",".join(f"{json.dumps(k)}:{_portable_text(v)}"
                               for k, v in value.items()) + "}"
-    if kind is list:
+    if type(value) is list:
         return "[" + ",".join(_portable_text(v) for v in value) + "]"
-    if kind is RawNumber:
-        text: str = value.text
-        return text
+    if type(value) is RawNumber:
+        return value.text
     return json.dumps(value)
 
 
-def _portable_dumps(message: Any) -> bytes:
+def _portable_dumps(message: object) -> bytes:
     return _portable_text(message).encode("ascii") + b"\n"
 
 
 if orjson is not None:
     _APPEND_NEWLINE = orjson.OPT_APPEND_NEWLINE
 
-    def _fragment(value: Any) -> Any:
+    def _fragment(value: object) -> orjson.Fragment:
         if type(value) is RawNumber:
             return orjson.Fragment(value.text)
         raise TypeError
 
-    def encode(message: Any) -> bytes:
+    def encode(message: object) -> bytes:
         """One message as one newline-terminated line with no embedded newline."""
         try:
             return orjson.dumps(message, default=_fragment, option=_APPEND_NEWLINE)

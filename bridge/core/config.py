@@ -6,14 +6,15 @@ Must not read files or the environment: bridge/config.py builds this from TOML a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from bridge import __version__
+from bridge.core.codec import Message
 
 ServerEra = Literal["auto", "modern", "legacy"]
 
 
-def default_bridge_info() -> dict[str, Any]:
+def default_bridge_info() -> Message:
     """The Implementation mcp-rosetta names itself with."""
     return {"name": "mcp-rosetta", "version": __version__}
 
@@ -37,7 +38,7 @@ class CoreConfig:
     """Restarts allowed within restart_window; one more ends the session (exit 69). 0: none."""
     restart_window: float = 60.0
     """Seconds over which restarts are counted against max_restarts."""
-    bridge_info: dict[str, Any] = field(default_factory=default_bridge_info)
+    bridge_info: Message = field(default_factory=default_bridge_info)
     """The Implementation the bridge names when a peer's own is unknown."""
     default_log_level: str | None = None
     """Mode A: logLevel stamped before the legacy client's first logging/setLevel."""

@@ -6,12 +6,12 @@ Must not know any protocol method: it only collects actions and hands out ids an
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
 
+from bridge.core.codec import Message
 from bridge.core.config import CoreConfig
 from bridge.core.errors import OwnError, invalid_message
 from bridge.core.events import Action, Log, Send, Side
-from bridge.core.jsonrpc import Inbound, error_response, result_response
+from bridge.core.jsonrpc import Inbound, WireId, error_response, result_response
 from bridge.core.timers import Timers
 
 # Bridge-minted ids live in their own namespace so a peer's ids can never collide with them
@@ -44,22 +44,23 @@ class Context:
         self.now = 0.0
         self.log_enabled = config.debug_logs
 
-    def send(self, side: Side, message: Any, line: bytes | None = None,
-             request: Any = None) -> None:
+    def send(self, side: Side, message: Message | list[Message], line: bytes | None = None,
+             request: WireId | None = None) -> None:
         """`line`: `message` already encoded, if the caller has it; `request`: the client
         request a message to the client belongs to (see Send)."""
         self.actions.append(Send(side, message, line, request))
 
-    def reply(self, side: Side, id: Any, result: dict[str, Any]) -> None:
+    def reply(self, side: Side, id: WireId | None, result: Message) -> None:
         """Answer request `id` of `side` (an answer belongs to the request it answers)."""
         self.actions.append(Send(side, result_response(id, result), None,
                                  id if side == "client" else None))
 
-    def reply_error(self, side: Side, id: Any, code: int, message: str, data: Any = None) -> None:
+    def reply_error(self, side: Side, id: WireId | None, code: int, message: str,
+                    data: object = None) -> None:
         self.actions.append(Send(side, error_response(id, code, message, data), None,
                                  id if side == "client" else None))
 
-    def fail(self, side: Side, id: Any, error: OwnError) -> None:
+    def fail(self, side: Side, id: WireId | None, error: OwnError) -> None:
         """Answer request `id` of `side` with an error of the bridge's own (errors.py)."""
         self.reply_error(side, id, error.code, error.message, error.data)
 
@@ -69,10 +70,10 @@ class Context:
         if side == "client" and inbound.code is not None:
             self.fail("client", inbound.id, invalid_message(inbound.code, inbound.reason))
 
-    def log(self, level: str, event: str, **fields: Any) -> None:
+    def log(self, level: str, event: str, **fields: object) -> None:
         self.actions.append(Log(level, event, fields))
 
-    def debug(self, event: str, **fields: Any) -> None:
+    def debug(self, event: str, **fields: object) -> None:
         """A per-message log line, built only when debug logging is on (hot path)."""
         if self.log_enabled:
             self.actions.append(Log("debug", event, fields))

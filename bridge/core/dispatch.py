@@ -7,8 +7,9 @@ mode's own handlers.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.events import SERVER
 from bridge.core.jsonrpc import Inbound
@@ -21,8 +22,8 @@ class ServerFace(Protocol):
     ctx: Context
     router: Router
 
-    def on_server_notification(self, message: dict[str, Any]) -> None: ...
-    def on_server_request(self, message: dict[str, Any]) -> None: ...
+    def on_server_notification(self, message: Message) -> None: ...
+    def on_server_request(self, message: Message) -> None: ...
 
 
 def from_server(mode: ServerFace, inbound: Inbound) -> None:

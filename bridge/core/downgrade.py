@@ -7,9 +7,8 @@ that change, so what the bridge does not know passes through as it came.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from bridge.core.codec import encode
+from bridge.core.codec import Message, encode
 from bridge.core.envelope import drop_meta_keys
 from bridge.core.eras import MODERN_RESULT_META_KEYS, V2025_03_26, V2025_06_18, V2025_11_25
 
@@ -17,7 +16,7 @@ from bridge.core.eras import MODERN_RESULT_META_KEYS, V2025_03_26, V2025_06_18, 
 MODERN_RESULT_FIELDS = ("resultType", "ttlMs", "cacheScope")
 
 
-def strip_modern_result(result: dict[str, Any]) -> dict[str, Any]:
+def strip_modern_result(result: Message) -> Message:
     """`result` without resultType, cache hints and modern `_meta` keys (a shallow copy).
 
     The copy is made only of the top level, so the per-result cost stays small.
@@ -31,7 +30,7 @@ def strip_modern_result(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def implementation_for(info: dict[str, Any], version: str) -> dict[str, Any]:
+def implementation_for(info: Message, version: str) -> Message:
     """An Implementation (clientInfo/serverInfo) with only the fields `version` defines."""
     drop: set[str] = set()
     if version < V2025_06_18:
@@ -43,7 +42,7 @@ def implementation_for(info: dict[str, Any], version: str) -> dict[str, Any]:
     return {k: v for k, v in info.items() if k not in drop}
 
 
-def _metadata_for(item: Any, version: str) -> Any:
+def _metadata_for(item: object, version: str) -> object:
     """A Tool/Resource/Prompt/argument without the descriptive fields `version` lacks."""
     if not isinstance(item, dict):
         return item
@@ -57,7 +56,7 @@ def _metadata_for(item: Any, version: str) -> Any:
     return {k: v for k, v in item.items() if k not in drop}
 
 
-def _content_for(block: Any, version: str) -> Any:
+def _content_for(block: object, version: str) -> object:
     """A content block the revision can parse: resource links and audio become text."""
     if not isinstance(block, dict):
         return block
@@ -72,13 +71,13 @@ def _content_for(block: Any, version: str) -> Any:
     return block
 
 
-def _contents_for(blocks: Any, version: str) -> Any:
+def _contents_for(blocks: object, version: str) -> object:
     if not isinstance(blocks, list) or version >= V2025_06_18:
         return blocks
     return [_content_for(block, version) for block in blocks]
 
 
-def _tool_for(tool: Any, version: str) -> Any:
+def _tool_for(tool: object, version: str) -> object:
     if not isinstance(tool, dict):
         return tool
     out = dict(tool)
@@ -92,14 +91,14 @@ def _tool_for(tool: Any, version: str) -> Any:
     return _metadata_for(out, version)
 
 
-def _is_object_schema(schema: Any) -> bool:
+def _is_object_schema(schema: object) -> bool:
     return isinstance(schema, dict) and schema.get("type") == "object"
 
 
 def _list_for(
-    key: str, item_for: Callable[[Any, str], Any]
-) -> Callable[[dict[str, Any], str], dict[str, Any]]:
-    def downgrade(result: dict[str, Any], version: str) -> dict[str, Any]:
+    key: str, item_for: Callable[[object, str], object]
+) -> Callable[[Message, str], Message]:
+    def downgrade(result: Message, version: str) -> Message:
         items = result.get(key)
         if isinstance(items, list):
             result[key] = [item_for(item, version) for item in items]
@@ -108,7 +107,7 @@ def _list_for(
     return downgrade
 
 
-def _prompt_for(prompt: Any, version: str) -> Any:
+def _prompt_for(prompt: object, version: str) -> object:
     prompt = _metadata_for(prompt, version)
     if isinstance(prompt, dict) and isinstance(prompt.get("arguments"), list) \
             and version < V2025_06_18:
@@ -117,7 +116,7 @@ def _prompt_for(prompt: Any, version: str) -> Any:
     return prompt
 
 
-def _call_tool_result(result: dict[str, Any], version: str) -> dict[str, Any]:
+def _call_tool_result(result: Message, version: str) -> Message:
     structured = result.get("structuredContent")
     if "structuredContent" in result and (version < V2025_06_18
                                           or not isinstance(structured, dict)):
@@ -134,20 +133,20 @@ def _call_tool_result(result: dict[str, Any], version: str) -> dict[str, Any]:
     return result
 
 
-def _get_prompt_result(result: dict[str, Any], version: str) -> dict[str, Any]:
+def _get_prompt_result(result: Message, version: str) -> Message:
     messages = result.get("messages")
     if isinstance(messages, list) and version < V2025_06_18:
         result["messages"] = [_prompt_message_for(m, version) for m in messages]
     return result
 
 
-def _prompt_message_for(message: Any, version: str) -> Any:
+def _prompt_message_for(message: object, version: str) -> object:
     if not isinstance(message, dict) or "content" not in message:
         return message
     return {**message, "content": _content_for(message["content"], version)}
 
 
-_BY_METHOD: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
+_BY_METHOD: dict[str, Callable[[Message, str], Message]] = {
     "tools/list": _list_for("tools", _tool_for),
     "tools/call": _call_tool_result,
     "prompts/list": _list_for("prompts", _prompt_for),
@@ -157,14 +156,14 @@ _BY_METHOD: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
 }
 
 
-def result_for_legacy(result: dict[str, Any], method: str | None, version: str) -> dict[str, Any]:
+def result_for_legacy(result: Message, method: str | None, version: str) -> Message:
     """A modern result as a legacy server of revision `version` would have sent it."""
     out = strip_modern_result(result)
     by_method = _BY_METHOD.get(method) if method is not None else None
     return by_method(out, version) if by_method is not None else out
 
 
-def progress_for_legacy(params: dict[str, Any], version: str) -> dict[str, Any]:
+def progress_for_legacy(params: Message, version: str) -> Message:
     """Progress params for a revision: `message` only exists since 2025-03-26."""
     if version < V2025_03_26 and "message" in params:
         return {k: v for k, v in params.items() if k != "message"}

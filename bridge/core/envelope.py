@@ -7,8 +7,7 @@ by shallow copy, so fields the bridge does not know pass through unchanged.
 
 from __future__ import annotations
 
-from typing import Any
-
+from bridge.core.codec import Message
 from bridge.core.eras import (
     ENVELOPE_KEYS,
     LATEST_LEGACY_VERSION,
@@ -19,6 +18,7 @@ from bridge.core.eras import (
     MODERN_PROTOCOL_VERSION,
     Era,
 )
+from bridge.core.jsonrpc import WireId
 
 # mrtr.mdx §Client Requirements: retries carry these beside the method's own params.
 MRTR_PARAMS = ("inputResponses", "requestState")
@@ -27,13 +27,13 @@ _REPLACED = ENVELOPE_KEYS | {"progressToken"}
 
 
 def stamp_envelope(
-    params: dict[str, Any] | None,
+    params: Message | None,
     *,
-    client_capabilities: dict[str, Any],
-    client_info: dict[str, Any] | None = None,
+    client_capabilities: Message,
+    client_info: Message | None = None,
     log_level: str | None = None,
     version: str = MODERN_PROTOCOL_VERSION,
-) -> dict[str, Any]:
+) -> Message:
     """`params` (created if absent) with a `_meta` that carries the modern envelope.
 
     The client's own `_meta` keys (progressToken, trace context) are kept; envelope keys it
@@ -55,12 +55,12 @@ def stamp_envelope(
 
 
 def legacy_context(
-    params: dict[str, Any] | None,
+    params: Message | None,
     *,
     method: str | None = None,
     version: str = LATEST_LEGACY_VERSION,
     progress_token: str | int | None = None,
-) -> dict[str, Any] | None:
+) -> Message | None:
     """Request `params` made fit for a legacy peer that negotiated revision `version`.
 
     The modern envelope and the MRTR fields go; `progress_token`, if given, replaces the
@@ -92,7 +92,7 @@ def legacy_context(
     return new_params
 
 
-def drop_meta_keys(message: dict[str, Any], keys: frozenset[str]) -> None:
+def drop_meta_keys(message: Message, keys: frozenset[str]) -> None:
     """Give `message` (the caller's own copy) a `_meta` without `keys`, or none if that
     leaves it empty; the original `_meta` dict is never changed."""
     kept = {k: v for k, v in message["_meta"].items() if k not in keys}
@@ -103,17 +103,17 @@ def drop_meta_keys(message: dict[str, Any], keys: frozenset[str]) -> None:
 
 
 def build_request(
-    id: str | int,
+    id: WireId,
     method: str,
-    params: dict[str, Any] | None,
+    params: Message | None,
     *,
     era: Era,
-    client_info: dict[str, Any] | None = None,
-    client_capabilities: dict[str, Any] | None = None,
+    client_info: Message | None = None,
+    client_capabilities: Message | None = None,
     log_level: str | None = None,
     version: str = LATEST_LEGACY_VERSION,
     progress_token: str | int | None = None,
-) -> dict[str, Any]:
+) -> Message:
     """A request that a server will classify into `era`; `params` are not changed.
 
     modern: `params._meta` carries protocol version, capabilities ({} if none given), client
@@ -121,7 +121,7 @@ def build_request(
     revision `version`, with `progress_token` in place of the request's own.
     """
     if era == "modern":
-        new_params: dict[str, Any] | None = stamp_envelope(
+        new_params: Message | None = stamp_envelope(
             params,
             client_capabilities=client_capabilities or {},
             client_info=client_info,

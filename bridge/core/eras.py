@@ -5,7 +5,7 @@ Must not hold state or translate anything: it only names and classifies.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Final, Literal, TypeGuard
 
 from bridge.core.codec import RawNumber
 
@@ -62,20 +62,22 @@ LOG_LEVELS: Final = (
 LOG_SEVERITY: Final = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 
 
-def is_log_level(value: Any) -> bool:
+def is_log_level(value: object) -> bool:
     """Whether `value` is one of the eight syslog level names (logging.mdx)."""
     return isinstance(value, str) and value in LOG_SEVERITY
 
 
+# A progress token as a peer sends it: a string or a number, kept as decoded.
+ProgressToken = str | int | float | RawNumber
 _TOKEN_TYPES: Final = (str, int, float, RawNumber)
 
 
-def is_progress_token(value: Any) -> bool:
+def is_progress_token(value: object) -> TypeGuard[ProgressToken]:
     """ProgressToken is a string or a number (basic/utilities/progress.mdx); a bool is neither."""
     return isinstance(value, _TOKEN_TYPES) and not isinstance(value, bool)
 
 
-def is_modern_error(error: Any) -> bool:
+def is_modern_error(error: object) -> bool:
     """True for an error only a modern server sends: a recognized code with its data shape.
 
     stdio.mdx §Backward Compatibility: fall back to legacy on "any other error"; the fallback
@@ -95,7 +97,7 @@ def is_modern_error(error: Any) -> bool:
     return False
 
 
-def request_version(message: Any) -> str | None:
+def request_version(message: object) -> str | None:
     """The modern protocol version a request's `_meta` names, if any."""
     params = message.get("params") if isinstance(message, dict) else None
     meta = params.get("_meta") if isinstance(params, dict) else None
@@ -103,7 +105,7 @@ def request_version(message: Any) -> str | None:
     return version if isinstance(version, str) else None
 
 
-def legacy_request(version: str, request: Any) -> str | None:
+def legacy_request(version: str, request: object) -> str | None:
     """The legacy revision `request` was made under, or None if it is not a legacy request.
 
     A request carrying the modern `_meta` version is modern; any other is legacy, since only

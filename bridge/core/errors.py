@@ -8,8 +8,8 @@ Codes: JSON-RPC 2.0 §5.1 and the revision's `schema.ts` (`eras.py` names them).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from bridge.core.codec import Message
 from bridge.core.eras import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -19,9 +19,10 @@ from bridge.core.eras import (
     MODERN_PROTOCOL_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
+from bridge.core.jsonrpc import WireId
 
 # The `data` of an error the bridge makes itself (TRANSLATION.md §3.4).
-SOURCE: dict[str, Any] = {"source": "mcp-rosetta"}
+SOURCE: Message = {"source": "mcp-rosetta"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,10 +31,10 @@ class OwnError:
 
     code: int
     message: str
-    data: Any = None
+    data: object = None
 
 
-def server_lost(reason: str, data: dict[str, Any] | None, method: str) -> OwnError:
+def server_lost(reason: str, data: Message | None, method: str) -> OwnError:
     """A client request the server took and never answered: it crashed, or the bridge stops.
     `reason` says which (restarts.Outage); `data` (default: the bridge as the source) gains
     the method."""
@@ -57,7 +58,7 @@ def unfit_for_client(version: str, problem: str) -> OwnError:
                     SOURCE)
 
 
-def session_ended(reason: str, data: dict[str, Any] | None) -> OwnError:
+def session_ended(reason: str, data: Message | None) -> OwnError:
     """A client request still owed when the session ends (the bridge stops, or its server
     never served): `reason` says why; `data` (default: the bridge as the source) what is
     known of the server."""
@@ -93,7 +94,7 @@ def unreadable_answer(side: str, reason: str) -> OwnError:
 SERVER_ERROR = -32000
 
 
-def cannot_serve(message: str, data: Any = None) -> OwnError:
+def cannot_serve(message: str, data: object = None) -> OwnError:
     """The one answer of a client that cannot be served at all (refusal.py)."""
     return OwnError(SERVER_ERROR, f"mcp-rosetta: {message}", data)
 
@@ -112,12 +113,12 @@ def already_initialized() -> OwnError:
     return OwnError(INVALID_REQUEST, "Already initialized")
 
 
-def unservable(message: str, data: dict[str, Any]) -> OwnError:
+def unservable(message: str, data: Message) -> OwnError:
     """An `initialize` the bridge cannot serve: the server speaks no revision it bridges."""
     return OwnError(INVALID_PARAMS, message, data)
 
 
-def invalid_log_level(level: Any) -> OwnError:
+def invalid_log_level(level: object) -> OwnError:
     """`logging/setLevel` with a level logging.mdx does not name."""
     return OwnError(INVALID_PARAMS, f"Invalid log level: {level!r}")
 
@@ -127,7 +128,7 @@ def no_requests_on_stdio() -> OwnError:
     return OwnError(METHOD_NOT_FOUND, "Modern servers must not send requests on stdio")
 
 
-def result_type_not_carried(method: str, kind: Any) -> OwnError:
+def result_type_not_carried(method: str, kind: object) -> OwnError:
     """A result whose resultType the method cannot carry: input_required only answers
     tools/call, resources/read and prompts/get (mrtr.mdx)."""
     return OwnError(INTERNAL_ERROR, f"mcp-rosetta: the server answered {method} with "
@@ -140,12 +141,12 @@ def version_withdrawn(version: str, supported: list[str]) -> OwnError:
                                     f"it supports {supported}", {"supported": supported})
 
 
-def initialize_lost(reason: str, data: dict[str, Any] | None) -> OwnError:
+def initialize_lost(reason: str, data: Message | None) -> OwnError:
     """An `initialize` still waiting on the session stream when the server was lost."""
     return OwnError(INTERNAL_ERROR, reason, data)
 
 
-def input_loop_failed(problem: str, data: Any = None) -> OwnError:
+def input_loop_failed(problem: str, data: object = None) -> OwnError:
     """A call's input loop ended without a result: `problem` says why (TRANSLATION.md §5.7);
     `data`, the client's own error when one of its answers ended it."""
     return OwnError(INTERNAL_ERROR, f"mcp-rosetta: {problem}",
@@ -172,7 +173,7 @@ def unsubscribed(uri: str | None) -> OwnError:
     return OwnError(INVALID_PARAMS, f"Unsubscribed from {uri}")
 
 
-def subscription_refused(error: dict[str, Any]) -> OwnError:
+def subscription_refused(error: Message) -> OwnError:
     """The server refused a resource's listen stream: its code and message, for the
     `resources/subscribe` that waits on it."""
     return OwnError(error.get("code", INVALID_PARAMS),
@@ -185,7 +186,7 @@ def subscription_unacknowledged(uri: str | None) -> OwnError:
                                     f"subscription to {uri}")
 
 
-def subscription_lost(reason: str, data: dict[str, Any] | None) -> OwnError:
+def subscription_lost(reason: str, data: Message | None) -> OwnError:
     """A `resources/subscribe` still waiting for its acknowledgement when the server was lost."""
     return OwnError(INTERNAL_ERROR, reason, data if data is not None else SOURCE)
 
@@ -219,7 +220,7 @@ def client_info_invalid(field: str) -> OwnError:
     return OwnError(INVALID_PARAMS, f"{field} must be an Implementation object")
 
 
-def log_level_invalid(level: Any) -> OwnError:
+def log_level_invalid(level: object) -> OwnError:
     """logging.mdx: an unknown logLevel SHOULD be -32602."""
     return OwnError(INVALID_PARAMS, f"Invalid log level: {level!r}")
 
@@ -242,7 +243,7 @@ def legacy_server_unavailable(failure: str) -> OwnError:
                                     f"initialized: {failure}", {"source": "mcp-rosetta"})
 
 
-def never_sent(reason: str, data: dict[str, Any] | None) -> OwnError:
+def never_sent(reason: str, data: Message | None) -> OwnError:
     """A request still waiting for the handshake when the bridge stops: no method added,
     since it never reached the server."""
     return OwnError(INTERNAL_ERROR, reason, data or {"source": "mcp-rosetta"})
@@ -270,7 +271,7 @@ def request_state_invalid(reason: str, explanation: str) -> OwnError:
     return OwnError(INVALID_PARAMS, f"Invalid requestState: {explanation}", {"reason": reason})
 
 
-def round_cancelled(request_id: Any) -> OwnError:
+def round_cancelled(request_id: WireId) -> OwnError:
     """The client cancelled an earlier round of the call whose current round this answers."""
     return OwnError(INTERNAL_ERROR, f"mcp-rosetta: the call was cancelled (its round "
                                     f"{request_id!r} was cancelled)", {"source": "mcp-rosetta"})
@@ -283,7 +284,7 @@ def url_elicitation_undeclared() -> OwnError:
                     {"requiredCapabilities": {"elicitation": {"url": {}}}})
 
 
-def url_elicitation_malformed(error: dict[str, Any]) -> OwnError:
+def url_elicitation_malformed(error: Message) -> OwnError:
     return OwnError(INTERNAL_ERROR, "mcp-rosetta: the server asked for URL elicitation "
                                     "(-32042) without a valid data.elicitations list",
                     {"legacyError": error})

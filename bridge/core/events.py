@@ -6,7 +6,10 @@ Must not contain behaviour: these are plain records passed between the shell and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
+
+from bridge.core.codec import Message
+from bridge.core.jsonrpc import WireId
 
 Side = Literal["client", "server"]
 CLIENT: Side = "client"
@@ -113,9 +116,9 @@ class Send:
     """
 
     side: Side
-    message: Any
+    message: Message | list[Message]
     line: bytes | None = None
-    request: Any = None
+    request: WireId | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +127,7 @@ class Log:
 
     level: str
     event: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,24 +8,30 @@ each mode defines one subclass per kind of request it sends, saying what an answ
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from enum import Enum
+from typing import TYPE_CHECKING, Final
 
+from bridge.core.codec import Message
 from bridge.core.errors import server_lost, timed_out
 from bridge.core.events import CLIENT
+from bridge.core.jsonrpc import WireId
 
 if TYPE_CHECKING:
     from bridge.core.context import Context
 
 
-class _NoRequest:
-    __slots__ = ()
+class _NoRequest(Enum):
+    # An enum member, so that `origin is NO_REQUEST` narrows an Origin to a WireId.
+    NO_REQUEST = "NO_REQUEST"
 
     def __repr__(self) -> str:
         return "NO_REQUEST"
 
 
 # The origin of a request the bridge made itself: no client request waits for its answer.
-NO_REQUEST: Final = _NoRequest()
+NO_REQUEST: Final = _NoRequest.NO_REQUEST
+# What an exchange serves: the client request's id, or NO_REQUEST.
+Origin = WireId | _NoRequest
 
 
 class Exchange:
@@ -45,13 +51,13 @@ class Exchange:
     timed: bool = False
     awaited: bool = False
 
-    def __init__(self, origin: Any, method: str) -> None:
+    def __init__(self, origin: Origin, method: str) -> None:
         self.origin = origin
         self.method = method
         self.id = ""
         self.sent = 0.0
 
-    def answered(self, message: dict[str, Any], line: bytes | None) -> None:
+    def answered(self, message: Message, line: bytes | None) -> None:
         """The peer answered (a result or an error: `message` is the whole response, its id
         still the minted one; `line`, the bytes it was decoded from when the shell kept them,
         for a result passed on with only its id spliced)."""
@@ -61,9 +67,14 @@ class Exchange:
         """request_timeout passed (only for `timed` exchanges); the router has already told
         the peer to stop."""
 
-    def lost(self, ctx: Context, reason: str, data: dict[str, Any] | None) -> None:
+    def lost(self, ctx: Context, reason: str, data: Message | None) -> None:
         """The peer is gone (the server crashed or the bridge stops): whoever waits gets
         `reason`. Nobody does, by default."""
+
+
+def served_request(exchange: Exchange) -> WireId | None:
+    """The id of the client request `exchange` serves; None for the bridge's own."""
+    return None if exchange.origin is NO_REQUEST else exchange.origin
 
 
 class ClientRequest(Exchange):
@@ -72,11 +83,13 @@ class ClientRequest(Exchange):
 
     __slots__ = ()
 
+    origin: WireId  # always a client request's id
+
     timed = True
     awaited = True
 
     def expired(self, ctx: Context) -> None:
         ctx.fail(CLIENT, self.origin, timed_out(ctx.config.request_timeout, self.method))
 
-    def lost(self, ctx: Context, reason: str, data: dict[str, Any] | None) -> None:
+    def lost(self, ctx: Context, reason: str, data: Message | None) -> None:
         ctx.fail(CLIENT, self.origin, server_lost(reason, data, self.method))

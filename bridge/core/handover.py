@@ -10,15 +10,13 @@ keeps nothing but its open listen streams (each request carries the rest).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from bridge.core.capabilities import LIST_CHANGES, has_flag
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.eras import META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT
-from bridge.core.jsonrpc import Inbound, notification
-
-Message = dict[str, Any]
+from bridge.core.jsonrpc import Inbound, WireId, notification
 
 
 @dataclass(slots=True)
@@ -69,7 +67,7 @@ class Handover:
     """Client requests the handler held and never sent: they wait for the next server."""
 
 
-def open_requests(session: ClientSession) -> list[Any]:
+def open_requests(session: ClientSession) -> list[WireId]:
     """The ids of the client's requests a session keeps open (its listen streams): each is
     still owed its one answer if the session ends before a handler resumes it."""
     if isinstance(session, LegacySession):
@@ -89,7 +87,7 @@ def acknowledged_list_changes(stream: ListenStream) -> list[str]:
     return [method for method, (flag, _) in LIST_CHANGES.items() if honored.get(flag) is True]
 
 
-def announce(ctx: Context, methods: list[str], subscription_id: Any = None) -> None:
+def announce(ctx: Context, methods: list[str], subscription_id: WireId | None = None) -> None:
     """Tell the client its lists may have changed: the new server may offer others. On a
     listen stream (`subscription_id`, the listen request's id), each carries the stream's
     tag (basic/index.mdx) and belongs to that request; a legacy client's belong to none."""

@@ -6,14 +6,11 @@ Must not decide when a handshake happens: the mode handlers call these builders.
 
 from __future__ import annotations
 
-from typing import Any
-
 from bridge.core.capabilities import server_caps_to_legacy
+from bridge.core.codec import Message
 from bridge.core.config import default_bridge_info
 from bridge.core.downgrade import implementation_for
 from bridge.core.eras import META_SERVER_INFO
-
-Message = dict[str, Any]
 
 # Removed in 2026-07-28 (TRANSLATION.md §4.1); a legacy server answers them with {}.
 _EMPTY_RESULTS = frozenset({"ping", "logging/setLevel", "resources/subscribe",

@@ -5,11 +5,12 @@ Must not raise on anything a peer sends, and must not know MCP methods or eras.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeGuard
 
 from bridge.core.codec import (
     MAX_DEPTH,
     DecodeError,
+    Message,
     RawNumber,
     TooDeep,
     decode,
@@ -21,6 +22,11 @@ from bridge.core.salvage import both_ends, top_level
 
 Kind = Literal["request", "notification", "response", "batch", "invalid", "refused"]
 RequestId = str | int
+# A request id as the bridge receives and keeps it: MCP's RequestId, or a number id kept with
+# its spelling (RawNumber) or as a float, which an error answer echoes (JSON-RPC 2.0 §5).
+WireId = str | int | float | RawNumber
+# A request id as a dict key that keeps its JSON type (see typed_id).
+TypedId = tuple[type, WireId | None]
 
 TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels (mcp-rosetta's limit)"
 # How much of a line too deep to be read at all is searched for its top-level members: enough
@@ -74,7 +80,7 @@ class Inbound:
         return f"Inbound({self.kind!r}, {self.message!r}, reason={self.reason!r})"
 
 
-def is_request_id(value: Any) -> bool:
+def is_request_id(value: object) -> TypeGuard[WireId]:
     """MCP's RequestId is a string or an integer (of any size); a bool is neither.
 
     An integer as JSON Schema counts one: `2.0` is one (a float, or a RawNumber with its
@@ -83,20 +89,22 @@ def is_request_id(value: Any) -> bool:
     kind = type(value)
     if kind is str or kind is int:
         return True
-    if kind is float:
-        return bool(value.is_integer())
-    return kind is RawNumber and bool(value.is_integer)
+    if type(value) is float:
+        return value.is_integer()
+    return type(value) is RawNumber and value.is_integer
 
 
-def _answerable_id(value: Any) -> Any:
+def _answerable_id(value: object) -> WireId | None:
     """The id an error about an invalid message goes under: a request id, or any other number
     (JSON-RPC 2.0 §5: the id is echoed when it could be detected); else None (id null)."""
-    if is_request_id(value) or type(value) is float or type(value) is RawNumber:
+    if is_request_id(value):
+        return value
+    if type(value) is float or type(value) is RawNumber:
         return value
     return None
 
 
-def typed_id(value: Any) -> tuple[type, Any]:
+def typed_id(value: WireId | None) -> TypedId:
     """A request id as a dict key that keeps its JSON type: 1 and "1" are different ids.
 
     Only for values that passed `is_request_id` (an unhashable value would raise).
@@ -124,7 +132,7 @@ def parse_inbound(line: bytes | str, *, batching: bool = False) -> Inbound:
     return inbound
 
 
-def refused(members: dict[str, Any], reason: str, code: int = INVALID_REQUEST) -> Inbound:
+def refused(members: Message, reason: str, code: int = INVALID_REQUEST) -> Inbound:
     """A message the bridge will not carry, known by its top-level `members`."""
     return Inbound("refused", members, reason=reason, id=_answerable_id(members.get("id")),
                    code=code)
@@ -143,26 +151,26 @@ def too_long(head: bytes, tail: bytes, limit: int) -> Inbound:
                    f"longer than {limit} bytes (mcp-rosetta's max_message_bytes)", code)
 
 
-def _has_float_id(value: Any) -> bool:
+def _has_float_id(value: object) -> bool:
     if type(value) is dict:
         return type(value.get("id")) is float
     return type(value) is list and any(
         type(item) is dict and type(item.get("id")) is float for item in value)
 
 
-def _spell_ids(line: bytes | str, value: Any) -> Any:
+def _spell_ids(line: bytes | str, value: object) -> object:
     """`value` with its number ids (`2.0`) as their text, read again from `line`: as floats
     they would come back spelled otherwise (`2.00` as `2.0`), and be taken for integers they
     are not (`2.0000000000000001`). Rare: one more parse of the line, by the stdlib."""
     spelled = decode_spelled(line)
     if type(value) is dict:
         return _with_id_of(value, spelled)
-    if type(spelled) is not list or len(spelled) != len(value):
+    if type(value) is not list or type(spelled) is not list or len(spelled) != len(value):
         return value
     return [_with_id_of(item, original) for item, original in zip(value, spelled, strict=True)]
 
 
-def _with_id_of(message: Any, original: Any) -> Any:
+def _with_id_of(message: object, original: object) -> object:
     if type(message) is dict and type(message.get("id")) is float and type(original) is dict \
             and type(original.get("id")) is RawNumber:
         return {**message, "id": original["id"]}
@@ -191,7 +199,7 @@ def _not_json(line: bytes | str, error: DecodeError) -> Inbound:
 _REPLACEMENT = "\ufffd"
 
 
-def _utf8_repaired(data: bytes) -> dict[str, Any] | None:
+def _utf8_repaired(data: bytes) -> Message | None:
     """The top-level members of `data` if its only fault is invalid UTF-8 (inside strings),
     read with each bad byte replaced; an id the bytes touched is not kept. None otherwise."""
     try:
@@ -211,7 +219,7 @@ def _utf8_repaired(data: bytes) -> dict[str, Any] | None:
     return value
 
 
-def _too_deep(line: bytes | str, value: Any, batching: bool) -> Inbound:
+def _too_deep(line: bytes | str, value: object, batching: bool) -> Inbound:
     if _has_float_id(value):
         value = _spell_ids(line, value)
     if batching and isinstance(value, list) and value:
@@ -227,7 +235,7 @@ def _too_deep(line: bytes | str, value: Any, batching: bool) -> Inbound:
     return refused(value if isinstance(value, dict) else {}, TOO_DEEP)
 
 
-def _refused_whole(message: dict[str, Any]) -> Inbound:
+def _refused_whole(message: Message) -> Inbound:
     """A message too deep but read whole. One with no id is a notification (or a response),
     never answered (JSON-RPC 2.0 §4.1), even when the bridge refuses it."""
     if "id" in message:
@@ -235,13 +243,13 @@ def _refused_whole(message: dict[str, Any]) -> Inbound:
     return Inbound("refused", message, reason=TOO_DEEP, code=None)
 
 
-def _with_spelled_id(members: dict[str, Any], head: bytes) -> dict[str, Any]:
+def _with_spelled_id(members: Message, head: bytes) -> Message:
     """`members` with a float id replaced by its text as the line's head shows it (if it does)."""
     spelled = top_level(head).get("id")
     return {**members, "id": spelled} if type(spelled) is RawNumber else members
 
 
-def classify(message: Any, *, batching: bool = False) -> Inbound:
+def classify(message: object, *, batching: bool = False) -> Inbound:
     """Classify one decoded JSON value (see `parse_inbound`)."""
     if isinstance(message, dict):
         return _classify_object(message)
@@ -254,15 +262,15 @@ def classify(message: Any, *, batching: bool = False) -> Inbound:
     return Inbound("invalid", message, reason="a message must be a JSON object")
 
 
-def _classify_element(message: Any) -> Inbound:
+def _classify_element(message: object) -> Inbound:
     if isinstance(message, dict):
         return _classify_object(message)
     return Inbound("invalid", message, reason="a batch element must be a JSON object")
 
 
-def _classify_object(message: dict[str, Any]) -> Inbound:
-    # Response-shaped (result or error, no method): never answered, even when malformed. Any
-    # other malformed object is an Invalid Request, answered under its id if it has one.
+def _classify_object(message: Message) -> Inbound:
+    # Response-shaped (result or error, no method): never answered, even when malformed.
+    # Every other malformed object is an Invalid Request, answered under its id if it has one.
     if "method" not in message and ("result" in message or "error" in message):
         if message.get("jsonrpc") != "2.0":
             return _bad_response(message, 'missing "jsonrpc": "2.0"')
@@ -274,7 +282,7 @@ def _classify_object(message: dict[str, Any]) -> Inbound:
     return _classify_call(message)
 
 
-def _classify_call(message: dict[str, Any]) -> Inbound:
+def _classify_call(message: Message) -> Inbound:
     if not isinstance(message["method"], str):
         return _invalid(message, "method must be a string")
     params = message.get("params", _NO_ID)
@@ -289,7 +297,7 @@ def _classify_call(message: dict[str, Any]) -> Inbound:
     return Inbound("request", message, id=message["id"])
 
 
-def _classify_response(message: dict[str, Any]) -> Inbound:
+def _classify_response(message: Message) -> Inbound:
     has_result = "result" in message
     if has_result and "error" in message:
         return _bad_response(message, "a response needs exactly one of result, error")
@@ -302,41 +310,41 @@ def _classify_response(message: dict[str, Any]) -> Inbound:
     return Inbound("response", message, id=message["id"])
 
 
-def _bad_response(message: dict[str, Any], reason: str) -> Inbound:
+def _bad_response(message: Message, reason: str) -> Inbound:
     return Inbound("invalid", message, reason=reason, code=None)
 
 
-def _is_error_object(error: Any) -> bool:
+def _is_error_object(error: object) -> bool:
     code = error.get("code") if isinstance(error, dict) else None
     return isinstance(code, int) and not isinstance(code, bool)
 
 
-def _invalid(message: dict[str, Any], reason: str, code: int = INVALID_REQUEST) -> Inbound:
+def _invalid(message: Message, reason: str, code: int = INVALID_REQUEST) -> Inbound:
     # Keep the id when it can be read, so the sender can get an error it can correlate.
     return Inbound("invalid", message, reason=reason, id=_answerable_id(message.get("id")),
                    code=code)
 
 
-def result_response(id: Any, result: dict[str, Any]) -> dict[str, Any]:
+def result_response(id: WireId | None, result: Message) -> Message:
     return {"jsonrpc": "2.0", "id": id, "result": result}
 
 
-def error_response(id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
+def error_response(id: WireId | None, code: int, message: str, data: object = None) -> Message:
+    error: Message = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": id, "error": error}
 
 
-def request(id: RequestId, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+def request(id: RequestId, method: str, params: Message | None) -> Message:
+    message: Message = {"jsonrpc": "2.0", "id": id, "method": method}
     if params is not None:
         message["params"] = params
     return message
 
 
-def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+def notification(method: str, params: Message | None = None) -> Message:
+    message: Message = {"jsonrpc": "2.0", "method": method}
     if params is not None:
         message["params"] = params
     return message

@@ -6,17 +6,16 @@ Must not hold the field maps themselves: downgrade.py (modern to legacy) and upg
 
 from __future__ import annotations
 
-from typing import Any
-
+from bridge.core.codec import Message
 from bridge.core.downgrade import result_for_legacy
 from bridge.core.eras import LATEST_LEGACY_VERSION, Era
 from bridge.core.upgrade import result_for_modern
 
 
-def normalize_result(result: dict[str, Any], *, to_era: Era, method: str | None = None,
+def normalize_result(result: Message, *, to_era: Era, method: str | None = None,
                      version: str = LATEST_LEGACY_VERSION,
-                     server_info: dict[str, Any] | None = None, ttl_ms: int = 0,
-                     cache_scope: str = "private") -> dict[str, Any]:
+                     server_info: Message | None = None, ttl_ms: int = 0,
+                     cache_scope: str = "private") -> Message:
     """`result` of `method` as the other era would have sent it; the input is not changed.
 
     to_era="legacy": strips resultType, ttlMs, cacheScope and modern `_meta` keys, and

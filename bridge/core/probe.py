@@ -7,9 +7,9 @@ DiscoverResult (or the modern error) it got. Rules: stdio.mdx §Backward Compati
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Final, TypeGuard
+from typing import Final, TypeGuard
 
-from bridge.core.codec import encode
+from bridge.core.codec import Message, encode
 from bridge.core.config import CoreConfig
 from bridge.core.context import Context
 from bridge.core.envelope import build_request
@@ -23,12 +23,12 @@ from bridge.core.timers import Deadline, Timers
 QUOTE_CHARS = 200
 
 
-def is_discover_result(result: Any) -> TypeGuard[dict[str, Any]]:
+def is_discover_result(result: object) -> TypeGuard[Message]:
     versions = result.get("supportedVersions") if isinstance(result, dict) else None
     return isinstance(versions, list) and all(isinstance(v, str) for v in versions)
 
 
-def discover_request(request_id: str | int, config: CoreConfig) -> dict[str, Any]:
+def discover_request(request_id: str | int, config: CoreConfig) -> Message:
     """The probe: `server/discover` with the bridge's own identity, since no client may have
     spoken yet and discover depends on neither (server/discover.mdx)."""
     return build_request(request_id, "server/discover", None, era="modern",
@@ -80,8 +80,8 @@ class Probe:
         self.timers = timers  # the lifecycle's: no mode handler exists while it runs
         self.state = ProbeState.UNSENT
         self.era: Era | None = None
-        self.discover: dict[str, Any] | None = None
-        self.error: dict[str, Any] | None = None
+        self.discover: Message | None = None
+        self.error: Message | None = None
         self.id: str | None = None
         # Set when server_era is pinned to modern and the server answered like a legacy one:
         # what it answered, and how to fix the pin.
@@ -127,7 +127,7 @@ class Probe:
             self.error = message.get("error")
             self._settle("legacy", "not a DiscoverResult")
 
-    def late(self, message: dict[str, Any]) -> Overturn | None:
+    def late(self, message: Message) -> Overturn | None:
         """What an answer to this probe that came after the fallback to legacy shows: that
         the server is modern after all, or (None) nothing new."""
         result, error = message.get("result"), message.get("error")
@@ -170,7 +170,7 @@ class Probe:
         self.ctx.log(level, "era.detected", side=SERVER, era=era, reason=reason)
 
 
-def pin_contradicted(answer: dict[str, Any]) -> str:
+def pin_contradicted(answer: Message) -> str:
     """Why a pin to modern is wrong, quoting what the server answered the probe, and the fix."""
     error = answer.get("error")
     if isinstance(error, dict):

@@ -10,14 +10,12 @@ is only slow to start answers the probe later, and then its era is known for cer
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from bridge.core.codec import Message
 from bridge.core.eras import MODERN_PROTOCOL_VERSION, UNSUPPORTED_PROTOCOL_VERSION
 from bridge.core.events import CLIENT, Action, Send
 from bridge.core.handover import ClientSession
-from bridge.core.jsonrpc import Inbound, is_request_id, typed_id
-
-Message = dict[str, Any]
+from bridge.core.jsonrpc import Inbound, TypedId, is_request_id, typed_id
 
 # Client messages kept at most; past it the verdict is taken as final (a server silent for
 # that long while a client talks to it is not a slow modern server).
@@ -63,7 +61,7 @@ class Provisional:
         # true era re-opens it instead.
         self.session: ClientSession | None = None
         self._kept: list[Inbound] = []
-        self._answered: set[tuple[type, Any]] = set()
+        self._answered: set[TypedId] = set()
 
     def keep(self, inbound: Inbound) -> bool:
         """Keep a client message for a replay; False once too many were kept."""

@@ -8,8 +8,8 @@ the back-off, `restart_backoff` doubling with each restart the window still coun
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
 
+from bridge.core.codec import Message
 from bridge.core.config import CoreConfig
 
 # What of a server's stderr an error carries: its last lines, each cut short.
@@ -45,16 +45,16 @@ class Outage:
             return f"was killed by signal {-self.code}"
         return f"exited with status {self.code}"
 
-    def error(self) -> tuple[str, dict[str, Any]]:
+    def error(self) -> tuple[str, Message]:
         """The message and data of the error each request lost with the server gets."""
         return (f"mcp-rosetta: the server {self.what} and is being restarted; "
                 f"the request was lost with it",
                 {"source": "mcp-rosetta", "exitStatus": self.code})
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> Message:
         """What an error the session ends with carries: the exit status, never null when it
         is known, why it could not start and its last stderr lines, if known."""
-        data: dict[str, Any] = {"source": "mcp-rosetta", "exitStatus": self.code}
+        data: Message = {"source": "mcp-rosetta", "exitStatus": self.code}
         if self.cause:
             data["cause"] = self.cause
         if self.stderr_tail:

@@ -9,12 +9,12 @@ own (TRANSLATION.md §11.1); the peer's original id is restored with its JSON ty
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.events import CLIENT, SERVER, Side
-from bridge.core.exchange import NO_REQUEST, Exchange
-from bridge.core.jsonrpc import notification
+from bridge.core.exchange import Exchange, served_request
+from bridge.core.jsonrpc import WireId, notification
 from bridge.core.timers import Deadline
 
 __all__ = ["Due", "Router", "other"]
@@ -42,8 +42,8 @@ class Router:
         self.pending: dict[Side, dict[str, Exchange]] = {CLIENT: {}, SERVER: {}}
         self.timed = ctx.config.request_timeout > 0  # forwarded requests get a timeout
 
-    def forward(self, to: Side, message: dict[str, Any], exchange: Exchange,
-                request: Any = None) -> str:
+    def forward(self, to: Side, message: Message, exchange: Exchange,
+                request: WireId | None = None) -> str:
         """Send a peer's request on to `to` under a fresh id, filed with `exchange`, which
         takes its answer. `request`: toward the client, the client request it belongs to."""
         ctx = self.ctx
@@ -57,12 +57,12 @@ class Router:
             ctx.schedule(Deadline(bid, Due.REQUEST_TIMEOUT), ctx.config.request_timeout)
         if ctx.log_enabled:
             ctx.debug("request.forwarded", to=to, method=message["method"],
-                      client_id=_origin(exchange), server_id=bid,
+                      client_id=served_request(exchange), server_id=bid,
                       exchange=type(exchange).__name__)
         return bid
 
-    def issue(self, to: Side, method: str, params: dict[str, Any] | None,
-              exchange: Exchange, request: Any = None) -> str:
+    def issue(self, to: Side, method: str, params: Message | None,
+              exchange: Exchange, request: WireId | None = None) -> str:
         """Send a request of the bridge's own making to `to`, filed with `exchange` (as in
         `forward`)."""
         ctx = self.ctx
@@ -70,7 +70,7 @@ class Router:
         exchange.id = bid
         exchange.sent = ctx.now
         self.pending[to][bid] = exchange
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": bid, "method": method}
+        message: Message = {"jsonrpc": "2.0", "id": bid, "method": method}
         if params is not None:
             message["params"] = params
         ctx.send(to, message, None, request)
@@ -78,7 +78,7 @@ class Router:
                   exchange=type(exchange).__name__)
         return bid
 
-    def take(self, side: Side, message: dict[str, Any]) -> Exchange | None:
+    def take(self, side: Side, message: Message) -> Exchange | None:
         """The exchange a response from `side` answers, removed with its timeout; None
         (logged) if unknown."""
         bid = message["id"]
@@ -94,11 +94,11 @@ class Router:
 
     def _matched(self, side: Side, exchange: Exchange, bid: str, failed: bool) -> None:
         self.ctx.debug("response.matched", side=side, method=exchange.method, server_id=bid,
-                       client_id=_origin(exchange), exchange=type(exchange).__name__,
+                       client_id=served_request(exchange), exchange=type(exchange).__name__,
                        error=failed,
                        elapsed_ms=round((self.ctx.now - exchange.sent) * 1000, 3))
 
-    def find(self, to: Side, origin_id: Any) -> str | None:
+    def find(self, to: Side, origin_id: object) -> str | None:
         """The bridge id of the request `origin_id` made toward `to` (for cancellation).
 
         A scan, not an index: cancellations are rare and the hot path stays one dict op.
@@ -114,7 +114,7 @@ class Router:
         exchange = self.pending[to].pop(bid, None)
         if exchange is not None and exchange.timed:
             self.ctx.cancel_timer(Deadline(bid, Due.REQUEST_TIMEOUT))
-        params: dict[str, Any] = {"requestId": bid}
+        params: Message = {"requestId": bid}
         if reason:
             params["reason"] = reason
         self.ctx.send(to, notification("notifications/cancelled", params))
@@ -134,15 +134,10 @@ class Router:
         """Whether a client request still waits on the server (listen streams do not count)."""
         return any(exchange.awaited for exchange in self.pending[SERVER].values())
 
-    def fail_all(self, reason: str, data: dict[str, Any] | None = None) -> None:
+    def fail_all(self, reason: str, data: Message | None = None) -> None:
         """The server is gone: every exchange waiting on it is `lost`, so whoever waits gets
         `reason` (`data`, default: the bridge as the source, gains the method)."""
         exchanges = self.pending[SERVER]
         self.pending[SERVER] = {}
         for exchange in exchanges.values():
             exchange.lost(self.ctx, reason, data)
-
-
-def _origin(exchange: Exchange) -> Any:
-    """The client id an exchange serves, for a debug line (None for the bridge's own)."""
-    return None if exchange.origin is NO_REQUEST else exchange.origin

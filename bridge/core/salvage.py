@@ -10,9 +10,9 @@ only the trailing members with plain values are read: the first object or array 
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Final
 
-from bridge.core.codec import DecodeError, RawNumber, decode
+from bridge.core.codec import DecodeError, Message, RawNumber, decode
 
 UNREAD: Final = object()
 """The value of a member whose key was read but whose value was not: an object, an array, or
@@ -31,7 +31,7 @@ _NEXT = {"{": b"{", ":": b":", ",": b","}
 _AFTER = {"{": "key", ":": "value", ",": "key"}
 
 
-def top_level(data: bytes) -> dict[str, Any]:
+def top_level(data: bytes) -> Message:
     """The members of the object `data` begins, as far as `data` shows them.
 
     A member whose value is a string, number, true, false or null complete within `data` maps
@@ -39,7 +39,7 @@ def top_level(data: bytes) -> dict[str, Any]:
     RawNumber); any other member seen maps to UNREAD. The scan stops at the first thing it
     cannot read, and once it has the id and one of method, result or error. Not an object: {}.
     """
-    members: dict[str, Any] = {}
+    members: Message = {}
     end = len(data)
     depth = 0  # 1 inside the top-level object
     key: str | None = None  # the member whose value comes next
@@ -73,7 +73,7 @@ def top_level(data: bytes) -> dict[str, Any]:
             if string is None:
                 break  # the end of the object, or not JSON
             try:
-                key = decode(string)
+                key = _key(string)
             except DecodeError:
                 break
             members[key] = UNREAD
@@ -86,7 +86,15 @@ def top_level(data: bytes) -> dict[str, Any]:
     return members
 
 
-def _plain(token: bytes) -> Any:
+def _key(token: bytes) -> str:
+    """A member's key: the scan found a string token, so it decodes to a str."""
+    key = decode(token)
+    if type(key) is not str:
+        raise DecodeError("a key must be a string")
+    return key
+
+
+def _plain(token: bytes) -> object:
     """A plain value's token decoded; a number with a fraction or an exponent as its text, so
     an id answered from it is spelled as it came (jsonrpc.Inbound)."""
     value = decode(token)
@@ -98,7 +106,7 @@ _LITERAL = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|tr
 _LITERAL_BYTES = frozenset(b"0123456789+-.eEtruefalsn")
 
 
-def both_ends(head: bytes, tail: bytes) -> dict[str, Any]:
+def both_ends(head: bytes, tail: bytes) -> Message:
     """The top-level members the first and the last bytes of one object show, together."""
     members = trailing(tail)
     for key, value in top_level(head).items():
@@ -107,14 +115,14 @@ def both_ends(head: bytes, tail: bytes) -> dict[str, Any]:
     return members
 
 
-def trailing(data: bytes) -> dict[str, Any]:
+def trailing(data: bytes) -> Message:
     """The top-level members that end the object whose last bytes are `data`, read backwards
     from its closing brace while their values are strings, numbers, true, false or null.
 
     Some writers put `id` last (`{"result": {...}, "jsonrpc": "2.0", "id": 5}`): the first
     bytes of a huge message then show no id, the last ones do. Not an object's end: {}.
     """
-    members: dict[str, Any] = {}
+    members: Message = {}
     brace = _skip_back(data, len(data)) - 1
     if brace < 0 or data[brace] != ord("}"):
         return members
@@ -129,7 +137,7 @@ def trailing(data: bytes) -> dict[str, Any]:
         if key_start is None:
             break
         try:
-            key, value = decode(data[key_start:key_end]), _plain(data[value_start:value_end])
+            key, value = _key(data[key_start:key_end]), _plain(data[value_start:value_end])
         except DecodeError:
             break
         members.setdefault(key, value)  # read backwards: the last of a repeated key wins

@@ -13,9 +13,9 @@ occurs only once, its position is known.
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import Any
 
-from bridge.core.codec import encode
+from bridge.core.codec import Message, encode
+from bridge.core.jsonrpc import WireId
 
 SPLICE_MIN = 16384
 """The shortest line worth splicing: below it, encoding the decoded message costs less than
@@ -33,7 +33,7 @@ Edit = tuple[int, int, bytes]
 """Replace line[start:end] with the bytes."""
 
 
-def with_id(line: bytes, old: str, new: Any) -> bytes | None:
+def with_id(line: bytes, old: str, new: WireId) -> bytes | None:
     """`line` (one decoded message whose top-level id is the string `old`) with that id
     replaced by `new`, as one newline-terminated line; None when that is not proved safe.
     The id is a string the message holds: occurring once, that occurrence is it."""
@@ -43,7 +43,7 @@ def with_id(line: bytes, old: str, new: Any) -> bytes | None:
     return None if found is None else _apply(line, [_id_edit(found[0], old, new)])
 
 
-def without_members(line: bytes, old: str, new: Any, removed: dict[str, Any]) -> bytes | None:
+def without_members(line: bytes, old: str, new: WireId, removed: Message) -> bytes | None:
     """`line` with its id replaced as `with_id` does and the members `removed` (key: decoded
     value) taken out of the one object that has them; None when that is not proved safe.
 
@@ -70,7 +70,7 @@ def without_members(line: bytes, old: str, new: Any, removed: dict[str, Any]) ->
     return _apply(line, edits)
 
 
-def removed_members(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any] | None:
+def removed_members(before: Message, after: Message) -> Message | None:
     """The members `after` lacks of `before` (key: value), if that is all that differs: every
     member kept is the very same value (a copy of the top level that only dropped keys);
     None otherwise."""
@@ -132,11 +132,11 @@ def _searched(line: bytes, tokens: list[bytes]) -> list[int] | None:
     return where
 
 
-def _id_edit(start: int, old: str, new: Any) -> Edit:
+def _id_edit(start: int, old: str, new: WireId) -> Edit:
     return start, start + len(old) + 2, encode(new)[:-1]
 
 
-def _member(line: bytes, start: int, key: str, value: Any) -> tuple[int, int] | None:
+def _member(line: bytes, start: int, key: str, value: object) -> tuple[int, int] | None:
     """The span of the member `"key": value` whose key is at `start`, if the value that
     follows it is spelled as the codec spells it (a server's compact JSON)."""
     at = _skip(line, start + len(key) + 2)

@@ -5,8 +5,7 @@ Must not touch a message in place: additions are made on a shallow copy.
 
 from __future__ import annotations
 
-from typing import Any
-
+from bridge.core.codec import Message
 from bridge.core.eras import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -23,9 +22,9 @@ CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resourc
 _MCP_RESERVED = range(-32099, -32019)
 
 
-def result_for_modern(result: dict[str, Any], method: str | None,
-                      server_info: dict[str, Any] | None = None, ttl_ms: int = 0,
-                      cache_scope: str = "private") -> dict[str, Any]:
+def result_for_modern(result: Message, method: str | None,
+                      server_info: Message | None = None, ttl_ms: int = 0,
+                      cache_scope: str = "private") -> Message:
     """A legacy result as a modern server sends it: resultType, cache hints, serverInfo.
 
     A legacy result's own `resultType`, `ttlMs` or `cacheScope` are none of its era's fields
@@ -48,7 +47,7 @@ def result_for_modern(result: dict[str, Any], method: str | None,
     return out
 
 
-def with_server_info(result: dict[str, Any], server_info: dict[str, Any] | None) -> dict[str, Any]:
+def with_server_info(result: Message, server_info: Message | None) -> Message:
     """`result` with serverInfo in its `_meta` (basic/index.mdx: SHOULD be on every result)."""
     if server_info is None:
         return result
@@ -57,13 +56,13 @@ def with_server_info(result: dict[str, Any], server_info: dict[str, Any] | None)
     return out
 
 
-def _put_server_info(result: dict[str, Any], server_info: dict[str, Any]) -> None:
+def _put_server_info(result: Message, server_info: Message) -> None:
     meta = result.get("_meta")
     result["_meta"] = {**meta, META_SERVER_INFO: server_info} \
         if isinstance(meta, dict) else {META_SERVER_INFO: server_info}
 
 
-def error_for_modern(error: dict[str, Any]) -> dict[str, Any]:
+def error_for_modern(error: Message) -> Message:
     """A legacy error as a modern server may send it.
 
     -32002 (resource not found) became -32602 (server/resources.mdx); a modern server must
@@ -82,8 +81,8 @@ def error_for_modern(error: dict[str, Any]) -> dict[str, Any]:
     return error
 
 
-def _internal(error: dict[str, Any], why: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"code": INTERNAL_ERROR,
+def _internal(error: Message, why: str) -> Message:
+    out: Message = {"code": INTERNAL_ERROR,
                            "message": f"mcp-rosetta: {why}: {error.get('message', '')}",
                            "data": {"legacyCode": error.get("code")}}
     if "data" in error:

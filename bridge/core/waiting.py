@@ -8,8 +8,8 @@ handler gets every message as it came once it can serve them.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
 
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.errors import session_ended, timed_out
 from bridge.core.events import CLIENT
@@ -76,13 +76,13 @@ class Waiting:
                           timed_out(self.ctx.config.request_timeout, message["method"]))
             self.ctx.log("warning", "request.timed_out", method=message["method"], held=True)
 
-    def fail_all(self, reason: str, data: dict[str, Any] | None = None) -> None:
+    def fail_all(self, reason: str, data: Message | None = None) -> None:
         """The bridge stops: every held request gets an error (exactly one answer each)."""
         for inbound in self.release():
             if inbound.kind == "request":
                 self.ctx.fail(CLIENT, inbound.message["id"], session_ended(reason, data))
 
-    def _cancels_held(self, message: dict[str, Any]) -> bool:
+    def _cancels_held(self, message: Message) -> bool:
         """Whether `message` cancels a held request, which is then dropped (cancellation.mdx:
         the request never reached a server, so nothing else is owed)."""
         if message["method"] != "notifications/cancelled":

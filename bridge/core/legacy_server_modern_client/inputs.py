@@ -10,13 +10,16 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from bridge.core import errors
 from bridge.core.capabilities import declares, input_capability
+from bridge.core.codec import Message
 from bridge.core.context import Context
+from bridge.core.eras import ProgressToken
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import Exchange
+from bridge.core.jsonrpc import WireId
 from bridge.core.legacy_server_modern_client.legacy_inputs import (
     elicitation_for,
     for_revision,
@@ -26,8 +29,6 @@ from bridge.core.methods import INPUT_METHODS
 from bridge.core.normalize import normalize_result
 from bridge.core.router import Router
 from bridge.core.timers import Deadline
-
-Message = dict[str, Any]
 
 
 class LoopHost(Protocol):
@@ -39,9 +40,9 @@ class LoopHost(Protocol):
     version: str
     client_caps_legacy: Message
 
-    def modern_request(self, id: Any, method: str, params: Message | None) -> Message: ...
-    def relay_error(self, origin: Any, method: str, message: Message) -> None: ...
-    def forget_progress_token(self, token: Any) -> None: ...
+    def modern_request(self, id: WireId, method: str, params: Message | None) -> Message: ...
+    def relay_error(self, origin: WireId, method: str, message: Message) -> None: ...
+    def forget_progress_token(self, token: ProgressToken | None) -> None: ...
 
 
 class LoopDue(Enum):
@@ -78,8 +79,8 @@ class LoopedCall:
                  "params", "pending_urls", "request_state", "round", "server_id", "started",
                  "step", "token", "waiting_elicitations")
 
-    def __init__(self, key: str, origin: Any, method: str, params: Message | None, token: Any,
-                 started: float) -> None:
+    def __init__(self, key: str, origin: WireId, method: str, params: Message | None,
+                 token: ProgressToken | None, started: float) -> None:
         self.key = key
         self.origin = origin  # the client's id for the call
         self.method = method
@@ -124,6 +125,8 @@ class LoopRound(Exchange):
     loop (`InputLoop.fail_all`), not here."""
 
     __slots__ = ("call", "loop")
+
+    origin: WireId  # the call's client id
 
     awaited = True
 
@@ -176,8 +179,8 @@ class InputLoop:
 
     # Rounds -------------------------------------------------------------------------------
 
-    def begin(self, origin: Any, method: str, params: Message | None, token: Any,
-              result: Message) -> None:
+    def begin(self, origin: WireId, method: str, params: Message | None,
+              token: ProgressToken | None, result: Message) -> None:
         """The first input_required for a forwarded call: from now on it is a loop."""
         call = LoopedCall(self.ctx.mint_id(), origin, method, params, token, self.ctx.now)
         self.calls[call.key] = call
@@ -331,7 +334,7 @@ class InputLoop:
             self._record(call, key, method, message["result"], question.epoch)
         self._pump_elicitations()
 
-    def _record(self, call: LoopedCall, key: str, method: str, result: Any, epoch: int) -> None:
+    def _record(self, call: LoopedCall, key: str, method: str, result: Message, epoch: int) -> None:
         call.answers[key] = result
         if method == "roots/list" and epoch == self.roots_epoch \
                 and _declares_roots_changes(self.mode.client_caps_legacy):
@@ -374,7 +377,7 @@ class InputLoop:
 
     # Ending -------------------------------------------------------------------------------
 
-    def cancel(self, origin: Any) -> bool:
+    def cancel(self, origin: object) -> bool:
         """The client cancelled a call: stop its loop wherever it waits. False if not ours."""
         call = self._find(origin)
         if call is None:
@@ -386,7 +389,7 @@ class InputLoop:
         self.ctx.log("info", "mrtr.cancelled", client_id=origin, round=call.round)
         return True
 
-    def _find(self, origin: Any) -> LoopedCall | None:
+    def _find(self, origin: object) -> LoopedCall | None:
         kind = type(origin)  # 1 and True, 1 and 1.0 are different ids
         for call in self.calls.values():
             if type(call.origin) is kind and call.origin == origin:

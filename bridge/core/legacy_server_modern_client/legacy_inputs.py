@@ -8,11 +8,8 @@ its schema does not allow. Never changes a request in place.
 
 from __future__ import annotations
 
-from typing import Any
-
+from bridge.core.codec import Message
 from bridge.core.eras import V2025_03_26, V2025_11_25
-
-Message = dict[str, Any]
 
 # Sampling content blocks with no form before 2025-11-25 (client/sampling.mdx §Tool Use).
 _TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})

@@ -9,21 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from bridge.core import errors
 from bridge.core.capabilities import LIST_CHANGES, has_flag
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.envelope import stamp_envelope
 from bridge.core.eras import META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import NO_REQUEST, Exchange
-from bridge.core.jsonrpc import notification
+from bridge.core.jsonrpc import WireId, notification
 from bridge.core.methods import ACKNOWLEDGED, UPDATED
 from bridge.core.router import Router
 from bridge.core.timers import Deadline
-
-Message = dict[str, Any]
 
 # The stream for list changes in timer keys, as opposed to one per resource URI.
 SESSION_STREAM: Final = "session"
@@ -93,7 +92,7 @@ class UpstreamStream:
         self.granted = False  # a URI's stream: the client was told it is subscribed
         self.honored: Message = {}  # the filter the server acknowledged
         self.attempts = 0
-        self.waiters: list[Any] = []  # client ids of resources/subscribe awaiting the ack
+        self.waiters: list[WireId] = []  # client ids of resources/subscribe awaiting the ack
 
     @property
     def name(self) -> str:

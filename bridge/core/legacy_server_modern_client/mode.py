@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, Final, Literal, Protocol
+from typing import Final, Literal, Protocol
 
 from bridge.core import errors
 from bridge.core.capabilities import client_caps_to_modern, has_flag
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.dispatch import from_server
 from bridge.core.downgrade import progress_for_legacy
@@ -26,11 +27,12 @@ from bridge.core.eras import (
     LOG_SEVERITY,
     MODERN_PROTOCOL_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
+    ProgressToken,
     is_log_level,
     is_progress_token,
 )
 from bridge.core.events import CLIENT, SERVER
-from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange
+from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange, served_request
 from bridge.core.handover import (
     ClientSession,
     Handover,
@@ -39,7 +41,7 @@ from bridge.core.handover import (
     told_list_changes,
 )
 from bridge.core.handshake import legacy_result
-from bridge.core.jsonrpc import Inbound
+from bridge.core.jsonrpc import Inbound, TypedId, WireId
 from bridge.core.legacy_server_modern_client.inputs import InputLoop
 from bridge.core.legacy_server_modern_client.listen import UpstreamListener
 from bridge.core.methods import ELIGIBLE
@@ -49,8 +51,6 @@ from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router
 from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, removed_members, without_members
 from bridge.core.timers import Deadline
-
-Message = dict[str, Any]
 
 
 class InitializeStep(Enum):
@@ -76,9 +76,9 @@ class DowngradeHost(Protocol):
 
     def relay_result(self, call: EnvelopedRequest, message: Message, result: Message,
                      line: bytes | None) -> None: ...
-    def relay_error(self, origin: Any, method: str, message: Message,
+    def relay_error(self, origin: WireId, method: str, message: Message,
                     call: EnvelopedRequest | None = None) -> None: ...
-    def forget_progress_token(self, token: Any) -> None: ...
+    def forget_progress_token(self, token: ProgressToken | None) -> None: ...
     def rediscovered(self, result: Message) -> None: ...
 
 
@@ -93,8 +93,8 @@ class EnvelopedRequest(ClientRequest):
 
     __slots__ = ("host", "params", "retried", "token")
 
-    def __init__(self, host: DowngradeHost, origin: Any, method: str, params: Message | None,
-                 token: Any, retried: bool) -> None:
+    def __init__(self, host: DowngradeHost, origin: WireId, method: str, params: Message | None,
+                 token: ProgressToken | None, retried: bool) -> None:
         super().__init__(origin, method)
         self.host = host
         self.params = params
@@ -149,7 +149,7 @@ class ProgressWatermark:
 
     __slots__ = ("high", "origin")
 
-    def __init__(self, origin: Any) -> None:
+    def __init__(self, origin: WireId) -> None:
         self.origin = origin
         self.high = float("-inf")
 
@@ -168,7 +168,7 @@ class ModeA:
         self.contradiction = probe.contradiction  # server_era pinned to modern, wrongly
         self.version = LATEST_LEGACY_VERSION
         self.initialization = InitializeStep.NEW
-        self.initialize_id: Any = None  # while WAITING: the id the initialize came with
+        self.initialize_id: WireId | None = None  # while WAITING: the id the initialize came with
         self.initialize_params: Message = {}
         # The client sent notifications/initialized. Not a step of `initialization`: a client
         # may send it before its answer, and the handover still owes it to the next server.
@@ -180,7 +180,7 @@ class ModeA:
         self.client_level: str | None = None  # set by the client's logging/setLevel
         self.log_level = ctx.config.default_log_level  # the level stamped on each request
         # (type, token) -> the watermark of a live token: 1 and True are different tokens.
-        self.progress_seen: dict[tuple[type, Any], ProgressWatermark] = {}
+        self.progress_seen: dict[TypedId, ProgressWatermark] = {}
         self.inputs = InputLoop(self)
         self.listener = UpstreamListener(self)
         self._local: dict[str, Callable[[Message], None]] = {
@@ -217,7 +217,7 @@ class ModeA:
         return stamp_envelope(params, client_capabilities=self.client_caps,
                               client_info=self.client_info, log_level=self.log_level)
 
-    def modern_request(self, id: Any, method: str, params: Message | None) -> Message:
+    def modern_request(self, id: WireId, method: str, params: Message | None) -> Message:
         """The client's request as the modern server needs it: the envelope stamped on."""
         return build_request(id, method, params, era="modern", client_info=self.client_info,
                              client_capabilities=self.client_caps, log_level=self.log_level)
@@ -261,8 +261,8 @@ class ModeA:
             self.progress_seen.setdefault((type(token), token), ProgressWatermark(message["id"]))
         self._send_call(message["id"], message["method"], params, token, False)
 
-    def _send_call(self, origin: Any, method: str, params: Message | None, token: Any,
-                   retried: bool) -> None:
+    def _send_call(self, origin: WireId, method: str, params: Message | None,
+                   token: ProgressToken | None, retried: bool) -> None:
         self.router.forward(SERVER, self.modern_request(origin, method, params),
                             EnvelopedRequest(self, origin, method, params, token, retried))
 
@@ -395,7 +395,7 @@ class ModeA:
                 return
         self.ctx.send(CLIENT, message, request=self._log_owner())
 
-    def _log_owner(self) -> Any:
+    def _log_owner(self) -> WireId | None:
         """The client request a server's log line belongs to. logging.mdx sends it on the
         response stream of the request that set the level, but on stdio a log message names
         no request: with one request at the server it can only be that one's; with several
@@ -407,7 +407,7 @@ class ModeA:
                 if owner is not None:
                     return None
                 owner = exchange
-        return None if owner is None else owner.origin
+        return None if owner is None else served_request(owner)
 
     def _relay_progress(self, message: Message) -> None:
         """Forward progress, never backwards: a retried round may restart it (§11.8)."""
@@ -426,7 +426,7 @@ class ModeA:
         message["params"] = progress_for_legacy(params, self.version)
         self.ctx.send(CLIENT, message, request=mark.origin)
 
-    def forget_progress_token(self, token: Any) -> None:
+    def forget_progress_token(self, token: ProgressToken | None) -> None:
         if token is not None:
             self.progress_seen.pop((type(token), token), None)
 
@@ -443,7 +443,7 @@ class ModeA:
             line = None
         self.ctx.send(CLIENT, message, line, origin)
 
-    def relay_error(self, origin: Any, method: str, message: Message,
+    def relay_error(self, origin: WireId, method: str, message: Message,
                     call: EnvelopedRequest | None = None) -> None:
         """An error answer, mapped for a legacy client (TRANSLATION.md §3.4). `call`: the
         request it answers, when it may be sent once more (not a round of an input loop)."""
@@ -455,7 +455,7 @@ class ModeA:
             error = {**error, "code": LEGACY_RESOURCE_NOT_FOUND}
         self.ctx.send(CLIENT, {"jsonrpc": "2.0", "id": origin, "error": error}, request=origin)
 
-    def _version_refused(self, origin: Any, method: str, error: Message,
+    def _version_refused(self, origin: WireId, method: str, error: Message,
                          call: EnvelopedRequest | None) -> None:
         """-32022 mid-session: rediscover, and retry once if our version is still there."""
         self.router.issue(SERVER, "server/discover", self.envelope(None), Rediscovery(self))
@@ -527,13 +527,13 @@ class ModeA:
             self._move(InitializeStep.NEW)
 
 
-def _progress_token(params: object) -> Any:
+def _progress_token(params: object) -> ProgressToken | None:
     meta = params.get("_meta") if isinstance(params, dict) else None
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     return token if token is not None and is_progress_token(token) else None
 
 
-def _downgraded_line(line: bytes, bid: str, origin_id: Any, result: Message,
+def _downgraded_line(line: bytes, bid: str, origin_id: WireId, result: Message,
                      legacy: Message) -> bytes | None:
     """The server's answer as its line, when the downgrade only took top-level members out
     of its result (resultType, cache hints, a _meta of modern keys only): those members cut

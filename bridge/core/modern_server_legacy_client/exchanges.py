@@ -8,15 +8,15 @@ things of mode B's modern face an answer needs.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.events import CLIENT
 from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange
+from bridge.core.jsonrpc import WireId
 from bridge.core.modern_server_legacy_client.progress import ProgressRelay
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
-
-Message = dict[str, Any]
 
 
 class ModernFace(Protocol):
@@ -27,7 +27,7 @@ class ModernFace(Protocol):
 
     def modern_result(self, method: str, result: Message, *, retried: bool = False) -> Message:
         ...
-    def relay_error(self, request_id: Any, error: Message) -> None: ...
+    def relay_error(self, request_id: WireId | None, error: Message) -> None: ...
     def initialized(self, message: Message) -> None: ...
     def settled(self) -> None: ...
 
@@ -38,14 +38,14 @@ class LegacyForward(ClientRequest):
 
     __slots__ = ("face", "meta", "token")
 
-    def __init__(self, face: ModernFace, origin: Any, method: str, meta: RequestMeta) -> None:
+    def __init__(self, face: ModernFace, origin: WireId, method: str, meta: RequestMeta) -> None:
         super().__init__(origin, method)
         self.face = face
         self.meta = meta
         self.token: str | None = None  # the bridge's progress token, if the client asked
 
     @property
-    def serving(self) -> Any:
+    def serving(self) -> WireId | None:
         return self.origin
 
     def answered(self, message: Message, line: bytes | None) -> None:

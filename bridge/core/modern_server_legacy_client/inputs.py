@@ -19,15 +19,16 @@ from __future__ import annotations
 
 from collections import deque
 from enum import Enum
-from typing import Any, Protocol
+from typing import Protocol
 
 from bridge.core import errors
 from bridge.core.capabilities import declares
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.envelope import legacy_context
 from bridge.core.eras import LEGACY_URL_ELICITATION_REQUIRED
 from bridge.core.events import CLIENT, SERVER
-from bridge.core.jsonrpc import is_request_id
+from bridge.core.jsonrpc import TypedId, WireId, is_request_id
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.modern_server_legacy_client.parked_call import (
     CALL_ENDED,
@@ -57,8 +58,6 @@ from bridge.core.modern_server_legacy_client.url_round import UrlRound, url_ques
 from bridge.core.router import Router
 from bridge.core.timers import Deadline
 
-Message = dict[str, Any]
-
 # Read for every call: a global, since an Enum class attribute costs five times as much.
 _RESYNC_IDLE = Resync.IDLE
 
@@ -76,7 +75,7 @@ class ParkingHost(Protocol):
     def modern_result(self, method: str, result: Message, *, retried: bool = False) -> Message:
         ...
     def with_server_info(self, result: Message) -> Message: ...
-    def relay_error(self, request_id: Any, error: Message) -> None: ...
+    def relay_error(self, request_id: WireId | None, error: Message) -> None: ...
 
 
 class StateProblem(Enum):
@@ -106,9 +105,9 @@ class Parking:
         self.ctx = mode.ctx
         self.router = mode.router
         self.calls: dict[str, ParkedCall] = {}
-        self.rounds: dict[tuple[type, Any], ParkedCall] = {}  # every modern id a live call used
+        self.rounds: dict[TypedId, ParkedCall] = {}  # every modern id a live call used
         # The legacy request id of each question a call owns, and the question's key.
-        self.asked: dict[tuple[type, Any], tuple[ParkedCall, str]] = {}
+        self.asked: dict[TypedId, tuple[ParkedCall, str]] = {}
         self.queue: deque[ParkedCall] = deque()
         self.holder: ParkedCall | None = None  # the exclusive call at the legacy server
         self.shared = 0  # shared calls at the legacy server
@@ -135,7 +134,7 @@ class Parking:
             self.queue.append(call)
             self.pump()
 
-    def forget_round(self, request_id: Any) -> None:
+    def forget_round(self, request_id: WireId) -> None:
         """A new request reuses `request_id`: it no longer names an earlier round."""
         self.rounds.pop(typed(request_id), None)
 
@@ -344,7 +343,7 @@ class Parking:
             return StateProblem.REPLAYED
         return call
 
-    def _reject_state(self, request_id: Any, problem: StateProblem) -> None:
+    def _reject_state(self, request_id: WireId, problem: StateProblem) -> None:
         self.ctx.log("warning", "mrtr.state_rejected", client_id=request_id,
                      reason=problem.value)
         self.ctx.fail(CLIENT, request_id,
@@ -416,7 +415,7 @@ class Parking:
             call.move(CallStage.AWAITING_URL)
             self._schedule(call, CallDue.URL, self.ctx.config.url_elicitation_wait)
 
-    def on_elicitation_complete(self, elicitation_id: Any) -> None:
+    def on_elicitation_complete(self, elicitation_id: object) -> None:
         if not isinstance(elicitation_id, str):
             return
         for call in list(self.calls.values()):
@@ -451,7 +450,7 @@ class Parking:
 
     # Ending -------------------------------------------------------------------------------
 
-    def on_server_cancelled(self, request_id: Any) -> None:
+    def on_server_cancelled(self, request_id: object) -> None:
         """The legacy server withdrew one of its questions (legacy cancellation.mdx)."""
         if not is_request_id(request_id):
             return
@@ -461,9 +460,11 @@ class Parking:
             call.questions.pop(key, None)
             self.ctx.log("info", "mrtr.withdrawn", key=key, shipped=key in call.shipped)
 
-    def cancel(self, request_id: Any, reason: str | None) -> bool:
+    def cancel(self, request_id: object, reason: str | None) -> bool:
         """The client cancelled one of a call's rounds: end the call. False if not a round."""
-        call = self.rounds.get(typed(request_id)) if is_request_id(request_id) else None
+        if not is_request_id(request_id):
+            return False
+        call = self.rounds.get(typed(request_id))
         if call is None:
             return False
         if call.owner is not None and typed(call.owner) != typed(request_id):

@@ -7,23 +7,22 @@ stream asked for are dropped. Rules: subscriptions.mdx; TRANSLATION.md §6.5, §
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from bridge.core import errors
 from bridge.core.capabilities import LIST_CHANGES, has_flag
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.eras import META_SERVER_INFO, META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import NO_REQUEST, Exchange
 from bridge.core.handover import ListenStream, acknowledged_list_changes
-from bridge.core.jsonrpc import is_request_id, notification
+from bridge.core.jsonrpc import TypedId, WireId, is_request_id, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.methods import ACKNOWLEDGED, UPDATED
 from bridge.core.modern_server_legacy_client.exchanges import Housekeeping
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
 from bridge.core.router import Router
-
-Message = dict[str, Any]
 
 
 class StreamsHost(Protocol):
@@ -82,7 +81,7 @@ class ClientStreams:
     def __init__(self, mode: StreamsHost) -> None:
         self.mode = mode
         self.ctx = mode.ctx
-        self.streams: dict[tuple[type, Any], ClientStream] = {}
+        self.streams: dict[TypedId, ClientStream] = {}
         self.subscriptions: dict[str, ResourceSubscription] = {}
 
     # Opening ------------------------------------------------------------------------------
@@ -188,7 +187,7 @@ class ClientStreams:
 
     # Closing ------------------------------------------------------------------------------
 
-    def cancel(self, request_id: Any) -> bool:
+    def cancel(self, request_id: object) -> bool:
         """The client cancelled a listen request: end the stream silently. False if not one."""
         if not is_request_id(request_id):
             return False
@@ -221,7 +220,7 @@ class ClientStreams:
             self.end(stream.id)
         self.streams.clear()
 
-    def end(self, subscription_id: Any) -> None:
+    def end(self, subscription_id: WireId) -> None:
         """A stream's end: its listen request's result."""
         meta: Message = {META_SUBSCRIPTION_ID: subscription_id}
         if self.mode.server_info is not None:
@@ -269,7 +268,7 @@ def _covers(subscribed: str, uri: str) -> bool:
     return subscribed.endswith("/") or uri[len(subscribed)] in "/?#"
 
 
-def _tagged(params: Message, subscription_id: Any) -> Message:
+def _tagged(params: Message, subscription_id: WireId) -> Message:
     """`params` with the stream's subscriptionId in `_meta` (basic/index.mdx: MUST on streams)."""
     meta = params.get("_meta")
     tagged = {**params, "_meta": {**(meta if isinstance(meta, dict) else {}),

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from enum import Enum
-from typing import Any, Literal
+from typing import Literal
 
 from bridge.core import dispatch, errors
 from bridge.core.capabilities import server_caps_to_modern
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.envelope import build_request
 from bridge.core.eras import (
@@ -25,7 +26,7 @@ from bridge.core.eras import (
 )
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.handover import ClientSession, Handover, ListenStream, ModernSession
-from bridge.core.jsonrpc import Inbound, classify, notification
+from bridge.core.jsonrpc import Inbound, WireId, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.methods import ELIGIBLE, INPUT_METHODS
 from bridge.core.modern_server_legacy_client.exchanges import (
@@ -45,8 +46,6 @@ from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router
 from bridge.core.timers import Deadline
 from bridge.core.upgrade import error_for_modern, result_for_modern, with_server_info
-
-Message = dict[str, Any]
 
 # §5.8.1: legacy capabilities are fixed for the session while modern ones vary per request,
 # so the bridge declares every input kind it can route and gates each question per request.
@@ -201,7 +200,7 @@ class ModeB:
         reason = params.get("reason") if isinstance(params.get("reason"), str) else None
         if self.streams.cancel(request_id) or self.parking.cancel(request_id, reason):
             return
-        queued = [e for e in self.waiting if typed(e[0]["id"]) == typed(request_id)]
+        queued = [e for e in self.waiting if typed(e[0]["id"]) == (type(request_id), request_id)]
         if queued:
             self.waiting.remove(queued[0])
             return
@@ -285,7 +284,7 @@ class ModeB:
         for stream in streams:  # no server to serve them: each ends with its one answer
             self._refuse_unavailable(stream.request["id"])
 
-    def _refuse_unavailable(self, request_id: Any) -> None:
+    def _refuse_unavailable(self, request_id: WireId) -> None:
         self.ctx.fail(CLIENT, request_id, errors.legacy_server_unavailable(self.failure))
 
     def _on_handshake_timeout(self, key: Deadline) -> None:
@@ -320,7 +319,7 @@ class ModeB:
     def with_server_info(self, result: Message) -> Message:
         return with_server_info(result, self.server_info)
 
-    def relay_error(self, request_id: Any, error: Message) -> None:
+    def relay_error(self, request_id: WireId | None, error: Message) -> None:
         """The legacy server's error for client request `request_id`, as a modern one."""
         self.ctx.send(CLIENT, {"jsonrpc": "2.0", "id": request_id,
                                "error": error_for_modern(error)}, request=request_id)
@@ -363,7 +362,7 @@ class ModeB:
 
     # Logging (logging.mdx, TRANSLATION.md §8) ---------------------------------------------
 
-    def _logs_in_flight(self) -> Iterator[tuple[str, Any]]:
+    def _logs_in_flight(self) -> Iterator[tuple[str, WireId]]:
         """The logLevel and id of each client request the legacy server is working on that
         asked for logs (a parked call's round has had its answer: it asks for none)."""
         for exchange in self.router.pending[SERVER].values():

@@ -8,15 +8,15 @@ each move of it against the table; its legacy answer goes to its `CallOwner`.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Protocol
+from typing import Protocol
 
+from bridge.core.codec import Message
 from bridge.core.exchange import NO_REQUEST, Exchange
+from bridge.core.jsonrpc import WireId
 from bridge.core.modern_server_legacy_client.questions import Question
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
 from bridge.core.modern_server_legacy_client.request_state import request_digest
 from bridge.core.modern_server_legacy_client.url_round import UrlRound
-
-Message = dict[str, Any]
 
 _INPUT_CAPABILITIES = frozenset({"roots", "sampling", "elicitation"})  # one C-level test a call
 _NOTHING_SHIPPED: frozenset[str] = frozenset()
@@ -93,7 +93,7 @@ class ParkedCall(Exchange):
         self.digest: str | None = None  # see identity()
         self.meta = meta  # the current round's envelope: capabilities, logLevel, progressToken
         owner = message["id"]
-        self.owner: Any = owner  # the modern id waiting for this call; None while parked
+        self.owner: WireId | None = owner  # the modern id waiting for this call; None while parked
         self.round_ids = [(type(owner), owner)]  # typed(), without the call
         self.exclusive = not _INPUT_CAPABILITIES.isdisjoint(meta.capabilities)
         self.retried = False
@@ -118,7 +118,7 @@ class ParkedCall(Exchange):
         return self.legacy_id is not None
 
     @property
-    def serving(self) -> Any:
+    def serving(self) -> WireId | None:
         # §9.3: progress and logs follow the round in progress; none while parked.
         return self.owner
 

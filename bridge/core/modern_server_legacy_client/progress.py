@@ -7,14 +7,13 @@ serves at this moment (a parked call serves none, so its progress is dropped).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.events import CLIENT
-from bridge.core.jsonrpc import notification
+from bridge.core.jsonrpc import WireId, notification
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
-
-Message = dict[str, Any]
 
 
 class WorkForClient(Protocol):
@@ -25,7 +24,7 @@ class WorkForClient(Protocol):
         """The envelope of the client request it serves now (progressToken, logLevel)."""
 
     @property
-    def serving(self) -> Any:
+    def serving(self) -> WireId | None:
         """The id of the client request it serves now, as the client spelled it; None while
         no request waits for it (a parked call)."""
 

@@ -9,15 +9,14 @@ bridge answers, as a legacy client with nobody to ask would, what it cannot rout
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from bridge.core import errors
 from bridge.core.capabilities import declares, input_capability
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.events import SERVER
+from bridge.core.jsonrpc import WireId
 from bridge.core.modern_server_legacy_client.roots import Roots
-
-Message = dict[str, Any]
 
 # Legacy-only fields of an input request's params; a modern one has none of them (§5.5).
 _LEGACY_ONLY_PARAMS = frozenset({"task", "_meta", "elicitationId"})
@@ -29,14 +28,14 @@ class Question:
     the modern client's answer."""
 
     key: str  # the inputRequests key, unique within the call
-    legacy_id: Any  # the legacy request's id; None for one the bridge asks itself
+    legacy_id: WireId | None  # the legacy request's id; None for one the bridge asks itself
     method: str
     raw_params: object  # as the legacy server sent them, for capability gating
     params: Message  # as a modern input request carries them
     elicitation_id: str | None
 
     @classmethod
-    def asked(cls, key: str, legacy_id: Any, method: str, params: object) -> Question:
+    def asked(cls, key: str, legacy_id: WireId | None, method: str, params: object) -> Question:
         eid = params.get("elicitationId") if isinstance(params, dict) else None
         return cls(key, legacy_id, method, params, _modern_input_params(params),
                    eid if isinstance(eid, str) else None)
@@ -99,7 +98,7 @@ class LocalAnswers:
         else:
             self.ctx.fail(SERVER, message["id"], errors.sampling_unavailable())
 
-    def refuse_or_answer(self, legacy_id: Any, method: str, params: object,
+    def refuse_or_answer(self, legacy_id: WireId | None, method: str, params: object,
                          caps: Message) -> None:
         """A question the call did not declare: roots/list is answered from the roots the
         bridge knows (nobody is asked, so the call's capabilities are not overstepped, and a
@@ -111,7 +110,7 @@ class LocalAnswers:
         else:
             self._refuse(legacy_id, method, params, caps)
 
-    def _refuse(self, legacy_id: Any, method: str, params: object, caps: Message) -> None:
+    def _refuse(self, legacy_id: WireId | None, method: str, params: object, caps: Message) -> None:
         """The call did not declare what the question needs: answer as such a client would.
 
         A whole capability missing is an unknown method to a legacy client (-32601); a missing

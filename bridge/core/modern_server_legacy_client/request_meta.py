@@ -7,21 +7,20 @@ Must not decide what to do with a valid request: it only reads the envelope (bas
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from bridge.core import errors
+from bridge.core.codec import Message
 from bridge.core.eras import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSION,
+    ProgressToken,
     is_log_level,
     is_progress_token,
 )
 from bridge.core.errors import OwnError
-
-Message = dict[str, Any]
 
 
 # A value, but not frozen: one is made for every modern request, and a frozen dataclass's
@@ -34,7 +33,7 @@ class RequestMeta:
     capabilities: Message
     client_info: Message | None
     log_level: str | None
-    progress_token: str | int | float | None  # progress.mdx: a string or a number
+    progress_token: ProgressToken | None  # progress.mdx: a string or a number
 
 
 def read_meta(message: Message) -> RequestMeta | OwnError:

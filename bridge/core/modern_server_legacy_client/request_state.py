@@ -16,9 +16,8 @@ import base64
 import hashlib
 import hmac
 import json
-from typing import Any
 
-from bridge.core.codec import RawNumber
+from bridge.core.codec import Message, RawNumber
 
 PREFIX = "rs1."
 _LABEL = b"mcp-rosetta requestState v1\x00"
@@ -50,7 +49,7 @@ def seal(secret: bytes, *, key: str, nonce: str, digest: str, expires: float) ->
     return f"{PREFIX}{body}.{_b64(_mac(secret, body))}"
 
 
-def unseal(secret: bytes, state: str) -> dict[str, Any] | None:
+def unseal(secret: bytes, state: str) -> Message | None:
     """The payload of an authentic requestState; None if it was not sealed with `secret`."""
     if not state.startswith(PREFIX) or state.count(".") != 2:
         return None
@@ -64,7 +63,7 @@ def unseal(secret: bytes, state: str) -> dict[str, Any] | None:
     return payload if _well_formed(payload) else None
 
 
-def expired(payload: dict[str, Any], now: float) -> bool:
+def expired(payload: Message, now: float) -> bool:
     return bool(now * 1000 > payload["x"])
 
 

@@ -22,11 +22,9 @@ the configured ones.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
 
 from bridge.core.capabilities import declares
-
-Message = dict[str, Any]
+from bridge.core.codec import Message
 
 
 class Resync(Enum):

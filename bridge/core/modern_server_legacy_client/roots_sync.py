@@ -12,17 +12,16 @@ time to do so, and `roots_wait` bounds the whole wait.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Protocol
+from typing import Protocol
 
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.events import SERVER
 from bridge.core.exchange import NO_REQUEST, Exchange
-from bridge.core.jsonrpc import notification
+from bridge.core.jsonrpc import WireId, notification
 from bridge.core.modern_server_legacy_client.roots import Resync, Roots
 from bridge.core.router import Router
 from bridge.core.timers import Deadline
-
-Message = dict[str, Any]
 
 
 class RootsHost(Protocol):
@@ -79,7 +78,7 @@ class RootsSync:
         self.roots.move(Resync.REASK)
         self.ctx.schedule(_RESYNC_DEADLINE, self.ctx.config.roots_wait)
 
-    def answer(self, legacy_id: Any) -> None:
+    def answer(self, legacy_id: WireId | None) -> None:
         """The roots just learned; if the server asks after roots/list_changed, then a ping to
         know it has read them."""
         self.ctx.reply(SERVER, legacy_id, self.roots.answer())

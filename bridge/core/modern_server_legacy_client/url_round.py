@@ -9,11 +9,9 @@ Must not park or send: inputs.py ships the round and re-sends the call; this rea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from bridge.core.codec import Message
 from bridge.core.modern_server_legacy_client.questions import Question
-
-Message = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

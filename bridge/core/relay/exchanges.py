@@ -10,23 +10,29 @@ with the id spliced (splice.py).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
+from bridge.core.codec import Message
 from bridge.core.context import Context
-from bridge.core.eras import BATCHING_VERSION, META_SUBSCRIPTION_ID, is_progress_token
+from bridge.core.eras import (
+    BATCHING_VERSION,
+    META_SUBSCRIPTION_ID,
+    ProgressToken,
+    is_progress_token,
+)
 from bridge.core.errors import server_lost
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange
 from bridge.core.handover import LegacySession, ListenStream
+from bridge.core.jsonrpc import WireId
 from bridge.core.relay.revision_gap import RevisionGap
 from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, with_id
 
-Message = dict[str, Any]
 # A progress token as a dict key that keeps its JSON type (1 and "1" differ).
-ProgressKey = tuple[type, str | int | float]
+ProgressKey = tuple[type, ProgressToken]
 
 
-def progress_key(token: Any) -> ProgressKey | None:
+def progress_key(token: object) -> ProgressKey | None:
     """A progressToken as a key; None if it is none (basic/utilities/progress.mdx: a string
     or a number)."""
     return (type(token), token) if token is not None and is_progress_token(token) else None
@@ -56,7 +62,7 @@ class RelayedCall(ClientRequest):
 
     __slots__ = ("relay",)
 
-    def __init__(self, origin: Any, method: str, relay: RelayHost) -> None:
+    def __init__(self, origin: WireId, method: str, relay: RelayHost) -> None:
         # Set directly, not through Exchange.__init__: one call less per request relayed.
         self.origin = origin
         self.method = method
@@ -84,7 +90,7 @@ class RelayedTracedCall(RelayedCall):
 
     __slots__ = ("logs", "token")
 
-    def __init__(self, origin: Any, method: str, relay: RelayHost,
+    def __init__(self, origin: WireId, method: str, relay: RelayHost,
                  token: ProgressKey | None, logs: bool) -> None:
         super().__init__(origin, method, relay)
         self.token = token
@@ -127,7 +133,7 @@ class RelayedInitialize(_SessionCall):
 
     __slots__ = ("params",)
 
-    def __init__(self, origin: Any, relay: RelayHost, params: Message) -> None:
+    def __init__(self, origin: WireId, relay: RelayHost, params: Message) -> None:
         super().__init__(origin, "initialize", relay)
         self.params = params
 
@@ -145,7 +151,7 @@ class RelayedSetLevel(_SessionCall):
 
     __slots__ = ("level",)
 
-    def __init__(self, origin: Any, relay: RelayHost, level: str) -> None:
+    def __init__(self, origin: WireId, relay: RelayHost, level: str) -> None:
         super().__init__(origin, "logging/setLevel", relay)
         self.level = level
 
@@ -159,7 +165,7 @@ class RelayedSubscribe(_SessionCall):
 
     __slots__ = ("uri",)
 
-    def __init__(self, origin: Any, relay: RelayHost, uri: str) -> None:
+    def __init__(self, origin: WireId, relay: RelayHost, uri: str) -> None:
         super().__init__(origin, "resources/subscribe", relay)
         self.uri = uri
 
@@ -174,7 +180,7 @@ class RelayedUnsubscribe(_SessionCall):
 
     __slots__ = ("uri",)
 
-    def __init__(self, origin: Any, relay: RelayHost, uri: str) -> None:
+    def __init__(self, origin: WireId, relay: RelayHost, uri: str) -> None:
         super().__init__(origin, "resources/unsubscribe", relay)
         self.uri = uri
 
@@ -191,6 +197,8 @@ class RelayedListen(Exchange):
     for it (subscriptions.mdx: the subscriptionId is the listen request's id, with its type)."""
 
     __slots__ = ("relay", "stream")
+
+    origin: WireId  # the listen request's id
 
     def __init__(self, relay: RelayHost, stream: ListenStream) -> None:
         super().__init__(stream.request["id"], "subscriptions/listen")
@@ -217,7 +225,7 @@ class RelayedListen(Exchange):
         return True
 
 
-def retag(params: object, origin: Any) -> None:
+def retag(params: object, origin: WireId) -> None:
     """Name the client's id where `params` (a notification's params or a result) names a
     stream by the bridge's (TRANSLATION.md §11.12)."""
     if type(params) is not dict:
@@ -237,7 +245,9 @@ class RelayedServerRequest(Exchange):
 
     __slots__ = ("relay",)
 
-    def __init__(self, origin: Any, method: str, relay: RelayHost) -> None:
+    origin: WireId  # the server's id for it
+
+    def __init__(self, origin: WireId, method: str, relay: RelayHost) -> None:
         super().__init__(origin, method)
         self.relay = relay
 

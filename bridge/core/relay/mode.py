@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any, Literal
 
 from bridge.core import errors
+from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.dispatch import from_server
 from bridge.core.eras import (
@@ -24,7 +25,7 @@ from bridge.core.eras import (
     Era,
 )
 from bridge.core.events import CLIENT, SERVER, Side
-from bridge.core.exchange import Exchange
+from bridge.core.exchange import Exchange, served_request
 from bridge.core.handover import (
     ClientSession,
     Handover,
@@ -35,7 +36,7 @@ from bridge.core.handover import (
     announce,
     told_list_changes,
 )
-from bridge.core.jsonrpc import Inbound, notification
+from bridge.core.jsonrpc import Inbound, WireId, notification
 from bridge.core.methods import ACKNOWLEDGED
 from bridge.core.relay.exchanges import (
     ProgressKey,
@@ -56,8 +57,6 @@ from bridge.core.relay.revision_gap import RevisionGap, needs_shaping
 from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router, other
 from bridge.core.timers import Deadline
-
-Message = dict[str, Any]
 
 
 class RelayDue(Enum):
@@ -210,7 +209,7 @@ class PassThrough:
             # a legacy log line (its level is the session's, set by logging/setLevel).
             self.ctx.send(CLIENT, message)
 
-    def _progress_owner(self, params: object) -> Any:
+    def _progress_owner(self, params: object) -> WireId | None:
         """The client request whose progressToken the progress names, if it is in flight."""
         key = progress_key(params.get("progressToken")) if type(params) is dict else None
         if key is None:
@@ -218,7 +217,7 @@ class PassThrough:
         call = self._progress.get(key)
         return None if call is None else call.origin
 
-    def _log_owner(self) -> Any:
+    def _log_owner(self) -> WireId | None:
         """The request a modern server's log line belongs to. logging.mdx: a server logs only
         for a request that set a logLevel, but over stdio the line names none; with exactly
         one such request in flight it is that one's, else it cannot be told (None)."""
@@ -240,7 +239,7 @@ class PassThrough:
                 and not exchange.first_acknowledgement(params):
             return
         params["_meta"] = {**meta, META_SUBSCRIPTION_ID: exchange.origin}
-        self.ctx.send(CLIENT, message, None, exchange.origin)
+        self.ctx.send(CLIENT, message, None, served_request(exchange))
 
     def _relay_cancel(self, side: Side, message: Message) -> None:
         params = message.get("params") or {}
@@ -251,7 +250,7 @@ class PassThrough:
             # cancellation.mdx (2026-07-28): a server ends a listen stream it tears down.
             self._ended(ended)
             self.ctx.send(CLIENT, {**message, "params": {**params, "requestId": ended.origin}},
-                          None, ended.origin)
+                          None, served_request(ended))
             return
         to = other(side)
         bid = self.router.find(to, target)
@@ -346,7 +345,7 @@ class PassThrough:
             self._version_changed(self.legacy.version, version)
         self._reopen_legacy()
 
-    def _version_changed(self, client: str, server: Any) -> None:
+    def _version_changed(self, client: str, server: object) -> None:
         """The new server negotiated another revision than the client was answered with: the
         client keeps seeing its own (TRANSLATION.md §11.25)."""
         shaped = needs_shaping(client, server)

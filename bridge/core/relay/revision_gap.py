@@ -8,25 +8,23 @@ only added to the last, but for batches, which the bridge never relays as such.
 
 from __future__ import annotations
 
-from typing import Any
-
+from bridge.core.codec import Message
 from bridge.core.downgrade import progress_for_legacy, result_for_legacy
 from bridge.core.eras import LEGACY_PROTOCOL_VERSIONS
 from bridge.core.legacy_server_modern_client.legacy_inputs import for_revision, unfit
-
-Message = dict[str, Any]
 
 # Notifications a client of an older revision has no form for, by the revision that added them.
 _ADDED = {"notifications/elicitation/complete": "2025-11-25",
           "notifications/tasks/status": "2025-11-25"}
 
 
-def needs_shaping(client: str, server: Any) -> bool:
+def needs_shaping(client: str, server: object) -> bool:
     """Whether what a server answering `server` to the client's own initialize sends must be
     shaped for the client's revision: a newer one, or one the bridge does not know."""
     if server == client:
         return False
-    return not (server in LEGACY_PROTOCOL_VERSIONS and server < client)
+    return not (isinstance(server, str) and server in LEGACY_PROTOCOL_VERSIONS
+                and server < client)
 
 
 class RevisionGap:
@@ -37,7 +35,7 @@ class RevisionGap:
     def __init__(self, version: str) -> None:
         self.version = version
 
-    def result(self, method: str, result: Any) -> Any:
+    def result(self, method: str, result: object) -> object:
         return result_for_legacy(result, method, self.version) if type(result) is dict \
             else result
 
