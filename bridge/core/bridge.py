@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final, Literal, Protocol, cast
+from typing import Any, Final, Literal, Protocol
 
 from bridge.core import errors
 from bridge.core.batch import Batches
@@ -400,11 +400,10 @@ class Bridge:
         # Every key scheduled is a Deadline (the Timers heap holds any hashable key).
         for key in self._timers.pop_due(now):
             if self._phase is not PHASE_STOPPED:
-                due = cast(Deadline, key)
-                self._on_due[due.kind](due.owner)
+                self._on_due[key.kind](key.owner)
         for key in self.ctx.timers.pop_due(now):
             if self.handler is not None and self._phase is not PHASE_STOPPED:
-                self.handler.on_timer(cast(Deadline, key))
+                self.handler.on_timer(key)
 
     def _probe_timed_out(self, _: None) -> None:
         self.probe.on_timeout()

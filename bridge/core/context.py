@@ -5,14 +5,14 @@ Must not know any protocol method: it only collects actions and hands out ids an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 
 from bridge.core.codec import Message
 from bridge.core.config import CoreConfig
 from bridge.core.errors import OwnError, invalid_message
 from bridge.core.events import Action, Log, Send, Side
 from bridge.core.jsonrpc import Inbound, WireId, error_response, result_response
-from bridge.core.timers import Timers
+from bridge.core.timers import Deadline, Timers
 
 # Bridge-minted ids live in their own namespace so a peer's ids can never collide with them
 # (TRANSLATION.md §11.1).
@@ -78,8 +78,8 @@ class Context:
         if self.log_enabled:
             self.actions.append(Log("debug", event, fields))
 
-    def schedule(self, key: Hashable, delay: float) -> None:
+    def schedule(self, key: Deadline, delay: float) -> None:
         self.timers.schedule(key, self.now + delay)
 
-    def cancel_timer(self, key: Hashable) -> None:
+    def cancel_timer(self, key: Deadline) -> None:
         self.timers.cancel(key)

@@ -9,6 +9,7 @@ own (TRANSLATION.md §11.1); the peer's original id is restored with its JSON ty
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import cast
 
 from bridge.core.codec import Message
 from bridge.core.context import Context
@@ -119,6 +120,10 @@ class Router:
             params["reason"] = reason
         self.ctx.send(to, notification("notifications/cancelled", params))
         return exchange
+
+    def on_deadline(self, key: Deadline) -> None:
+        """The request timeout the router scheduled (`Due.REQUEST_TIMEOUT`) has come."""
+        self.expire(cast(str, key.owner))  # a minted id: forward() made the key
 
     def expire(self, bid: str) -> Exchange | None:
         """A forwarded request outlived request_timeout: answer its origin, cancel it."""

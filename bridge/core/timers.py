@@ -32,20 +32,20 @@ class Timers:
     __slots__ = ("_due", "_heap", "_sequence")
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, Hashable]] = []
-        self._due: dict[Hashable, float] = {}
+        self._heap: list[tuple[float, int, Deadline]] = []
+        self._due: dict[Deadline, float] = {}
         self._sequence = 0
 
-    def schedule(self, key: Hashable, when: float) -> None:
+    def schedule(self, key: Deadline, when: float) -> None:
         """Fire `key` at `when`, replacing any earlier deadline for it."""
         self._due[key] = when
         self._sequence += 1
         heapq.heappush(self._heap, (when, self._sequence, key))
 
-    def cancel(self, key: Hashable) -> None:
+    def cancel(self, key: Deadline) -> None:
         self._due.pop(key, None)
 
-    def __contains__(self, key: Hashable) -> bool:
+    def __contains__(self, key: Deadline) -> bool:
         return key in self._due
 
     def next_deadline(self) -> float | None:
@@ -57,10 +57,10 @@ class Timers:
             heapq.heappop(heap)  # cancelled or rescheduled
         return None
 
-    def pop_due(self, now: float) -> list[Hashable]:
+    def pop_due(self, now: float) -> list[Deadline]:
         """The keys whose deadline is at or before `now`, earliest first (ties: first
         scheduled first), now forgotten."""
-        fired: list[Hashable] = []
+        fired: list[Deadline] = []
         heap = self._heap
         while heap and heap[0][0] <= now:
             when, _, key = heapq.heappop(heap)

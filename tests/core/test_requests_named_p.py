@@ -225,3 +225,25 @@ def test_a_request_lost_with_the_server_names_itself_in_its_error() -> None:
     h, _ = legacy_pair()
     h.client(request("lost", "tools/call", {"name": "t"}))
     assert named(h.exit_child(1)) == "lost"
+
+
+# A server's messages that name a call as if it were a stream -------------------------------
+
+
+def test_a_server_cancelling_a_call_is_not_relayed_and_the_call_is_still_answered() -> None:
+    # cancellation.mdx (2026-07-28): a server "MUST NOT send notifications/cancelled for any
+    # other purpose" than ending a listen stream.
+    h = modern_pair()
+    forwarded = one(h.client(modern("c1", "tools/call", {"name": "t"})), "server")
+    withdrawn = h.server(note("notifications/cancelled", {"requestId": forwarded["id"]}))
+    assert to_client(withdrawn) == []
+    result = {"resultType": "complete", "content": []}
+    assert to_client(h.server(answer(forwarded, result))) == [(answer({"id": "c1"}, result), "c1")]
+
+
+def test_a_notification_tagged_with_a_call_is_not_put_on_a_stream() -> None:
+    h = modern_pair()
+    forwarded = one(h.client(modern("c1", "tools/call", {"name": "t"})), "server")
+    tagged = note("notifications/tools/list_changed",
+                  {"_meta": {META_SUBSCRIPTION_ID: forwarded["id"]}})
+    assert to_client(h.server(tagged)) == [(tagged, None)]

@@ -191,7 +191,8 @@ class ModeA:
             "resources/unsubscribe": self.listener.unsubscribe,
         }
         self._on_due: dict[Enum, Callable[[Deadline], None]] = {
-            Due.REQUEST_TIMEOUT: self._expire, **self.inputs.timers(), **self.listener.timers()}
+            Due.REQUEST_TIMEOUT: self.router.on_deadline, **self.inputs.timers(),
+            **self.listener.timers()}
 
     @property
     def client_batching(self) -> bool:
@@ -474,10 +475,6 @@ class ModeA:
 
     def on_timer(self, key: Deadline) -> None:
         self._on_due[key.kind](key)
-
-    def _expire(self, key: Deadline) -> None:
-        if isinstance(key.owner, str):  # a minted id
-            self.router.expire(key.owner)  # its exchange answers the client (expired)
 
     def busy(self) -> bool:
         return self.initializing or bool(self.inputs.calls) or self.router.busy() \

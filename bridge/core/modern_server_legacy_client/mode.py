@@ -123,7 +123,7 @@ class ModeB:
             "subscriptions/listen": self.streams.listen,
         }
         self._timers: dict[Enum, Callable[[Deadline], None]] = {
-            Due.REQUEST_TIMEOUT: self._on_request_timeout,
+            Due.REQUEST_TIMEOUT: self.router.on_deadline,
             HandshakeDue.HANDSHAKE: self._on_handshake_timeout,
             CallDue.GATHER: self.parking.on_timer,
             CallDue.PARKED: self.parking.on_timer,
@@ -398,9 +398,6 @@ class ModeB:
 
     def on_timer(self, key: Deadline) -> None:
         self._timers[key.kind](key)
-
-    def _on_request_timeout(self, key: Deadline) -> None:
-        self.router.expire(key.owner)  # type: ignore[arg-type]  # the router's: a minted id
 
     def busy(self) -> bool:
         """Whether the client is still owed an answer (open listen streams and parked calls

@@ -232,11 +232,10 @@ class PassThrough:
         already (a stream re-opened at a restarted server) is for the bridge alone."""
         tag = meta[META_SUBSCRIPTION_ID]
         exchange = self.router.pending[SERVER].get(tag) if isinstance(tag, str) else None
-        if exchange is None:
+        if not isinstance(exchange, RelayedListen):
             self.ctx.send(CLIENT, message)  # names no stream of this client's
             return
-        if message["method"] == ACKNOWLEDGED and isinstance(exchange, RelayedListen) \
-                and not exchange.first_acknowledgement(params):
+        if message["method"] == ACKNOWLEDGED and not exchange.first_acknowledgement(params):
             return
         params["_meta"] = {**meta, META_SUBSCRIPTION_ID: exchange.origin}
         self.ctx.send(CLIENT, message, None, served_request(exchange))
@@ -244,10 +243,13 @@ class PassThrough:
     def _relay_cancel(self, side: Side, message: Message) -> None:
         params = message.get("params") or {}
         target = params.get("requestId")
-        ended = self.router.pending[SERVER].pop(target, None) \
+        ended = self.router.pending[SERVER].get(target) \
             if side == SERVER and isinstance(target, str) else None
-        if ended is not None:
-            # cancellation.mdx (2026-07-28): a server ends a listen stream it tears down.
+        if isinstance(ended, RelayedListen):
+            # cancellation.mdx (2026-07-28): a server ends a listen stream it tears down, and
+            # "MUST NOT send notifications/cancelled for any other purpose": one naming a call
+            # of the client's is not relayed, and the call still gets its answer.
+            del self.router.pending[SERVER][ended.id]
             self._ended(ended)
             self.ctx.send(CLIENT, {**message, "params": {**params, "requestId": ended.origin}},
                           None, served_request(ended))
