@@ -39,7 +39,11 @@ class LegacyForward(ClientRequest):
     __slots__ = ("face", "meta", "token")
 
     def __init__(self, face: ModernFace, origin: WireId, method: str, meta: RequestMeta) -> None:
-        super().__init__(origin, method)
+        # Set directly, not through Exchange.__init__: one call less per request forwarded.
+        self.origin = origin
+        self.method = method
+        self.id = ""
+        self.sent = 0.0
         self.face = face
         self.meta = meta
         self.token: str | None = None  # the bridge's progress token, if the client asked

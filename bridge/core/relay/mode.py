@@ -157,8 +157,8 @@ class PassThrough:
 
     # The server's messages ----------------------------------------------------------------
 
-    def on_server(self, inbound: Inbound) -> None:
-        from_server(self, inbound)
+    # The server dispatch modes A and P share, as the method itself (no frame of its own).
+    on_server = from_server
 
     def on_server_request(self, message: Message) -> None:
         if self.gap is not None:
