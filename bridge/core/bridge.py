@@ -46,6 +46,7 @@ from bridge.core.probe import PROBE_WAITING, Probe, ProbeDue
 from bridge.core.provisional import Overturn, Provisional, refused_initialize
 from bridge.core.restarts import Outage, Restarts
 from bridge.core.router import Router
+from bridge.core.states import IllegalMove
 from bridge.core.timers import Deadline, Timers
 from bridge.core.waiting import HeldDue, Waiting
 
@@ -245,18 +246,18 @@ class Bridge:
 
     def _move_server(self, to: ServerState) -> None:
         if to not in _SERVER_MOVES[self._server]:
-            raise ValueError(f"the server cannot go from {self._server.name} to {to.name}")
+            raise IllegalMove("server", self._server, to)
         self._server = to
 
     def _move_phase(self, to: SessionPhase) -> None:
         if to not in _PHASE_MOVES[self._phase]:
-            raise ValueError(f"the session cannot go from {self._phase.name} to {to.name}")
+            raise IllegalMove("session", self._phase, to)
         self._phase = to
         self._route()
 
     def _move_intake(self, to: Intake) -> None:
         if to not in _INTAKE_MOVES[self._intake]:
-            raise ValueError(f"the intake cannot go from {self._intake.name} to {to.name}")
+            raise IllegalMove("intake", self._intake, to)
         self._intake = to
         self._route()
 

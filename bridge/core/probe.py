@@ -17,6 +17,7 @@ from bridge.core.eras import Era, is_modern_error
 from bridge.core.events import SERVER
 from bridge.core.jsonrpc import Inbound
 from bridge.core.provisional import Overturn, names_modern_version
+from bridge.core.states import IllegalMove
 from bridge.core.timers import Deadline, Timers
 
 # How much of an answer a log line or an error quotes.
@@ -89,7 +90,7 @@ class Probe:
 
     def _move(self, to: ProbeState) -> None:
         if to not in _PROBE_MOVES[self.state]:
-            raise ValueError(f"the probe cannot go from {self.state.name} to {to.name}")
+            raise IllegalMove("probe", self.state, to)
         self.state = to
 
     def start(self, *, skip: bool) -> None:

@@ -28,6 +28,7 @@ from bridge.core.legacy_server_modern_client.legacy_inputs import (
 from bridge.core.methods import INPUT_METHODS
 from bridge.core.normalize import normalize_result
 from bridge.core.router import Router
+from bridge.core.states import IllegalMove
 from bridge.core.timers import Deadline
 
 
@@ -105,7 +106,7 @@ class LoopedCall:
 
     def move(self, step: LoopStep) -> None:
         if step not in _LOOP_MOVES[self.step]:
-            raise RuntimeError(f"input loop {self.key}: {self.step.value} -> {step.value}")
+            raise IllegalMove(f"input loop {self.key}", self.step, step)
         self.step = step
 
 

@@ -22,6 +22,7 @@ from bridge.core.exchange import NO_REQUEST, Exchange
 from bridge.core.jsonrpc import WireId, notification
 from bridge.core.methods import ACKNOWLEDGED, UPDATED
 from bridge.core.router import Router
+from bridge.core.states import IllegalMove
 from bridge.core.timers import Deadline
 
 # The stream for list changes in timer keys, as opposed to one per resource URI.
@@ -106,7 +107,7 @@ class UpstreamStream:
 
     def move(self, state: UpstreamState) -> None:
         if state not in _STREAM_MOVES[self.state]:
-            raise RuntimeError(f"listen stream {self.name}: {self.state.value} -> {state.value}")
+            raise IllegalMove(f"listen stream {self.name}", self.state, state)
         self.state = state
 
 

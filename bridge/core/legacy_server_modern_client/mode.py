@@ -50,6 +50,7 @@ from bridge.core.probe import Probe, is_discover_result
 from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router
 from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, removed_members, without_members
+from bridge.core.states import IllegalMove
 from bridge.core.timers import Deadline
 
 
@@ -209,7 +210,7 @@ class ModeA:
 
     def _move(self, step: InitializeStep) -> None:
         if step not in _INITIALIZE_MOVES[self.initialization]:
-            raise RuntimeError(f"initialize: {self.initialization.value} -> {step.value}")
+            raise IllegalMove("initialize", self.initialization, step)
         self.initialization = step
 
     @property

@@ -44,6 +44,7 @@ from bridge.core.modern_server_legacy_client.roots_sync import RootsDue
 from bridge.core.probe import Probe
 from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router
+from bridge.core.states import IllegalMove
 from bridge.core.timers import Deadline
 from bridge.core.upgrade import error_for_modern, result_for_modern, with_server_info
 
@@ -133,7 +134,7 @@ class ModeB:
 
     def _move(self, to: HandshakePhase) -> None:
         if to not in _HANDSHAKE_MOVES[self.phase]:
-            raise AssertionError(f"handshake: {self.phase.name} -> {to.name}")
+            raise IllegalMove("handshake", self.phase, to)
         self.phase = to
 
     # From the client ----------------------------------------------------------------------

@@ -17,6 +17,7 @@ from bridge.core.modern_server_legacy_client.questions import Question
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
 from bridge.core.modern_server_legacy_client.request_state import request_digest
 from bridge.core.modern_server_legacy_client.url_round import UrlRound
+from bridge.core.states import IllegalMove
 
 _INPUT_CAPABILITIES = frozenset({"roots", "sampling", "elicitation"})  # one C-level test a call
 _NOTHING_SHIPPED: frozenset[str] = frozenset()
@@ -110,7 +111,7 @@ class ParkedCall(Exchange):
 
     def move(self, to: CallStage) -> None:
         if to not in _CALL_MOVES[self.stage]:
-            raise AssertionError(f"call {self.key}: {self.stage.name} -> {to.name}")
+            raise IllegalMove(f"call {self.key}", self.stage, to)
         self.stage = to
 
     @property

@@ -25,6 +25,7 @@ from enum import Enum
 
 from bridge.core.capabilities import declares
 from bridge.core.codec import Message
+from bridge.core.states import IllegalMove
 
 
 class Resync(Enum):
@@ -63,7 +64,7 @@ class Roots:
 
     def move(self, to: Resync) -> None:
         if to not in _RESYNC_MOVES[self.resync]:
-            raise AssertionError(f"roots resync: {self.resync.name} -> {to.name}")
+            raise IllegalMove("roots resync", self.resync, to)
         self.resync = to
 
     @property
