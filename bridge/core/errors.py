@@ -284,6 +284,26 @@ def url_elicitation_undeclared() -> OwnError:
                     {"requiredCapabilities": {"elicitation": {"url": {}}}})
 
 
+def capability_required(needs: list[tuple[str, ...]]) -> OwnError:
+    """A call whose legacy server asked for input its round did not declare (TRANSLATION.md
+    §5.8.3): 2026-07-28 basic/index.mdx §_meta ("A server MUST NOT rely on capabilities the
+    client has not declared ... MUST return a MissingRequiredClientCapabilityError"), whose
+    `data.requiredCapabilities` is a ClientCapabilities object (schema
+    §MissingRequiredClientCapabilityError): each path `needs` names (("sampling",),
+    ("elicitation", "url")) as nested objects, merged."""
+    required: Message = {}
+    for need in needs:
+        node = required
+        for part in need:
+            node = node.setdefault(part, {})
+    names = sorted({".".join(need) for need in needs})
+    what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    noun = "capability" if len(names) == 1 else "capabilities"
+    return OwnError(MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    f"The server requires the {what} {noun} for this request",
+                    {"requiredCapabilities": required})
+
+
 def url_elicitation_malformed(error: Message) -> OwnError:
     return OwnError(INTERNAL_ERROR, "mcp-rosetta: the server asked for URL elicitation "
                                     "(-32042) without a valid data.elicitations list",

@@ -334,31 +334,99 @@ def test_input_responses_without_request_state_start_a_fresh_call() -> None:
 # Capability gating, per request (§5.6, §5.8.3) --------------------------------------------
 
 
-@pytest.mark.parametrize(("caps", "question", "error"), [
+@pytest.mark.parametrize(("caps", "question", "error", "required"), [
     ({"elicitation": {}}, request(5, "elicitation/create", {
         "mode": "url", "message": "m", "url": "https://x", "elicitationId": "e"}),
-     {"code": -32602, "message": "The request did not declare the elicitation.url capability"}),
+     {"code": -32602, "message": "The request did not declare the elicitation.url capability"},
+     {"elicitation": {"url": {}}}),
     ({"elicitation": {"url": {}}}, request(5, "elicitation/create", ELICIT),
-     {"code": -32602, "message": "The request did not declare the elicitation.form capability"}),
+     {"code": -32602, "message": "The request did not declare the elicitation.form capability"},
+     {"elicitation": {"form": {}}}),
     ({"elicitation": {}}, request(5, "roots/list"),
-     {"code": -32601, "message": "Method not found: the request did not declare roots"}),
+     {"code": -32601, "message": "Method not found: the request did not declare roots"},
+     {"roots": {}}),
     ({"roots": {}}, request(5, "sampling/createMessage", SAMPLE),
-     {"code": -32601, "message": "Method not found: the request did not declare sampling"}),
+     {"code": -32601, "message": "Method not found: the request did not declare sampling"},
+     {"sampling": {}}),
     ({"sampling": {}}, request(5, "sampling/createMessage", {**SAMPLE, "tools": []}),
-     {"code": -32602, "message": "The request did not declare the sampling.tools capability"}),
+     {"code": -32602, "message": "The request did not declare the sampling.tools capability"},
+     {"sampling": {"tools": {}}}),
     ({"sampling": {}}, request(5, "sampling/createMessage",
                                {**SAMPLE, "includeContext": "allServers"}),
-     {"code": -32602, "message": "The request did not declare the sampling.context capability"}),
-])
-def test_a_question_the_call_did_not_declare_is_refused_locally(caps: Any, question: Any,
-                                                                error: Any) -> None:
+     {"code": -32602, "message": "The request did not declare the sampling.context capability"},
+     {"sampling": {"context": {}}}),
+], ids=["elicitation.url", "elicitation.form", "roots", "sampling", "sampling.tools",
+        "sampling.context"])
+def test_an_exclusive_calls_undeclared_question_fails_the_call_with_32021(
+        caps: Any, question: Any, error: Any, required: Any) -> None:
+    """§5.8.3: the server's question gets the answer of a legacy client without the
+    capability (so the tool unwinds), the call's round -32021 naming what was asked for, and
+    the legacy call is cancelled; its late answer is absorbed."""
     h, _ = mode_b()
     legacy = one(h.client(call(1, caps=caps)), "server")
     actions = h.server(question)
+    need = ".".join([*required, *next(iter(required.values()))])  # one path in these cases
+    assert sent(actions, "server") == [
+        {"jsonrpc": "2.0", "id": 5, "error": error},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled",
+         "params": {"requestId": legacy["id"], "reason": f"the request did not declare {need}"}}]
+    assert one(actions, "client") == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32021, "message": f"The server requires the {need} capability for this request",
+        "data": {"requiredCapabilities": required}}}
+    _schema("2026-07-28", "MissingRequiredClientCapabilityError").validate(
+        one(actions, "client"))
+    assert sent(h.server(answer(legacy, DONE)), "client") == []  # absorbed
+    assert sent(h.advance(1000), "client") == []
+
+
+def test_an_undeclared_question_while_gathering_ends_the_round_and_its_other_questions() -> None:
+    h, _ = mode_b()
+    legacy = one(h.client(call(1, caps={"elicitation": {}})), "server")
+    assert sent(h.server(request(4, "elicitation/create", ELICIT)), "client") == []
+    actions = h.server(request(5, "sampling/createMessage", SAMPLE))
+    assert sent(actions, "server") == [
+        {"jsonrpc": "2.0", "id": 5, "error": {
+            "code": -32601, "message": "Method not found: the request did not declare sampling"}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled",
+         "params": {"requestId": legacy["id"], "reason": "the request did not declare sampling"}},
+        {"jsonrpc": "2.0", "id": 4, "result": {"action": "cancel"}}]
+    assert one(actions, "client")["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
+    assert sent(h.advance(1), "client") == []  # no round ships after the park window
+
+
+def test_the_one_shared_call_at_the_server_owns_the_question_and_gets_32021() -> None:
+    h, _ = mode_b()
+    legacy = one(h.client(call(1, caps={})), "server")
+    assert one(h.client(modern(2, "tools/list")), "server")["method"] == "tools/list"
+    actions = h.server(request(5, "sampling/createMessage", SAMPLE))
+    assert sent(actions, "server") == [
+        {"jsonrpc": "2.0", "id": 5, "error": {
+            "code": -32601, "message": "Method not found: the request did not declare sampling"}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled",
+         "params": {"requestId": legacy["id"], "reason": "the request did not declare sampling"}}]
+    assert one(actions, "client") == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32021, "message": "The server requires the sampling capability for this request",
+        "data": {"requiredCapabilities": {"sampling": {}}}}}
+    # the slot is free: a call that may ask goes at once
+    assert one(h.client(call(3)), "server")["method"] == "tools/call"
+    assert sent(h.server(answer(legacy, DONE)), "client") == []  # absorbed
+
+
+def test_with_several_shared_calls_the_question_is_refused_and_the_calls_go_on() -> None:
+    """No call can be named: today's answer alone (§5.8.3)."""
+    h, _ = mode_b()
+    a = one(h.client(call(1, caps={})), "server")
+    b = one(h.client(call(2, caps={"experimental": {}})), "server")
+    actions = h.server(request(5, "elicitation/create", ELICIT))
     assert sent(actions, "client") == []
-    assert one(actions, "server") == {"jsonrpc": "2.0", "id": 5, "error": error}
-    assert sent(h.advance(1), "client") == []  # nothing to ask: the call just goes on
-    assert one(h.server(answer(legacy, DONE)), "client")["result"]["resultType"] == "complete"
+    assert sent(actions, "server") == [{"jsonrpc": "2.0", "id": 5, "error": {
+        "code": -32601, "message": "Method not found: the request did not declare elicitation"}}]
+    assert one(h.server(answer(a, DONE)), "client")["result"]["resultType"] == "complete"
+    # one shared call left at the server: now the question is its own
+    actions = h.server(request(6, "elicitation/create", ELICIT))
+    assert one(actions, "client")["id"] == 2
+    assert one(actions, "client")["error"]["code"] == -32021
+    assert sent(h.server(answer(b, DONE)), "client") == []
 
 
 def test_url_mode_elicitation_is_asked_without_its_elicitation_id() -> None:
@@ -376,16 +444,28 @@ def test_url_mode_elicitation_is_asked_without_its_elicitation_id() -> None:
                 "client") == []
 
 
-def test_a_retry_declaring_less_gets_the_questions_it_cannot_take_refused() -> None:
+def test_a_retry_declaring_less_than_the_server_asked_fails_with_32021() -> None:
     h, _ = mode_b()
-    _legacy, reply = parked(h, call(1), request(1, "elicitation/create", ELICIT))
+    legacy, reply = parked(h, call(1), request(1, "elicitation/create", ELICIT))
     h.server(request(2, "sampling/createMessage", SAMPLE))  # asked while parked
-    h.client(call(2, caps={"elicitation": {}}, inputResponses={"q1": ACCEPT},
-                  requestState=reply["result"]["requestState"]))
+    h.server(request(3, "roots/list"))  # asked while parked
+    actions = h.client(call(2, caps={"elicitation": {}}, inputResponses={"q1": ACCEPT},
+                            requestState=reply["result"]["requestState"]))
+    assert one(actions, "server") == {"jsonrpc": "2.0", "id": 1, "result": ACCEPT}
     actions = h.advance(0.05)
-    assert sent(actions, "client") == []
-    assert one(actions, "server") == {"jsonrpc": "2.0", "id": 2, "error": {
-        "code": -32601, "message": "Method not found: the request did not declare sampling"}}
+    assert sent(actions, "server") == [
+        {"jsonrpc": "2.0", "id": 2, "error": {
+            "code": -32601, "message": "Method not found: the request did not declare sampling"}},
+        {"jsonrpc": "2.0", "id": 3, "error": {
+            "code": -32601, "message": "Method not found: the request did not declare roots"}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled",
+         "params": {"requestId": legacy["id"],
+                    "reason": "the request did not declare roots, sampling"}}]
+    assert one(actions, "client") == {"jsonrpc": "2.0", "id": 2, "error": {
+        "code": -32021,
+        "message": "The server requires the roots and sampling capabilities for this request",
+        "data": {"requiredCapabilities": {"sampling": {}, "roots": {}}}}}
+    assert sent(h.server(answer(legacy, DONE)), "client") == []
 
 
 # Questions with no call to carry them (§11.5) ---------------------------------------------
@@ -457,7 +537,9 @@ def test_calls_that_declare_no_input_run_side_by_side_and_questions_are_refused(
     a = one(h.client(call(1, caps={})), "server")
     b = one(h.client(call(2, caps={"experimental": {}})), "server")
     assert a["id"] != b["id"]
-    assert one(h.server(request(5, "roots/list")), "server")["error"]["code"] == -32601
+    actions = h.server(request(5, "roots/list"))  # two shared calls: nobody to fail
+    assert one(actions, "server")["error"]["code"] == -32601
+    assert sent(actions, "client") == []
     # one that may ask waits for both, and later shared calls queue behind it (in order)
     assert sent(h.client(call(3)), "server") == []
     assert sent(h.client(call(4, caps={})), "server") == []

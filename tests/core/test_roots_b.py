@@ -270,11 +270,32 @@ def test_configured_roots_answer_the_question_of_a_call_that_declares_none() -> 
         {"jsonrpc": "2.0", "id": 12, "result": {"roots": [{"uri": "file:///srv/data"}]}}]
 
 
-def test_with_no_roots_known_a_call_that_declares_none_refuses_the_question() -> None:
+@pytest.mark.parametrize("caps", [{}, {"sampling": {}}], ids=["shared", "exclusive"])
+def test_with_no_roots_known_a_call_that_declares_none_fails_with_32021(caps: Message) -> None:
+    """§5.8.3: nobody can answer for the client, so the question is refused, and the call
+    that asked needs roots it did not declare."""
     h = session()
-    forwarded(h.client(call(1, caps={})))
-    [error] = sent(h.server(request(13, "roots/list")), "server")
-    assert error["id"] == 13 and error["error"]["code"] == -32601
+    legacy = forwarded(h.client(call(1, caps=caps)))
+    actions = h.server(request(13, "roots/list"))
+    assert sent(actions, "server") == [
+        {"jsonrpc": "2.0", "id": 13, "error": {
+            "code": -32601, "message": "Method not found: the request did not declare roots"}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled",
+         "params": {"requestId": legacy["id"], "reason": "the request did not declare roots"}}]
+    assert one(actions, "client") == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32021, "message": "The server requires the roots capability for this request",
+        "data": {"requiredCapabilities": {"roots": {}}}}}
+    assert sent(h.server(answer(legacy, DONE)), "client") == []
+
+
+def test_with_no_roots_known_and_two_shared_calls_the_question_is_only_refused() -> None:
+    h = session()
+    first = forwarded(h.client(call(1, caps={})))
+    forwarded(h.client(call(2, caps={})))
+    actions = h.server(request(13, "roots/list"))
+    assert sent(actions, "client") == []
+    assert one(actions, "server")["error"]["code"] == -32601
+    assert one(h.server(answer(first, DONE)), "client")["id"] == 1
 
 
 def test_without_list_changed_the_bridge_asks_only_while_it_knows_nothing() -> None:

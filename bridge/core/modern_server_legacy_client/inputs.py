@@ -13,6 +13,12 @@ since a parked call can still ask more), so whatever the server asks meanwhile i
 A *shared* call declares none: any question during it is refused the same way whichever call
 asked, so shared calls run side by side. Non-eligible requests (tools/list, ...) are never
 held back (§5.8.3 lets them run concurrently).
+
+A question its call cannot take (undeclared) is refused at the legacy server as a client
+without the capability would, and the call, when it can be named (the exclusive call, or
+the only shared call at the server), is answered -32021 and cancelled at the server: a modern
+server needing an undeclared capability says so (§5.8.3). Of several shared calls, none can
+be named: the refusal alone answers, and they go on.
 """
 
 from __future__ import annotations
@@ -225,8 +231,13 @@ class Parking:
             return
         if call is None:
             if self.shared:  # shared calls declared no input capability at all
-                self.local.refuse_or_answer(message["id"], message["method"],
-                                            message.get("params"), {})
+                need = self.local.refuse_or_answer(message["id"], message["method"],
+                                                   message.get("params"), {})
+                # §5.8.3: one shared call at the server is the one that asked; of several,
+                # none can be named, so the refusal alone answers.
+                lone = self._lone_shared() if need is not None and self.shared == 1 else None
+                if need is not None and lone is not None:
+                    self._capability_missing(lone, [need])
             else:
                 self.local.unsolicited(message)
             return
@@ -234,8 +245,10 @@ class Parking:
                                   message.get("params"))
         parked = call.stage is CallStage.PARKED
         if not parked and not allowed(call.meta.capabilities, question):
-            self.local.refuse_or_answer(question.legacy_id, question.method,
-                                        question.raw_params, call.meta.capabilities)
+            need = self.local.refuse_or_answer(question.legacy_id, question.method,
+                                               question.raw_params, call.meta.capabilities)
+            if need is not None:
+                self._capability_missing(call, [need])
             return
         call.questions[question.key] = question
         self.asked[typed(question.legacy_id)] = (call, question.key)
@@ -258,6 +271,8 @@ class Parking:
             return
         self.ctx.cancel_timer(Deadline(call.key, CallDue.GATHER))
         self._regate(call)
+        if call.stage is CALL_ENDED:  # it needed what the round did not declare: -32021
+            return
         if not call.questions:
             if call.stage is CallStage.GATHERING:
                 call.move(CallStage.RUNNING)
@@ -281,12 +296,37 @@ class Parking:
 
     def _regate(self, call: ParkedCall) -> None:
         """Refuse what the current round did not declare (asked while parked, or the retry
-        declared less than the round before)."""
+        declared less than the round before); if anything was refused, the call ends with
+        -32021 naming all of it (§5.8.3)."""
+        needs: list[tuple[str, ...]] = []
         for question in list(call.questions.values()):
             if question.legacy_id is not None and not allowed(call.meta.capabilities, question):
                 self._forget(call, question)
-                self.local.refuse_or_answer(question.legacy_id, question.method,
-                                            question.raw_params, call.meta.capabilities)
+                need = self.local.refuse_or_answer(question.legacy_id, question.method,
+                                                   question.raw_params, call.meta.capabilities)
+                if need is not None:
+                    needs.append(need)
+        if needs:
+            self._capability_missing(call, needs)
+
+    def _capability_missing(self, call: ParkedCall, needs: list[tuple[str, ...]]) -> None:
+        """The call's legacy server needs what its round did not declare, and was refused it:
+        to the modern client, a server that requires a client capability (basic/index.mdx
+        §_meta: -32021 with data.requiredCapabilities). The call's round gets that error, its
+        legacy request is cancelled (a late answer finds no exchange: absorbed), and its other
+        open questions are answered as for any ended call."""
+        self.ctx.log("info", "mrtr.capability_missing", client_id=call.owner,
+                     method=call.method, needs=sorted(".".join(need) for need in needs))
+        self.ctx.fail(CLIENT, call.owner, errors.capability_required(needs))
+        self._end(call, "the request did not declare "
+                        + ", ".join(sorted(".".join(need) for need in needs)))
+
+    def _lone_shared(self) -> ParkedCall | None:
+        """The one shared call at the legacy server (`shared` is 1)."""
+        for call in self.calls.values():
+            if not call.exclusive and call.legacy_id is not None:
+                return call
+        return None
 
     # The client's retry -------------------------------------------------------------------
 

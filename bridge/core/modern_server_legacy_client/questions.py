@@ -99,18 +99,21 @@ class LocalAnswers:
             self.ctx.fail(SERVER, message["id"], errors.sampling_unavailable())
 
     def refuse_or_answer(self, legacy_id: WireId | None, method: str, params: object,
-                         caps: Message) -> None:
+                         caps: Message) -> tuple[str, ...] | None:
         """A question the call did not declare: roots/list is answered from the roots the
         bridge knows (nobody is asked, so the call's capabilities are not overstepped, and a
-        refusal would only withhold what the server was given before); the rest is refused."""
+        refusal would only withhold what the server was given before); the rest is refused.
+        Returns the capability path a refusal named (the call's -32021 names it too,
+        inputs.py), or None if the question was answered."""
         if method == "roots/list" and self.roots.any_known():
             self.ctx.log("info", "input.answered_locally", method=method,
                          reason="the request did not declare roots; the known roots")
             self.ctx.reply(SERVER, legacy_id, self.roots.answer())
-        else:
-            self._refuse(legacy_id, method, params, caps)
+            return None
+        return self._refuse(legacy_id, method, params, caps)
 
-    def _refuse(self, legacy_id: WireId | None, method: str, params: object, caps: Message) -> None:
+    def _refuse(self, legacy_id: WireId | None, method: str, params: object,
+                caps: Message) -> tuple[str, ...]:
         """The call did not declare what the question needs: answer as such a client would.
 
         A whole capability missing is an unknown method to a legacy client (-32601); a missing
@@ -123,3 +126,4 @@ class LocalAnswers:
             self.ctx.fail(SERVER, legacy_id, errors.capability_part_undeclared(need))
         else:
             self.ctx.fail(SERVER, legacy_id, errors.capability_undeclared(need[0]))
+        return need

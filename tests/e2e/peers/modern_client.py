@@ -20,6 +20,10 @@ Scenarios:
           once the client's roots change
   everything  @modelcontextprotocol/server-everything: its roots tool before and after the
           roots change, and one call of each other kind it offers
+  undeclared  the client declares elicitation only: tools that ask for sampling or roots
+          (ask_model, list_roots), one that elicits (ask_name), then echo
+  undeclared_none  the client declares no input capability at all: ask_model, list_roots,
+          then echo
 
 Prints ONE JSON object on stdout (see peer_common.Recorder); exits 1 if discovery failed,
 0 otherwise (step failures are recorded, not fatal).
@@ -58,7 +62,11 @@ warnings.simplefilter("ignore", MCPDeprecationWarning)
 
 MODERN = "2026-07-28"
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
-SCENARIOS = ("basic", "inputs", "notify", "restart", "filesystem", "everything")
+SCENARIOS = ("basic", "inputs", "notify", "restart", "filesystem", "everything", "undeclared",
+             "undeclared_none")
+# What each undeclared scenario's client keeps of callbacks(): the capabilities it declares.
+DECLARED = {"undeclared": ("elicitation_callback",), "undeclared_none": ()}
+INPUT_CALLBACKS = ("elicitation_callback", "sampling_callback", "list_roots_callback")
 SCENARIO_TIMEOUT = 60.0
 EXPECT_TIMEOUT = 3.0
 QUIET_PERIOD = 0.5
@@ -242,6 +250,19 @@ def answer(request: Any) -> Any:
     return types.ElicitResult(action="accept", content=content)
 
 
+# --- scenarios: undeclared, undeclared_none -------------------------------------------------
+
+
+async def undeclared(client: Client, rec: Recorder) -> None:
+    """Tools that ask for what the client did not declare get -32021; the rest still works."""
+    for name in ("ask_model", "list_roots", "ask_name", "echo"):
+        if name == "ask_name" and "elicitation_callback" not in DECLARED[rec.out["scenario"]]:
+            continue
+        rec.phase = name
+        arguments = {"text": "still here"} if name == "echo" else {}
+        await rec.step(f"call:{name}", lambda name=name, a=arguments: client.call_tool(name, a))
+
+
 # --- scenario: notify -----------------------------------------------------------------------
 
 
@@ -407,6 +428,8 @@ SCENARIO_FUNCTIONS = {
     "restart": restart,
     "filesystem": filesystem,
     "everything": everything,
+    "undeclared": undeclared,
+    "undeclared_none": undeclared,
 }
 
 
@@ -422,12 +445,17 @@ async def discover(client: Client, rec: Recorder) -> bool:
 
 def make_client(server_cmd: list[str], rec: Recorder, scenario: str) -> Client:
     params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ))
+    hooks = callbacks(rec)
+    if scenario in DECLARED:  # no callback, no capability (ClientSession._build_capabilities)
+        for name in INPUT_CALLBACKS:
+            if name not in DECLARED[scenario]:
+                del hooks[name]
     return Client(
         tapped(stdio_client(params), rec) if scenario == "restart" else params,
         mode=MODERN,  # adopt 2026-07-28 directly: no probe-then-initialize fallback
         cache=None,  # every list goes to the wire, so change notifications are observable
         read_timeout_seconds=SCENARIO_TIMEOUT,
-        **callbacks(rec),
+        **hooks,
     )
 
 
