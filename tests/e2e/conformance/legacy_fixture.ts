@@ -2,7 +2,10 @@
  * Legacy-era conformance fixture: the suite's own reference "everything" server
  * (modelcontextprotocol/conformance, examples/servers/typescript/everything-server.ts at
  * 0.2.0-alpha.11, c321dd3) on the TypeScript SDK 1.x, with its 2026-07-28 stateless paths
- * and SEP-2549 caching hints removed, so it speaks 2024-11-05 ... 2025-11-25 only.
+ * and SEP-2549 caching hints removed, so it speaks 2024-11-05 ... 2025-11-25 only; plus,
+ * written the legacy way, the tools and prompt the 2026-07-28 scenarios call (see "THE
+ * 2026-07-28 SCENARIOS' TOOLS" below), so that a bridge in front of it can be measured by
+ * both requirement sets.
  *
  * Usage (node >= 22.18 runs this .ts file by stripping its types):
  *   node legacy_fixture.ts                  stdio (what the bridge wraps)
@@ -21,7 +24,9 @@ import {
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
 import {
+  CreateMessageResultSchema,
   ElicitResultSchema,
+  ListRootsResultSchema,
   ListToolsRequestSchema,
   type ListToolsResult,
   type Tool
@@ -965,6 +970,232 @@ function createMcpServer() {
     }
   );
 
+  // ===== THE 2026-07-28 SCENARIOS' TOOLS, THE LEGACY WAY =====
+  //
+  // Not in the suite's legacy reference: the tools and prompt the 2026-07-28 scenarios
+  // call (server-stateless, input-required-result-*), written as a 2025-era server
+  // writes them. Where the modern fixture returns an InputRequiredResult, these send the
+  // server-to-client request (elicitation/create, sampling/createMessage, roots/list) on
+  // the call's own stream and wait for the answer; where it keeps requestState, these
+  // keep nothing (the state is the open call). The names, messages and results follow
+  // the modern fixture's, so a bridge in front of this server can be measured by the
+  // 2026-07-28 scenarios.
+
+  const nameSchema = {
+    type: 'object' as const,
+    properties: { name: { type: 'string' as const } },
+    required: ['name']
+  };
+  const confirmSchema = {
+    type: 'object' as const,
+    properties: { ok: { type: 'boolean' as const } },
+    required: ['ok']
+  };
+  const elicit = (extra: any, message: string, requestedSchema: any) =>
+    extra.sendRequest(
+      { method: 'elicitation/create', params: { message, requestedSchema } },
+      ElicitResultSchema
+    );
+  const sample = (extra: any, text: string, maxTokens: number) =>
+    extra.sendRequest(
+      {
+        method: 'sampling/createMessage',
+        params: { messages: [{ role: 'user', content: { type: 'text', text } }], maxTokens }
+      },
+      CreateMessageResultSchema
+    );
+  const listRoots = (extra: any) =>
+    extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema);
+  const textResult = (text: string) => ({ content: [{ type: 'text' as const, text }] });
+
+  mcpServer.registerTool(
+    'test_input_required_result_elicitation',
+    { description: 'Asks for the caller name (elicitation/create)', inputSchema: {} },
+    async (_args, extra) => {
+      const answer: any = await elicit(extra, 'What is your name?', nameSchema);
+      return textResult(`Hello, ${answer.content?.name ?? 'unknown'}!`);
+    }
+  );
+
+  mcpServer.registerTool(
+    'test_input_required_result_sampling',
+    { description: 'Asks for an LLM completion (sampling/createMessage)', inputSchema: {} },
+    async (_args, extra) => {
+      const answer: any = await sample(extra, 'What is the capital of France?', 100);
+      const text =
+        typeof answer.content?.text === 'string' ? answer.content.text : JSON.stringify(answer);
+      return textResult(`Sampling response: ${text}`);
+    }
+  );
+
+  mcpServer.registerTool(
+    'test_input_required_result_list_roots',
+    { description: 'Asks for the client roots (roots/list)', inputSchema: {} },
+    async (_args, extra) => {
+      const answer: any = await listRoots(extra);
+      const uris = answer.roots.map((root: any) => root.uri).join(', ');
+      return textResult(`Client exposed ${answer.roots.length} root(s): ${uris}`);
+    }
+  );
+
+  mcpServer.registerTool(
+    'test_input_required_result_request_state',
+    { description: 'Asks for a confirmation (elicitation/create)', inputSchema: {} },
+    async (_args, extra) => {
+      await elicit(extra, 'Please confirm', confirmSchema);
+      return textResult('state-ok: requestState verified and confirmation received');
+    }
+  );
+
+  mcpServer.registerTool(
+    'test_input_required_result_multiple_inputs',
+    {
+      description: 'Asks for elicitation, sampling and roots at once (three concurrent requests)',
+      inputSchema: {}
+    },
+    async (_args, extra) => {
+      const [named, greeting, roots]: any[] = await Promise.all([
+        elicit(extra, 'What is your name?', nameSchema),
+        sample(extra, 'Generate a greeting', 50),
+        listRoots(extra)
+      ]);
+      return textResult(
+        `${greeting.content?.text} ${named.content?.name} — ${roots.roots.length} root(s) visible`
+      );
+    }
+  );
+
+  mcpServer.registerTool(
+    'test_input_required_result_multi_round',
+    { description: 'Two elicitation rounds, one after the other', inputSchema: {} },
+    async (_args, extra) => {
+      const first: any = await elicit(extra, 'Step 1: What is your name?', nameSchema);
+      const second: any = await elicit(extra, 'Step 2: What is your favorite color?', {
+        type: 'object',
+        properties: { color: { type: 'string' } },
+        required: ['color']
+      });
+      return textResult(
+        `Multi-round complete: ${first.content?.name ?? 'unknown'} likes ${second.content?.color ?? 'unknown'}`
+      );
+    }
+  );
+
+  mcpServer.registerTool(
+    'test_input_required_result_tampered_state',
+    { description: 'Asks for a confirmation (elicitation/create)', inputSchema: {} },
+    async (_args, extra) => {
+      await elicit(extra, 'Please confirm', confirmSchema);
+      return textResult('integrity-ok: requestState verified');
+    }
+  );
+
+  mcpServer.registerTool(
+    'test_input_required_result_capabilities',
+    {
+      description: 'Asks only for the input kinds the client declared at initialize',
+      inputSchema: {}
+    },
+    async (_args, extra) => {
+      const declared: any = mcpServer.server.getClientCapabilities() ?? {};
+      const asks: Promise<unknown>[] = [];
+      if (declared.elicitation !== undefined) {
+        asks.push(elicit(extra, 'What is your name?', nameSchema));
+      }
+      if (declared.sampling !== undefined) {
+        asks.push(sample(extra, 'Generate a short greeting', 50));
+      }
+      if (declared.roots !== undefined) asks.push(listRoots(extra));
+      if (asks.length === 0) {
+        return textResult('No declared client capability supports an in-band input request');
+      }
+      await Promise.all(asks);
+      return textResult('Capability-aware input requests fulfilled');
+    }
+  );
+
+  mcpServer.registerTool(
+    'test_missing_capability',
+    { description: 'Needs the client sampling capability (sampling/createMessage)', inputSchema: {} },
+    async (_args, extra) => {
+      await sample(extra, 'Reply with the single word: pong', 16);
+      return textResult('sampling round-trip complete');
+    }
+  );
+
+  mcpServer.registerTool(
+    'test_streaming_elicitation',
+    { description: 'A plain result, no request of its own', inputSchema: {} },
+    async () => textResult('stream observed: result frames only, no top-level requests')
+  );
+
+  mcpServer.registerTool(
+    'test_logging_tool',
+    { description: 'Logs one info message (notifications/message) and returns', inputSchema: {} },
+    async (_args, { sendNotification }) => {
+      await sendNotification({
+        method: 'notifications/message',
+        params: { level: 'info', data: 'test_logging_tool ran' }
+      });
+      return textResult('logged through the request-scoped, logLevel-gated channel');
+    }
+  );
+
+  mcpServer.registerTool(
+    'test_trigger_tool_change',
+    { description: 'Sends notifications/tools/list_changed', inputSchema: {} },
+    async () => {
+      mcpServer.sendToolListChanged();
+      return textResult('tools_list_changed published');
+    }
+  );
+
+  mcpServer.registerTool(
+    'test_trigger_prompt_change',
+    { description: 'Sends notifications/prompts/list_changed', inputSchema: {} },
+    async () => {
+      mcpServer.sendPromptListChanged();
+      return textResult('prompts_list_changed published');
+    }
+  );
+
+  // SEP-2243 (`http-custom-header-server-validation`, pending): its raw schema, with the
+  // `x-mcp-header` annotation, is served by the tools/list override below.
+  mcpServer.registerTool(
+    'test_x_mcp_header',
+    {
+      description: 'Tests SEP-2243 Mcp-Param-* server-side validation',
+      inputSchema: { region: z.string().optional(), level: z.number().int().optional() }
+    },
+    async (args: { region?: string }) => textResult(`region=${args.region ?? '<none>'}`)
+  );
+
+  mcpServer.registerPrompt(
+    'test_input_required_result_prompt',
+    {
+      title: 'MRTR Prompt',
+      description: 'A prompt that asks for context (elicitation/create) before rendering'
+    },
+    async (extra: any) => {
+      const answer: any = await elicit(extra, 'What context should the prompt use?', {
+        type: 'object',
+        properties: { context: { type: 'string' } },
+        required: ['context']
+      });
+      return {
+        messages: [
+          {
+            role: 'user' as const,
+            content: {
+              type: 'text' as const,
+              text: `Use the following context: ${answer.content?.context ?? 'unknown'}`
+            }
+          }
+        ]
+      };
+    }
+  );
+
   // ===== LOGGING =====
 
   mcpServer.server.setRequestHandler(
@@ -1020,6 +1251,23 @@ function createMcpServer() {
           .filter(([, tool]) => tool.enabled)
           .map(([name, tool]): Tool => {
             // For our SEP-1613 test tool, return raw JSON Schema 2020-12
+            if (name === 'test_x_mcp_header') {
+              return {
+                name,
+                description: tool.description,
+                inputSchema: {
+                  type: 'object',
+                  properties: {
+                    region: {
+                      type: 'string',
+                      description: 'mirrored into Mcp-Param-Region',
+                      'x-mcp-header': 'Region'
+                    },
+                    level: { type: 'integer', description: 'non-mirrored argument' }
+                  }
+                } as Tool['inputSchema']
+              };
+            }
             if (name === 'json_schema_2020_12_tool') {
               return {
                 name,

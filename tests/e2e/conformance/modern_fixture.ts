@@ -49,6 +49,9 @@ console.log = console.error;
 const resourceSubscriptions = new Set<string>();
 const watchedResourceContent = 'Watched resource content';
 
+// The HTTP entry's change-event bus (`createMcpHandler(...).notify`), set by serveHttp.
+let httpNotifier: { toolsChanged(): void; promptsChanged(): void } | undefined;
+
 // No 2025-era sessions here; `test_reconnection` (a 2025 session tool) finds none.
 const transports: { [sessionId: string]: { closeSSEStream(id: unknown): void } } = {};
 
@@ -1041,7 +1044,9 @@ function createMcpServer() {
             inputSchema: z.object({})
         },
         async (): Promise<CallToolResult> => {
-            modernHandler.notify.toolsChanged();
+            // On HTTP, onto the handler's bus; on stdio, the connection's listen router.
+            if (httpNotifier) httpNotifier.toolsChanged();
+            else mcpServer.sendToolListChanged();
             return { content: [{ type: 'text', text: 'tools_list_changed published' }] };
         }
     );
@@ -1053,7 +1058,8 @@ function createMcpServer() {
             inputSchema: z.object({})
         },
         async (): Promise<CallToolResult> => {
-            modernHandler.notify.promptsChanged();
+            if (httpNotifier) httpNotifier.promptsChanged();
+            else mcpServer.sendPromptListChanged();
             return { content: [{ type: 'text', text: 'prompts_list_changed published' }] };
         }
     );
@@ -1352,6 +1358,7 @@ function serveHttp(port: number): void {
         legacy: 'reject',
         onerror: error => console.error('Modern-era MCP handler error:', error)
     });
+    httpNotifier = modernHandler.notify;
     const modernNodeHandler = toNodeHandler(modernHandler);
 
     const app = express();
