@@ -298,6 +298,19 @@ def load_baseline() -> dict[str, dict[str, dict[str, dict[str, str]]]]:
     return data
 
 
+def shortfall(data: dict[str, dict[str, dict[str, dict[str, str]]]], front: str,
+              requirements: str) -> list[str]:
+    """Issue 21's done-when, for one requirement set: the required scenarios that the
+    fixture of the set's own era passes directly but the other era's fixture does not pass
+    behind `front` (a bridge across eras). Empty when the front loses nothing."""
+    own = ERA_OF[requirements]
+    other = next(era for era in FIXTURES if era != own)
+    direct = data["direct"][own][requirements]
+    across = data[front][other][requirements]
+    return [name for name in requirement_set(requirements).required
+            if direct.get(name) == "pass" and across.get(name) != "pass"]
+
+
 def record(fronts: Sequence[str]) -> None:
     """Run every requirement set against each fixture behind each of `fronts`, and write
     the verdicts into baseline.json (other fronts' cells are kept) and a table to stdout."""
