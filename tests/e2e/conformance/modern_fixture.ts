@@ -4,7 +4,12 @@
  * everythingServer.ts at 3924de99d), on the published @modelcontextprotocol/server 2.4.0,
  * with its 2025-era session serving removed: both entries run with `legacy: 'reject'`, so
  * an `initialize` (or any request without the 2026-07-28 `_meta` envelope) is refused with
- * the unsupported-protocol-version error naming 2026-07-28.
+ * the unsupported-protocol-version error naming 2026-07-28. Its four 2025-era tools that ask
+ * the client for input (`test_sampling`, `test_elicitation`, `test_elicitation_sep1034_defaults`,
+ * `test_elicitation_sep1330_enums`) ask the 2026-07-28 way, with an InputRequiredResult
+ * (keys `llm_response`, `user_response`, `form`, `choices`), instead of the server-to-client
+ * request the SDK's fixture sends (which a modern-only server cannot), so a bridge in front of
+ * it can be measured by the 2025-11-25 set.
  *
  * Usage (node >= 22.18 runs this .ts file by stripping its types):
  *   node modern_fixture.ts                  stdio (serveStdio, what the bridge wraps)
@@ -430,24 +435,29 @@ function createMcpServer() {
                 prompt: z.string().describe('The prompt to send to the LLM')
             })
         },
-        async (args, ctx): Promise<CallToolResult> => {
+        async (args, ctx): Promise<CallToolResult | InputRequiredResult> => {
             try {
-                // Request sampling from client
-                const result = (await ctx.mcpReq.send({
-                    method: 'sampling/createMessage',
-                    params: {
-                        messages: [
-                            {
-                                role: 'user',
-                                content: {
-                                    type: 'text',
-                                    text: args.prompt
-                                }
-                            }
-                        ],
-                        maxTokens: 100
-                    }
-                })) as { content?: { text?: string }; message?: { content?: { text?: string } } };
+                // 2026-07-28: no server-to-client request; ask in the result (MRTR) and read
+                // the answer from the retried call's inputResponses.
+                const result = ctx.mcpReq.inputResponses?.['llm_response'] as any;
+                if (result === undefined) {
+                    return inputRequired({
+                        inputRequests: {
+                            llm_response: inputRequired.createMessage({
+                                messages: [
+                                    {
+                                        role: 'user',
+                                        content: {
+                                            type: 'text',
+                                            text: args.prompt
+                                        }
+                                    }
+                                ],
+                                maxTokens: 100
+                            })
+                        }
+                    });
+                }
 
                 const modelResponse = result.content?.text || result.message?.content?.text || 'No response';
 
@@ -481,25 +491,30 @@ function createMcpServer() {
                 message: z.string().describe('The message to show the user')
             })
         },
-        async (args, ctx): Promise<CallToolResult> => {
+        async (args, ctx): Promise<CallToolResult | InputRequiredResult> => {
             try {
-                // Request user input from client
-                const result = await ctx.mcpReq.send({
-                    method: 'elicitation/create',
-                    params: {
-                        message: args.message,
-                        requestedSchema: {
-                            type: 'object',
-                            properties: {
-                                response: {
-                                    type: 'string',
-                                    description: "User's response"
+                // 2026-07-28: no server-to-client request; ask in the result (MRTR) and read
+                // the answer from the retried call's inputResponses.
+                const result = ctx.mcpReq.inputResponses?.['user_response'] as any;
+                if (result === undefined) {
+                    return inputRequired({
+                        inputRequests: {
+                            user_response: inputRequired.elicit({
+                                message: args.message,
+                                requestedSchema: {
+                                    type: 'object',
+                                    properties: {
+                                        response: {
+                                            type: 'string',
+                                            description: "User's response"
+                                        }
+                                    },
+                                    required: ['response']
                                 }
-                            },
-                            required: ['response']
+                            })
                         }
-                    }
-                });
+                    });
+                }
 
                 const elicitResult = result as { action?: string; content?: unknown };
                 return {
@@ -530,47 +545,53 @@ function createMcpServer() {
             description: 'Tests elicitation with default values per SEP-1034',
             inputSchema: z.object({})
         },
-        async (_args, ctx): Promise<CallToolResult> => {
+        async (_args, ctx): Promise<CallToolResult | InputRequiredResult> => {
             try {
                 // Request user input with default values for all primitive types
-                const result = await ctx.mcpReq.send({
-                    method: 'elicitation/create',
-                    params: {
-                        message: 'Please review and update the form fields with defaults',
-                        requestedSchema: {
-                            type: 'object',
-                            properties: {
-                                name: {
-                                    type: 'string',
-                                    description: 'User name',
-                                    default: 'John Doe'
-                                },
-                                age: {
-                                    type: 'integer',
-                                    description: 'User age',
-                                    default: 30
-                                },
-                                score: {
-                                    type: 'number',
-                                    description: 'User score',
-                                    default: 95.5
-                                },
-                                status: {
-                                    type: 'string',
-                                    description: 'User status',
-                                    enum: ['active', 'inactive', 'pending'],
-                                    default: 'active'
-                                },
-                                verified: {
-                                    type: 'boolean',
-                                    description: 'Verification status',
-                                    default: true
+                // 2026-07-28: no server-to-client request; ask in the result (MRTR) and read
+                // the answer from the retried call's inputResponses.
+                const result = ctx.mcpReq.inputResponses?.['form'] as any;
+                if (result === undefined) {
+                    return inputRequired({
+                        inputRequests: {
+                            form: inputRequired.elicit({
+                                message: 'Please review and update the form fields with defaults',
+                                requestedSchema: {
+                                    type: 'object',
+                                    properties: {
+                                        name: {
+                                            type: 'string',
+                                            description: 'User name',
+                                            default: 'John Doe'
+                                        },
+                                        age: {
+                                            type: 'integer',
+                                            description: 'User age',
+                                            default: 30
+                                        },
+                                        score: {
+                                            type: 'number',
+                                            description: 'User score',
+                                            default: 95.5
+                                        },
+                                        status: {
+                                            type: 'string',
+                                            description: 'User status',
+                                            enum: ['active', 'inactive', 'pending'],
+                                            default: 'active'
+                                        },
+                                        verified: {
+                                            type: 'boolean',
+                                            description: 'Verification status',
+                                            default: true
+                                        }
+                                    },
+                                    required: []
                                 }
-                            },
-                            required: []
+                            })
                         }
-                    }
-                });
+                    });
+                }
 
                 const elicitResult = result as { action?: string; content?: unknown };
                 return {
@@ -601,69 +622,75 @@ function createMcpServer() {
             description: 'Tests elicitation with enum schema improvements per SEP-1330',
             inputSchema: z.object({})
         },
-        async (_args, ctx): Promise<CallToolResult> => {
+        async (_args, ctx): Promise<CallToolResult | InputRequiredResult> => {
             try {
                 // Request user input with all 5 enum schema variants
-                const result = await ctx.mcpReq.send({
-                    method: 'elicitation/create',
-                    params: {
-                        message: 'Please select options from the enum fields',
-                        requestedSchema: {
-                            type: 'object',
-                            properties: {
-                                // Untitled single-select enum (basic)
-                                untitledSingle: {
-                                    type: 'string',
-                                    description: 'Select one option',
-                                    enum: ['option1', 'option2', 'option3']
-                                },
-                                // Titled single-select enum (using oneOf with const/title)
-                                titledSingle: {
-                                    type: 'string',
-                                    description: 'Select one option with titles',
-                                    oneOf: [
-                                        { const: 'value1', title: 'First Option' },
-                                        { const: 'value2', title: 'Second Option' },
-                                        { const: 'value3', title: 'Third Option' }
-                                    ]
-                                },
-                                // Legacy titled enum (using enumNames - deprecated)
-                                legacyEnum: {
-                                    type: 'string',
-                                    description: 'Select one option (legacy)',
-                                    enum: ['opt1', 'opt2', 'opt3'],
-                                    enumNames: ['Option One', 'Option Two', 'Option Three']
-                                },
-                                // Untitled multi-select enum
-                                untitledMulti: {
-                                    type: 'array',
-                                    description: 'Select multiple options',
-                                    minItems: 1,
-                                    maxItems: 3,
-                                    items: {
-                                        type: 'string',
-                                        enum: ['option1', 'option2', 'option3']
-                                    }
-                                },
-                                // Titled multi-select enum (using anyOf with const/title)
-                                titledMulti: {
-                                    type: 'array',
-                                    description: 'Select multiple options with titles',
-                                    minItems: 1,
-                                    maxItems: 3,
-                                    items: {
-                                        anyOf: [
-                                            { const: 'value1', title: 'First Choice' },
-                                            { const: 'value2', title: 'Second Choice' },
-                                            { const: 'value3', title: 'Third Choice' }
-                                        ]
-                                    }
+                // 2026-07-28: no server-to-client request; ask in the result (MRTR) and read
+                // the answer from the retried call's inputResponses.
+                const result = ctx.mcpReq.inputResponses?.['choices'] as any;
+                if (result === undefined) {
+                    return inputRequired({
+                        inputRequests: {
+                            choices: inputRequired.elicit({
+                                message: 'Please select options from the enum fields',
+                                requestedSchema: {
+                                    type: 'object',
+                                    properties: {
+                                        // Untitled single-select enum (basic)
+                                        untitledSingle: {
+                                            type: 'string',
+                                            description: 'Select one option',
+                                            enum: ['option1', 'option2', 'option3']
+                                        },
+                                        // Titled single-select enum (using oneOf with const/title)
+                                        titledSingle: {
+                                            type: 'string',
+                                            description: 'Select one option with titles',
+                                            oneOf: [
+                                                { const: 'value1', title: 'First Option' },
+                                                { const: 'value2', title: 'Second Option' },
+                                                { const: 'value3', title: 'Third Option' }
+                                            ]
+                                        },
+                                        // Legacy titled enum (using enumNames - deprecated)
+                                        legacyEnum: {
+                                            type: 'string',
+                                            description: 'Select one option (legacy)',
+                                            enum: ['opt1', 'opt2', 'opt3'],
+                                            enumNames: ['Option One', 'Option Two', 'Option Three']
+                                        },
+                                        // Untitled multi-select enum
+                                        untitledMulti: {
+                                            type: 'array',
+                                            description: 'Select multiple options',
+                                            minItems: 1,
+                                            maxItems: 3,
+                                            items: {
+                                                type: 'string',
+                                                enum: ['option1', 'option2', 'option3']
+                                            }
+                                        },
+                                        // Titled multi-select enum (using anyOf with const/title)
+                                        titledMulti: {
+                                            type: 'array',
+                                            description: 'Select multiple options with titles',
+                                            minItems: 1,
+                                            maxItems: 3,
+                                            items: {
+                                                anyOf: [
+                                                    { const: 'value1', title: 'First Choice' },
+                                                    { const: 'value2', title: 'Second Choice' },
+                                                    { const: 'value3', title: 'Third Choice' }
+                                                ]
+                                            }
+                                        }
+                                    },
+                                    required: []
                                 }
-                            },
-                            required: []
+                            })
                         }
-                    }
-                });
+                    });
+                }
 
                 const elicitResult = result as { action?: string; content?: unknown };
                 return {
