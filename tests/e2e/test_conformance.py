@@ -17,6 +17,7 @@ import json
 import subprocess
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import conformance_suite as cs
@@ -53,6 +54,26 @@ def test_direct_baseline_passes_its_own_era() -> None:
         verdicts = baseline[era][requirements]
         failing = [n for n in rset.required if verdicts.get(n) != "pass"]
         assert not failing, f"{era} fixture fails {requirements} directly: {failing}"
+
+
+def test_results_are_parsed_as_the_suite_scores_them(tmp_path: Path) -> None:
+    def write(name: str, *statuses: str) -> None:
+        folder = tmp_path / f"server-{name}-2026-12-01T19-01-43-033Z"
+        folder.mkdir()
+        checks = [{"id": f"c{i}", "status": s} for i, s in enumerate(statuses)]
+        (folder / "checks.json").write_text(json.dumps(checks))
+
+    write("tools-list", "SUCCESS", "SUCCESS")
+    write("server-stateless", "SUCCESS", "WARNING")
+    write("caching", "SUCCESS", "FAILURE")
+    write("tasks-status-notifications", "SKIPPED")
+    output = "Failed to run scenario tasks-lifecycle: Et [JsonRpcError]: Invalid session\n"
+    found = cs.parse_results(tmp_path, output)
+    assert {name: s.verdict for name, s in found.items()} == {
+        "tools-list": "pass", "server-stateless": "pass", "caching": "fail",
+        "tasks-status-notifications": "no checks", "tasks-lifecycle": "fail"}
+    assert found["server-stateless"].problems() == ["c1 WARNING: "]
+    assert "Invalid session" in found["tasks-lifecycle"].problems()[0]
 
 
 # --- the fixtures on stdio, as the bridge will run them --------------------------------------
