@@ -60,6 +60,9 @@ PUBLISHED = {
         "mcp-server-filesystem"),
     "mcp-server-time": Published(
         "pypi", ("mcp-server-time==2026.10.19", "mcp==2.3.0"), "mcp-server-time"),
+    # Not a server: the relay issue 21 measures against (Streamable HTTP in front of a stdio
+    # server). It pins its own SDKs exactly, so NPM_SDK is left out.
+    "supergateway": Published("npm", ("supergateway@4.0.0",), "supergateway"),
 }
 CLIENTS = {"legacy": "legacy_client.py", "modern": "modern_client.py"}
 READY_MARKER = ".rosetta-ready"
