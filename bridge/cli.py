@@ -28,7 +28,7 @@ from bridge.shell.settings import LEVELS, LOG_FORMATS
 
 USAGE = """\
 mcp-rosetta [options] -- COMMAND [ARGS...]
-       mcp-rosetta serve [options] [--listen unix:PATH] [-- COMMAND [ARGS...]]
+       mcp-rosetta serve [options] [--listen ADDRESS] [-- COMMAND [ARGS...]]
        mcp-rosetta connect unix:PATH
        mcp-rosetta check [--json] [options] -- COMMAND [ARGS...]
        mcp-rosetta demo [--full | --server]"""
@@ -128,8 +128,9 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"mcp-rosetta {__version__}")
     bridge_options(p)
     if serve:
-        p.add_argument("--listen", type=_checked(socket_path), metavar="unix:PATH",
-                       help="the Unix socket to listen on (unless systemd passes one)")
+        p.add_argument("--listen", type=_checked(socket_path), metavar="ADDRESS",
+                       help="unix:PATH, or http://HOST:PORT/PATH for the Streamable "
+                            "HTTP front (modern clients)")
         p.add_argument("--max-sessions", type=_count_flag, metavar="N",
                        help="clients served at once; one more is refused (16)")
     return p

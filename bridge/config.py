@@ -156,10 +156,17 @@ def roots(value: Any) -> tuple[str, ...]:
 
 
 def socket_path(value: Any) -> str:
-    """`unix:PATH` or a plain absolute path, as the path."""
+    """`unix:PATH` or a plain absolute path, as the path; or an `http://HOST:PORT/PATH`
+    address (the Streamable HTTP front), kept as it is."""
+    if isinstance(value, str) and value.startswith("http://"):
+        from bridge.shell.http.address import parse_address
+
+        parse_address(value)  # ValueError names what is wrong
+        return value
     path = value.removeprefix("unix:") if isinstance(value, str) else None
     if not path or not path.startswith("/"):
-        raise ValueError('expected "unix:/absolute/path" or an absolute path')
+        raise ValueError('expected "unix:/absolute/path", an absolute path, or '
+                         '"http://HOST:PORT/PATH"')
     return path
 
 

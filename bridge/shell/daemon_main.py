@@ -28,6 +28,10 @@ Reload = Callable[[], Settings]
 
 def run_daemon(settings: Settings, reload: Reload) -> int:
     """Serve until stopped; the exit status. `reload` reads the configuration again."""
+    if (settings.daemon.listen or "").startswith("http://"):
+        from bridge.shell.http.main import run_http
+
+        return run_http(settings)
     check_command(settings.shell.command)
     check_transcript(settings.shell.transcript)
     log = logs.configure(settings.shell.log_level, settings.shell.log_format)

@@ -54,7 +54,8 @@ class DaemonConfig:
     """What only `mcp-rosetta serve` reads: where it listens, and how many sessions it takes."""
 
     listen: str | None = None
-    """The Unix socket path to bind; None when systemd hands the socket over."""
+    """The Unix socket path to bind, or an `http://HOST:PORT/PATH` address (the Streamable
+    HTTP front); None when systemd hands the socket over."""
     listen_mode: int = 0o660
     """Permission bits of a socket the daemon binds itself."""
     listen_owner: str | None = None

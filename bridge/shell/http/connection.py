@@ -1,0 +1,180 @@
+"""One HTTP/1.1 connection: h11's state machine driven over a trio stream.
+
+Must not interpret MCP: it reads whole requests (head and body, within the limits) and
+writes whole answers or event streams; `router.py` decides what they say. h11 parses and
+frames every byte (no HTTP parsing here); this module only moves bytes and enforces sizes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from http import HTTPStatus
+
+import h11
+import trio
+
+READ_SIZE = 64 * 1024
+
+
+class HttpError(Exception):
+    """The client sent what cannot be a request (malformed, too large): answer `status`
+    if the connection still can, then close it."""
+
+    def __init__(self, status: int, problem: str) -> None:
+        super().__init__(problem)
+        self.status = status
+        self.problem = problem
+
+
+@dataclass(slots=True)
+class Request:
+    method: str
+    target: str
+    headers: dict[str, str]
+    """Names in lower case (field names are case-insensitive); repeated ones joined by ", "."""
+    body: bytes
+
+
+class Connection:
+    """h11 over one trio stream. `next_request`, then one answer (`respond`, or
+    `start_stream` + `send` + `end_stream`), then `next_request` again while `reusable`."""
+
+    def __init__(self, stream: trio.abc.Stream, *, max_header: int, max_body: int) -> None:
+        self._stream = stream
+        self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header)
+        self._max_body = max_body
+        self._max_header = max_header
+        self.peer_closed = False
+
+    @property
+    def reusable(self) -> bool:
+        return (self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
+                and not self.peer_closed)
+
+    async def next_request(self) -> Request | None:
+        """The next whole request, or None when the client closed between requests.
+        Raises HttpError for a malformed one or one over a limit."""
+        if self._h11.our_state is h11.DONE:
+            self._h11.start_next_cycle()
+        head = await self._next_event()
+        if head is None:
+            return None
+        if not isinstance(head, h11.Request):
+            raise HttpError(400, f"expected a request, got {type(head).__name__}")
+        headers: dict[str, str] = {}
+        for name, value in head.headers:
+            key = name.decode("latin-1")
+            text = value.decode("latin-1")
+            headers[key] = f"{headers[key]}, {text}" if key in headers else text
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self._max_body:
+            raise HttpError(413, f"Content-Length {declared} is over {self._max_body}")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            event = await self._next_event()
+            if event is None:
+                raise HttpError(400, "the connection closed inside the request")
+            if isinstance(event, h11.Data):
+                size += len(event.data)
+                if size > self._max_body:
+                    raise HttpError(413, f"body over {self._max_body} bytes")
+                chunks.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                break
+        return Request(head.method.decode("ascii", "replace"),
+                       head.target.decode("ascii", "replace"), headers, b"".join(chunks))
+
+    async def _next_event(self) -> h11.Event | None:
+        while True:
+            try:
+                event = self._h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise HttpError(exc.error_status_hint, str(exc)) from None
+            if event is h11.NEED_DATA:
+                if self.peer_closed:
+                    self._h11.receive_data(b"")
+                    continue
+                data = await self._receive()
+                try:
+                    self._h11.receive_data(data)
+                except h11.RemoteProtocolError as exc:
+                    raise HttpError(exc.error_status_hint, str(exc)) from None
+                continue
+            if event is h11.PAUSED:
+                raise HttpError(400, "a request arrived before the last one was answered")
+            if isinstance(event, h11.ConnectionClosed):
+                return None
+            return event  # type: ignore[return-value]
+
+    async def _receive(self) -> bytes:
+        try:
+            data = await self._stream.receive_some(READ_SIZE)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            data = b""
+        if not data:
+            self.peer_closed = True
+        return bytes(data)
+
+    async def watch_close(self) -> None:
+        """Return once the client has closed its end while an answer is pending (streamable-
+        http.mdx §Cancellation: that is the request's cancellation). Bytes a client pipelines
+        meanwhile are kept for h11, up to the header limit; past it, watching stops."""
+        kept = 0
+        while True:
+            data = await self._receive()
+            if not data:
+                return
+            kept += len(data)
+            self._h11.receive_data(data)
+            if kept > self._max_header:
+                await trio.sleep_forever()
+
+    # Answers --------------------------------------------------------------------------------
+
+    async def respond(self, status: int, body: bytes,
+                      headers: tuple[tuple[str, str], ...] = ()) -> None:
+        """A whole answer with a Content-Length."""
+        head = [(b"content-length", str(len(body)).encode()), *_encoded(headers)]
+        await self._send(h11.Response(status_code=status, headers=head, reason=_reason(status)))
+        if body:
+            await self._send(h11.Data(data=body))
+        await self._send(h11.EndOfMessage())
+
+    async def start_stream(self, status: int, headers: tuple[tuple[str, str], ...]) -> None:
+        """The head of an answer whose body follows in pieces (chunked)."""
+        await self._send(h11.Response(status_code=status, headers=list(_encoded(headers)),
+                                     reason=_reason(status)))
+
+    async def send(self, data: bytes) -> None:
+        await self._send(h11.Data(data=data))
+
+    async def end_stream(self) -> None:
+        await self._send(h11.EndOfMessage())
+
+    async def refuse(self, status: int) -> None:
+        """Answer a request h11 could not read (if its state still allows an answer)."""
+        if self._h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            with contextlib.suppress(h11.LocalProtocolError, trio.BrokenResourceError,
+                                     trio.ClosedResourceError):
+                await self.respond(status, b"", (("connection", "close"),))
+
+    async def _send(self, event: h11.Event) -> None:
+        data = self._h11.send(event)
+        if data:
+            await self._stream.send_all(data)
+
+    async def close(self) -> None:
+        await self._stream.aclose()
+
+
+def _encoded(headers: tuple[tuple[str, str], ...]) -> list[tuple[bytes, bytes]]:
+    return [(name.encode("ascii"), value.encode("latin-1")) for name, value in headers]
+
+
+def _reason(status: int) -> bytes:
+    try:
+        return HTTPStatus(status).phrase.encode("ascii")
+    except ValueError:
+        return b""

@@ -1,0 +1,197 @@
+"""The front: a listening TCP socket, one shared bridge session behind it, and the nursery
+that owns every task of both.
+
+Must not hold protocol logic (the shared core decides) nor touch the process (signals,
+systemd's environment: `main.py`). Every modern request, whatever connection carries it, is
+a client message of the one session, so the server child is started once, not per request.
+
+    front ─┬─ read-server-N / wait-server-N / read-stderr-N   the shared server (supervisor)
+           ├─ clock                                            the core's next deadline
+           └─ accept ─┬─ connection-1 ─┬─ (one request at a time; h11)
+                      │                └─ watch-close   the client's end while an answer waits
+                      └─ connection-2 ...
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+from collections.abc import Callable
+
+import trio
+
+from bridge.core.codec import encode
+from bridge.core.events import CLIENT, Action, Send, ShutdownRequested
+from bridge.shell.driver import Core, Driver
+from bridge.shell.http.address import Address, own_hosts
+from bridge.shell.http.connection import Connection, HttpError
+from bridge.shell.http.modern import Mapping
+from bridge.shell.http.router import Endpoint, Router
+from bridge.shell.logs import Logger
+from bridge.shell.session import Clock, SessionSettings
+from bridge.shell.supervisor import Spawn, Supervisor
+
+MAX_HEADER = 16 * 1024
+IDLE_TIMEOUT = 60.0
+"""A connection with no request under way is closed after this long; a request's head and
+body must arrive within it too (a client sending a byte a second holds nothing for long)."""
+BACKLOG = 128
+
+
+class FrontDriver(Driver):
+    """The session's driver, with the client's messages routed by request instead of written
+    to one outlet: `deliver` gets each `Send` to the client as the core made it."""
+
+    def __init__(self, core: Core, log: Logger, deliver: Callable[[Send], None], *,
+                 limit: int, notify: Callable[[str], None], debug: bool = False) -> None:
+        super().__init__(core, log, limit=limit, notify=notify, debug=debug)
+        self._deliver = deliver
+
+    def _run(self, actions: list[Action]) -> None:
+        for action in actions:
+            if type(action) is Send:
+                if action.side == CLIENT:
+                    self._deliver(action)
+                else:
+                    line = action.line
+                    self._to_server.append(encode(action.message) if line is None else line)
+            else:
+                self._execute(action)
+
+    def feed(self, line: bytes) -> None:
+        """One client message (a POST's request, renamed, or its cancellation)."""
+        self.lines(CLIENT, [line])
+
+
+class NeverFull:
+    """The client side as the server's reader sees it: HTTP answers are queued per POST
+    (unbounded for now: see HTTP-FRONT-NOTES.md), so the server's reader never waits."""
+
+    congested = False
+
+    async def relieved(self) -> None:  # pragma: no cover - never congested
+        return
+
+
+def bind(address: Address) -> socket.socket:
+    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((address.host, address.port))
+        sock.listen(BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class Front:
+    """Serves one listening socket until the core stops or `stop` is called."""
+
+    def __init__(self, core: Core, spawn: Spawn, address: Address, log: Logger, *,
+                 settings: SessionSettings | None = None,
+                 notify: Callable[[str], None] = lambda _: None,
+                 idle_timeout: float = IDLE_TIMEOUT, max_header: int = MAX_HEADER,
+                 keep_alive: float | None = None) -> None:
+        self._core = core
+        self._spawn = spawn
+        self._address = address
+        self._log = log
+        self._settings = settings = settings or SessionSettings()
+        self._idle = idle_timeout
+        self._max_header = max_header
+        self._keep_alive = keep_alive
+        self.mapping = Mapping(log)
+        self.driver = FrontDriver(core, log, self.mapping.deliver,
+                                  limit=settings.max_message_bytes, notify=notify,
+                                  debug=settings.debug)
+        self._numbers = itertools.count(1)
+        self._asked = 0
+        self.listening = trio.Event()
+        self.port = 0
+
+    def stop(self, grace: float | None = None) -> None:
+        """Ask the core to stop (answering what it owes within `grace`); again: at once."""
+        self._asked += 1
+        if grace is None:
+            grace = self._settings.timing.shutdown_grace
+        self.driver.post(ShutdownRequested(grace if self._asked == 1 else 0.0))
+
+    async def run(self, listener: socket.socket) -> int:
+        """Serve until the core says Stop; its exit code."""
+        driver = self.driver
+        settings = self._settings
+        host, self.port = listener.getsockname()[:2]
+        endpoint = Endpoint(self._address.path, own_hosts(self._address.host, self.port))
+        if self._keep_alive is not None:
+            endpoint = Endpoint(endpoint.path, endpoint.hosts, self._keep_alive)
+        router = Router(endpoint, self.mapping, driver.feed, self._log)
+        supervisor: Supervisor | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                supervisor = Supervisor(self._spawn, driver, nursery, settings.timing,
+                                        self._log, limit=settings.max_message_bytes,
+                                        feeds=NeverFull())
+                clock = Clock(driver, self._core)
+                driver.server, driver.clock = supervisor, clock
+                supervisor.serve()
+                nursery.start_soon(clock.run, name="clock")
+                nursery.start_soon(self._accept, trio.socket.from_stdlib_socket(listener),
+                                   router, name="accept")
+                self._log.info("http.listening", url=f"http://{_hostport(host, self.port)}"
+                                                      f"{self._address.path}")
+                self.listening.set()
+                await driver.stopped.wait()
+                self.mapping.abandon_all()
+                await supervisor.stop()
+                nursery.cancel_scope.cancel()
+        finally:
+            if supervisor is not None:
+                supervisor.kill_all()
+        assert driver.stop_code is not None
+        self._log.info("http.stopped", code=driver.stop_code)
+        return driver.stop_code
+
+    async def _accept(self, listening: trio.socket.SocketType, router: Router) -> None:
+        async with trio.open_nursery() as connections:
+            while True:
+                try:
+                    sock, _ = await listening.accept()
+                except OSError as exc:  # out of fds and the like: wait for one to be freed
+                    self._log.warning("http.accept_failed", reason=exc.strerror)
+                    await trio.sleep(0.1)
+                    continue
+                number = next(self._numbers)
+                connections.start_soon(self._connection, trio.SocketStream(sock), router,
+                                       number, name=f"connection-{number}")
+
+    async def _connection(self, stream: trio.SocketStream, router: Router, number: int) -> None:
+        conn = Connection(stream, max_header=self._max_header,
+                          max_body=self._settings.max_message_bytes)
+        log = self._log.bind(connection=number)
+        try:
+            while True:
+                with trio.move_on_after(self._idle) as idle:
+                    request = await conn.next_request()
+                if idle.cancelled_caught:
+                    log.info("http.idle_closed", idle_s=self._idle)
+                    break
+                if request is None:
+                    break
+                await router.serve(conn, request)
+                if not conn.reusable:
+                    break
+        except HttpError as exc:
+            log.info("http.rejected", status=exc.status, reason=exc.problem)
+            with trio.move_on_after(1.0):
+                await conn.refuse(exc.status)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client went away: any request it had in flight was cancelled
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                await conn.close()
+
+
+def _hostport(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

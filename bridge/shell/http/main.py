@@ -1,0 +1,72 @@
+"""`mcp-rosetta serve --listen http://…` as a process: the socket, the signals, the trio run.
+
+Must not serve requests itself (`front.py` does). SIGTERM, SIGINT and SIGQUIT stop the front
+(a second one skips the grace periods); SIGHUP is logged and ignored for now (the shared
+session cannot take new settings without a restart); SIGCHLD reaps adopted orphans.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import trio
+
+from bridge.config import Settings
+from bridge.errors import ConfigError
+from bridge.shell import logs
+from bridge.shell.child import check_command, spawner
+from bridge.shell.daemon import session_settings
+from bridge.shell.http.address import is_loopback, parse_address
+from bridge.shell.http.front import Front, bind
+from bridge.shell.notify import Notifier
+from bridge.shell.orphans import Orphans
+
+STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+
+
+def run_http(settings: Settings) -> int:
+    """Serve the Streamable HTTP front until stopped; the exit status."""
+    check_command(settings.shell.command)
+    assert settings.daemon.listen is not None
+    address = parse_address(settings.daemon.listen)
+    if not is_loopback(address.host):
+        # streamable-http.mdx §Security & Endpoint: bind localhost when running locally;
+        # anything else needs the bearer token, which is not built yet (issue 21).
+        raise ConfigError(f"listen {settings.daemon.listen}: the HTTP front binds loopback "
+                          "only for now (put a reverse proxy in front for other hosts)")
+    log = logs.configure(settings.shell.log_level, settings.shell.log_format)
+    log.info("daemon.started", **logs.started_fields(settings.shell))
+    try:
+        listener = bind(address)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {settings.daemon.listen}: {exc.strerror}") \
+            from None
+    from bridge.core.bridge import Bridge
+
+    front = Front(Bridge(settings.core, secret=os.urandom(32)), spawner(settings.shell),
+                  address, log, settings=session_settings(settings), notify=Notifier(log))
+    with listener:
+        return trio.run(_main, front, listener, Orphans(), log)
+
+
+async def _main(front: Front, listener: object, orphans: Orphans, log: logs.Logger) -> int:
+    with trio.open_signal_receiver(*STOPPING, signal.SIGHUP, signal.SIGCHLD) as signals:
+        async with trio.open_nursery() as nursery:
+            async def watch() -> None:
+                async for signum in signals:
+                    if signum == signal.SIGCHLD:
+                        orphans.reap()
+                        continue
+                    log.info("signal.received", signal=signal.Signals(signum).name)
+                    if signum == signal.SIGHUP:
+                        log.warning("daemon.reload_ignored",
+                                    reason="the HTTP front does not reload yet")
+                    else:
+                        front.stop()
+
+            nursery.start_soon(watch, name="signals")
+            code = await front.run(listener)  # type: ignore[arg-type]
+            nursery.cancel_scope.cancel()
+    await orphans.end_all(2.0)
+    return code

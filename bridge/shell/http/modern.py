@@ -1,0 +1,167 @@
+"""A 2026-07-28 POST mapped onto the one shared bridge session.
+
+Must not answer for the core: it checks what is the transport's to check (the request
+metadata headers against the body, streamable-http.mdx §Request Metadata and §Server
+Validation), renames the request's id into a space of the front's own, and routes what the
+core sends the client back to the POST it belongs to by `Send.request`. A modern request is
+stateless, so every POST is a client message of the one session whatever connection carried
+it; the core assumes one client's id space, so two clients' `"id": 1` must not meet there.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import math
+from dataclasses import dataclass
+
+import trio
+
+from bridge.core.codec import Message, encode
+from bridge.core.eras import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from bridge.core.events import Send
+from bridge.shell.http import replies
+from bridge.shell.http.replies import Reply
+from bridge.shell.logs import Logger
+
+# Methods 2026-07-28 removed (its changelog; the suite's server-stateless checks them): 404.
+REMOVED = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe",
+                     "resources/unsubscribe", "notifications/initialized"})
+# §Standard Request Headers: the methods whose Mcp-Name mirrors params.name or params.uri.
+NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+LISTEN = "subscriptions/listen"
+PREFIX = "http-"
+
+
+def check(headers: dict[str, str], message: Message) -> Reply | None:
+    """What the front refuses of a request before the core sees it, or None."""
+    request_id = message.get("id")
+    method = message.get("method")
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict) or META_PROTOCOL_VERSION not in meta \
+            or META_CLIENT_CAPABILITIES not in meta:
+        return replies.envelope_missing(
+            request_id, f"params._meta needs {META_PROTOCOL_VERSION} and "
+                        f"{META_CLIENT_CAPABILITIES} (2026-07-28)")
+    version = headers.get("mcp-protocol-version")
+    if version is None:
+        return replies.header_mismatch(request_id, "MCP-Protocol-Version header missing")
+    if version != meta[META_PROTOCOL_VERSION]:
+        return replies.header_mismatch(
+            request_id, f"MCP-Protocol-Version header value {version!r} does not match "
+                        f"body value {meta[META_PROTOCOL_VERSION]!r}")
+    said = headers.get("mcp-method")
+    if said is None:
+        return replies.header_mismatch(request_id, "Mcp-Method header missing")
+    if said != method:  # values are case-sensitive (§Case Sensitivity)
+        return replies.header_mismatch(
+            request_id, f"Mcp-Method header value {said!r} does not match body value "
+                        f"{method!r}")
+    key = NAMED_BY.get(method) if isinstance(method, str) else None
+    if key is not None:
+        problem = _name_problem(headers.get("mcp-name"), params, key)  # type: ignore[arg-type]
+        if problem:
+            return replies.header_mismatch(request_id, problem)
+    if method in REMOVED:
+        return replies.removed_method(request_id, str(method))
+    return None
+
+
+def _name_problem(header: str | None, params: Message, key: str) -> str:
+    body = params.get(key)
+    if header is None:
+        return "Mcp-Name header missing"
+    value = _decoded(header)
+    if value is None:
+        return "Mcp-Name header is not valid =?base64?…?= (§Value Encoding)"
+    if value != body:
+        return f"Mcp-Name header value {value!r} does not match body value {body!r}"
+    return ""
+
+
+def _decoded(header: str) -> str | None:
+    """§Value Encoding: a value in the `=?base64?…?=` sentinel is decoded, others as sent."""
+    if not (header.startswith("=?base64?") and header.endswith("?=")):
+        return header
+    try:
+        return base64.b64decode(header[9:-2], validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One POST's request while the core has it: where its messages go."""
+
+    original: object
+    """The id as the client spelled it (restored on the way out)."""
+    wire: str
+    """The id the core knows it by."""
+    method: str
+    inbox: trio.MemorySendChannel[Message]
+    outbox: trio.MemoryReceiveChannel[Message]
+
+
+class Mapping:
+    """The front's half of the shared session: every POST's request in flight by its id."""
+
+    def __init__(self, log: Logger) -> None:
+        self._log = log
+        self._numbers = itertools.count(1)
+        self._routes: dict[str, Exchange] = {}
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._routes)
+
+    def admit(self, message: Message) -> tuple[Exchange, bytes]:
+        """`message` renamed for the core: its exchange, and the line to hand the core."""
+        wire = f"{PREFIX}{next(self._numbers)}"
+        inbox, outbox = trio.open_memory_channel[Message](math.inf)
+        exchange = Exchange(message.get("id"), wire, str(message.get("method")), inbox, outbox)
+        self._routes[wire] = exchange
+        return exchange, encode({**message, "id": wire})
+
+    def deliver(self, send: Send) -> None:
+        """A message the core sends the client: onto the stream of the POST it names. The
+        driver calls it, so it must not wait (the channel is unbounded: see the notes)."""
+        message = send.message
+        request = send.request
+        if not isinstance(message, dict):
+            self._log.warning("http.dropped", reason="a batch has no place on a 2026-07-28 "
+                                                     "front")
+            return
+        exchange = self._routes.get(request) if isinstance(request, str) else None
+        if exchange is None:
+            # A message naming no request (a legacy server's list_changed no stream asked
+            # for, an error under id null) or one whose POST is gone (cancelled): a modern
+            # client has no stream it could go on (§Receiving Messages: every message on a
+            # stream relates to its request).
+            self._log.info("http.dropped", method=message.get("method"),
+                           request=request, reason="belongs to no open POST" if request
+                           is not None else "names no request: no stream to put it on")
+            return
+        is_answer = "method" not in message and message.get("id") == exchange.wire
+        if is_answer:
+            message = {**message, "id": exchange.original}
+            del self._routes[exchange.wire]
+        exchange.inbox.send_nowait(message)
+        if is_answer:
+            exchange.inbox.close()
+
+    def abandon(self, exchange: Exchange) -> bytes | None:
+        """The POST's client went away before its answer: the line that cancels it at the
+        core (streamable-http.mdx §Cancellation), or None if it was already answered."""
+        if self._routes.pop(exchange.wire, None) is None:
+            return None
+        exchange.inbox.close()
+        return encode({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": exchange.wire,
+                                  "reason": "the HTTP client closed the connection"}})
+
+    def abandon_all(self) -> None:
+        for exchange in list(self._routes.values()):
+            exchange.inbox.close()
+        self._routes.clear()

@@ -1,0 +1,169 @@
+"""One HTTP request on the front: which answer it gets, and its `http.request` log line.
+
+Must not read or write bytes itself (`connection.py`) nor answer for the core: it refuses
+what the transport refuses (path, method, Host and Origin, media type, a body that is not one
+request, mismatched headers: `replies.py` words each), and hands a modern request to the
+shared session through `modern.Mapping`, then carries the core's messages for it back as one
+JSON answer or an event stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import trio
+
+from bridge.core.codec import Message, decode, encode
+from bridge.shell.http import replies, sse
+from bridge.shell.http.address import origin_host
+from bridge.shell.http.connection import Connection, Request
+from bridge.shell.http.modern import Exchange, Mapping, check
+from bridge.shell.http.replies import Reply
+from bridge.shell.logs import Logger
+
+KEEP_ALIVE_S = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    path: str
+    hosts: frozenset[str]
+    """Host values (lower case, with the port) that name this front."""
+    keep_alive: float = KEEP_ALIVE_S
+
+
+@dataclass(slots=True)
+class Outcome:
+    status: int = 0
+    rpc: str | None = None
+    reason: str = ""
+    stream: bool = False
+    cancelled: bool = False
+
+
+class Router:
+    def __init__(self, endpoint: Endpoint, mapping: Mapping, feed: Callable[[bytes], None],
+                 log: Logger) -> None:
+        self._endpoint = endpoint
+        self._mapping = mapping
+        self._feed = feed  # a client line into the shared core
+        self._log = log
+
+    async def serve(self, conn: Connection, request: Request) -> None:
+        start = trio.current_time()
+        outcome = Outcome()
+        try:
+            await self._serve(conn, request, outcome)
+        finally:
+            fields: dict[str, object] = {}
+            if outcome.rpc is not None:
+                fields["rpc_method"] = outcome.rpc
+            if outcome.stream:
+                fields["stream"] = True
+            if outcome.cancelled:
+                fields["cancelled"] = True
+            if outcome.reason:
+                fields["reason"] = outcome.reason
+            self._log.info("http.request", method=request.method, path=request.target,
+                           status=outcome.status,
+                           duration_ms=round((trio.current_time() - start) * 1000, 3),
+                           **fields)
+
+    async def _serve(self, conn: Connection, request: Request, outcome: Outcome) -> None:
+        refused = self._refusal(request)
+        if refused is None:
+            message = decode(request.body) if request.body.strip() else None
+            refused = self._refuse_body(message, request)
+            if refused is None:
+                assert isinstance(message, dict)
+                outcome.rpc = message.get("method")
+                refused = check(request.headers, message)
+                if refused is None:
+                    await self._through_core(conn, message, outcome)
+                    return
+        outcome.status, outcome.reason = refused.status, refused.reason
+        await conn.respond(refused.status, refused.body, refused.headers)
+
+    def _refusal(self, request: Request) -> Reply | None:
+        endpoint = self._endpoint
+        host = request.headers.get("host", "").lower()
+        if host not in endpoint.hosts:
+            return replies.forbidden(f"Host {host or '(none)'} is not this server's")
+        origin = request.headers.get("origin")
+        if origin is not None and origin_host(origin) not in endpoint.hosts:
+            return replies.forbidden(f"Origin {origin} is not this server's")
+        if request.target.split("?", 1)[0] != endpoint.path:
+            return replies.not_found_path(request.target)
+        if request.method != "POST":
+            return replies.method_not_allowed(request.method)
+        media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media != replies.JSON:
+            return replies.unsupported_media(media)
+        return None
+
+    @staticmethod
+    def _refuse_body(message: object, request: Request) -> Reply | None:
+        if message is None:
+            return replies.parse_error()
+        if not isinstance(message, dict):
+            return replies.not_a_request("a POST carries one JSON-RPC object (no batches)")
+        if "method" not in message:
+            return replies.not_a_request("a client sends no responses on 2026-07-28")
+        if "id" not in message:
+            return replies.notification_dropped()
+        return None
+
+    async def _through_core(self, conn: Connection, message: Message,
+                            outcome: Outcome) -> None:
+        exchange, line = self._mapping.admit(message)
+        self._feed(line)
+        answered = False
+        async with trio.open_nursery() as nursery:
+            async def watch() -> None:
+                await conn.watch_close()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch, name="watch-close")
+            answered = await self._answer(conn, exchange, outcome)
+            nursery.cancel_scope.cancel()
+        if not answered:
+            outcome.cancelled = True
+            outcome.reason = "the client closed the connection before the answer"
+            cancel = self._mapping.abandon(exchange)
+            if cancel is not None:
+                self._feed(cancel)
+
+    async def _answer(self, conn: Connection, exchange: Exchange, outcome: Outcome) -> bool:
+        """Carry the core's messages for `exchange` to the client; True once its answer is
+        out. The first message decides the shape: the answer alone is a JSON answer,
+        anything before it makes an event stream (§Sending Messages 6)."""
+        outbox = exchange.outbox
+        try:
+            first = await outbox.receive()
+        except trio.EndOfChannel:  # the front stopped before the core answered
+            outcome.status, outcome.reason = 503, "the front is stopping"
+            await conn.respond(503, b"", (("connection", "close"),))
+            return True
+        if "method" not in first:
+            outcome.status = replies.status_of(first)
+            await conn.respond(outcome.status, encode(first), (("content-type", replies.JSON),))
+            return True
+        outcome.status, outcome.stream = 200, True
+        await conn.start_stream(200, sse.HEADERS)
+        await conn.send(sse.event(first))
+        while True:
+            with trio.move_on_after(self._endpoint.keep_alive) as waited:
+                try:
+                    message = await outbox.receive()
+                except trio.EndOfChannel:
+                    break  # abandoned (the front is stopping)
+            if waited.cancelled_caught:
+                await conn.send(sse.KEEP_ALIVE)
+                continue
+            await conn.send(sse.event(message))
+            if "method" not in message:
+                await conn.end_stream()
+                return True
+        await conn.end_stream()
+        return True

@@ -1,0 +1,20 @@
+"""The event-stream writer: JSON-RPC messages as Server-Sent Events on one HTTP answer.
+
+Must not choose what goes on the stream (`modern.py` routes it); it frames. Each message is
+one `data:` line (the codec never writes a raw newline inside a JSON line), events end with a
+blank line; a keep-alive is a comment line (streamable-http.mdx §Receiving Messages, note on
+long-lived streams). No event ids: 2026-07-28 streams are not resumable.
+"""
+
+from __future__ import annotations
+
+from bridge.core.codec import Message, encode
+
+KEEP_ALIVE = b":\n\n"
+HEADERS = (("content-type", "text/event-stream"), ("cache-control", "no-cache"),
+           ("x-accel-buffering", "no"))
+
+
+def event(message: Message) -> bytes:
+    line = encode(message)  # one line, newline-terminated
+    return b"event: message\ndata: " + line + b"\n"
