@@ -303,6 +303,16 @@ def relay_front(era: str) -> contextlib.AbstractContextManager[str]:
         "--port", str(port), "--logLevel", "none"])
 
 
+def bridge_front(era: str) -> contextlib.AbstractContextManager[str]:
+    """The bridge's own Streamable HTTP front (`serve --listen http://…`, issue 21) in front
+    of the `era` fixture on stdio: one shared session, one fixture process."""
+    import sys
+
+    return command_front(lambda port: [
+        sys.executable, "-m", "bridge", "serve", "--listen", f"http://127.0.0.1:{port}/mcp",
+        "--log-format", "json", "--", *fixture_command(era)])
+
+
 # --- the recorded baseline -----------------------------------------------------------------
 
 BASELINE = CONFORMANCE_DIR / "baseline.json"
@@ -310,6 +320,7 @@ Front = Callable[[str], contextlib.AbstractContextManager[str]]
 # The fronts test_conformance.py runs and compares with the baseline.
 FRONTS: dict[str, Front] = {
     "direct": direct_front,
+    "bridge": bridge_front,
 }
 # Fronts recorded for comparison only (`python conformance_suite.py relay`), never run by the
 # tests: the relay takes about 6 minutes for its four cells.

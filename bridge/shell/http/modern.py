@@ -19,7 +19,11 @@ from dataclasses import dataclass
 import trio
 
 from bridge.core.codec import Message, encode
-from bridge.core.eras import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from bridge.core.eras import (
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    MODERN_PROTOCOL_VERSION,
+)
 from bridge.core.events import Send
 from bridge.shell.http import replies
 from bridge.shell.http.replies import Reply
@@ -52,6 +56,8 @@ def check(headers: dict[str, str], message: Message) -> Reply | None:
         return replies.header_mismatch(
             request_id, f"MCP-Protocol-Version header value {version!r} does not match "
                         f"body value {meta[META_PROTOCOL_VERSION]!r}")
+    if version != MODERN_PROTOCOL_VERSION:
+        return replies.version_unsupported(request_id, version)
     said = headers.get("mcp-method")
     if said is None:
         return replies.header_mismatch(request_id, "Mcp-Method header missing")

@@ -17,6 +17,7 @@ from bridge.core.eras import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN_PROTOCOL_VERSION,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
@@ -94,6 +95,15 @@ def header_mismatch(request_id: object, problem: str) -> Reply:
 def envelope_missing(request_id: object, problem: str) -> Reply:
     """basic/index.mdx `_meta`: a missing per-request field is -32602; on this front 400."""
     return _error(400, request_id, INVALID_PARAMS, f"Invalid params: {problem}")
+
+
+def version_unsupported(request_id: object, requested: str) -> Reply:
+    """§Protocol Version Header: a version the server does not implement is 400 with
+    UnsupportedProtocolVersionError. Answered here, not by the shared session's server: a
+    stdio server checks the version of its connection, not of each request (the v2 SDK
+    answers a later request naming v999.0.0 as if it named the first one's)."""
+    return _error(400, request_id, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+                  {"supported": [MODERN_PROTOCOL_VERSION], "requested": requested})
 
 
 def removed_method(request_id: object, method: str) -> Reply:
