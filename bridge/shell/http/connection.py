@@ -62,6 +62,11 @@ class Connection:
             return None
         if not isinstance(head, h11.Request):
             raise HttpError(400, f"expected a request, got {type(head).__name__}")
+        # h11 bounds a head that arrives in pieces (max_incomplete_event_size); one that
+        # arrives whole in a read is bounded here, the same way.
+        size = len(head.target) + sum(len(n) + len(v) + 4 for n, v in head.headers)
+        if size > self._max_header:
+            raise HttpError(431, f"request head over {self._max_header} bytes")
         headers: dict[str, str] = {}
         for name, value in head.headers:
             key = name.decode("latin-1")
@@ -163,7 +168,11 @@ class Connection:
     async def _send(self, event: h11.Event) -> None:
         data = self._h11.send(event)
         if data:
-            await self._stream.send_all(data)
+            try:
+                await self._stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.peer_closed = True  # no answer can reach it: not reusable either
+                raise
 
     async def close(self) -> None:
         await self._stream.aclose()

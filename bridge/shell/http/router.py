@@ -9,12 +9,13 @@ JSON answer or an event stream.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import trio
 
-from bridge.core.codec import Message, decode, encode
+from bridge.core.codec import DecodeError, Message, decode, encode
 from bridge.shell.http import replies, sse
 from bridge.shell.http.address import origin_host
 from bridge.shell.http.connection import Connection, Request
@@ -73,7 +74,7 @@ class Router:
     async def _serve(self, conn: Connection, request: Request, outcome: Outcome) -> None:
         refused = self._refusal(request)
         if refused is None:
-            message = decode(request.body) if request.body.strip() else None
+            message = _decoded(request.body)
             refused = self._refuse_body(message, request)
             if refused is None:
                 assert isinstance(message, dict)
@@ -119,20 +120,24 @@ class Router:
         exchange, line = self._mapping.admit(message)
         self._feed(line)
         answered = False
-        async with trio.open_nursery() as nursery:
-            async def watch() -> None:
-                await conn.watch_close()
-                nursery.cancel_scope.cancel()
+        try:
+            async with trio.open_nursery() as nursery:
+                async def watch() -> None:
+                    await conn.watch_close()
+                    nursery.cancel_scope.cancel()
 
-            nursery.start_soon(watch, name="watch-close")
-            answered = await self._answer(conn, exchange, outcome)
-            nursery.cancel_scope.cancel()
-        if not answered:
-            outcome.cancelled = True
-            outcome.reason = "the client closed the connection before the answer"
-            cancel = self._mapping.abandon(exchange)
-            if cancel is not None:
-                self._feed(cancel)
+                nursery.start_soon(watch, name="watch-close")
+                # The client going away mid-answer is its cancellation (below).
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    answered = await self._answer(conn, exchange, outcome)
+                nursery.cancel_scope.cancel()
+        finally:
+            if not answered:
+                outcome.cancelled = True
+                outcome.reason = "the client closed the connection before the answer"
+                cancel = self._mapping.abandon(exchange)
+                if cancel is not None:
+                    self._feed(cancel)
 
     async def _answer(self, conn: Connection, exchange: Exchange, outcome: Outcome) -> bool:
         """Carry the core's messages for `exchange` to the client; True once its answer is
@@ -167,3 +172,13 @@ class Router:
                 return True
         await conn.end_stream()
         return True
+
+
+def _decoded(body: bytes) -> object:
+    """The body's one JSON value, or None if it is not one."""
+    if not body.strip():
+        return None
+    try:
+        return decode(body)
+    except DecodeError:
+        return None
