@@ -305,12 +305,14 @@ def relay_front(era: str) -> contextlib.AbstractContextManager[str]:
 
 def bridge_front(era: str) -> contextlib.AbstractContextManager[str]:
     """The bridge's own Streamable HTTP front (`serve --listen http://…`, issue 21) in front
-    of the `era` fixture on stdio: one shared session, one fixture process."""
+    of the `era` fixture on stdio: one shared session, one fixture process. Its settings are
+    `conformance/bridge-front.toml` (that file says why one differs from the defaults)."""
     import sys
 
     return command_front(lambda port: [
         sys.executable, "-m", "bridge", "serve", "--listen", f"http://127.0.0.1:{port}/mcp",
-        "--log-format", "json", "--", *fixture_command(era)])
+        "--config", str(CONFORMANCE_DIR / "bridge-front.toml"), "--log-format", "json",
+        "--", *fixture_command(era)])
 
 
 # --- the recorded baseline -----------------------------------------------------------------

@@ -4,8 +4,9 @@ fixture servers of both eras, behind each front in `conformance_suite.FRONTS`.
 Each run is compared scenario by scenario with the verdicts recorded in
 `conformance/baseline.json` (see conformance/README.md), so a regression and an
 unrecorded improvement both fail, with the suite's own failing checks in the message.
-Today the one front is "direct" (each fixture on its own SDK's Streamable HTTP); the HTTP
-front of issue 21 adds "bridge" to FRONTS and records its cells.
+The fronts are "direct" (each fixture on its own SDK's Streamable HTTP) and "bridge" (the
+bridge's own HTTP front, issue 21: `serve --listen http://…` in front of the stdio fixture;
+its first slice serves 2026-07-28 clients only, so its 2025-11-25 cells are recorded failing).
 
 Nothing here skips: a missing node, npm, suite or baseline cell is a failure that says so.
 Runs in about 35 s once the suite is installed (first install: about 30 s more).
@@ -54,6 +55,24 @@ def test_direct_baseline_passes_its_own_era() -> None:
         verdicts = baseline[era][requirements]
         failing = [n for n in rset.required if verdicts.get(n) != "pass"]
         assert not failing, f"{era} fixture fails {requirements} directly: {failing}"
+
+
+# Required 2026-07-28 scenarios the modern fixture passes directly that a legacy server
+# behind the bridge cannot pass, each with its reason (HTTP-FRONT-NOTES.md, the README).
+CANNOT_ACROSS_ERAS = {
+    "input-required-result-basic-elicitation":
+        "expects the input key the modern fixture chose; a legacy request names none",
+    "input-required-result-capability-check":
+        "the legacy fixture asks for every input kind at once; the undeclared one is -32021",
+}
+
+
+def test_the_bridge_front_loses_across_eras_only_what_a_bridge_cannot_meet() -> None:
+    """Issue 21's done-when for 2026-07-28, as recorded: every required scenario the modern
+    fixture passes directly passes with the legacy fixture behind the bridge's front, but
+    those named with their reason."""
+    assert set(cs.shortfall(cs.load_baseline(), "bridge", "2026-07-28")) \
+        == set(CANNOT_ACROSS_ERAS)
 
 
 def test_results_are_parsed_as_the_suite_scores_them(tmp_path: Path) -> None:
