@@ -42,6 +42,9 @@ META = {"io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {}}
 
 
+TOOLS: list[Any] = []
+
+
 class ScriptedCore:
     """A core that answers by method: `tools/list` at once, `unknown/x` with -32601,
     `tools/call` of "slow" with a progress line and then nothing until the test releases
@@ -69,7 +72,7 @@ class ScriptedCore:
         self.changed = trio.Event()
         method, rid = message.get("method"), message.get("id")
         if method == "tools/list":
-            return [Send("client", {"jsonrpc": "2.0", "id": rid, "result": {"tools": []}},
+            return [Send("client", {"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}},
                          request=rid)]
         if method == "unknown/x":
             return [Send("client", {"jsonrpc": "2.0", "id": rid, "error": {
@@ -233,7 +236,7 @@ async def test_an_answer_alone_is_one_json_answer_under_the_client_s_own_id(
         answer = await client.post(request(7, "tools/list"))
         assert answer.status == 200
         assert answer.headers["content-type"] == "application/json"
-        assert answer.json == {"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}
+        assert answer.json == {"jsonrpc": "2.0", "id": 7, "result": {"tools": TOOLS}}
         assert r.core.ids_of("tools/list") != [7]  # the core saw a name of the front's
         again = await client.post(request("x", "tools/list"))  # the same connection
         assert again.json["id"] == "x"
@@ -412,3 +415,38 @@ async def test_an_idle_connection_is_closed_and_a_slow_request_too(
 def test_the_bound_socket_is_loopback_tcp() -> None:
     with bind(Address("127.0.0.1", 0, "/mcp")) as sock:
         assert sock.family == socket.AF_INET and sock.getsockname()[0] == "127.0.0.1"
+
+
+async def test_mcp_param_headers_are_checked_for_the_tools_listed(autojump_clock: Any) -> None:
+    schema = {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "limit": {"type": "integer", "x-mcp-header": "Limit"},
+        "opts": {"type": "object", "properties": {"dry": {"type": "boolean",
+                                                          "x-mcp-header": "Dry"}}}}}
+    TOOLS[:] = [{"name": "query", "inputSchema": schema}]
+    try:
+        async with running() as r:
+            client = await r.client()
+            call = request(1, "tools/call", name="query",
+                           arguments={"region": "eu", "limit": 42, "opts": {"dry": True}})
+            good = {"mcp-param-region": "=?base64?ZXU=?=", "mcp-param-limit": "42.0",
+                    "mcp-param-dry": "true"}
+            # Before the tool is listed, nothing is known of it: the call goes through.
+            await client.send("POST", json.dumps(call).encode(),
+                              {**rpc_headers(call), "mcp-param-region": "us"})
+            await r.core.wait_for("tools/call")
+            client = await r.client()
+            assert (await client.post(request(2, "tools/list"))).status == 200
+            for wrong in ({"mcp-param-region": "us"}, {"mcp-param-limit": "41"},
+                          {"mcp-param-dry": "True"}, {"mcp-param-region": "=?base64?!!?="}):
+                other = await r.client()
+                answer = await other.post(call, **{**good, **wrong})
+                assert (answer.status, answer.json["error"]["code"]) == (400, -32020), wrong
+            missing = {k: v for k, v in good.items() if k != "mcp-param-limit"}
+            answer = await (await r.client()).post(call, **missing)
+            assert (answer.status, answer.json["error"]["code"]) == (400, -32020)
+            await (await r.client()).send("POST", json.dumps(call).encode(),
+                                          {**rpc_headers(call), **good})
+            await r.core.wait_for("tools/call", 2)  # the first (unchecked) and this one
+    finally:
+        TOOLS.clear()

@@ -38,8 +38,10 @@ LISTEN = "subscriptions/listen"
 PREFIX = "http-"
 
 
-def check(headers: dict[str, str], message: Message) -> Reply | None:
-    """What the front refuses of a request before the core sees it, or None."""
+def check(headers: dict[str, str], message: Message,
+          params_of: ParamHeaders | None = None) -> Reply | None:
+    """What the front refuses of a request before the core sees it, or None. `params_of`:
+    the `Mcp-Param-*` headers the tools seen so far declare."""
     request_id = message.get("id")
     method = message.get("method")
     params = message.get("params")
@@ -72,7 +74,85 @@ def check(headers: dict[str, str], message: Message) -> Reply | None:
             return replies.header_mismatch(request_id, problem)
     if method in REMOVED:
         return replies.removed_method(request_id, str(method))
+    if method == "tools/call" and params_of is not None:
+        problem = params_of.problem(headers, params)  # type: ignore[arg-type]
+        if problem:
+            return replies.header_mismatch(request_id, problem)
     return None
+
+
+class ParamHeaders:
+    """§Custom Headers from Tool Parameters: the `x-mcp-header` annotations of every tool
+    the server listed (learned from the `tools/list` answers that pass through the front),
+    and the check of a call's `Mcp-Param-{Name}` headers against its arguments
+    (§Server Behavior for Custom Headers). A tool never listed is not checked."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+
+    def learn(self, result: object) -> None:
+        tools = result.get("tools") if isinstance(result, dict) else None
+        for tool in tools if isinstance(tools, list) else ():
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                found: list[tuple[str, tuple[str, ...]]] = []
+                _annotated(tool.get("inputSchema"), (), found)
+                self._tools[tool["name"]] = found
+
+    def problem(self, headers: dict[str, str], params: Message) -> str:
+        declared = self._tools.get(params.get("name"))  # type: ignore[arg-type]
+        if not declared:
+            return ""
+        arguments = params.get("arguments")
+        for name, path in declared:
+            value = _at(arguments, path)
+            header = headers.get(f"mcp-param-{name.lower()}")
+            if value is None:
+                continue  # §Server Behavior: a null or absent value is not expected
+            if header is None:
+                return f"Mcp-Param-{name} header missing for argument {'.'.join(path)}"
+            if any(not (" " <= c <= "~" or c == "\t") for c in header):
+                return f"Mcp-Param-{name} header has invalid characters"
+            text = _decoded(header)
+            if text is None:
+                return f"Mcp-Param-{name} header is not valid =?base64?…?= (§Value Encoding)"
+            if not _same(text, value):
+                return (f"Mcp-Param-{name} header value {text!r} does not match body value "
+                        f"{value!r}")
+        return ""
+
+
+def _annotated(schema: object, path: tuple[str, ...],
+               found: list[tuple[str, tuple[str, ...]]]) -> None:
+    """The annotated properties reachable through `properties` keys alone (§Schema Extension)."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return
+    for key, sub in properties.items():
+        if isinstance(sub, dict):
+            header = sub.get("x-mcp-header")
+            if isinstance(header, str) and header:
+                found.append((header, (*path, key)))
+            _annotated(sub, (*path, key), found)
+
+
+def _at(arguments: object, path: tuple[str, ...]) -> object:
+    for key in path:
+        if not isinstance(arguments, dict):
+            return None
+        arguments = arguments.get(key)
+    return arguments
+
+
+def _same(text: str, value: object) -> bool:
+    """§Value Encoding's conversions; integers compared as numbers (§Server Validation)."""
+    if isinstance(value, bool):
+        return text == ("true" if value else "false")
+    if isinstance(value, int | float):
+        try:
+            return float(text) == value
+        except ValueError:
+            return False
+    return text == value
 
 
 def _name_problem(header: str | None, params: Message, key: str) -> str:
@@ -117,6 +197,7 @@ class Mapping:
         self._log = log
         self._numbers = itertools.count(1)
         self._routes: dict[str, Exchange] = {}
+        self.param_headers = ParamHeaders()
 
     @property
     def in_flight(self) -> int:
@@ -153,6 +234,8 @@ class Mapping:
         if is_answer:
             message = {**message, "id": exchange.original}
             del self._routes[exchange.wire]
+            if exchange.method == "tools/list" and "result" in message:
+                self.param_headers.learn(message["result"])
         exchange.inbox.send_nowait(message)
         if is_answer:
             exchange.inbox.close()

@@ -79,7 +79,7 @@ class Router:
             if refused is None:
                 assert isinstance(message, dict)
                 outcome.rpc = message.get("method")
-                refused = check(request.headers, message)
+                refused = check(request.headers, message, self._mapping.param_headers)
                 if refused is None:
                     await self._through_core(conn, message, outcome)
                     return
