@@ -450,3 +450,22 @@ async def test_mcp_param_headers_are_checked_for_the_tools_listed(autojump_clock
             await r.core.wait_for("tools/call", 2)  # the first (unchecked) and this one
     finally:
         TOOLS.clear()
+
+
+async def test_a_connection_over_the_limit_gets_503_and_the_others_go_on(
+        autojump_clock: Any) -> None:
+    async with running(max_connections=2) as r:
+        first, second = await r.client(), await r.client()
+        assert (await first.post(request(1, "tools/list"))).status == 200
+        assert (await second.post(request(1, "tools/list"))).status == 200
+        third = await r.client()
+        await third.send("POST", json.dumps(request(1, "tools/list")).encode(),
+                         rpc_headers(request(1, "tools/list")))
+        assert (await third.head()).status == 503
+        await first.stream.aclose()
+        with trio.fail_after(WAIT):
+            while r.front.connections != 1:
+                await trio.testing.wait_all_tasks_blocked()
+                await trio.sleep(0.1)  # virtual: the front's task sees the close
+        assert (await (await r.client()).post(request(2, "tools/list"))).status == 200
+        assert r.events("http.refused")

@@ -14,6 +14,7 @@ a client message of the one session, so the server child is started once, not pe
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import socket
 from collections.abc import Callable
@@ -36,6 +37,9 @@ IDLE_TIMEOUT = 60.0
 """A connection with no request under way is closed after this long; a request's head and
 body must arrive within it too (a client sending a byte a second holds nothing for long)."""
 BACKLOG = 128
+MAX_CONNECTIONS = 1024
+"""Connections served at once; one more gets 503 (within REFUSAL_WAIT) and is closed."""
+REFUSAL_WAIT = 1.0
 
 
 class FrontDriver(Driver):
@@ -93,7 +97,8 @@ class Front:
                  settings: SessionSettings | None = None,
                  notify: Callable[[str], None] = lambda _: None,
                  idle_timeout: float = IDLE_TIMEOUT, max_header: int = MAX_HEADER,
-                 keep_alive: float | None = None) -> None:
+                 keep_alive: float | None = None,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
         self._core = core
         self._spawn = spawn
         self._address = address
@@ -102,6 +107,8 @@ class Front:
         self._idle = idle_timeout
         self._max_header = max_header
         self._keep_alive = keep_alive
+        self._max_connections = max_connections
+        self.connections = 0
         self.mapping = Mapping(log)
         self.driver = FrontDriver(core, log, self.mapping.deliver,
                                   limit=settings.max_message_bytes, notify=notify,
@@ -163,8 +170,13 @@ class Front:
                     await trio.sleep(0.1)
                     continue
                 number = next(self._numbers)
-                connections.start_soon(self._connection, trio.SocketStream(sock), router,
-                                       number, name=f"connection-{number}")
+                stream = trio.SocketStream(sock)
+                if self.connections >= self._max_connections:
+                    connections.start_soon(self._refuse, stream, name="refuse")
+                    continue
+                self.connections += 1  # taken here, before the task runs: a burst cannot pass
+                connections.start_soon(self._connection, stream, router, number,
+                                       name=f"connection-{number}")
 
     async def _connection(self, stream: trio.SocketStream, router: Router, number: int) -> None:
         conn = Connection(stream, max_header=self._max_header,
@@ -189,8 +201,23 @@ class Front:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away: any request it had in flight was cancelled
         finally:
+            self.connections -= 1
             with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                 await conn.close()
+
+    async def _refuse(self, stream: trio.SocketStream) -> None:
+        """One connection over `max_connections`: its request read (h11 answers only a
+        request), 503, closed; all within REFUSAL_WAIT."""
+        conn = Connection(stream, max_header=self._max_header, max_body=0)
+        self._log.warning("http.refused", reason=f"over max_connections "
+                                                 f"({self._max_connections})")
+        with trio.move_on_after(REFUSAL_WAIT):
+            with contextlib.suppress(HttpError, trio.BrokenResourceError,
+                                     trio.ClosedResourceError):
+                await conn.next_request()
+            await conn.refuse(503)
+        with trio.CancelScope(shield=True), trio.move_on_after(REFUSAL_WAIT):
+            await conn.close()
 
 
 def _hostport(host: str, port: int) -> str:
