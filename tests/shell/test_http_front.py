@@ -78,8 +78,9 @@ class ScriptedCore:
             return [Send("client", {"jsonrpc": "2.0", "id": rid, "error": {
                 "code": -32601, "message": "Method not found"}}, request=rid)]
         if method == "tools/call":
+            token = message["params"]["_meta"].get("progressToken", "none")
             return [Send("client", {"jsonrpc": "2.0", "method": "notifications/progress",
-                                    "params": {"progressToken": "t", "progress": 1}},
+                                    "params": {"progressToken": token, "progress": 1}},
                          request=rid),
                     Send("client", {"jsonrpc": "2.0", "method": "notifications/tools/"
                                     "list_changed"})]  # names no request: dropped
@@ -189,8 +190,9 @@ def rpc_headers(message: dict[str, Any]) -> dict[str, str]:
     return heads
 
 
-def request(rid: Any, method: str, **params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": {**params, "_meta": META}}
+def request(rid: Any, method: str, token: Any = None, **params: Any) -> dict[str, Any]:
+    meta = META if token is None else {**META, "progressToken": token}
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": {**params, "_meta": meta}}
 
 
 @dataclass
@@ -251,13 +253,14 @@ async def test_two_clients_with_the_same_id_at_once_each_get_their_own_answer(
         autojump_clock: Any) -> None:
     async with running() as r:
         one, two = await r.client(), await r.client()
-        await one.send("POST", json.dumps(request(1, "tools/call", name="slow")).encode(),
-                       rpc_headers(request(1, "tools/call", name="slow")))
-        await two.send("POST", json.dumps(request(1, "tools/call", name="slow")).encode(),
-                       rpc_headers(request(1, "tools/call", name="slow")))
+        call = request(1, "tools/call", token="t", name="slow")
+        await one.send("POST", json.dumps(call).encode(), rpc_headers(call))
+        await two.send("POST", json.dumps(call).encode(), rpc_headers(call))
         await r.core.wait_for("tools/call", 2)
         first, second = r.core.ids_of("tools/call")
         assert first != second
+        tokens = [m["params"]["_meta"]["progressToken"] for m in r.core.received]
+        assert len(set(tokens)) == 2 and "t" not in tokens  # renamed like the ids
         r.core.later = [Send("client", {"jsonrpc": "2.0", "id": wire, "result": {"n": n}},
                              request=wire) for n, wire in ((2, second), (1, first))]
         r.front.driver.post(TimerFired())
@@ -267,6 +270,7 @@ async def test_two_clients_with_the_same_id_at_once_each_get_their_own_answer(
             assert answer.headers["x-accel-buffering"] == "no"
             progress = await client.sse_event(answer)
             assert progress["method"] == "notifications/progress"
+            assert progress["params"]["progressToken"] == "t"  # the client's own again
             assert await client.sse_event(answer) == {"jsonrpc": "2.0", "id": 1,
                                                       "result": {"n": n}}
         dropped = r.events("http.dropped")

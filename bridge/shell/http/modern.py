@@ -188,6 +188,9 @@ class Exchange:
     method: str
     inbox: trio.MemorySendChannel[Message]
     outbox: trio.MemoryReceiveChannel[Message]
+    token: object = None
+    """The client's `_meta.progressToken`, if it named one (renamed like the id: two
+    clients may both say "t")."""
 
 
 class Mapping:
@@ -209,7 +212,13 @@ class Mapping:
         inbox, outbox = trio.open_memory_channel[Message](math.inf)
         exchange = Exchange(message.get("id"), wire, str(message.get("method")), inbox, outbox)
         self._routes[wire] = exchange
-        return exchange, encode({**message, "id": wire})
+        renamed = {**message, "id": wire}
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and "progressToken" in meta:
+            exchange.token = meta["progressToken"]
+            renamed["params"] = {**params, "_meta": {**meta, "progressToken": wire}}  # type: ignore[dict-item]
+        return exchange, encode(renamed)
 
     def deliver(self, send: Send) -> None:
         """A message the core sends the client: onto the stream of the POST it names. The
@@ -231,6 +240,10 @@ class Mapping:
                            is not None else "names no request: no stream to put it on")
             return
         is_answer = "method" not in message and message.get("id") == exchange.wire
+        if exchange.token is not None and message.get("method") == "notifications/progress":
+            progress = message.get("params")
+            if isinstance(progress, dict) and progress.get("progressToken") == exchange.wire:
+                message = {**message, "params": {**progress, "progressToken": exchange.token}}
         if is_answer:
             message = {**message, "id": exchange.original}
             del self._routes[exchange.wire]
