@@ -59,8 +59,11 @@ class ScriptedCore:
         return None
 
     def handle(self, event: Event, now: float) -> list[Action]:
-        if isinstance(event, ShutdownRequested):
-            return [Stop(0)]
+        if isinstance(event, ShutdownRequested):  # what it owes answered, as the core does
+            owed = [Send("client", {"jsonrpc": "2.0", "id": rid, "error": {
+                "code": -32603, "message": "shutting down"}}, request=rid)
+                for rid in self.ids_of("tools/call")]
+            return [*owed, Stop(0)]
         if isinstance(event, TimerFired):
             actions, self.later = self.later, []
             return actions
@@ -473,3 +476,17 @@ async def test_a_connection_over_the_limit_gets_503_and_the_others_go_on(
                 await trio.sleep(0.1)  # virtual: the front's task sees the close
         assert (await (await r.client()).post(request(2, "tools/list"))).status == 200
         assert r.events("http.refused")
+
+
+async def test_a_stop_still_delivers_what_the_core_answered_on_the_way_out(
+        autojump_clock: Any) -> None:
+    async with running() as r:
+        client = await r.client()
+        call = request(5, "tools/call", name="slow")
+        await client.send("POST", json.dumps(call).encode(), rpc_headers(call))
+        answer = await client.head()
+        assert (await client.sse_event(answer))["method"] == "notifications/progress"
+        r.front.stop()
+        last = await client.sse_event(answer)
+        assert last == {"jsonrpc": "2.0", "id": 5, "error": {"code": -32603,
+                                                             "message": "shutting down"}}
