@@ -49,6 +49,19 @@ def timed_out(seconds: float, method: str) -> OwnError:
                     {"source": "mcp-rosetta", "method": method})
 
 
+def method_not_served(method: str) -> OwnError:
+    """A method the bridge does not serve: removed in 2026-07-28, a task method (tasks are
+    not bridged and never advertised, TRANSLATION.md §4.3), or a server request no legacy
+    client answers."""
+    return OwnError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+def invalid_log_level(level: object) -> OwnError:
+    """A level logging.mdx does not name (`logging/setLevel`, or a modern request's
+    logLevel, which SHOULD be -32602)."""
+    return OwnError(INVALID_PARAMS, f"Invalid log level: {level!r}")
+
+
 # Relay and lifecycle ----------------------------------------------------------------------
 
 
@@ -60,14 +73,14 @@ def unfit_for_client(version: str, problem: str) -> OwnError:
 
 def session_ended(reason: str, data: Message | None) -> OwnError:
     """A client request still owed when the session ends (the bridge stops, or its server
-    never served): `reason` says why; `data` (default: the bridge as the source) what is
-    known of the server."""
+    never served) that no server holds (no method added): `reason` says why; `data`
+    (default: the bridge as the source) what is known of the server."""
     return OwnError(INTERNAL_ERROR, reason, data or SOURCE)
 
 
 def shutting_down() -> OwnError:
     """A request that arrives while the bridge winds down."""
-    return OwnError(INTERNAL_ERROR, "mcp-rosetta is shutting down", {"source": "mcp-rosetta"})
+    return OwnError(INTERNAL_ERROR, "mcp-rosetta is shutting down", SOURCE)
 
 
 def no_era_named() -> OwnError:
@@ -86,7 +99,7 @@ def unreadable_answer(side: str, reason: str) -> OwnError:
     """What stands in for a peer's answer the bridge could not carry, so whoever waits on it
     hears why."""
     return OwnError(INTERNAL_ERROR, f"mcp-rosetta: the {side}'s answer is {reason}",
-                    {"source": "mcp-rosetta"})
+                    SOURCE)
 
 
 # JSON-RPC 2.0 §5.1 leaves -32000 to -32099 to implementations; 2026-07-28 reserves
@@ -103,11 +116,6 @@ def cannot_serve(message: str, data: object = None) -> OwnError:
 # The legacy server a legacy client sees (legacy_server_modern_client/).
 
 
-def tasks_not_bridged(method: str) -> OwnError:
-    """A `tasks/…` request: tasks are not bridged and never advertised (TRANSLATION.md §4.3)."""
-    return OwnError(METHOD_NOT_FOUND, f"Method not found: {method}")
-
-
 def already_initialized() -> OwnError:
     """A second `initialize` (lifecycle.mdx: a session is initialized once)."""
     return OwnError(INVALID_REQUEST, "Already initialized")
@@ -116,11 +124,6 @@ def already_initialized() -> OwnError:
 def unservable(message: str, data: Message) -> OwnError:
     """An `initialize` the bridge cannot serve: the server speaks no revision it bridges."""
     return OwnError(INVALID_PARAMS, message, data)
-
-
-def invalid_log_level(level: object) -> OwnError:
-    """`logging/setLevel` with a level logging.mdx does not name."""
-    return OwnError(INVALID_PARAMS, f"Invalid log level: {level!r}")
 
 
 def no_requests_on_stdio() -> OwnError:
@@ -150,7 +153,7 @@ def input_loop_failed(problem: str, data: object = None) -> OwnError:
     """A call's input loop ended without a result: `problem` says why (TRANSLATION.md §5.7);
     `data`, the client's own error when one of its answers ended it."""
     return OwnError(INTERNAL_ERROR, f"mcp-rosetta: {problem}",
-                    data if data is not None else {"source": "mcp-rosetta"})
+                    data if data is not None else SOURCE)
 
 
 def subscriptions_not_offered() -> OwnError:
@@ -220,33 +223,16 @@ def client_info_invalid(field: str) -> OwnError:
     return OwnError(INVALID_PARAMS, f"{field} must be an Implementation object")
 
 
-def log_level_invalid(level: object) -> OwnError:
-    """logging.mdx: an unknown logLevel SHOULD be -32602."""
-    return OwnError(INVALID_PARAMS, f"Invalid log level: {level!r}")
-
-
 def progress_token_invalid() -> OwnError:
     return OwnError(INVALID_PARAMS, "progressToken must be a string or a number")
 
 
 # The session and its methods.
 
-def method_not_served(method: str) -> OwnError:
-    """A method the bridge does not serve: removed in 2026-07-28, a legacy task method
-    (TRANSLATION.md §4.3), or a server request no legacy client answers."""
-    return OwnError(METHOD_NOT_FOUND, f"Method not found: {method}")
-
-
 def legacy_server_unavailable(failure: str) -> OwnError:
     """The bridge's own handshake with the legacy server failed (`failure`: why)."""
     return OwnError(INTERNAL_ERROR, f"mcp-rosetta: the legacy server could not be "
-                                    f"initialized: {failure}", {"source": "mcp-rosetta"})
-
-
-def never_sent(reason: str, data: Message | None) -> OwnError:
-    """A request still waiting for the handshake when the bridge stops: no method added,
-    since it never reached the server."""
-    return OwnError(INTERNAL_ERROR, reason, data or {"source": "mcp-rosetta"})
+                                    f"initialized: {failure}", SOURCE)
 
 
 # Listen streams (subscriptions.mdx).
@@ -274,7 +260,7 @@ def request_state_invalid(reason: str, explanation: str) -> OwnError:
 def round_cancelled(request_id: WireId) -> OwnError:
     """The client cancelled an earlier round of the call whose current round this answers."""
     return OwnError(INTERNAL_ERROR, f"mcp-rosetta: the call was cancelled (its round "
-                                    f"{request_id!r} was cancelled)", {"source": "mcp-rosetta"})
+                                    f"{request_id!r} was cancelled)", SOURCE)
 
 
 def url_elicitation_undeclared() -> OwnError:
@@ -335,7 +321,7 @@ def capability_undeclared(area: str) -> OwnError:
 
 def answer_unfit(problem: str) -> OwnError:
     """The client's answer cannot be held by the legacy server's revision."""
-    return OwnError(INTERNAL_ERROR, f"mcp-rosetta: {problem}", {"source": "mcp-rosetta"})
+    return OwnError(INTERNAL_ERROR, f"mcp-rosetta: {problem}", SOURCE)
 
 
 def question_abandoned(reason: str) -> OwnError:

@@ -8,6 +8,7 @@ each mode defines one subclass per kind of request it sends, saying what an answ
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from enum import Enum
 from typing import TYPE_CHECKING, Final
 
@@ -34,7 +35,7 @@ NO_REQUEST: Final = _NoRequest.NO_REQUEST
 Origin = WireId | _NoRequest
 
 
-class Exchange:
+class Exchange(ABC):
     """One request in flight toward a peer under a minted id (`id`, set by the router).
 
     `origin` is the client request it serves, as the client spelled its id (the answer goes
@@ -57,17 +58,18 @@ class Exchange:
         self.id = ""
         self.sent = 0.0
 
+    @abstractmethod
     def answered(self, message: Message, line: bytes | None) -> None:
         """The peer answered (a result or an error: `message` is the whole response, its id
         still the minted one; `line`, the bytes it was decoded from when the shell kept them,
         for a result passed on with only its id spliced)."""
-        raise NotImplementedError(type(self).__name__)
 
-    def expired(self, ctx: Context) -> None:
+    def expired(self, ctx: Context) -> None:  # noqa: B027 (a default, not abstract)
         """request_timeout passed (only for `timed` exchanges); the router has already told
         the peer to stop."""
 
-    def lost(self, ctx: Context, reason: str, data: Message | None) -> None:
+    def lost(self, ctx: Context, reason: str,  # noqa: B027 (a default, not abstract)
+             data: Message | None) -> None:
         """The peer is gone (the server crashed or the bridge stops): whoever waits gets
         `reason`. Nobody does, by default."""
 

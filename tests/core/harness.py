@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bridge.core.bridge import Bridge
-from bridge.core.codec import DecodeError, RawNumber, decode, encode
+from bridge.core.codec import RawNumber, decode, encode
 from bridge.core.config import CoreConfig
 from bridge.core.context import ID_PREFIX, counter_ids
 from bridge.core.eras import (
@@ -29,6 +29,7 @@ from bridge.core.events import (
     ShutdownRequested,
     TimerFired,
 )
+from bridge.core.jsonrpc import parse_inbound
 
 Message = dict[str, Any]
 
@@ -152,14 +153,12 @@ class ClientRequests:
         self.open: set[tuple[type, Any]] = set()
 
     def received(self, raw: bytes) -> None:
-        try:
-            message = decode(raw)
-        except DecodeError:  # unreadable: answered under the id it shows, or null
-            return
-        for item in message if isinstance(message, list) else [message]:
-            if isinstance(item, dict) and "method" in item \
-                    and isinstance(item.get("id"), str | int | float | RawNumber):
-                self.open.add(_typed(item["id"]))
+        """Note the requests on a line the client wrote, read as the core reads them (a
+        2025-03-26 batch element by element: each too deep alone is refused alone)."""
+        inbound = parse_inbound(raw, batching=True)
+        for item in (inbound.items or []) if inbound.kind == "batch" else [inbound]:
+            if item.kind == "request":
+                self.open.add(_typed(item.id))
 
     def check(self, send: Send) -> None:
         message = send.message

@@ -246,7 +246,7 @@ class ModeA:
             if local is not None:
                 local(message)
             elif method.startswith("tasks/"):
-                self.ctx.fail(CLIENT, message["id"], errors.tasks_not_bridged(method))
+                self.ctx.fail(CLIENT, message["id"], errors.method_not_served(method))
             else:
                 self.forward(message)
         elif kind == "notification":

@@ -16,7 +16,7 @@ from bridge.core.context import Context
 from bridge.core.eras import META_SERVER_INFO, META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import NO_REQUEST, Exchange
-from bridge.core.handover import ListenStream, acknowledged_list_changes
+from bridge.core.handover import ListenStream, acknowledged_list_changes, announce
 from bridge.core.jsonrpc import TypedId, WireId, is_request_id, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.methods import ACKNOWLEDGED, UPDATED
@@ -245,10 +245,7 @@ class ClientStreams:
             if not stream.waiting:
                 self._acknowledge(stream)
             return
-        # As handover.announce says it, on this stream (basic/index.mdx: tagged).
-        tag = {"_meta": {META_SUBSCRIPTION_ID: stream.id}}
-        for method in acknowledged_list_changes(record):
-            self.ctx.send(CLIENT, notification(method, tag), request=stream.id)
+        announce(self.ctx, acknowledged_list_changes(record), stream.id)
 
 
 def _is_uri_list(value: object) -> bool:

@@ -414,7 +414,7 @@ class ModeB:
         self.restoring = None
         waiting, self.waiting = self.waiting, []
         for message, _ in waiting:
-            self.ctx.fail(CLIENT, message["id"], errors.never_sent(reason, data))
+            self.ctx.fail(CLIENT, message["id"], errors.session_ended(reason, data))
 
     # A restarted server (handover.py) ----------------------------------------------------
 

@@ -60,7 +60,7 @@ def read_meta(message: Message) -> RequestMeta | OwnError:
         return errors.client_info_invalid(META_CLIENT_INFO)
     level = meta.get(META_LOG_LEVEL)
     if level is not None and not is_log_level(level):
-        return errors.log_level_invalid(level)
+        return errors.invalid_log_level(level)
     token = meta.get("progressToken")
     if token is not None and not is_progress_token(token):
         return errors.progress_token_invalid()

@@ -10,6 +10,7 @@ with the id spliced (splice.py).
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Protocol
 
 from bridge.core.codec import Message
@@ -122,9 +123,9 @@ class _SessionCall(RelayedCall):
             self.settled(result)
         super().answered(message, None)
 
+    @abstractmethod
     def settled(self, result: Message) -> None:
         """The server accepted the request with `result`."""
-        raise NotImplementedError(type(self).__name__)
 
 
 class RelayedInitialize(_SessionCall):
