@@ -320,9 +320,18 @@ def validate(raw: Mapping[str, Any], where: str, error: type[BridgeError]) -> di
     return values
 
 
+HTTP_PARKED_TIMEOUT = 120.0
+"""`parked_timeout` behind the HTTP front unless set. Every modern HTTP client shares one
+legacy server there, and while one client's call is parked on a question no other client's
+call can start at it (attribution: TRANSLATION.md §5.8), so a client that never retries
+would hold every other one back for the stdio default's 15 minutes."""
+
+
 def build(values: Mapping[str, Any]) -> Settings:
     """Settings from validated values; absent keys keep the documented defaults."""
     core = {k: v for k, v in values.items() if k in CORE_KEYS}
+    if str(values.get("listen", "")).startswith("http://"):
+        core.setdefault("parked_timeout", HTTP_PARKED_TIMEOUT)
     log_level = values.get("log_level", "info")
     timing = Timing(**{k: v for k, v in values.items() if k in TIMING_KEYS})
     shell = ShellConfig(**{k: v for k, v in values.items() if k in SHELL_FIELDS},

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bridge.config import (
+    HTTP_PARKED_TIMEOUT,
     CORE_KEYS,
     DAEMON_KEYS,
     DERIVED_CORE_FIELDS,
@@ -86,3 +87,12 @@ def test_booleans_are_not_numbers(tmp_path: Path) -> None:
     config.write_text("probe_timeout = true\n")
     with pytest.raises(ConfigError, match="probe_timeout"):
         load_settings(str(config), {})
+
+
+def test_the_http_front_parks_calls_for_less_time_unless_told(tmp_path: Path) -> None:
+    http = {"listen": "http://127.0.0.1:8808/mcp"}
+    assert load_settings(None, http).core.parked_timeout == HTTP_PARKED_TIMEOUT
+    assert load_settings(None, {"listen": "/run/b.sock"}).core.parked_timeout == 900.0
+    config = tmp_path / "c.toml"
+    config.write_text('command = ["a"]\nparked_timeout = "15m"\n')
+    assert load_settings(str(config), http).core.parked_timeout == 900.0
