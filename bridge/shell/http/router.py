@@ -68,7 +68,8 @@ class Router:
         self._mapping = mapping
         self._feed = feed  # a client line into the shared core
         self._log = log
-        self._legacy = LegacyRequests(sessions or Sessions(0), open_session or _no_session,
+        self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
+                                      open_session or _no_session,
                                       self._through_core, log,
                                       keep_alive=endpoint.keep_alive, grace=grace)
 
