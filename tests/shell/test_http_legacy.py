@@ -55,6 +55,8 @@ class LegacyCore:
         self.received: list[Any] = []
         self.asked: dict[str, Any] = {}
         self.stopped = False
+        self.later: list[Action] = []
+        """What a TimerFired releases (a slow call's answer)."""
 
     def next_deadline(self) -> float | None:
         return None
@@ -63,8 +65,10 @@ class LegacyCore:
         if isinstance(event, ShutdownRequested):
             self.stopped = True
             return [Stop(0)]
-        if isinstance(event, TimerFired) or not isinstance(event, MessageReceived) \
-                or event.side != "client":
+        if isinstance(event, TimerFired):
+            actions, self.later = self.later, []
+            return actions
+        if not isinstance(event, MessageReceived) or event.side != "client":
             return []
         message: Any = decode(event.message)
         self.received.append(message)
@@ -162,6 +166,17 @@ async def post(client: Client, message: dict[str, Any], session: str | None = No
     return await client.whole()
 
 
+def messages(answer: Answer) -> list[Any]:
+    """The messages of a whole event-stream answer (the priming event's empty data left out)."""
+    assert answer.headers["content-type"] == "text/event-stream", answer
+    return [json.loads(line[6:]) for line in answer.body.split(b"\n")
+            if line.startswith(b"data: ") and line[6:].strip()]
+
+
+def last(answer: Answer) -> Any:
+    return messages(answer)[-1]
+
+
 async def initialized(client: Client) -> str:
     """A new session's id (initialize without a protocol version header: 2025-03-26)."""
     init = rpc(0, "initialize", protocolVersion=LEGACY, capabilities={},
@@ -169,7 +184,7 @@ async def initialized(client: Client) -> str:
     await client.send("POST", json.dumps(init).encode(), headers(version=None))
     answer = await client.whole()
     assert answer.status == 200, answer
-    assert answer.json["result"]["protocolVersion"] == LEGACY
+    assert last(answer)["result"]["protocolVersion"] == LEGACY
     return answer.headers[SESSION]
 
 
@@ -200,8 +215,9 @@ async def test_initialize_opens_a_session_of_its_own_that_later_requests_must_na
         assert len(r.spawner.children) == 2  # the shared server's and the session's own
         assert [m["method"] for m in r.cores[0].received] == ["initialize"]
         listed = await post(client, rpc(1, "tools/list"), session)
-        assert (listed.status, listed.json) == (200, {"jsonrpc": "2.0", "id": 1,
-                                                      "result": {"tools": []}})
+        assert (listed.status, messages(listed)) == (200, [{"jsonrpc": "2.0", "id": 1,
+                                                            "result": {"tools": []}}])
+        assert listed.body.startswith(b"id: p2-1\nretry: 1000\ndata: \n\n")  # priming
         assert listed.headers[SESSION] == session
         missing = await post(client, rpc(2, "tools/list"))
         assert (missing.status, missing.json["error"]["code"]) == (400, -32600)
@@ -242,12 +258,14 @@ async def test_a_question_goes_on_its_call_s_stream_and_its_answer_comes_back_by
         stream = await caller.head()
         assert (stream.status, stream.headers["content-type"]) == (200, "text/event-stream")
         assert stream.headers[SESSION] == session
-        question = await caller.sse_event(stream)
+        assert await event_of(caller, stream) == ("p2-1", None)  # priming (p1 was initialize)
+        event_id, question = await event_of(caller, stream)
+        assert event_id == "p2-2"
         assert (question["id"], question["method"]) == ("q-7", "elicitation/create")
         reply = {"jsonrpc": "2.0", "id": "q-7", "result": {"action": "accept"}}
         assert (await post(answerer, reply, session)).status == 202
-        assert await caller.sse_event(stream) == {
-            "jsonrpc": "2.0", "id": 7, "result": {"answered": {"action": "accept"}}}
+        assert await event_of(caller, stream) == ("p2-3", {
+            "jsonrpc": "2.0", "id": 7, "result": {"answered": {"action": "accept"}}})
 
 
 async def event_of(client: Client, answer: Answer) -> tuple[str, Any]:
@@ -259,7 +277,8 @@ async def event_of(client: Client, answer: Answer) -> tuple[str, Any]:
             answer.body += bytes(event.data)
     block, answer.body = answer.body.split(b"\n\n", 1)
     fields = dict(line.split(b": ", 1) for line in block.split(b"\n"))
-    return fields[b"id"].decode(), json.loads(fields[b"data"])
+    data = fields[b"data"]
+    return fields[b"id"].decode(), json.loads(data) if data.strip() else None
 
 
 async def test_the_get_stream_gets_what_names_no_request_and_resumes_by_last_event_id(
@@ -275,9 +294,9 @@ async def test_the_get_stream_gets_what_names_no_request_and_resumes_by_last_eve
         stream = await listener.head()
         assert (stream.status, stream.headers["content-type"]) == (200, "text/event-stream")
         event_id, held = await event_of(listener, stream)
-        assert (event_id, held["method"]) == ("g1", "notifications/tools/list_changed")
+        assert (event_id, held["method"]) == ("g-1", "notifications/tools/list_changed")
         assert (await post(client, {**change, "id": 2}, session)).status == 200
-        assert (await event_of(listener, stream))[0] == "g2"
+        assert (await event_of(listener, stream))[0] == "g-2"
         other = await r.client()
         await other.send("GET", headers=get)
         assert (await other.whole()).status == 409  # one GET stream per session
@@ -287,10 +306,40 @@ async def test_the_get_stream_gets_what_names_no_request_and_resumes_by_last_eve
         await r.settled()
         assert (await post(client, {**change, "id": 3}, session)).status == 200
         again = await r.client()
-        await again.send("GET", headers={**get, "last-event-id": "g1"})
+        await again.send("GET", headers={**get, "last-event-id": "g-1"})
         resumed = await again.head()
         assert resumed.status == 200
-        assert [(await event_of(again, resumed))[0] for _ in range(2)] == ["g2", "g3"]
+        assert [(await event_of(again, resumed))[0] for _ in range(2)] == ["g-2", "g-3"]
+
+
+async def test_a_post_stream_lost_mid_call_is_resumed_by_get_with_last_event_id(
+        autojump_clock: Any) -> None:
+    async with running() as r:
+        caller = await r.client()
+        session = await initialized(caller)
+        slow = rpc(5, "tools/call", name="slow", arguments={})
+        await caller.send("POST", json.dumps(slow).encode(), headers(session))
+        stream = await caller.head()
+        primed, _ = await event_of(caller, stream)
+        assert (await event_of(caller, stream))[0] == "p2-2"  # its progress
+        await caller.stream.aclose()  # lost: not a cancellation (§Sending Messages 6)
+        await r.settled()
+        assert "notifications/cancelled" not in [m.get("method") for m in r.cores[0].received]
+        r.cores[0].later = [answer(5, {"content": [], "done": True})]
+        live = r.front.sessions.get(session)
+        assert live is not None and live.driver is not None
+        live.driver.post(TimerFired())  # the answer comes while nobody reads the stream
+        again = await r.client()
+        get = {"accept": "text/event-stream", SESSION: session, "last-event-id": primed}
+        await again.send("GET", headers=get)
+        resumed = await again.head()
+        assert resumed.status == 200
+        replayed = [await event_of(again, resumed) for _ in range(2)]
+        assert [event_id for event_id, _ in replayed] == ["p2-2", "p2-3"]
+        assert replayed[1][1] == {"jsonrpc": "2.0", "id": 5,
+                                  "result": {"content": [], "done": True}}
+        await again.rest(resumed)  # the stream ended with its answer
+        assert not live.listening  # that was the POST's stream, not the session's GET one
 
 
 async def test_delete_ends_the_session_and_stops_its_server(autojump_clock: Any) -> None:
@@ -356,7 +405,8 @@ async def test_both_eras_at_once_on_one_front(autojump_clock: Any) -> None:
         slow = rpc(5, "tools/call", name="slow", arguments={})
         await legacy_client.send("POST", json.dumps(slow).encode(), headers(session))
         stream = await legacy_client.head()
-        progress = await legacy_client.sse_event(stream)
+        await event_of(legacy_client, stream)  # priming
+        progress = (await event_of(legacy_client, stream))[1]
         assert progress["params"]["progressToken"] == 5  # no renaming in a session
         listed = await modern_client.post(modern.request(5, "tools/list"))
         assert (listed.status, listed.json["id"]) == (200, 5)

@@ -9,35 +9,44 @@ section names of 2025-11-25 `basic/transports.mdx`.
 
 What the core sends the client goes (§Sending Messages 6, §Listening for Messages):
   - to the stream of the POST whose request it names (`Send.request`): its answer, and the
-    questions, progress and logs that belong to it;
+    questions, progress and logs that belong to it, also while that POST's connection is
+    lost (the client resumes the stream by GET with `Last-Event-ID`);
   - else to the session's GET stream (a `list_changed`, a legacy server's own request), held
     in a bounded queue while no GET stream is open (the oldest dropped, logged).
+Every stream's events carry ids (`EventLog`) and its last ones are kept for a resumption
+(§Resumability and Redelivery).
 """
 
 from __future__ import annotations
 
 import itertools
 import secrets
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 import trio
 
 from bridge.core.codec import Message, encode
 from bridge.core.events import Event, Send, ShutdownRequested
+from bridge.shell.http import sse
 from bridge.shell.http.modern import Exchange, open_exchange
 from bridge.shell.logs import Logger
 
 QUEUE_LIMIT = 256
 """Messages held for the GET stream while none is open; one more drops the oldest."""
 REPLAY_LIMIT = 256
-"""Events of the GET stream kept for a client that resumes it (§Resumability)."""
+"""Events of one stream kept for a client that resumes it (§Resumability)."""
+STREAMS_KEPT = 32
+"""POST streams a session keeps for resumption; one more forgets the oldest."""
 ID_BYTES = 32
 """secrets.token_urlsafe's bytes of randomness: 43 visible ASCII characters (§Session
 Management: globally unique, cryptographically secure, 0x21 to 0x7E)."""
 GET_PREFIX = "g"
+POST_PREFIX = "p"
+RETRY_MS = 1000
+"""The `retry:` a POST stream's priming event gives: how long a client whose connection was
+lost waits before it resumes."""
 
 
 class SessionDriver(Protocol):
@@ -56,13 +65,38 @@ class Served(Protocol):
     def kill_all(self) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Queued:
-    """One message for the GET stream, with its event id (§Resumability: unique within the
-    session; the prefix names the stream)."""
+class EventLog:
+    """One stream's events: their ids (`PREFIX-N`: unique in the session, and the prefix
+    names the stream, §Resumability 1) and the last `limit` sent, for a resumption. A message
+    is framed (and kept) before it is written, so one lost with its connection is replayed."""
 
-    event_id: str
-    message: Message | list[Message]
+    def __init__(self, prefix: str, limit: int, exchange: Exchange | None = None) -> None:
+        self.prefix = prefix
+        self._numbers = itertools.count(1)
+        self._sent: deque[tuple[int, bytes]] = deque(maxlen=limit)
+        self.exchange = exchange
+        """A POST stream's route: where its messages keep arriving."""
+        self.attached = False
+        """A connection is writing this stream now (a second one would be 409)."""
+
+    def priming(self) -> bytes:
+        return sse.priming(f"{self.prefix}-{next(self._numbers)}", RETRY_MS)
+
+    def frame(self, message: Message | list[Message]) -> bytes:
+        number = next(self._numbers)
+        data = sse.event(message, f"{self.prefix}-{number}")
+        self._sent.append((number, data))
+        return data
+
+    def after(self, number: int) -> list[bytes]:
+        """The kept events after event `number` (the client's Last-Event-ID)."""
+        return [data for n, data in self._sent if n > number]
+
+
+def parse_event_id(event_id: str) -> tuple[str, int] | None:
+    """A `Last-Event-ID` as (stream prefix, event number), or None if it is none of ours."""
+    prefix, _, number = event_id.rpartition("-")
+    return (prefix, int(number)) if prefix and number.isdigit() else None
 
 
 class LegacySession:
@@ -77,11 +111,13 @@ class LegacySession:
         self._idle = idle
         self.driver: SessionDriver | None = None
         self._routes: dict[object, Exchange] = {}
-        self._pending: deque[Queued] = deque()
+        self._pending: deque[Message | list[Message]] = deque()
         self._queue_limit = queue_limit
-        self._replay: deque[Queued] = deque(maxlen=replay_limit)
+        self._replay_limit = replay_limit
+        self.get_log = EventLog(GET_PREFIX, replay_limit)
+        self._post_logs: OrderedDict[str, EventLog] = OrderedDict()
+        self._posts = itertools.count(1)
         self._arrived = trio.Event()
-        self._events = itertools.count(1)
         self.listening = False
         """A GET stream is open (§Listening: one per session here)."""
         self.streams = 0
@@ -97,24 +133,30 @@ class LegacySession:
     def in_flight(self, request_id: object) -> bool:
         return request_id in self._routes
 
-    def admit(self, message: Message, body: bytes) -> tuple[Exchange, bytes]:
-        """A POSTed request: its route, and the line to hand the core (the body itself unless
-        it spans lines: the core may pass a line on to the server as it is)."""
+    def admit(self, message: Message, body: bytes) -> tuple[Exchange, EventLog, bytes]:
+        """A POSTed request: its route, its stream's event log, the line to hand the core."""
         request_id = message.get("id")
         exchange = open_exchange(request_id, str(request_id), str(message.get("method")))
         self._routes[request_id] = exchange
-        return exchange, _line(message, body)
+        log = EventLog(f"{POST_PREFIX}{next(self._posts)}", self._replay_limit, exchange)
+        self._post_logs[log.prefix] = log
+        if len(self._post_logs) > STREAMS_KEPT:
+            self._post_logs.popitem(last=False)
+        return exchange, log, _line(message, body)
+
+    def stream_log(self, prefix: str) -> EventLog | None:
+        """The stream an event id names (the GET stream, or a POST stream still kept)."""
+        return self.get_log if prefix == GET_PREFIX else self._post_logs.get(prefix)
 
     def accept(self, message: Message, body: bytes) -> None:
         """A POSTed response or notification: to the core."""
         self.feed(_line(message, body))
 
-    def abandon(self, exchange: Exchange) -> bytes | None:
+    @staticmethod
+    def abandon(exchange: Exchange) -> bytes | None:
         """The POST's connection closed before its answer. §Sending Messages 6: that is not a
-        cancellation; what the core still sends for the request goes to the GET stream."""
-        if self._routes.get(exchange.original) is exchange:
-            del self._routes[exchange.original]
-        exchange.inbox.close()
+        cancellation; the route stays, so what the core still sends for the request waits on
+        its channel for the client to resume the stream (GET with `Last-Event-ID`)."""
         return None
 
     def feed(self, line: bytes) -> None:
@@ -148,29 +190,22 @@ class LegacySession:
             return
         if len(self._pending) >= self._queue_limit:
             dropped = self._pending.popleft()
-            self._log.warning("http.dropped", session=self.number, event_id=dropped.event_id,
+            self._log.warning("http.dropped", session=self.number,
+                              method=dropped.get("method") if isinstance(dropped, dict)
+                              else "(batch)",
                               reason=f"no GET stream took it; over {self._queue_limit} held")
-        self._pending.append(Queued(f"{GET_PREFIX}{next(self._events)}", message))
+        self._pending.append(message)
         self._arrived.set()
 
-    async def next_queued(self) -> Queued | None:
-        """The GET stream's next message (kept for replay), or None once the session ended."""
+    async def next_queued(self) -> bytes | None:
+        """The GET stream's next event, framed (and kept for a resumption), or None once
+        the session ended."""
         while not self._pending:
             if self.ended:
                 return None
             self._arrived = trio.Event()
             await self._arrived.wait()
-        queued = self._pending.popleft()
-        self._replay.append(queued)
-        return queued
-
-    def replay_after(self, event_id: str) -> list[Queued] | None:
-        """The GET stream's events after `event_id` (§Resumability), or None if it names none
-        this session still holds."""
-        for index, queued in enumerate(self._replay):
-            if queued.event_id == event_id:
-                return list(self._replay)[index + 1:]
-        return None
+        return self.get_log.frame(self._pending.popleft())
 
     # Its life ------------------------------------------------------------------------------
 

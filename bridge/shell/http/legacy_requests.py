@@ -1,15 +1,18 @@
 """One legacy HTTP request (2025-03-26 … 2025-11-25) on the front: its session, and its
 answer. Spec citations are section names of 2025-11-25 `basic/transports.mdx`.
 
-Must not hold sessions (`legacy.py` does) nor write bytes itself beyond framing the GET
-stream's events: a POSTed request is carried like a modern one (`router.Router._through_core`,
-given as `carry`), with the session's routes and the `Mcp-Session-Id` header on its answer.
+Must not hold sessions (`legacy.py` does): a POSTed request is carried like a modern one
+(`router.Router._through_core`, given as `carry`: the core, the client's close), with the
+session's routes, the `Mcp-Session-Id` header on its answer, and an answer of its own: always
+an event stream, primed with an event id (§Sending Messages 6), every event with an id, so a
+client that loses the connection resumes it by GET with `Last-Event-ID` (§Resumability).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 import trio
@@ -19,7 +22,7 @@ from bridge.core.eras import LEGACY_PROTOCOL_VERSIONS
 from bridge.shell.http import replies, sse
 from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.era import SESSION_HEADER, VERSION_HEADER
-from bridge.shell.http.legacy import LegacySession, Sessions
+from bridge.shell.http.legacy import EventLog, LegacySession, Sessions, parse_event_id
 from bridge.shell.http.modern import Exchange
 from bridge.shell.http.replies import Reply
 from bridge.shell.logs import Logger
@@ -30,12 +33,18 @@ if TYPE_CHECKING:
 EVENT_STREAM = "text/event-stream"
 
 
+Answer = Callable[[Connection, Exchange, "Outcome", tuple[tuple[str, str], ...]],
+                  Awaitable[bool]]
+"""Writes a POST's answer from its route; True once it is out (else the client left)."""
+
+
 class Carry(Protocol):
     """The router's way of taking a POSTed request through a core and back."""
 
     def __call__(self, conn: Connection, exchange: Exchange, line: bytes, outcome: Outcome,
                  routes: Routes, feed: Callable[[bytes], None],
-                 headers: tuple[tuple[str, str], ...] = ()) -> Awaitable[None]: ...
+                 headers: tuple[tuple[str, str], ...] = (),
+                 answer: Answer | None = None) -> Awaitable[None]: ...
 
 
 class LegacyRequests:
@@ -70,11 +79,11 @@ class LegacyRequests:
             return replies.accepted()
         if session.in_flight(request_id):
             return replies.id_in_flight(request_id)
-        exchange, line = session.admit(message, request.body)
+        exchange, log, line = session.admit(message, request.body)
         session.streams += 1
         try:
             await self._carry(conn, exchange, line, outcome, session, session.feed,
-                              ((SESSION_HEADER, session.id),))
+                              ((SESSION_HEADER, session.id),), partial(self._post_stream, log))
         finally:
             session.streams -= 1
             session.touch()
@@ -107,10 +116,27 @@ class LegacyRequests:
             return replies.session_deleted()
         if EVENT_STREAM not in request.headers.get("accept", ""):
             return replies.not_acceptable()
+        resumed = parse_event_id(request.headers.get("last-event-id", ""))
+        log = session.stream_log(resumed[0]) if resumed is not None else None
+        if log is not None and log.exchange is not None:  # a POST stream's resumption
+            if log.attached:
+                return replies.stream_taken()
+            await self._resume(conn, session, log, resumed[1] if resumed else 0, outcome)
+            return None
         if session.listening:
             return replies.stream_taken()
-        outcome.status, outcome.stream = 200, True
         session.listening = True
+        try:
+            missed = log.after(resumed[1]) if log is not None and resumed is not None else []
+            await self._watched(conn, session, outcome, partial(self._listen, session, missed))
+        finally:
+            session.listening = False
+        return None
+
+    async def _watched(self, conn: Connection, session: LegacySession, outcome: Outcome,
+                       relay: Callable[[Connection], Awaitable[None]]) -> None:
+        """A GET's event stream, `relay` writing it, until it ends or the client leaves."""
+        outcome.status, outcome.stream = 200, True
         session.streams += 1
         try:
             await conn.start_stream(200, sse.HEADERS)
@@ -121,28 +147,71 @@ class LegacyRequests:
 
                 nursery.start_soon(watch, name="watch-close")
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    await self._relay(conn, session, request.headers.get("last-event-id"))
+                    await relay(conn)
+                    await conn.end_stream()
                 nursery.cancel_scope.cancel()
         finally:
-            session.listening = False
             session.streams -= 1
             session.touch()
-        return None
 
-    async def _relay(self, conn: Connection, session: LegacySession,
-                     last_event: str | None) -> None:
-        """The GET stream: what the client missed after `last_event` (§Resumability), then
-        each message as it comes, a keep-alive comment after `keep_alive` of quiet, and the
-        stream's end once the session ends."""
-        for missed in (session.replay_after(last_event) or []) if last_event else []:
-            await conn.send(sse.event(missed.message, missed.event_id))
+    async def _listen(self, session: LegacySession, missed: list[bytes],
+                      conn: Connection) -> None:
+        """The GET stream: what the client missed (§Resumability), then each message as it
+        comes, a keep-alive comment after `keep_alive` of quiet, until the session ends."""
+        for event in missed:
+            await conn.send(event)
         while True:
             with trio.move_on_after(self._keep_alive) as waited:
-                queued = await session.next_queued()
+                data = await session.next_queued()
             if waited.cancelled_caught:
                 await conn.send(sse.KEEP_ALIVE)
                 continue
-            if queued is None:
-                break
-            await conn.send(sse.event(queued.message, queued.event_id))
-        await conn.end_stream()
+            if data is None:
+                return
+            await conn.send(data)
+
+    async def _post_stream(self, log: EventLog, conn: Connection, exchange: Exchange,
+                           outcome: Outcome, headers: tuple[tuple[str, str], ...]) -> bool:
+        """A POST's answer: an event stream, its priming event first (§Sending Messages 6),
+        then the request's messages until its answer."""
+        outcome.status, outcome.stream = 200, True
+        log.attached = True
+        try:
+            await conn.start_stream(200, (*sse.HEADERS, *headers))
+            await conn.send(log.priming())
+            await self._relay_route(conn, log)
+            await conn.end_stream()
+            return True
+        finally:
+            log.attached = False
+
+    async def _resume(self, conn: Connection, session: LegacySession, log: EventLog,
+                      last: int, outcome: Outcome) -> None:
+        """§Resumability 2: a POST stream resumed by GET: the events after `last`, then the
+        rest of the stream, on this connection (never on another stream)."""
+        log.attached = True
+        try:
+            async def relay(conn: Connection) -> None:
+                for data in log.after(last):
+                    await conn.send(data)
+                await self._relay_route(conn, log)
+
+            await self._watched(conn, session, outcome, relay)
+        finally:
+            log.attached = False
+
+    async def _relay_route(self, conn: Connection, log: EventLog) -> None:
+        """The messages of a POST stream's route until it closes (its answer delivered, or
+        the session ended); each framed, and kept, before it is written."""
+        assert log.exchange is not None
+        outbox = log.exchange.outbox
+        while True:
+            with trio.move_on_after(self._keep_alive) as waited:
+                try:
+                    message = await outbox.receive()
+                except trio.EndOfChannel:
+                    return
+            if waited.cancelled_caught:
+                await conn.send(sse.KEEP_ALIVE)
+                continue
+            await conn.send(log.frame(message))

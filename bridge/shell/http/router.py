@@ -22,7 +22,7 @@ from bridge.shell.http.address import origin_host
 from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.era import SESSION_HEADER, Era, era_of
 from bridge.shell.http.legacy import LegacySession, Sessions
-from bridge.shell.http.legacy_requests import LegacyRequests
+from bridge.shell.http.legacy_requests import Answer, LegacyRequests
 from bridge.shell.http.modern import Exchange, Mapping, check
 from bridge.shell.http.replies import Reply
 from bridge.shell.logs import Logger
@@ -153,10 +153,13 @@ class Router:
 
     async def _through_core(self, conn: Connection, exchange: Exchange, line: bytes,
                             outcome: Outcome, routes: Routes, feed: Callable[[bytes], None],
-                            headers: tuple[tuple[str, str], ...] = ()) -> None:
+                            headers: tuple[tuple[str, str], ...] = (),
+                            answer: Answer | None = None) -> None:
         """`line` (the request of `exchange`) to a core through `feed`, and its messages
-        back; `headers` go on the answer (a legacy session's id)."""
+        back, written by `answer` (by default: JSON, or an event stream once anything
+        precedes the answer); `headers` go on the answer (a legacy session's id)."""
         feed(line)
+        write = answer or self._answer
         answered = False
         try:
             async with trio.open_nursery() as nursery:
@@ -167,7 +170,7 @@ class Router:
                 nursery.start_soon(watch, name="watch-close")
                 # The client going away mid-answer is its cancellation (below).
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    answered = await self._answer(conn, exchange, outcome, headers)
+                    answered = await write(conn, exchange, outcome, headers)
                 nursery.cancel_scope.cancel()
         finally:
             if not answered:

@@ -23,3 +23,11 @@ def event(message: Message | list[Message], event_id: str | None = None) -> byte
     head = b"event: message\ndata: " if event_id is None \
         else b"id: " + event_id.encode("ascii") + b"\nevent: message\ndata: "
     return head + line + b"\n"
+
+
+def priming(event_id: str, retry_ms: int) -> bytes:
+    """2025-11-25 transports.mdx §Sending Messages 6: an event with an id and empty data,
+    first on a stream, so a client that loses it can resume from there (`Last-Event-ID`);
+    `retry:` is how long it waits before it does."""
+    return b"id: " + event_id.encode("ascii") + b"\nretry: " + str(retry_ms).encode() \
+        + b"\ndata: \n\n"
