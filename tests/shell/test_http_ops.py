@@ -285,3 +285,17 @@ def test_max_connections_reaches_the_front(monkeypatch: pytest.MonkeyPatch) -> N
         http_main.run_http(settings, lambda: settings)
     assert seen["max_connections"] == 7 and seen["access"] == Access()
     assert os.environ.get(TOKEN_ENV) is None
+
+
+async def test_an_illegal_authorization_value_is_400_and_never_logged(
+        autojump_clock: Any) -> None:
+    async with running(access=Access(tokens=Tokens((TOKEN.encode(),)))) as r:
+        client = await r.client()
+        await client.stream.send_all(
+            f"POST /mcp HTTP/1.1\r\nhost: {front_tests.HOST}\r\n"
+            f"authorization: Bearer {TOKEN}\x00\r\ncontent-length: 0\r\n\r\n".encode())
+        assert (await client.head()).status == 400
+        await trio.testing.wait_all_tasks_blocked()
+        [rejected] = r.events("http.rejected")
+        assert rejected["reason"] == "illegal header line (the bytes are not logged)"
+        assert not any(TOKEN in json.dumps(e, default=str) for e in r.logs)

@@ -8,6 +8,7 @@ frames every byte (no HTTP parsing here); this module only moves bytes and enfor
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass
 from http import HTTPStatus
 
@@ -99,7 +100,7 @@ class Connection:
             try:
                 event = self._h11.next_event()
             except h11.RemoteProtocolError as exc:
-                raise HttpError(exc.error_status_hint, str(exc)) from None
+                raise HttpError(exc.error_status_hint, _problem(exc)) from None
             if event is h11.NEED_DATA:
                 if self.peer_closed:
                     self._h11.receive_data(b"")
@@ -108,7 +109,7 @@ class Connection:
                 try:
                     self._h11.receive_data(data)
                 except h11.RemoteProtocolError as exc:
-                    raise HttpError(exc.error_status_hint, str(exc)) from None
+                    raise HttpError(exc.error_status_hint, _problem(exc)) from None
                 continue
             if event is h11.PAUSED:
                 raise HttpError(400, "a request arrived before the last one was answered")
@@ -179,6 +180,17 @@ class Connection:
 
     async def close(self) -> None:
         await self._stream.aclose()
+
+
+_QUOTED = re.compile(r":\s|\s(?:b'|b\"|bytearray\()")
+
+
+def _problem(exc: h11.RemoteProtocolError) -> str:
+    """h11's words for a malformed request, for the log, without the bytes it quotes (an
+    illegal header line may be an Authorization header's, token and all)."""
+    text = str(exc)
+    cut = _QUOTED.split(text, maxsplit=1)
+    return text if len(cut) == 1 else f"{cut[0]} (the bytes are not logged)"
 
 
 def _encoded(headers: tuple[tuple[str, str], ...]) -> list[tuple[bytes, bytes]]:
