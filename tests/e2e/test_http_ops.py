@@ -99,7 +99,7 @@ def test_socket_activation_tokens_readiness_reload_and_stop(
     log = tmp_path / "front.log"
     front = subprocess.Popen(
         [activate, "-l", f"127.0.0.1:{port}", "-E", f"NOTIFY_SOCKET={notify.path}",
-         "-E", f"MCP_ROSETTA_TOKEN={ENV_TOKEN}",
+         "-E", f"MCP_ROSETTA_TOKEN={ENV_TOKEN}", "-E", "WATCHDOG_USEC=400000",
          sys.executable, "-m", "bridge", "serve", "--config", str(config),
          "--listen", f"http://127.0.0.1:{port}/mcp"],
         stdout=subprocess.DEVNULL, stderr=log.open("wb"), env={**os.environ})
@@ -108,6 +108,7 @@ def test_socket_activation_tokens_readiness_reload_and_stop(
         health = until(lambda: _health(port), "the socket answering /healthz")
         assert health == (200, {"status": "ok"})
         notify.wait_for("READY=1")
+        notify.wait_for("WATCHDOG=1")
         until(lambda: ready(port) == (200, "ready"), "/readyz green")
 
         # The token: none or a wrong one is 401; the file's and the environment's pass.
@@ -144,6 +145,13 @@ def test_socket_activation_tokens_readiness_reload_and_stop(
         assert call_pid(port, NEW_TOKEN)[0] == 200
         assert call_pid(port, ENV_TOKEN)[0] == 200
 
+        # A configuration that no longer validates is logged and the one in force kept.
+        config.write_text(config.read_text() + "max_connections = 0\n")
+        mark = len(notify.messages)
+        front.send_signal(signal.SIGHUP)
+        notify.wait_for("READY=1", after=notify.wait_for("RELOADING=1", after=mark))
+        assert call_pid(port, NEW_TOKEN)[0] == 200
+
         # SIGTERM: the front exits 0, and nothing it started is left.
         running = descendants(front.pid)
         assert running
@@ -161,7 +169,9 @@ def test_socket_activation_tokens_readiness_reload_and_stop(
         assert all(e["peer"].startswith("127.0.0.1:") for e in requests)
         assert {e["status"] for e in requests} >= {200, 401, 503}
         [reloaded] = [e for e in events if e["event"] == "daemon.reloaded"]
-        assert reloaded["tokens"] == 2
+        assert reloaded["tokens"] == 2 and reloaded["needs_restart"] == []
+        [failed] = [e for e in events if e["event"] == "daemon.reload_failed"]
+        assert "max_connections" in failed["reason"]
         assert any(e["event"] == "child.restarted" for e in events)
         statuses = [m for m in notify.messages if m.startswith(("STATUS=", "READY=1\nSTATUS"))]
         assert any("restarting the server" in m for m in statuses), statuses
