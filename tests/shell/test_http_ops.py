@@ -152,6 +152,7 @@ def test_a_credential_names_its_token_across_a_reload() -> None:
     with pytest.raises(Denied) as denied:
         again.check("Bearer one")
     assert denied.value.presented
+    assert "two" not in repr(Access(tokens=tokens))
 
 
 def test_tokens_from_the_file_and_the_environment(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import hmac
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bridge.errors import ConfigError
 
@@ -43,20 +43,23 @@ class Denied(Exception):
         """A token was presented (and is wrong): RFC 6750 §3.1 `invalid_token`."""
 
 
+@dataclass(frozen=True, slots=True)
 class Tokens:
     """The tokens in force. `check` compares the presented one against every token with
-    `hmac.compare_digest`, whatever matched earlier, so the time taken names none of them."""
+    `hmac.compare_digest`, whatever matched earlier, so the time taken names none of them.
+    Neither field is in the repr: an Access or Endpoint printed names no token."""
 
-    def __init__(self, tokens: tuple[bytes, ...], key: bytes | None = None) -> None:
-        if not tokens:
+    tokens: tuple[bytes, ...] = field(repr=False)
+    key: bytes = field(default_factory=lambda: os.urandom(32), repr=False)
+    """Of the Credential digests."""
+
+    def __post_init__(self) -> None:
+        if not self.tokens:
             raise ValueError("no tokens")
-        self._tokens = tokens
-        self._key = key if key is not None else os.urandom(32)
-        self.count = len(tokens)
 
     def with_tokens(self, tokens: tuple[bytes, ...]) -> Tokens:
         """The same digests for the same tokens: a reload keeps every Credential."""
-        return Tokens(tokens, self._key)
+        return Tokens(tokens, self.key)
 
     def check(self, authorization: str | None) -> Credential:
         """The Credential of a good `Authorization` header; Denied otherwise."""
@@ -68,11 +71,11 @@ class Tokens:
             raise Denied("the Authorization header is not Bearer <token>", presented=False)
         given = presented.strip().encode("latin-1")
         matched = False
-        for token in self._tokens:
+        for token in self.tokens:
             matched |= hmac.compare_digest(given, token)
         if not matched:
             raise Denied("the bearer token is not one this server accepts", presented=True)
-        return Credential(hmac.digest(self._key, given, "sha256").hex()[:16])  # the C path
+        return Credential(hmac.digest(self.key, given, "sha256").hex()[:16])  # the C path
 
 
 def parse_tokens(text: bytes) -> tuple[bytes, ...]:
