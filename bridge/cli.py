@@ -15,6 +15,9 @@ from bridge import __version__
 from bridge.config import (
     Settings,
     count,
+    file_path,
+    http_host,
+    http_origin,
     load_settings,
     root_uri,
     seconds,
@@ -133,6 +136,20 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
                             "HTTP front (modern clients)")
         p.add_argument("--max-sessions", type=_count_flag, metavar="N",
                        help="clients served at once; one more is refused (16)")
+        http = p.add_argument_group("the HTTP front (--listen http://...)")
+        http.add_argument("--allow-host", type=_checked(http_host), action="append",
+                          dest="allowed_hosts", metavar="HOST[:PORT]",
+                          help="a Host value to accept beside the front's own names "
+                               "(without a port: any port); repeatable")
+        http.add_argument("--allow-origin", type=_checked(http_origin), action="append",
+                          dest="allowed_origins", metavar="ORIGIN",
+                          help="an Origin (scheme://host[:port]) to accept beside the "
+                               "front's own names; repeatable")
+        http.add_argument("--token-file", type=_checked(file_path), metavar="FILE",
+                          help="bearer tokens, one a line, every request must present one "
+                               "(or set MCP_ROSETTA_TOKEN; never a token on the command line)")
+        http.add_argument("--max-connections", type=_count_flag, metavar="N",
+                          help="connections served at once; one more gets 503 (1024)")
     return p
 
 
@@ -189,11 +206,13 @@ def _checked(check: Any) -> Any:
 
 def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
-            "max_message_bytes", "log_level", "log_format", "listen", "max_sessions")
+            "max_message_bytes", "log_level", "log_format", "listen", "max_sessions",
+            "token_file", "max_connections")
     values: dict[str, Any] = {k: getattr(args, k) for k in keys
                               if getattr(args, k, None) is not None}
-    if getattr(args, "roots", None):
-        values["roots"] = tuple(args.roots)
+    for repeated in ("roots", "allowed_hosts", "allowed_origins"):
+        if getattr(args, repeated, None):
+            values[repeated] = tuple(getattr(args, repeated))
     values.update(server_overrides(args))
     if command:
         values["command"] = tuple(command)

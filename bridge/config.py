@@ -170,6 +170,27 @@ def socket_path(value: Any) -> str:
     return path
 
 
+def _list_of(check: Check, example: str) -> Check:
+    def checked(value: Any) -> tuple[Any, ...]:
+        if not isinstance(value, list):
+            raise ValueError(f"expected an array, e.g. {example}")
+        return tuple(check(v) for v in value)
+
+    return checked
+
+
+def http_host(value: Any) -> str:
+    from bridge.shell.http.address import allowed_host
+
+    return allowed_host(value)
+
+
+def http_origin(value: Any) -> str:
+    from bridge.shell.http.address import allowed_origin
+
+    return allowed_origin(value)
+
+
 def file_mode(value: Any) -> int:
     """Permission bits, as an octal string ("0660") or a number (0o660 in TOML)."""
     try:
@@ -274,6 +295,10 @@ DAEMON_KEYS: dict[str, Check] = {
     "listen_group": account,
     "max_sessions": count,
     "session_idle": seconds,
+    "allowed_hosts": _list_of(http_host, '["mcp.example.com", "mcp.example.com:443"]'),
+    "allowed_origins": _list_of(http_origin, '["https://app.example.com"]'),
+    "token_file": file_path,
+    "max_connections": count,
 }
 # Keys both layers read: the core waits drain_timeout for answers it owes once the client has
 # closed its input; the shell then gives a client that stopped reading as long to resume.
@@ -282,7 +307,7 @@ SHELL_FIELDS = ("command", "log_format", "max_message_bytes", "env", "pass_env",
                 "transcript", "config_file")
 SECRET_KEYS = frozenset({"env"})
 """Keys whose values are never echoed in an error (they may hold secrets)."""
-MERGED_KEYS = ("env", "pass_env")
+MERGED_KEYS = ("env", "pass_env", "allowed_hosts", "allowed_origins")
 """Keys whose flags add to the file's entries (a flag's KEY wins) instead of replacing them."""
 DERIVED_CORE_FIELDS = frozenset({"debug_logs"})
 """CoreConfig fields no key sets: debug_logs follows log_level ("debug")."""

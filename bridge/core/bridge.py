@@ -244,6 +244,16 @@ class Bridge:
     def mode(self) -> Mode | None:
         return self.handler.mode if self.handler is not None else None
 
+    @property
+    def server_state(self) -> ServerState:
+        """Where the server process is (the HTTP front's /readyz reads it)."""
+        return self._server
+
+    @property
+    def has_served(self) -> bool:
+        """Whether a server of this session has spoken: a start after it is a restart."""
+        return self._record is ServerRecord.SERVED
+
     def _move_server(self, to: ServerState) -> None:
         if to not in _SERVER_MOVES[self._server]:
             raise IllegalMove("server", self._server, to)

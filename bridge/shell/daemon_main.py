@@ -31,7 +31,7 @@ def run_daemon(settings: Settings, reload: Reload) -> int:
     if (settings.daemon.listen or "").startswith("http://"):
         from bridge.shell.http.main import run_http
 
-        return run_http(settings)
+        return run_http(settings, reload)
     check_command(settings.shell.command)
     check_transcript(settings.shell.transcript)
     log = logs.configure(settings.shell.log_level, settings.shell.log_format)

@@ -68,3 +68,14 @@ class DaemonConfig:
     session_idle: float = 1800.0
     """The HTTP front's legacy sessions: seconds with no request and no open stream after
     which a session ends and its server is stopped."""
+    allowed_hosts: tuple[str, ...] = ()
+    """HTTP front: Host values it accepts beside its own names (lower case): `name` (any
+    port) or `name:port` (that port only)."""
+    allowed_origins: tuple[str, ...] = ()
+    """HTTP front: Origin values it accepts beside its own names, as `scheme://host:port`
+    (lower case, the scheme's default port made explicit)."""
+    token_file: str | None = None
+    """HTTP front: a file of bearer tokens (one a line; blank lines and # comments ignored);
+    with MCP_ROSETTA_TOKEN, every request but /healthz must present one."""
+    max_connections: int = 1024
+    """HTTP front: connections served at once; one more is answered 503 and closed."""

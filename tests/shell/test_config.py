@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from bridge.config import (
-    HTTP_PARKED_TIMEOUT,
     CORE_KEYS,
     DAEMON_KEYS,
     DERIVED_CORE_FIELDS,
+    HTTP_PARKED_TIMEOUT,
     SHELL_KEYS,
     accepted_keys,
     load_settings,

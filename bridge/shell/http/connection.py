@@ -8,6 +8,7 @@ frames every byte (no HTTP parsing here); this module only moves bytes and enfor
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass
 from http import HTTPStatus
 
@@ -40,8 +41,11 @@ class Connection:
     """h11 over one trio stream. `next_request`, then one answer (`respond`, or
     `start_stream` + `send` + `end_stream`), then `next_request` again while `reusable`."""
 
-    def __init__(self, stream: trio.abc.Stream, *, max_header: int, max_body: int) -> None:
+    def __init__(self, stream: trio.abc.Stream, *, max_header: int, max_body: int,
+                 peer: str = "") -> None:
         self._stream = stream
+        self.peer = peer
+        """The client's address (`host:port`), for the log."""
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header)
         self._max_body = max_body
         self._max_header = max_header
@@ -96,7 +100,7 @@ class Connection:
             try:
                 event = self._h11.next_event()
             except h11.RemoteProtocolError as exc:
-                raise HttpError(exc.error_status_hint, str(exc)) from None
+                raise HttpError(exc.error_status_hint, _problem(exc)) from None
             if event is h11.NEED_DATA:
                 if self.peer_closed:
                     self._h11.receive_data(b"")
@@ -105,7 +109,7 @@ class Connection:
                 try:
                     self._h11.receive_data(data)
                 except h11.RemoteProtocolError as exc:
-                    raise HttpError(exc.error_status_hint, str(exc)) from None
+                    raise HttpError(exc.error_status_hint, _problem(exc)) from None
                 continue
             if event is h11.PAUSED:
                 raise HttpError(400, "a request arrived before the last one was answered")
@@ -176,6 +180,17 @@ class Connection:
 
     async def close(self) -> None:
         await self._stream.aclose()
+
+
+_QUOTED = re.compile(r":\s|\s(?:b'|b\"|bytearray\()")
+
+
+def _problem(exc: h11.RemoteProtocolError) -> str:
+    """h11's words for a malformed request, for the log, without the bytes it quotes (an
+    illegal header line may be an Authorization header's, token and all)."""
+    text = str(exc)
+    cut = _QUOTED.split(text, maxsplit=1)
+    return text if len(cut) == 1 else f"{cut[0]} (the bytes are not logged)"
 
 
 def _encoded(headers: tuple[tuple[str, str], ...]) -> list[tuple[bytes, bytes]]:

@@ -19,17 +19,21 @@ Each legacy session (`legacy.py`) has a core and a child of its own, as a daemon
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import trio
 
 from bridge.core.codec import encode
-from bridge.core.events import CLIENT, Action, Send, ShutdownRequested
+from bridge.core.events import CLIENT, Action, NotifyReady, Send, ShutdownRequested
 from bridge.shell.driver import Core, Driver
-from bridge.shell.http.address import Address, own_hosts
+from bridge.shell.http.address import Address, front_names
+from bridge.shell.http.auth import Tokens
 from bridge.shell.http.connection import Connection, HttpError
+from bridge.shell.http.health import Health, ServerView
 from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.modern import Mapping
 from bridge.shell.http.router import Endpoint, Router
@@ -45,6 +49,16 @@ BACKLOG = 128
 MAX_CONNECTIONS = 1024
 """Connections served at once; one more gets 503 (within REFUSAL_WAIT) and is closed."""
 REFUSAL_WAIT = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Who may reach the front beyond its own names: the allowlist, and the bearer tokens
+    every request but the health checks must present (None: no token asked)."""
+
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    tokens: Tokens | None = None
 
 
 class FrontDriver(Driver):
@@ -66,6 +80,12 @@ class FrontDriver(Driver):
                     self._to_server.append(encode(action.message) if line is None else line)
             else:
                 self._execute(action)
+
+    def _execute(self, action: Action) -> None:
+        if type(action) is NotifyReady:  # the process said READY=1 once it listened
+            self._notify("READY=1\nSTATUS=serving: the server answers")
+            return
+        super()._execute(action)
 
     def feed(self, line: bytes) -> None:
         """One client message (a POST's request, renamed, or its cancellation)."""
@@ -103,7 +123,8 @@ class Front:
                  notify: Callable[[str], None] = lambda _: None,
                  idle_timeout: float = IDLE_TIMEOUT, max_header: int = MAX_HEADER,
                  keep_alive: float | None = None,
-                 max_connections: int = MAX_CONNECTIONS,
+                 max_connections: int = MAX_CONNECTIONS, access: Access = Access(),
+                 view: ServerView | None = None,
                  make_core: Callable[[], Core] | None = None, max_sessions: int = 16,
                  session_idle: float = 1800.0) -> None:
         """`make_core`: a legacy session's own core (None: legacy sessions are refused, as
@@ -117,6 +138,9 @@ class Front:
         self._max_header = max_header
         self._keep_alive = keep_alive
         self._max_connections = max_connections
+        self._access = access
+        self._health = Health(view)
+        self._router: Router | None = None
         self.connections = 0
         self._make_core = make_core
         self.sessions = Sessions(max_sessions if make_core is not None else 0)
@@ -134,6 +158,7 @@ class Front:
     def stop(self, grace: float | None = None) -> None:
         """Ask the core to stop (answering what it owes within `grace`); again: at once."""
         self._asked += 1
+        self._health.stopping = True
         if grace is None:
             grace = self._settings.timing.shutdown_grace
         self.driver.post(ShutdownRequested(grace if self._asked == 1 else 0.0))
@@ -144,11 +169,9 @@ class Front:
         driver = self.driver
         settings = self._settings
         host, self.port = listener.getsockname()[:2]
-        endpoint = Endpoint(self._address.path, own_hosts(self._address.host, self.port))
-        if self._keep_alive is not None:
-            endpoint = Endpoint(endpoint.path, endpoint.hosts, self._keep_alive)
-        router = Router(endpoint, self.mapping, driver.feed, self._log, self.sessions,
-                        self._open_session, settings.timing.shutdown_grace)
+        self._router = router = Router(self._endpoint(), self.mapping, driver.feed, self._log,
+                                       self._health, self.sessions, self._open_session,
+                                       settings.timing.shutdown_grace)
         supervisor: Supervisor | None = None
         try:
             async with trio.open_nursery() as nursery:
@@ -217,11 +240,31 @@ class Front:
         finally:
             self.sessions.discard(session)
 
+    @property
+    def access(self) -> Access:
+        return self._access
+
+    def reload(self, access: Access, max_connections: int) -> None:
+        """New access rules (the allowlist, the tokens) and connection cap, from the next
+        request on; the connections already open stay open."""
+        self._access, self._max_connections = access, max_connections
+        if self._router is not None:
+            self._router.endpoint = self._endpoint()
+
+    def _endpoint(self) -> Endpoint:
+        access = self._access
+        names = front_names(self._address.host, self.port, access.allowed_hosts,
+                            access.allowed_origins)
+        endpoint = Endpoint(self._address.path, names, tokens=access.tokens)
+        if self._keep_alive is not None:
+            endpoint = dataclasses.replace(endpoint, keep_alive=self._keep_alive)
+        return endpoint
+
     async def _accept(self, listening: trio.socket.SocketType, router: Router) -> None:
         async with trio.open_nursery() as connections:
             while True:
                 try:
-                    sock, _ = await listening.accept()
+                    sock, peer = await listening.accept()
                 except OSError as exc:  # out of fds and the like: wait for one to be freed
                     self._log.warning("http.accept_failed", reason=exc.strerror)
                     await trio.sleep(0.1)
@@ -233,11 +276,12 @@ class Front:
                     continue
                 self.connections += 1  # taken here, before the task runs: a burst cannot pass
                 connections.start_soon(self._connection, stream, router, number,
-                                       name=f"connection-{number}")
+                                       _hostport(*peer[:2]), name=f"connection-{number}")
 
-    async def _connection(self, stream: trio.SocketStream, router: Router, number: int) -> None:
+    async def _connection(self, stream: trio.SocketStream, router: Router, number: int,
+                          peer: str) -> None:
         conn = Connection(stream, max_header=self._max_header,
-                          max_body=self._settings.max_message_bytes)
+                          max_body=self._settings.max_message_bytes, peer=peer)
         log = self._log.bind(connection=number)
         try:
             while True:

@@ -1,77 +1,184 @@
-"""`mcp-rosetta serve --listen http://…` as a process: the socket, the signals, the trio run.
+"""`mcp-rosetta serve --listen http://…` as a process: the socket, the tokens, the signals,
+systemd, the trio run.
 
-Must not serve requests itself (`front.py` does). SIGTERM, SIGINT and SIGQUIT stop the front
-(a second one skips the grace periods); SIGHUP is logged and ignored for now (the shared
-session cannot take new settings without a restart); SIGCHLD reaps adopted orphans.
+Must not serve requests itself (`front.py` does). The listening socket is systemd's when it
+passes one (a .socket unit with a TCP `ListenStream=`), else bound here. A socket bound to
+anything but loopback needs bearer tokens (streamable-http.mdx §Security & Endpoint: bind
+localhost when running locally, authenticate otherwise). SIGTERM, SIGINT and SIGQUIT stop
+the front (a second one skips the grace periods); SIGHUP reads the configuration again for
+what a running front can change (the allowlist, the tokens, `max_connections`); SIGCHLD
+reaps adopted orphans.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
+import socket
+import time
+from collections.abc import AsyncIterator, Callable
 
 import trio
 
 from bridge.config import Settings
-from bridge.errors import ConfigError
+from bridge.errors import BridgeError, ConfigError
 from bridge.shell import logs
 from bridge.shell.child import check_command, spawner
-from bridge.shell.daemon import session_settings
+from bridge.shell.daemon import session_settings, watchdog_interval
 from bridge.shell.http.address import is_loopback, parse_address
-from bridge.shell.http.front import Front, bind
+from bridge.shell.http.auth import TOKEN_ENV, Tokens, read_tokens
+from bridge.shell.http.front import Access, Front, bind
+from bridge.shell.listeners import from_systemd
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
 
 STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+RELOADED = frozenset({"allowed_hosts", "allowed_origins", "token_file", "max_connections"})
+"""The settings a SIGHUP changes in a running front; the others need a restart (one shared
+session and its server child were started with them)."""
+Reload = Callable[[], Settings]
 
 
-def run_http(settings: Settings) -> int:
+def run_http(settings: Settings, reload: Reload) -> int:
     """Serve the Streamable HTTP front until stopped; the exit status."""
     check_command(settings.shell.command)
     assert settings.daemon.listen is not None
     address = parse_address(settings.daemon.listen)
-    if not is_loopback(address.host):
-        # streamable-http.mdx §Security & Endpoint: bind localhost when running locally;
-        # anything else needs the bearer token, which is not built yet (issue 21).
-        raise ConfigError(f"listen {settings.daemon.listen}: the HTTP front binds loopback "
-                          "only for now (put a reverse proxy in front for other hosts)")
-    log = logs.configure(settings.shell.log_level, settings.shell.log_format)
-    log.info("daemon.started", **logs.started_fields(settings.shell))
-    try:
-        listener = bind(address)
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {settings.daemon.listen}: {exc.strerror}") \
-            from None
-    from bridge.core.bridge import Bridge
-
-    def legacy_core() -> Bridge:  # a legacy session's own, as a daemon session's
-        return Bridge(settings.core, secret=os.urandom(32))
-
-    front = Front(legacy_core(), spawner(settings.shell), address, log,
-                  settings=session_settings(settings), notify=Notifier(log),
-                  make_core=legacy_core, max_sessions=settings.daemon.max_sessions,
-                  session_idle=settings.daemon.session_idle)
+    tokens = read_tokens(settings.daemon.token_file)
+    listener = _listener(settings.daemon.listen, address)
     with listener:
-        return trio.run(_main, front, listener, Orphans(), log)
+        bound = listener.getsockname()[0]
+        _require_tokens(bound, tokens)
+        log = logs.configure(settings.shell.log_level, settings.shell.log_format)
+        log.info("daemon.started", **logs.started_fields(settings.shell),
+                 tokens=len(tokens))
+        from bridge.core.bridge import Bridge
+
+        def legacy_core() -> Bridge:  # a legacy session's own, as a daemon session's
+            return Bridge(settings.core, secret=os.urandom(32))
+
+        bridge = Bridge(settings.core, secret=os.urandom(32))
+        notify = Notifier(log)
+        front = Front(bridge, spawner(settings.shell), address, log,
+                      settings=session_settings(settings), notify=notify,
+                      make_core=legacy_core, max_sessions=settings.daemon.max_sessions,
+                      session_idle=settings.daemon.session_idle,
+                      max_connections=settings.daemon.max_connections,
+                      access=_access(settings, Tokens(tokens) if tokens else None),
+                      view=bridge)
+        service = Service(front, settings, reload, bound, notify, log)
+        return trio.run(service.run, listener)
 
 
-async def _main(front: Front, listener: object, orphans: Orphans, log: logs.Logger) -> int:
-    with trio.open_signal_receiver(*STOPPING, signal.SIGHUP, signal.SIGCHLD) as signals:
-        async with trio.open_nursery() as nursery:
-            async def watch() -> None:
-                async for signum in signals:
-                    if signum == signal.SIGCHLD:
-                        orphans.reap()
-                        continue
-                    log.info("signal.received", signal=signal.Signals(signum).name)
-                    if signum == signal.SIGHUP:
-                        log.warning("daemon.reload_ignored",
-                                    reason="the HTTP front does not reload yet")
-                    else:
-                        front.stop()
+def _listener(listen: str, address: object) -> socket.socket:
+    """systemd's TCP socket, or the address bound here; ConfigError naming the problem."""
+    passed = from_systemd()
+    if passed is not None:
+        if passed.family not in (socket.AF_INET, socket.AF_INET6):
+            passed.close()
+            raise ConfigError("systemd passed a socket that is not TCP; the HTTP front "
+                              "takes a .socket unit with ListenStream=HOST:PORT")
+        return passed
+    try:
+        return bind(address)  # type: ignore[arg-type]
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {listen}: {exc.strerror}") from None
 
-            nursery.start_soon(watch, name="signals")
-            code = await front.run(listener)  # type: ignore[arg-type]
-            nursery.cancel_scope.cancel()
-    await orphans.end_all(2.0)
-    return code
+
+def _require_tokens(bound: str, tokens: tuple[bytes, ...]) -> None:
+    if not tokens and not is_loopback(bound):
+        raise ConfigError(f"the HTTP front listens on {bound}, not loopback: anyone who "
+                          "reaches it could use the server. Set token_file = \"/path\" (or "
+                          f"--token-file) or the environment variable {TOKEN_ENV}, or "
+                          "listen on 127.0.0.1 behind a reverse proxy")
+
+
+def _access(settings: Settings, tokens: Tokens | None) -> Access:
+    daemon = settings.daemon
+    return Access(daemon.allowed_hosts, daemon.allowed_origins, tokens)
+
+
+def _tokens(current: Tokens | None, tokens: tuple[bytes, ...]) -> Tokens | None:
+    """The tokens now in force, under the same digest key (a Credential survives a reload)."""
+    if not tokens:
+        return None
+    return current.with_tokens(tokens) if current is not None else Tokens(tokens)
+
+
+def _changed(old: Settings, new: Settings) -> list[str]:
+    """The names of the settings that differ between `old` and `new`."""
+    names = []
+    for part in ("core", "shell", "daemon"):
+        before, after = getattr(old, part), getattr(new, part)
+        names += [f.name for f in dataclasses.fields(before)
+                  if getattr(before, f.name) != getattr(after, f.name)]
+    return sorted(set(names) - {"config_file"})
+
+
+class Service:
+    """The front's process around it: signals, systemd's notifications and watchdog."""
+
+    def __init__(self, front: Front, settings: Settings, reload: Reload, bound: str,
+                 notify: Callable[[str], None], log: logs.Logger) -> None:
+        self._front = front
+        self._settings = settings
+        """As the front started: what a reload changed is measured from them."""
+        self._reload = reload
+        self._bound = bound
+        self._notify = notify
+        self._log = log
+        self._orphans = Orphans()
+
+    async def run(self, listener: socket.socket) -> int:
+        with trio.open_signal_receiver(*STOPPING, signal.SIGHUP, signal.SIGCHLD) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch, signals, name="signals")
+                interval = watchdog_interval()
+                if interval is not None:
+                    nursery.start_soon(self._ping_watchdog, interval, name="watchdog")
+                nursery.start_soon(self._tell_listening, name="ready")
+                code = await self._front.run(listener)
+                nursery.cancel_scope.cancel()
+        await self._orphans.end_all(self._settings.shell.timing.kill_grace)
+        return code
+
+    async def _tell_listening(self) -> None:
+        await self._front.listening.wait()
+        self._notify(f"READY=1\nSTATUS=listening on port {self._front.port}; "
+                     "the server is starting")
+
+    async def _ping_watchdog(self, interval: float) -> None:
+        while True:
+            self._notify("WATCHDOG=1")
+            await trio.sleep(interval)
+
+    async def _watch(self, signals: AsyncIterator[int]) -> None:
+        async for signum in signals:
+            if signum == signal.SIGCHLD:
+                self._orphans.reap()
+                continue
+            self._log.info("signal.received", signal=signal.Signals(signum).name)
+            if signum == signal.SIGHUP:
+                self.reload()
+            else:
+                self._notify("STOPPING=1")
+                self._front.stop()
+
+    def reload(self) -> None:
+        """Read the configuration again; apply what a running front can change."""
+        self._notify(f"RELOADING=1\nMONOTONIC_USEC={time.monotonic_ns() // 1000}")
+        try:
+            settings = self._reload()
+            tokens = read_tokens(settings.daemon.token_file)
+            _require_tokens(self._bound, tokens)
+        except BridgeError as exc:
+            self._log.error("daemon.reload_failed", reason=str(exc))
+        else:
+            changed = _changed(self._settings, settings)
+            self._front.reload(_access(settings, _tokens(self._front.access.tokens, tokens)),
+                               settings.daemon.max_connections)
+            self._log.info("daemon.reloaded", applied=sorted(RELOADED & set(changed)),
+                           needs_restart=[name for name in changed if name not in RELOADED],
+                           tokens=len(tokens))
+        self._notify("READY=1")

@@ -55,6 +55,25 @@ def forbidden(what: str) -> Reply:
     return _error(403, None, INVALID_REQUEST, f"Forbidden: {what}", reason=what)
 
 
+def host_forbidden(host: str) -> Reply:
+    return forbidden(f"Host {host or '(none)'} is not this server's; to accept it, add it to "
+                     "allowed_hosts (--allow-host)")
+
+
+def origin_forbidden(origin: str) -> Reply:
+    return forbidden(f"Origin {origin} is not this server's; to accept it, add it to "
+                     "allowed_origins (--allow-origin)")
+
+
+def unauthorized(problem: str, *, presented: bool) -> Reply:
+    """RFC 6750 §3: 401 with a `WWW-Authenticate` challenge; `invalid_token` once a token
+    was presented and is not accepted (§3.1)."""
+    challenge = 'Bearer realm="mcp-rosetta"' + (', error="invalid_token"' if presented else "")
+    reply = _error(401, None, INVALID_REQUEST, f"Unauthorized: {problem}", reason=problem)
+    return Reply(401, reply.body, (*reply.headers, ("www-authenticate", challenge)),
+                 reply.reason)
+
+
 def not_found_path(path: str) -> Reply:
     return Reply(404, b"", reason=f"no MCP endpoint at {path}")
 

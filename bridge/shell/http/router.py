@@ -18,9 +18,11 @@ import trio
 
 from bridge.core.codec import DecodeError, decode, encode
 from bridge.shell.http import replies, sse
-from bridge.shell.http.address import origin_host
+from bridge.shell.http.address import Names
+from bridge.shell.http.auth import Credential, Denied, Tokens
 from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.era import SESSION_HEADER, Era, era_of
+from bridge.shell.http.health import Health
 from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.legacy_requests import Answer, LegacyRequests
 from bridge.shell.http.modern import Exchange, Mapping, check
@@ -36,9 +38,11 @@ SESSION_METHODS = ("GET", "DELETE")
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     path: str
-    hosts: frozenset[str]
-    """Host values (lower case, with the port) that name this front."""
+    names: Names
+    """The Host and Origin values this front accepts (its own, and the allowlist's)."""
     keep_alive: float = KEEP_ALIVE_S
+    tokens: Tokens | None = None
+    """When set, every request but the health checks presents one (auth.py)."""
 
 
 @dataclass(slots=True)
@@ -50,6 +54,9 @@ class Outcome:
     cancelled: bool = False
     session: int | None = None
     """The legacy session's number (never its id: that is the client's secret)."""
+    credential: Credential | None = None
+    """The token the request presented (when tokens are in force): a session created by
+    it is bound to it."""
 
 
 class Routes(Protocol):
@@ -61,13 +68,15 @@ class Routes(Protocol):
 
 class Router:
     def __init__(self, endpoint: Endpoint, mapping: Mapping, feed: Callable[[bytes], None],
-                 log: Logger, sessions: Sessions | None = None,
+                 log: Logger, health: Health | None = None, sessions: Sessions | None = None,
                  open_session: Callable[[], Awaitable[LegacySession]] | None = None,
                  grace: float = 0.0) -> None:
-        self._endpoint = endpoint
+        self.endpoint = endpoint
+        """Replaced whole when a reload changes the allowlist or the tokens."""
         self._mapping = mapping
         self._feed = feed  # a client line into the shared core
         self._log = log
+        self._health = health or Health()
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
                                       open_session or _no_session,
                                       self._through_core, log,
@@ -88,15 +97,15 @@ class Router:
                 fields["cancelled"] = True
             if outcome.reason:
                 fields["reason"] = outcome.reason
-            if outcome.session is not None:
-                fields["session"] = outcome.session
+            if outcome.credential is not None:
+                fields["credential"] = outcome.credential.digest
             self._log.info("http.request", method=request.method, path=request.target,
-                           status=outcome.status,
+                           status=outcome.status, peer=conn.peer, session=outcome.session,
                            duration_ms=round((trio.current_time() - start) * 1000, 3),
                            **fields)
 
     async def _serve(self, conn: Connection, request: Request, outcome: Outcome) -> None:
-        refused = self._refusal(request)
+        refused = self._refusal(request, outcome)
         if refused is None:
             refused = await (self._post(conn, request, outcome) if request.method == "POST"
                              else self._legacy.stream(conn, request, outcome))
@@ -120,14 +129,22 @@ class Router:
                                          self._feed)
         return refused
 
-    def _refusal(self, request: Request) -> Reply | None:
-        endpoint = self._endpoint
+    def _refusal(self, request: Request, outcome: Outcome) -> Reply | None:
+        health = self._health.answer(request)
+        if health is not None:
+            return health
+        endpoint = self.endpoint
         host = request.headers.get("host", "").lower()
-        if host not in endpoint.hosts:
-            return replies.forbidden(f"Host {host or '(none)'} is not this server's")
+        if not endpoint.names.admits_host(host):
+            return replies.host_forbidden(host)
         origin = request.headers.get("origin")
-        if origin is not None and origin_host(origin) not in endpoint.hosts:
-            return replies.forbidden(f"Origin {origin} is not this server's")
+        if origin is not None and not endpoint.names.admits_origin(origin):
+            return replies.origin_forbidden(origin)
+        if endpoint.tokens is not None:
+            try:
+                outcome.credential = endpoint.tokens.check(request.headers.get("authorization"))
+            except Denied as denied:
+                return replies.unauthorized(denied.problem, presented=denied.presented)
         if request.target.split("?", 1)[0] != endpoint.path:
             return replies.not_found_path(request.target)
         if request.method != "POST":
@@ -201,7 +218,7 @@ class Router:
         await conn.start_stream(200, (*sse.HEADERS, *headers))
         await conn.send(sse.event(first))
         while True:
-            with trio.move_on_after(self._endpoint.keep_alive) as waited:
+            with trio.move_on_after(self.endpoint.keep_alive) as waited:
                 try:
                     message = await outbox.receive()
                 except trio.EndOfChannel:
