@@ -412,3 +412,41 @@ async def test_both_eras_at_once_on_one_front(autojump_clock: Any) -> None:
         assert (listed.status, listed.json["id"]) == (200, 5)
         assert "initialize" not in [m["method"] for m in r.front._core.received]  # type: ignore[attr-defined]
         assert [m["method"] for m in r.cores[0].received] == ["initialize", "tools/call"]
+
+
+async def test_the_front_s_stop_ends_every_session_and_stops_their_servers(
+        autojump_clock: Any) -> None:
+    async with running() as r:
+        client = await r.client()
+        await initialized(client)
+        await initialized(await r.client())
+        assert len(r.front.sessions) == 2
+        r.front.stop()
+        with trio.fail_after(WAIT):
+            while not r.events("http.stopped"):
+                await trio.sleep(0.1)
+        assert len(r.front.sessions) == 0
+        assert all(core.stopped for core in r.cores)
+        assert len(r.spawner.children) == 3
+        assert all(child.poll() is not None for child in r.spawner.children)
+        assert len(r.events("http.session_ended")) == 2
+
+
+async def test_a_session_that_cannot_start_is_503_and_the_front_goes_on(
+        autojump_clock: Any) -> None:
+    async with running() as r:
+        made = r.front._make_core  # type: ignore[attr-defined]
+
+        def broken() -> LegacyCore:
+            raise OSError("no core today")
+
+        r.front._make_core = broken  # type: ignore[attr-defined]
+        client = await r.client()
+        init = rpc(1, "initialize", protocolVersion=LEGACY, capabilities={})
+        refused = await post(client, init)
+        assert (refused.status, refused.json["id"]) == (503, 1)
+        assert "could not be started" in refused.json["error"]["message"]
+        assert len(r.front.sessions) == 0
+        assert "no core today" in r.events("http.session_crashed")[0]["error"]
+        r.front._make_core = made  # type: ignore[attr-defined]
+        assert await initialized(client)

@@ -38,6 +38,10 @@ Answer = Callable[[Connection, Exchange, "Outcome", tuple[tuple[str, str], ...]]
 """Writes a POST's answer from its route; True once it is out (else the client left)."""
 
 
+OpenSession = Callable[[], Awaitable[LegacySession | None]]
+"""Opens a legacy session with its server started (None: it could not be)."""
+
+
 class Carry(Protocol):
     """The router's way of taking a POSTed request through a core and back."""
 
@@ -48,8 +52,8 @@ class Carry(Protocol):
 
 
 class LegacyRequests:
-    def __init__(self, sessions: Sessions, open_session: Callable[[], Awaitable[LegacySession]],
-                 carry: Carry, log: Logger, *, keep_alive: float, grace: float) -> None:
+    def __init__(self, sessions: Sessions, open_session: OpenSession, carry: Carry,
+                 log: Logger, *, keep_alive: float, grace: float) -> None:
         self._sessions = sessions
         self._open = open_session
         self._carry = carry
@@ -103,7 +107,7 @@ class LegacyRequests:
             limit = self._sessions.limit
             self._log.warning("http.session_refused", reason=f"max_sessions ({limit})")
             return replies.too_many_sessions(message.get("id"), limit)
-        return await self._open()
+        return await self._open() or replies.session_not_started(message.get("id"))
 
     async def stream(self, conn: Connection, request: Request, outcome: Outcome) -> Reply | None:
         """A GET (the session's stream) or a DELETE (its end) naming a session."""

@@ -164,6 +164,11 @@ def too_many_sessions(request_id: object, limit: int) -> Reply:
                   "max_sessions in the configuration", {"max_sessions": limit})
 
 
+def session_not_started(request_id: object) -> Reply:
+    return _error(503, request_id, INTERNAL_ERROR,
+                  "the session could not be started (the front's log says why); try again")
+
+
 def legacy_version_unsupported(request_id: object, version: str) -> Reply:
     """§Protocol Version Header: an invalid or unsupported MCP-Protocol-Version is 400."""
     return _error(400, request_id, INVALID_REQUEST,

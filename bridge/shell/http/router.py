@@ -10,7 +10,7 @@ JSON answer or an event stream.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,7 +22,7 @@ from bridge.shell.http.address import origin_host
 from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.era import SESSION_HEADER, Era, era_of
 from bridge.shell.http.legacy import LegacySession, Sessions
-from bridge.shell.http.legacy_requests import Answer, LegacyRequests
+from bridge.shell.http.legacy_requests import Answer, LegacyRequests, OpenSession
 from bridge.shell.http.modern import Exchange, Mapping, check
 from bridge.shell.http.replies import Reply
 from bridge.shell.logs import Logger
@@ -62,7 +62,7 @@ class Routes(Protocol):
 class Router:
     def __init__(self, endpoint: Endpoint, mapping: Mapping, feed: Callable[[bytes], None],
                  log: Logger, sessions: Sessions | None = None,
-                 open_session: Callable[[], Awaitable[LegacySession]] | None = None,
+                 open_session: OpenSession | None = None,
                  grace: float = 0.0) -> None:
         self._endpoint = endpoint
         self._mapping = mapping
@@ -227,5 +227,5 @@ def _decoded(body: bytes) -> object:
         return None
 
 
-async def _no_session() -> LegacySession:  # pragma: no cover - Sessions(0) is always full
+async def _no_session() -> LegacySession | None:  # pragma: no cover - Sessions(0) is always full
     raise AssertionError("this router serves no legacy sessions")
