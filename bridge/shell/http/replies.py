@@ -60,8 +60,8 @@ def not_found_path(path: str) -> Reply:
 
 
 def method_not_allowed(method: str) -> Reply:
-    """§Backward Compatibility (Earlier Streamable HTTP Revisions): GET or DELETE to a
-    modern-only endpoint is 405. The legacy sessions that would take them come later."""
+    """§Backward Compatibility (Earlier Streamable HTTP Revisions): a GET or DELETE that
+    names no legacy session (no `Mcp-Session-Id`) is 405, as at a modern-only endpoint."""
     return Reply(405, b"", (("allow", "POST"),), f"{method}: this front takes POST only")
 
 
