@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import trio
 
@@ -23,17 +23,15 @@ from bridge.shell.http import replies, sse
 from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.era import SESSION_HEADER, VERSION_HEADER
 from bridge.shell.http.legacy import EventLog, LegacySession, Sessions, parse_event_id
-from bridge.shell.http.modern import Exchange
+from bridge.shell.http.modern import Exchange, Routes
+from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.replies import Reply
 from bridge.shell.logs import Logger
-
-if TYPE_CHECKING:
-    from bridge.shell.http.router import Outcome, Routes
 
 EVENT_STREAM = "text/event-stream"
 
 
-Answer = Callable[[Connection, Exchange, "Outcome", tuple[tuple[str, str], ...]],
+Answer = Callable[[Connection, Exchange, Outcome, tuple[tuple[str, str], ...]],
                   Awaitable[bool]]
 """Writes a POST's answer from its route; True once it is out (else the client left)."""
 

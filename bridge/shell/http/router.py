@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 import trio
 
@@ -23,7 +22,8 @@ from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.era import SESSION_HEADER, Era, era_of
 from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.legacy_requests import Answer, LegacyRequests, OpenSession
-from bridge.shell.http.modern import Exchange, Mapping, check
+from bridge.shell.http.modern import Exchange, Mapping, Routes, check
+from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.replies import Reply
 from bridge.shell.logs import Logger
 
@@ -39,24 +39,6 @@ class Endpoint:
     hosts: frozenset[str]
     """Host values (lower case, with the port) that name this front."""
     keep_alive: float = KEEP_ALIVE_S
-
-
-@dataclass(slots=True)
-class Outcome:
-    status: int = 0
-    rpc: str | None = None
-    reason: str = ""
-    stream: bool = False
-    cancelled: bool = False
-    session: int | None = None
-    """The legacy session's number (never its id: that is the client's secret)."""
-
-
-class Routes(Protocol):
-    """Where a POST's route is given up when its client goes away (`modern.Mapping`,
-    `legacy.LegacySession`): the line that cancels it at the core, if any."""
-
-    def abandon(self, exchange: Exchange) -> bytes | None: ...
 
 
 class Router:
