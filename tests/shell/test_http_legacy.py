@@ -310,6 +310,13 @@ async def test_the_get_stream_gets_what_names_no_request_and_resumes_by_last_eve
         resumed = await again.head()
         assert resumed.status == 200
         assert [(await event_of(again, resumed))[0] for _ in range(2)] == ["g-2", "g-3"]
+        await again.stream.aclose()
+        await r.settled()
+        fresh = await r.client()  # no Last-Event-ID: nothing already sent comes again
+        await fresh.send("GET", headers=get)
+        opened = await fresh.head()
+        assert (await post(client, {**change, "id": 4}, session)).status == 200
+        assert (await event_of(fresh, opened))[0] == "g-4"
 
 
 async def test_a_post_stream_lost_mid_call_is_resumed_by_get_with_last_event_id(

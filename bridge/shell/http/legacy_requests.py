@@ -118,18 +118,25 @@ class LegacyRequests:
             return replies.session_deleted()
         if EVENT_STREAM not in request.headers.get("accept", ""):
             return replies.not_acceptable()
-        resumed = parse_event_id(request.headers.get("last-event-id", ""))
+        return await self._get(conn, session, request.headers.get("last-event-id"), outcome)
+
+    async def _get(self, conn: Connection, session: LegacySession, last_event_id: str | None,
+                   outcome: Outcome) -> Reply | None:
+        """A GET: the resumption of the stream its `Last-Event-ID` names (§Resumability 2),
+        else the session's GET stream (§Listening for Messages); one writer per stream."""
+        resumed = parse_event_id(last_event_id) if last_event_id else None
         log = session.stream_log(resumed[0]) if resumed is not None else None
-        if log is not None and log.exchange is not None:  # a POST stream's resumption
+        after = resumed[1] if resumed is not None else 0
+        if log is not None and log.exchange is not None:  # a POST's stream
             if log.attached:
                 return replies.stream_taken()
-            await self._resume(conn, session, log, resumed[1] if resumed else 0, outcome)
+            await self._resume(conn, session, log, after, outcome)
             return None
         if session.listening:
             return replies.stream_taken()
         session.listening = True
         try:
-            missed = log.after(resumed[1]) if log is not None and resumed is not None else []
+            missed = log.after(after) if log is not None else []
             await self._watched(conn, session, outcome, partial(self._listen, session, missed))
         finally:
             session.listening = False
