@@ -101,10 +101,8 @@ class LegacyRequests:
         method = message.get("method")
         if method != "initialize" or "id" not in message:
             return replies.session_missing(method)
-        if self._sessions.full:
-            limit = self._sessions.limit
-            self._log.warning("http.session_refused", reason=f"max_sessions ({limit})")
-            return replies.too_many_sessions(message.get("id"), limit)
+        if self._sessions.full:  # logged once, as the request's `http.request` line
+            return replies.too_many_sessions(message.get("id"), self._sessions.limit)
         return await self._open() or replies.session_not_started(message.get("id"))
 
     async def stream(self, conn: Connection, request: Request, outcome: Outcome) -> Reply | None:
