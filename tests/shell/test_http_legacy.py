@@ -35,8 +35,9 @@ from bridge.core.events import (
 )
 from bridge.shell import logs
 from bridge.shell.http.address import Address
+from bridge.shell.http.auth import Tokens
 from bridge.shell.http.era import Era, era_of
-from bridge.shell.http.front import Front, bind
+from bridge.shell.http.front import Access, Front, bind
 from bridge.shell.session import SessionSettings
 from tests.shell.fakes import WAIT, FakeChild, Spawner
 from tests.shell.test_http_front import Answer, Client, ScriptedCore
@@ -310,6 +311,13 @@ async def test_the_get_stream_gets_what_names_no_request_and_resumes_by_last_eve
         resumed = await again.head()
         assert resumed.status == 200
         assert [(await event_of(again, resumed))[0] for _ in range(2)] == ["g-2", "g-3"]
+        await again.stream.aclose()
+        await r.settled()
+        fresh = await r.client()  # no Last-Event-ID: nothing already sent comes again
+        await fresh.send("GET", headers=get)
+        opened = await fresh.head()
+        assert (await post(client, {**change, "id": 4}, session)).status == 200
+        assert (await event_of(fresh, opened))[0] == "g-4"
 
 
 async def test_a_post_stream_lost_mid_call_is_resumed_by_get_with_last_event_id(
@@ -412,3 +420,63 @@ async def test_both_eras_at_once_on_one_front(autojump_clock: Any) -> None:
         assert (listed.status, listed.json["id"]) == (200, 5)
         assert "initialize" not in [m["method"] for m in r.front._core.received]  # type: ignore[attr-defined]
         assert [m["method"] for m in r.cores[0].received] == ["initialize", "tools/call"]
+
+
+async def test_the_front_s_stop_ends_every_session_and_stops_their_servers(
+        autojump_clock: Any) -> None:
+    async with running() as r:
+        client = await r.client()
+        await initialized(client)
+        await initialized(await r.client())
+        assert len(r.front.sessions) == 2
+        r.front.stop()
+        with trio.fail_after(WAIT):
+            while not r.events("http.stopped"):
+                await trio.sleep(0.1)
+        assert len(r.front.sessions) == 0
+        assert all(core.stopped for core in r.cores)
+        assert len(r.spawner.children) == 3
+        assert all(child.poll() is not None for child in r.spawner.children)
+        assert len(r.events("http.session_ended")) == 2
+
+
+async def test_a_session_that_cannot_start_is_503_and_the_front_goes_on(
+        autojump_clock: Any) -> None:
+    async with running() as r:
+        made = r.front._make_core  # type: ignore[attr-defined]
+
+        def broken() -> LegacyCore:
+            raise OSError("no core today")
+
+        r.front._make_core = broken  # type: ignore[attr-defined]
+        client = await r.client()
+        init = rpc(1, "initialize", protocolVersion=LEGACY, capabilities={})
+        refused = await post(client, init)
+        assert (refused.status, refused.json["id"]) == (503, 1)
+        assert "could not be started" in refused.json["error"]["message"]
+        assert len(r.front.sessions) == 0
+        assert "no core today" in r.events("http.session_crashed")[0]["error"]
+        r.front._make_core = made  # type: ignore[attr-defined]
+        assert await initialized(client)
+
+
+async def test_a_session_is_only_its_opener_s_token_s(autojump_clock: Any) -> None:
+    """§Session Management's id is a secret, and with tokens a second one binds it: another
+    token's bearer who learns the id gets 404, as for an id that never was."""
+    tokens = Tokens((b"alice-token", b"bob-token"))
+    async with running(access=Access(tokens=tokens)) as r:
+        alice, bob = await r.client(), await r.client()
+        init = rpc(0, "initialize", protocolVersion=LEGACY, capabilities={},
+                   clientInfo={"name": "t", "version": "1"})
+        opened = await post(alice, init, authorization="Bearer alice-token")
+        assert opened.status == 200, opened
+        session = opened.headers[SESSION]
+        foreign = await post(bob, rpc(1, "tools/list"), session,
+                             authorization="Bearer bob-token")
+        assert foreign.status == 404
+        await bob.send("DELETE", b"", {**headers(session), "authorization": "Bearer bob-token"})
+        assert (await bob.whole()).status == 404
+        own = await post(alice, rpc(2, "tools/list"), session,
+                         authorization="Bearer alice-token")
+        assert (own.status, last(own)["result"]) == (200, {"tools": []})
+        assert [m["method"] for m in r.cores[0].received] == ["initialize", "tools/list"]

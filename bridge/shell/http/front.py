@@ -214,18 +214,25 @@ class Front:
             task_status.started()
             await trio.sleep_forever()
 
-    async def _open_session(self) -> LegacySession:
-        """A new legacy session, its server started: the core can take its `initialize`."""
+    async def _open_session(self) -> LegacySession | None:
+        """A new legacy session, its server started: the core can take its `initialize`;
+        None if it ended before that (logged `http.session_crashed`)."""
         assert self._make_core is not None and self._session_tasks is not None
         session = self.sessions.new(self._log, self._session_idle)
         log = self._log.bind(session=session.number)
-        core = self._make_core()
         settings = self._settings
-        driver = FrontDriver(core, log, session.deliver, limit=settings.max_message_bytes,
-                             notify=_no_notify, debug=settings.debug)
-        session.driver = driver
-        await self._session_tasks.start(self._run_session, session, core, driver, log,
-                                        name=f"session-{session.number}")
+        try:
+            core = self._make_core()
+            driver = FrontDriver(core, log, session.deliver, limit=settings.max_message_bytes,
+                                 notify=_no_notify, debug=settings.debug)
+            session.driver = driver
+            await self._session_tasks.start(self._run_session, session, core, driver, log,
+                                            name=f"session-{session.number}")
+        except Exception as exc:  # contained: this client is told, the front goes on
+            if not isinstance(exc, RuntimeError):  # else `_run_session` logged it
+                log.error("http.session_crashed", error=repr(exc))
+            self.sessions.discard(session)
+            return None
         return session
 
     async def _run_session(self, session: LegacySession, core: Core, driver: FrontDriver,

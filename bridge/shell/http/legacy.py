@@ -30,6 +30,7 @@ import trio
 from bridge.core.codec import Message, encode
 from bridge.core.events import Event, Send, ShutdownRequested
 from bridge.shell.http import sse
+from bridge.shell.http.auth import Credential
 from bridge.shell.http.modern import Exchange, open_exchange
 from bridge.shell.logs import Logger
 
@@ -124,6 +125,8 @@ class LegacySession:
         """Streams open (POSTs waiting for their answer, the GET stream): not idle."""
         self.last_active = trio.current_time()
         self.ended = False
+        self.credential: Credential | None = None
+        """The token that opened it (when tokens are in force): only its bearer may use it."""
 
     # Requests in -------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import trio
 
@@ -23,19 +23,21 @@ from bridge.shell.http import replies, sse
 from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.era import SESSION_HEADER, VERSION_HEADER
 from bridge.shell.http.legacy import EventLog, LegacySession, Sessions, parse_event_id
-from bridge.shell.http.modern import Exchange
+from bridge.shell.http.modern import Exchange, Routes
+from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.replies import Reply
 from bridge.shell.logs import Logger
-
-if TYPE_CHECKING:
-    from bridge.shell.http.router import Outcome, Routes
 
 EVENT_STREAM = "text/event-stream"
 
 
-Answer = Callable[[Connection, Exchange, "Outcome", tuple[tuple[str, str], ...]],
+Answer = Callable[[Connection, Exchange, Outcome, tuple[tuple[str, str], ...]],
                   Awaitable[bool]]
 """Writes a POST's answer from its route; True once it is out (else the client left)."""
+
+
+OpenSession = Callable[[], Awaitable[LegacySession | None]]
+"""Opens a legacy session with its server started (None: it could not be)."""
 
 
 class Carry(Protocol):
@@ -48,8 +50,8 @@ class Carry(Protocol):
 
 
 class LegacyRequests:
-    def __init__(self, sessions: Sessions, open_session: Callable[[], Awaitable[LegacySession]],
-                 carry: Carry, log: Logger, *, keep_alive: float, grace: float) -> None:
+    def __init__(self, sessions: Sessions, open_session: OpenSession, carry: Carry,
+                 log: Logger, *, keep_alive: float, grace: float) -> None:
         self._sessions = sessions
         self._open = open_session
         self._carry = carry
@@ -68,7 +70,7 @@ class LegacyRequests:
         version = request.headers.get(VERSION_HEADER)
         if version is not None and version not in LEGACY_PROTOCOL_VERSIONS:
             return replies.legacy_version_unsupported(request_id, version)
-        found = await self._session_of(request.headers, message)
+        found = await self._session_of(request.headers, message, outcome)
         if not isinstance(found, LegacySession):
             return found
         session = found
@@ -89,25 +91,36 @@ class LegacyRequests:
             session.touch()
         return None
 
-    async def _session_of(self, headers: dict[str, str],
-                          message: Message) -> LegacySession | Reply:
+    async def _session_of(self, headers: dict[str, str], message: Message,
+                          outcome: Outcome) -> LegacySession | Reply:
         """§Session Management: `initialize` without an id opens a session; anything else
         needs a live one (400 without, 404 for an unknown or ended one)."""
         session_id = headers.get(SESSION_HEADER)
         if session_id is not None:
-            return self._sessions.get(session_id) or replies.session_unknown()
+            return self._bound(session_id, outcome) or replies.session_unknown()
         method = message.get("method")
         if method != "initialize" or "id" not in message:
             return replies.session_missing(method)
-        if self._sessions.full:
-            limit = self._sessions.limit
-            self._log.warning("http.session_refused", reason=f"max_sessions ({limit})")
-            return replies.too_many_sessions(message.get("id"), limit)
-        return await self._open()
+        if self._sessions.full:  # logged once, as the request's `http.request` line
+            return replies.too_many_sessions(message.get("id"), self._sessions.limit)
+        session = await self._open()
+        if session is None:
+            return replies.session_not_started(message.get("id"))
+        session.credential = outcome.credential
+        return session
+
+    def _bound(self, session_id: str, outcome: Outcome) -> LegacySession | None:
+        """The live session of `session_id` if this request's credential opened it: another
+        token's client gets 404, as for an id that never existed (the id names no session
+        of theirs, and says nothing of others')."""
+        session = self._sessions.get(session_id)
+        if session is None or session.credential != outcome.credential:
+            return None
+        return session
 
     async def stream(self, conn: Connection, request: Request, outcome: Outcome) -> Reply | None:
         """A GET (the session's stream) or a DELETE (its end) naming a session."""
-        session = self._sessions.get(request.headers[SESSION_HEADER])
+        session = self._bound(request.headers[SESSION_HEADER], outcome)
         if session is None:
             return replies.session_unknown()
         outcome.session = session.number
@@ -116,18 +129,25 @@ class LegacyRequests:
             return replies.session_deleted()
         if EVENT_STREAM not in request.headers.get("accept", ""):
             return replies.not_acceptable()
-        resumed = parse_event_id(request.headers.get("last-event-id", ""))
+        return await self._get(conn, session, request.headers.get("last-event-id"), outcome)
+
+    async def _get(self, conn: Connection, session: LegacySession, last_event_id: str | None,
+                   outcome: Outcome) -> Reply | None:
+        """A GET: the resumption of the stream its `Last-Event-ID` names (§Resumability 2),
+        else the session's GET stream (§Listening for Messages); one writer per stream."""
+        resumed = parse_event_id(last_event_id) if last_event_id else None
         log = session.stream_log(resumed[0]) if resumed is not None else None
-        if log is not None and log.exchange is not None:  # a POST stream's resumption
+        after = resumed[1] if resumed is not None else 0
+        if log is not None and log.exchange is not None:  # a POST's stream
             if log.attached:
                 return replies.stream_taken()
-            await self._resume(conn, session, log, resumed[1] if resumed else 0, outcome)
+            await self._resume(conn, session, log, after, outcome)
             return None
         if session.listening:
             return replies.stream_taken()
         session.listening = True
         try:
-            missed = log.after(resumed[1]) if log is not None and resumed is not None else []
+            missed = log.after(after) if log is not None else []
             await self._watched(conn, session, outcome, partial(self._listen, session, missed))
         finally:
             session.listening = False

@@ -15,6 +15,7 @@ import binascii
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import trio
 
@@ -191,6 +192,13 @@ class Exchange:
     token: object = None
     """The client's `_meta.progressToken`, if it named one (renamed like the id: two
     clients may both say "t")."""
+
+
+class Routes(Protocol):
+    """Where a POST's route is given up when its client goes away (`Mapping`,
+    `legacy.LegacySession`): the line that cancels it at the core, if any."""
+
+    def abandon(self, exchange: Exchange) -> bytes | None: ...
 
 
 def open_exchange(original: object, wire: str, method: str) -> Exchange:

@@ -79,8 +79,8 @@ def not_found_path(path: str) -> Reply:
 
 
 def method_not_allowed(method: str) -> Reply:
-    """§Backward Compatibility (Earlier Streamable HTTP Revisions): GET or DELETE to a
-    modern-only endpoint is 405. The legacy sessions that would take them come later."""
+    """§Backward Compatibility (Earlier Streamable HTTP Revisions): a GET or DELETE that
+    names no legacy session (no `Mcp-Session-Id`) is 405, as at a modern-only endpoint."""
     return Reply(405, b"", (("allow", "POST"),), f"{method}: this front takes POST only")
 
 
@@ -181,6 +181,11 @@ def too_many_sessions(request_id: object, limit: int) -> Reply:
     return _error(503, request_id, INTERNAL_ERROR,
                   f"too many sessions (max_sessions = {limit}); try again later, or raise "
                   "max_sessions in the configuration", {"max_sessions": limit})
+
+
+def session_not_started(request_id: object) -> Reply:
+    return _error(503, request_id, INTERNAL_ERROR,
+                  "the session could not be started (the front's log says why); try again")
 
 
 def legacy_version_unsupported(request_id: object, version: str) -> Reply:

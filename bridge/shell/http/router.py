@@ -10,22 +10,22 @@ JSON answer or an event stream.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 import trio
 
 from bridge.core.codec import DecodeError, decode, encode
 from bridge.shell.http import replies, sse
 from bridge.shell.http.address import Names
-from bridge.shell.http.auth import Credential, Denied, Tokens
+from bridge.shell.http.auth import Denied, Tokens
 from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.era import SESSION_HEADER, Era, era_of
 from bridge.shell.http.health import Health
 from bridge.shell.http.legacy import LegacySession, Sessions
-from bridge.shell.http.legacy_requests import Answer, LegacyRequests
-from bridge.shell.http.modern import Exchange, Mapping, check
+from bridge.shell.http.legacy_requests import Answer, LegacyRequests, OpenSession
+from bridge.shell.http.modern import Exchange, Mapping, Routes, check
+from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.replies import Reply
 from bridge.shell.logs import Logger
 
@@ -45,31 +45,10 @@ class Endpoint:
     """When set, every request but the health checks presents one (auth.py)."""
 
 
-@dataclass(slots=True)
-class Outcome:
-    status: int = 0
-    rpc: str | None = None
-    reason: str = ""
-    stream: bool = False
-    cancelled: bool = False
-    session: int | None = None
-    """The legacy session's number (never its id: that is the client's secret)."""
-    credential: Credential | None = None
-    """The token the request presented (when tokens are in force): a session created by
-    it is bound to it."""
-
-
-class Routes(Protocol):
-    """Where a POST's route is given up when its client goes away (`modern.Mapping`,
-    `legacy.LegacySession`): the line that cancels it at the core, if any."""
-
-    def abandon(self, exchange: Exchange) -> bytes | None: ...
-
-
 class Router:
     def __init__(self, endpoint: Endpoint, mapping: Mapping, feed: Callable[[bytes], None],
                  log: Logger, health: Health | None = None, sessions: Sessions | None = None,
-                 open_session: Callable[[], Awaitable[LegacySession]] | None = None,
+                 open_session: OpenSession | None = None,
                  grace: float = 0.0) -> None:
         self.endpoint = endpoint
         """Replaced whole when a reload changes the allowlist or the tokens."""
@@ -244,5 +223,5 @@ def _decoded(body: bytes) -> object:
         return None
 
 
-async def _no_session() -> LegacySession:  # pragma: no cover - Sessions(0) is always full
+async def _no_session() -> LegacySession | None:  # pragma: no cover - Sessions(0) is always full
     raise AssertionError("this router serves no legacy sessions")
