@@ -36,6 +36,7 @@ from typing import IO
 from httpload import Load, LoadFailure, TreeRss, open_session
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 import venvs  # noqa: E402  (tests/e2e: installs supergateway once, in its cache)
 
@@ -53,9 +54,11 @@ class Front:
     command: Callable[[int], list[str]]
     era: str
     spawns: bool = False  # one server process per request: less load, or a run takes hours
+    cwd: str = ROOT  # `python -m bridge` imports the bridge/ found here first
 
 
 def bridge(era: str) -> Callable[[int], list[str]]:
+    """The front before the `era` server, from the `bridge/` of the directory it starts in."""
     return lambda port: [PY, "-m", "bridge", "serve", "--listen",
                          f"http://127.0.0.1:{port}/mcp", "--log-level", "warning", "--",
                          PY, SERVER, era]
@@ -68,10 +71,16 @@ def supergateway(era: str) -> Callable[[int], list[str]]:
                          "--port", str(port), "--logLevel", "none"]
 
 
-def fronts() -> dict[str, Front]:
+def fronts(baseline: str | None = None) -> dict[str, Front]:
+    """Every front by name; with `baseline` (a checkout of another commit), its front-B and
+    front-P beside this one's, as `front-B@base` and `front-P@base`."""
+    before = {} if baseline is None else {
+        "front-B@base": Front(bridge("legacy"), "modern", cwd=baseline),
+        "front-P@base": Front(bridge("modern"), "modern", cwd=baseline)}
     return {
         "front-B": Front(bridge("legacy"), "modern"),
         "front-P": Front(bridge("modern"), "modern"),
+        **before,
         "sg-modern": Front(supergateway("modern"), "modern", spawns=True),
         "sg-session": Front(supergateway("legacy"), "legacy"),
         "h11": Front(lambda port: [PY, FLOOR, str(port)], "modern"),
@@ -116,7 +125,7 @@ def started(front: Front) -> Iterator[tuple[int, int]]:
     port = free_port()
     command = front.command(port)
     with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, cwd=front.cwd,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         try:
             wait_listening(proc, port, log)
@@ -175,8 +184,10 @@ def measure(front: Front, counts: Counts) -> Figures:
     return figures
 
 
-def run_all(reps: int, counts: Counts, only: list[str] | None = None) -> dict[str, list[Figures]]:
-    configs = {name: front for name, front in fronts().items() if not only or name in only}
+def run_all(reps: int, counts: Counts, only: list[str] | None = None,
+            baseline: str | None = None) -> dict[str, list[Figures]]:
+    configs = {name: front for name, front in fronts(baseline).items()
+               if not only or name.partition("@")[0] in only}  # NAME keeps NAME@base
     names = list(configs)
     runs: dict[str, list[Figures]] = {name: [] for name in names}
     for rep in range(reps):
@@ -285,9 +296,11 @@ def summary(rows: dict[str, Row], results: list[Check]) -> str:
             continue
         fields = [f"p50={rows[mode].p50:.0f}us", f"tput{MANY}={rows[mode].tput[MANY]:.0f}/s",
                   f"rss={rows[mode].rss_mib:.1f}MiB"]
-        for other in ("sg-modern", "sg-session", "h11"):
+        others = {"sg-modern": "sg-modern", "sg-session": "sg-session", "h11": "h11",
+                  "base": f"{mode}@base"}
+        for label, other in others.items():
             if other in rows:
-                fields += [f"{k}_vs_{other}={v:.3g}x"
+                fields += [f"{k}_vs_{label}={v:.3g}x"
                            for k, v in ratios(rows[mode], rows[other]).items()]
         parts.append(f"{mode}:" + ",".join(fields))
     parts.append(f"met={sum(c.met for c in results)}/{len(results)}")
@@ -299,13 +312,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--quick", action="store_true", help="less load, 3 repetitions")
     parser.add_argument("--reps", type=int, help="repetitions (default 3 quick, 5 full)")
     parser.add_argument("--only", action="append", choices=list(fronts()),
-                        help="run only this front (repeatable)")
+                        help="run only this front (and its @base; repeatable)")
+    parser.add_argument("--baseline", metavar="DIR", help="a checkout of another commit: "
+                        "its front-B and front-P run beside this one's (as NAME@base)")
     args = parser.parse_args(argv)
     reps = args.reps or (3 if args.quick else 5)
     import bench  # its byte-compilation of the bridge, as an installed bridge has
 
     bench.compile_bridge()
-    runs = run_all(reps, QUICK if args.quick else FULL, args.only)
+    if args.baseline:  # compiled too, or its every start would compile it (and weigh more)
+        import compileall
+
+        compileall.compile_dir(os.path.join(args.baseline, "bridge"), quiet=1)
+    runs = run_all(reps, QUICK if args.quick else FULL, args.only, args.baseline)
     rows = {name: pool(figures) for name, figures in runs.items()}
     print(f"mcp-rosetta HTTP benchmark: {reps} interleaved repetitions, {os.cpu_count()} "
           f"cores, Python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d')}\n")
