@@ -109,7 +109,8 @@ class Figures:
     latencies: list[float] = field(default_factory=list)
     tput: dict[int, float] = field(default_factory=dict)
     loaded: dict[int, list[float]] = field(default_factory=dict)
-    rss_kib: int = 0
+    rss_kib: int = 0  # the whole process tree (the front, its children, their servers)
+    own_rss_kib: int = 0  # the process started alone
 
 
 def free_port() -> int:
@@ -180,7 +181,7 @@ def measure(front: Front, counts: Counts) -> Figures:
                 figures.loaded[window], figures.tput[window] = many.run(counts.concurrent)
             finally:
                 many.close()
-    figures.rss_kib = rss.peak_kib
+    figures.rss_kib, figures.own_rss_kib = rss.peak_kib, rss.own_peak_kib
     return figures
 
 
@@ -214,6 +215,7 @@ class Row:
     tput: dict[int, float]
     p50_loaded: dict[int, float]
     rss_mib: float
+    own_rss_mib: float
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -228,18 +230,20 @@ def pool(runs: list[Figures]) -> Row:
                tput={w: statistics.median(run.tput[w] for run in runs) for w in WINDOWS},
                p50_loaded={w: percentile([x for run in runs for x in run.loaded[w]], 0.5) * 1e3
                            for w in WINDOWS},
-               rss_mib=max(run.rss_kib for run in runs) / 1024)
+               rss_mib=max(run.rss_kib for run in runs) / 1024,
+               own_rss_mib=max(run.own_rss_kib for run in runs) / 1024)
 
 
 def table(rows: dict[str, Row]) -> str:
     header = ["front", "p50 µs", "p99 µs",
               *(f"calls/s @{w}" for w in WINDOWS), *(f"p50 ms @{w}" for w in WINDOWS),
-              "RSS MiB (tree)"]
+              "RSS MiB (tree)", "RSS MiB (top process)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, row in rows.items():
         cells = [name, f"{row.p50:.0f}", f"{row.p99:.0f}",
                  *(f"{row.tput[w]:.0f}" for w in WINDOWS),
-                 *(f"{row.p50_loaded[w]:.2f}" for w in WINDOWS), f"{row.rss_mib:.1f}"]
+                 *(f"{row.p50_loaded[w]:.2f}" for w in WINDOWS), f"{row.rss_mib:.1f}",
+                 f"{row.own_rss_mib:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -270,12 +270,14 @@ class Load:
 
 class TreeRss:
     """The largest resident set the process `pid` and its descendants had together, sampled
-    every `interval` seconds from /proc (children that come and go are caught while alive)."""
+    every `interval` seconds from /proc (children that come and go are caught while alive),
+    and the largest of `pid` alone."""
 
     def __init__(self, pid: int, interval: float = 0.05) -> None:
         self.pid = pid
         self.interval = interval
         self.peak_kib = 0
+        self.own_peak_kib = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -294,6 +296,7 @@ class TreeRss:
 
     def sample(self) -> None:
         self.peak_kib = max(self.peak_kib, sum(rss_kib(pid) for pid in tree(self.pid)))
+        self.own_peak_kib = max(self.own_peak_kib, rss_kib(self.pid))
 
 
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
