@@ -65,10 +65,10 @@ def bridge(era: str) -> Callable[[int], list[str]]:
 
 
 def supergateway(era: str) -> Callable[[int], list[str]]:
-    program = venvs.published_server("supergateway")  # as conformance_suite.relay_front runs it
-    return lambda port: [*program, "--stdio", shlex.join([PY, SERVER, era]),
-                         "--outputTransport", "streamableHttp", "--stateful",
-                         "--port", str(port), "--logLevel", "none"]
+    """As conformance_suite.relay_front runs it; installed (once, needing npm) when first run."""
+    return lambda port: [*venvs.published_server("supergateway"), "--stdio",
+                         shlex.join([PY, SERVER, era]), "--outputTransport", "streamableHttp",
+                         "--stateful", "--port", str(port), "--logLevel", "none"]
 
 
 def fronts(baseline: str | None = None) -> dict[str, Front]:
