@@ -95,6 +95,11 @@ class Counts:
     sequential: int
     concurrent: int  # per window
 
+    def capped(self, cap: Counts) -> Counts:
+        """These counts, none above `cap`'s."""
+        return Counts(min(self.warmup, cap.warmup), min(self.sequential, cap.sequential),
+                      min(self.concurrent, cap.concurrent))
+
 
 QUICK = Counts(warmup=100, sequential=600, concurrent=2000)
 FULL = Counts(warmup=200, sequential=2000, concurrent=6000)
@@ -196,7 +201,7 @@ def run_all(reps: int, counts: Counts, only: list[str] | None = None,
         begun = time.perf_counter()
         for name in order:
             front = configs[name]
-            runs[name].append(measure(front, SPAWNING if front.spawns and counts is not SMOKE
+            runs[name].append(measure(front, counts.capped(SPAWNING) if front.spawns
                                       else counts))
         print(f"repetition {rep + 1}/{reps}: {time.perf_counter() - begun:.1f} s",
               file=sys.stderr, flush=True)
