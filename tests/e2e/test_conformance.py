@@ -59,7 +59,8 @@ def test_direct_baseline_passes_its_own_era() -> None:
 
 
 # Required 2026-07-28 scenarios the modern fixture passes directly that a legacy server
-# behind the bridge cannot pass, each with its reason (the conformance README, TRANSLATION.md §5.8.3).
+# behind the bridge cannot pass, each with its reason (the conformance README and
+# TRANSLATION.md §5.8.3).
 CANNOT_ACROSS_ERAS = {
     "input-required-result-basic-elicitation":
         "expects the input key the modern fixture chose; a legacy request names none",
