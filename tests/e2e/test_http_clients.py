@@ -15,8 +15,8 @@ front of a modern client, answers `input_required`); call `add_tool` and hear th
 |---|---|---|---|---|
 | Python SDK 2.x `Client(url)`, 2026-07-28 (modern) | 3 values | 2 (1) | answered (2) | listen (3) |
 | Python SDK 1.x `streamablehttp_client` (legacy) | 3 values | 2 (4) | answered | heard |
-| TypeScript SDK 1.x `StreamableHTTPClientTransport` (legacy) | 3 values | 2 (4) | answered | heard |
-| TypeScript v2 `@modelcontextprotocol/client` (modern) | 3 values | 2 (1) | answered (2) | listen (3) |
+| TS SDK 1.x `StreamableHTTPClientTransport` (legacy) | 3 values | 2 (4) | answered | heard |
+| TS v2 `@modelcontextprotocol/client` (modern) | 3 values | 2 (1) | answered (2) | listen (3) |
 | inspector CLI `--transport http`, each era | (5) | (5) | refused (6) | next list (7) |
 | `mcp-remote` under a Python SDK 1.x stdio client (legacy) | 3 values | 2 (4) | answered | heard |
 
@@ -185,11 +185,12 @@ def assert_whole_tour(tour: Tour, added: str, report: dict[str, Any]) -> None:
     assert report["exit_code"] == 0, context
 
 
-def run_peer(cmd: list[str], added: str, cwd: Path = venvs.REPO_ROOT) -> dict[str, Any]:
-    """Run a client peer; its one JSON report (with `_stderr` for a failing assertion)."""
-    env = {**os.environ, "ROSETTA_E2E_NEW_TOOL": added}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=cwd,
-                          stdin=subprocess.DEVNULL, env=env)
+def run_peer(cmd: list[str], added: str, home: Path | None = None) -> dict[str, Any]:
+    """Run a client peer; its one JSON report (with `_stderr` for a failing assertion).
+    `home` is the HOME of a client that keeps files there."""
+    env = {**os.environ, "ROSETTA_E2E_NEW_TOOL": added, **({"HOME": str(home)} if home else {})}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                          cwd=venvs.REPO_ROOT, stdin=subprocess.DEVNULL, env=env)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     assert lines, f"{cmd} printed no report ({proc.returncode}):\n{proc.stderr[-4000:]}"
     report: dict[str, Any] = json.loads(lines[-1])
@@ -289,11 +290,21 @@ def test_inspector_cli(front: Front, inspector: list[str], era: str, tmp_path: P
     assert call(added) == f"{added} says hi"
 
 
-def test_mcp_remote_under_a_legacy_stdio_client(front: Front,
-                                                legacy_python: venvs.SdkPython) -> None:
+def test_mcp_remote_under_a_legacy_stdio_client(front: Front, legacy_python: venvs.SdkPython,
+                                                tmp_path: Path) -> None:
     added = f"mcp_remote_{front.server}"
     prefix = venvs.npm_client("mcp-remote")
     remote = [cs.node(), str(prefix / "node_modules" / "mcp-remote" / "dist" / "proxy.js"),
               front.url, "--transport", "http-only"]
-    report = run_peer(legacy_python.peer("legacy_client", "tour", "--", *remote), added)
+    # mcp-remote keeps its OAuth state in ~/.mcp-auth: a HOME of its own
+    report = run_peer(legacy_python.peer("legacy_client", "tour", "--", *remote), added,
+                      home=tmp_path)
     assert_whole_tour(python_tour(report), added, report)
+
+
+def test_one_server_child_served_every_client_and_nothing_failed(front: Front) -> None:
+    """Last, so it reads what the clients above left in the front's log: one server process
+    for all of them (no process per request), and no line of level error or worse."""
+    lines = front.lines()
+    assert [line["event"] for line in lines].count("child.started") == 1, lines
+    assert [line for line in lines if line.get("level") in ("error", "critical")] == []
