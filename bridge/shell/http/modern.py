@@ -193,26 +193,6 @@ class Exchange:
     clients may both say "t")."""
 
 
-SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-
-
-def _subscription_restored(message: Message, exchange: Exchange) -> Message:
-    """A listen stream's message with the client's id as its subscription id.
-
-    basic/patterns/subscriptions.mdx §Receiving Notifications: the subscription id is the
-    JSON-RPC id of the `subscriptions/listen` request, on the acknowledgement, on every
-    notification and on the closing result; a client waits for the acknowledgement naming
-    its own id, so the wire id must not reach it.
-    """
-    key = "params" if "method" in message else "result"
-    body = message.get(key)
-    meta = body.get("_meta") if isinstance(body, dict) else None
-    if not isinstance(meta, dict) or meta.get(SUBSCRIPTION_ID) != exchange.wire:
-        return message
-    restored = {**meta, SUBSCRIPTION_ID: exchange.original}
-    return {**message, key: {**body, "_meta": restored}}  # type: ignore[dict-item]
-
-
 class Mapping:
     """The front's half of the shared session: every POST's request in flight by its id."""
 
@@ -289,3 +269,23 @@ class Mapping:
         for exchange in list(self._routes.values()):
             exchange.inbox.close()
         self._routes.clear()
+
+
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+def _subscription_restored(message: Message, exchange: Exchange) -> Message:
+    """A listen stream's message with the client's id as its subscription id.
+
+    basic/patterns/subscriptions.mdx §Receiving Notifications: the subscription id is the
+    JSON-RPC id of the `subscriptions/listen` request, on the acknowledgement, on every
+    notification and on the closing result; a client waits for the acknowledgement naming
+    its own id, so the wire id must not reach it.
+    """
+    key = "params" if "method" in message else "result"
+    body = message.get(key)
+    meta = body.get("_meta") if isinstance(body, dict) else None
+    if not isinstance(meta, dict) or meta.get(SUBSCRIPTION_ID) != exchange.wire:
+        return message
+    restored = {**meta, SUBSCRIPTION_ID: exchange.original}
+    return {**message, key: {**body, "_meta": restored}}  # type: ignore[dict-item]

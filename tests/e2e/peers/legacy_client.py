@@ -3,7 +3,7 @@
 Must not speak 2026-07-28: it is the official legacy SDK as real legacy hosts use it.
 
 Usage: legacy_client.py SCENARIO -- <server command...>
-       legacy_client.py SCENARIO -- http://HOST:PORT/PATH   (the SDK's Streamable HTTP)
+       legacy_client.py SCENARIO -- http://HOST:PORT/PATH   (the SDK's Streamable HTTP client)
 Scenarios:
   basic   initialize; list/call tools; progress; resources, templates, prompts, completion;
           cancel a slow call with notifications/cancelled
@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -355,24 +354,24 @@ SCENARIO_FUNCTIONS = {
 }
 
 
-def connect(server_cmd: list[str]) -> Any:
-    """The transport to `server_cmd`: the SDK's Streamable HTTP for a URL, else stdio."""
-    if len(server_cmd) == 1 and server_cmd[0].startswith(("http://", "https://")):
-        return http_streams(server_cmd[0])
+def connected(server_cmd: list[str]) -> Any:
+    """The SDK's transport to the server: its HTTP client for a URL, else stdio. Both give
+    (read, write) first (HTTP adds a session-id getter, not needed here)."""
+    if server_cmd[0].startswith("http://"):
+        return _first_two(streamablehttp_client(server_cmd[0]))
     params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ))
     return stdio_client(params)
 
 
 @contextlib.asynccontextmanager
-async def http_streams(url: str) -> AsyncIterator[tuple[Any, Any]]:
-    """streamablehttp_client's (read, write), without its session-id getter."""
-    async with streamablehttp_client(url) as (read, write, _session_id):
-        yield read, write
+async def _first_two(transport: Any) -> Any:
+    async with transport as streams:
+        yield streams[0], streams[1]
 
 
 async def run(scenario: str, server_cmd: list[str], rec: Recorder) -> int:
     timeout = timedelta(seconds=SCENARIO_TIMEOUT)
-    transport = connect(server_cmd)
+    transport = connected(server_cmd)
     if scenario == "restart":
         transport = tapped(transport, rec)
     with anyio.fail_after(SCENARIO_TIMEOUT + 5):
