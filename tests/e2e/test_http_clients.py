@@ -16,7 +16,7 @@ front of a modern client, answers `input_required`); call `add_tool` and hear th
 | Python SDK 2.x `Client(url)`, 2026-07-28 (modern) | 3 values | 2 (1) | answered (2) | listen (3) |
 | Python SDK 1.x `streamablehttp_client` (legacy) | 3 values | 2 (4) | answered | heard |
 | TS SDK 1.x `StreamableHTTPClientTransport` (legacy) | 3 values | 2 (4) | answered | heard |
-| TS v2 `@modelcontextprotocol/client` (modern) | 3 values | 2 (1) | answered (2) | listen (3) |
+| TS v2 `@modelcontextprotocol/client` (modern) (8) | 3 values | 2 (1) | answered (2) | listen (3) |
 | inspector CLI `--transport http`, each era | (5) | (5) | refused (6) | next list (7) |
 | `mcp-remote` under a Python SDK 1.x stdio client (legacy) | 3 values | 2 (4) | answered | heard |
 
@@ -35,6 +35,8 @@ said "hello octocat"; "heard": `notifications/tools/list_changed` reached the cl
     the call, naming elicitation.
 (7) One process per method: no stream outlives a call to hear a change on; the next
     `tools/list` shows the new tool.
+(8) Pinned to 2026-07-28, and in its "auto" negotiation (server/discover first, initialize
+    only if the server is not modern), which must find the front modern.
 """
 
 from __future__ import annotations
@@ -228,12 +230,15 @@ def ts_clients() -> Path:
     return script
 
 
-@pytest.mark.parametrize("sdk", ["v1", "v2"])
+@pytest.mark.parametrize("sdk", ["v1", "v2", "v2-auto"])
 def test_typescript_sdk_client(front: Front, ts_clients: Path, sdk: str) -> None:
-    added = f"ts_{sdk}_{front.server}"
+    added = f"ts_{sdk.replace('-', '_')}_{front.server}"
     report = run_peer([cs.node(), str(ts_clients), sdk, front.url], added)
-    expected = "2026-07-28" if sdk == "v2" else "2025-11-25"
-    assert report.get("protocol_version") == expected, report
+    if sdk == "v1":
+        assert report.get("protocol_version") == "2025-11-25", report
+    else:  # "auto" too: the front answers server/discover, so it is a 2026-07-28 server
+        assert report.get("protocol_version") == "2026-07-28", report
+        assert report["listen"]["honored"] == {"toolsListChanged": True}, report
     assert_whole_tour(ts_tour(report), added, report)
 
 

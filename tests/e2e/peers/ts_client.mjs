@@ -7,6 +7,8 @@
 // Usage: node ts_client.mjs SDK URL
 //   SDK  v1        @modelcontextprotocol/sdk 1.x (initialize handshake, a legacy session)
 //        v2        @modelcontextprotocol/client 2.x pinned to 2026-07-28 (server/discover, MRTR)
+//        v2-auto   the same in its "auto" negotiation: server/discover first, initialize if
+//                  the server turns out legacy
 // The tour: list and call tools (echo), progress (slow), logs at warning (chatty), an
 // elicitation answered (ask_name), a tools list_changed heard after add_tool, then the new tool
 // (named by $ROSETTA_E2E_NEW_TOOL, default "zap") listed and called.
@@ -84,11 +86,11 @@ async function v1Client() {
   };
 }
 
-async function v2Client() {
+async function v2Client(mode = { pin: MODERN }) {
   const { Client, StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
   const client = new Client({ name: "rosetta-ts-v2", version: "1.0.0" }, {
     capabilities: { elicitation: {} },
-    versionNegotiation: { mode: { pin: MODERN } },
+    versionNegotiation: { mode },
   });
   client.setRequestHandler("elicitation/create", (request) => answerElicitation(request.params));
   client.setNotificationHandler("notifications/message", (note) => {
@@ -99,15 +101,20 @@ async function v2Client() {
   });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   out.protocol_version = client.getNegotiatedProtocolVersion() ?? null;
+  out.era = client.getProtocolEra() ?? null;
+  const legacy = out.era === "legacy";  // "auto" against a server that is not modern
   return {
     client,
     // 2.x: callTool(params, options)
     withProgress: (params, onprogress) => client.callTool(params, { onprogress }),
+    chatty: legacy ? async () => {
+      await client.setLoggingLevel("warning");
+      return client.callTool({ name: "chatty", arguments: {} });
     // 2026-07-28 has no logging/setLevel: the level rides on the request (logging.mdx).
-    chatty: () => client.callTool({ name: "chatty", arguments: {},
-                                   _meta: { [LOG_LEVEL_KEY]: "warning" } }),
+    } : () => client.callTool({ name: "chatty", arguments: {},
+                                _meta: { [LOG_LEVEL_KEY]: "warning" } }),
     // and no list_changed outside a subscriptions/listen stream.
-    hearChanges: async (action) => {
+    hearChanges: legacy ? async (action) => action() : async (action) => {
       const subscription = await client.listen({ toolsListChanged: true });
       out.listen = { honored: subscription.honoredFilter };
       try {
@@ -145,9 +152,9 @@ async function tour(peer) {
 }
 
 async function main() {
-  const make = { v1: v1Client, v2: v2Client }[sdk];
+  const make = { v1: v1Client, v2: () => v2Client(), "v2-auto": () => v2Client("auto") }[sdk];
   if (!make || !url) {
-    process.stderr.write("usage: node ts_client.mjs v1|v2 URL\n");
+    process.stderr.write("usage: node ts_client.mjs v1|v2|v2-auto URL\n");
     process.exit(2);
   }
   let code = 0;
