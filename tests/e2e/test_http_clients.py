@@ -29,8 +29,9 @@ said "hello octocat"; "heard": `notifications/tools/list_changed` reached the cl
 (2) The SDK's own `input_required` driver answered it with the registered handler.
 (3) An event on a `subscriptions/listen` stream the client opened (with the filter honored).
 (4) After `logging/setLevel warning`.
-(5) The CLI prints a call's result and nothing it was sent on the way: the result of `slow`
-    and of `chatty` is what is checked.
+(5) The CLI prints a call's result and nothing it was sent on the way: `chatty`'s result is
+    checked, and (from the front's `http.request` line) that its answer came as a stream,
+    its log lines first. It sends no progressToken, so there is no progress to get.
 (6) The CLI declares no elicitation capability, so the server (or the bridge for it) refuses
     the call, naming elicitation.
 (7) One process per method: no stream outlives a call to hear a change on; the next
@@ -78,6 +79,20 @@ class Front:
             with contextlib.suppress(json.JSONDecodeError):
                 out.append(json.loads(line))
         return out
+
+    def requests(self, rpc_method: str) -> list[dict[str, Any]]:
+        """The `http.request` lines of `rpc_method` so far."""
+        return [line for line in self.lines() if line.get("event") == "http.request"
+                and line.get("rpc_method") == rpc_method]
+
+    def request_after(self, rpc_method: str, seen: int) -> dict[str, Any]:
+        """The next `http.request` line of `rpc_method` after the first `seen` of them (the
+        front writes it once the answer is out, so it may follow the client's exit)."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while len(lines := self.requests(rpc_method)) <= seen:
+            assert time.monotonic() < deadline, f"no {rpc_method} line after {seen}"
+            time.sleep(0.05)
+        return lines[seen]
 
 
 @pytest.fixture(scope="module", params=SERVERS)
@@ -275,23 +290,24 @@ def test_inspector_cli(front: Front, inspector: list[str], era: str, tmp_path: P
     def call(tool: str, *args: str) -> str:
         return text_of(run("--method", "tools/call", "--tool-name", tool, *args))
 
-    names = [tool["name"] for tool in run("--method", "tools/list")["tools"]]
-    assert {"echo", "slow", "chatty", "ask_name", "add_tool"} <= set(names)
     assert call("echo", "--tool-arg", "text=over http") == "over http"
-    assert call("slow", "--tool-arg", "steps=3") == "done 3"
+    seen = len(front.requests("tools/call"))
     if era == "legacy":
         assert run("--method", "logging/setLevel", "--log-level", "warning") == {}
         assert call("chatty") == "logged"
     else:
         assert call("chatty", "--tool-metadata",
                     "io.modelcontextprotocol/logLevel=warning") == "logged"
+    # The CLI shows none of them, but the log lines went out on the call's stream, before
+    # its answer.
+    assert front.request_after("tools/call", seen).get("stream") is True
     refused = inspect(inspector, front, era, "--method", "tools/call", "--tool-name",
                       "ask_name", home=tmp_path)
     assert refused.returncode != 0, refused.stdout
     assert "elicitation" in json.loads(refused.stderr)["error"]["message"], refused.stderr
     assert call("add_tool", "--tool-arg", f"name={added}") == f"added {added}"
     names = [tool["name"] for tool in run("--method", "tools/list")["tools"]]
-    assert added in names
+    assert {"echo", "slow", "chatty", "ask_name", "add_tool", added} <= set(names)
     assert call(added) == f"{added} says hi"
 
 
