@@ -30,12 +30,15 @@ said "hello octocat"; "heard": `notifications/tools/list_changed` reached the cl
 (3) An event on a `subscriptions/listen` stream the client opened (with the filter honored).
 (4) After `logging/setLevel warning`.
 (5) The CLI prints a call's result and nothing it was sent on the way: `chatty`'s result is
-    checked, and (from the front's `http.request` line) that its answer came as a stream,
-    its log lines first. It sends no progressToken, so there is no progress to get.
+    checked, and in the modern era (from the front's `http.request` line) that its answer
+    came as a stream, its log lines first (in the legacy era a legacy server's log lines
+    name no request, so they go to the session's GET stream). It sends no progressToken.
 (6) The CLI declares no elicitation capability, so the server (or the bridge for it) refuses
-    the call, naming elicitation.
-(7) One process per method: no stream outlives a call to hear a change on; the next
-    `tools/list` shows the new tool.
+    the call, naming elicitation; but a legacy server in the legacy era asks anyway, the CLI
+    cannot answer, and the tool carries on: "hello stranger".
+(7) One process per method: no stream outlives a call to hear a change on. In the modern
+    era the next `tools/list` shows the new tool (one shared server); in the legacy era each
+    process is a legacy session with a server of its own, so the next one does not.
 (8) Pinned to 2026-07-28, and in its "auto" negotiation (server/discover first, initialize
     only if the server is not modern), which must find the front modern.
 """
@@ -280,35 +283,65 @@ def inspected(inspector: list[str], front: Front, era: str, *args: str,
     return result
 
 
-@pytest.mark.parametrize("era", ["modern", "legacy"])
-def test_inspector_cli(front: Front, inspector: list[str], era: str, tmp_path: Path) -> None:
-    added = f"inspector_{era}_{front.server}"
+class Inspector:
+    """The inspector CLI against the front in one era, one process per method."""
 
-    def run(*args: str) -> dict[str, Any]:
-        return inspected(inspector, front, era, *args, home=tmp_path)
+    def __init__(self, cli: list[str], front: Front, era: str, home: Path) -> None:
+        self.cli, self.front, self.era, self.home = cli, front, era, home
 
-    def call(tool: str, *args: str) -> str:
-        return text_of(run("--method", "tools/call", "--tool-name", tool, *args))
+    def run(self, *args: str) -> dict[str, Any]:
+        return inspected(self.cli, self.front, self.era, *args, home=self.home)
 
-    assert call("echo", "--tool-arg", "text=over http") == "over http"
+    def call(self, tool: str, *args: str) -> str:
+        return text_of(self.run("--method", "tools/call", "--tool-name", tool, *args))
+
+    def refusal(self, tool: str) -> str:
+        """The error message of a call the CLI reports as failed."""
+        proc = inspect(self.cli, self.front, self.era, "--method", "tools/call",
+                       "--tool-name", tool, home=self.home)
+        assert proc.returncode != 0, proc.stdout
+        message: str = json.loads(proc.stderr)["error"]["message"]
+        return message
+
+    def tool_names(self) -> set[str]:
+        return {tool["name"] for tool in self.run("--method", "tools/list")["tools"]}
+
+
+def test_inspector_cli_modern_era(front: Front, inspector: list[str], tmp_path: Path) -> None:
+    cli = Inspector(inspector, front, "modern", tmp_path)
+    added = f"inspector_modern_{front.server}"
+    assert cli.call("echo", "--tool-arg", "text=over http") == "over http"
     seen = len(front.requests("tools/call"))
-    if era == "legacy":
-        assert run("--method", "logging/setLevel", "--log-level", "warning") == {}
-        assert call("chatty") == "logged"
-    else:
-        assert call("chatty", "--tool-metadata",
+    assert cli.call("chatty", "--tool-metadata",
                     "io.modelcontextprotocol/logLevel=warning") == "logged"
     # The CLI shows none of them, but the log lines went out on the call's stream, before
     # its answer.
     assert front.request_after("tools/call", seen).get("stream") is True
-    refused = inspect(inspector, front, era, "--method", "tools/call", "--tool-name",
-                      "ask_name", home=tmp_path)
-    assert refused.returncode != 0, refused.stdout
-    assert "elicitation" in json.loads(refused.stderr)["error"]["message"], refused.stderr
-    assert call("add_tool", "--tool-arg", f"name={added}") == f"added {added}"
-    names = [tool["name"] for tool in run("--method", "tools/list")["tools"]]
-    assert {"echo", "slow", "chatty", "ask_name", "add_tool", added} <= set(names)
-    assert call(added) == f"{added} says hi"
+    assert "elicitation" in cli.refusal("ask_name")
+    assert cli.call("add_tool", "--tool-arg", f"name={added}") == f"added {added}"
+    # Every modern request reaches the one shared server: the next process sees the tool.
+    assert {"echo", "slow", "chatty", "ask_name", "add_tool", added} <= cli.tool_names()
+    assert cli.call(added) == f"{added} says hi"
+
+
+def test_inspector_cli_legacy_era(front: Front, inspector: list[str], tmp_path: Path) -> None:
+    cli = Inspector(inspector, front, "legacy", tmp_path)
+    added = f"inspector_legacy_{front.server}"
+    assert cli.call("echo", "--tool-arg", "text=over http") == "over http"
+    assert cli.run("--method", "logging/setLevel", "--log-level", "warning") == {}
+    assert cli.call("chatty") == "logged"
+    if front.server == "legacy":
+        # The server asks the CLI, which has no elicitation to answer with; it carries on.
+        assert cli.call("ask_name") == "hello stranger"
+    else:
+        assert "elicitation" in cli.refusal("ask_name")
+    assert cli.call("add_tool", "--tool-arg", f"name={added}") == f"added {added}"
+    # Each process is a legacy session of its own, and each legacy session a bridge session
+    # with a server child of its own (as the daemon's per connection): the next one starts
+    # without the tool.
+    names = cli.tool_names()
+    assert {"echo", "slow", "chatty", "ask_name", "add_tool"} <= names
+    assert added not in names
 
 
 def test_mcp_remote_under_a_legacy_stdio_client(front: Front, legacy_python: venvs.SdkPython,
@@ -323,9 +356,13 @@ def test_mcp_remote_under_a_legacy_stdio_client(front: Front, legacy_python: ven
     assert_whole_tour(python_tour(report), added, report)
 
 
-def test_one_server_child_served_every_client_and_nothing_failed(front: Front) -> None:
+def test_one_server_child_served_every_modern_client_and_nothing_failed(front: Front) -> None:
     """Last, so it reads what the clients above left in the front's log: one server process
-    for all of them (no process per request), and no line of level error or worse."""
+    for every modern request (no process per request), one per legacy session, and no line
+    of level error or worse."""
     lines = front.lines()
-    assert [line["event"] for line in lines].count("child.started") == 1, lines
+    children = [line for line in lines if line["event"] == "child.started"]
+    assert len([child for child in children if "session" not in child]) == 1, children
+    sessions = [line["session"] for line in lines if line["event"] == "http.session_started"]
+    assert sorted(child["session"] for child in children if "session" in child) == sessions
     assert [line for line in lines if line.get("level") in ("error", "critical")] == []
