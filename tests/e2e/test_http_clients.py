@@ -17,6 +17,7 @@ front of a modern client, answers `input_required`); call `add_tool` and hear th
 | Python SDK 1.x `streamablehttp_client` (legacy) | 3 values | 2 (4) | answered | heard |
 | TS SDK 1.x `StreamableHTTPClientTransport` (legacy) | 3 values | 2 (4) | answered | heard |
 | TS v2 `@modelcontextprotocol/client` (modern) (8) | 3 values | 2 (1) | answered (2) | listen (3) |
+| TS v2 in its default negotiation (legacy session) | 3 values | 2 (4) | answered | heard |
 | inspector CLI `--transport http`, each era | (5) | (5) | refused (6) | next list (7) |
 | `mcp-remote` under a Python SDK 1.x stdio client (legacy) | 3 values | 2 (4) | answered | heard |
 
@@ -248,11 +249,11 @@ def ts_clients() -> Path:
     return script
 
 
-@pytest.mark.parametrize("sdk", ["v1", "v2", "v2-auto"])
+@pytest.mark.parametrize("sdk", ["v1", "v2", "v2-auto", "v2-legacy"])
 def test_typescript_sdk_client(front: Front, ts_clients: Path, sdk: str) -> None:
     added = f"ts_{sdk.replace('-', '_')}_{front.server}"
     report = run_peer([cs.node(), str(ts_clients), sdk, front.url], added)
-    if sdk == "v1":
+    if sdk in ("v1", "v2-legacy"):
         assert report.get("protocol_version") == "2025-11-25", report
     else:  # "auto" too: the front answers server/discover, so it is a 2026-07-28 server
         assert report.get("protocol_version") == "2026-07-28", report

@@ -9,6 +9,7 @@
 //        v2        @modelcontextprotocol/client 2.x pinned to 2026-07-28 (server/discover, MRTR)
 //        v2-auto   the same in its "auto" negotiation: server/discover first, initialize if
 //                  the server turns out legacy
+//        v2-legacy the same in its default negotiation: the 2025 initialize handshake
 // The tour: list and call tools (echo), progress (slow), logs at warning (chatty), an
 // elicitation answered (ask_name), a tools list_changed heard after add_tool, then the new tool
 // (named by $ROSETTA_E2E_NEW_TOOL, default "zap") listed and called.
@@ -102,7 +103,7 @@ async function v2Client(mode = { pin: MODERN }) {
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   out.protocol_version = client.getNegotiatedProtocolVersion() ?? null;
   out.era = client.getProtocolEra() ?? null;
-  const legacy = out.era === "legacy";  // "auto" against a server that is not modern
+  const legacy = out.era === "legacy";
   return {
     client,
     // 2.x: callTool(params, options)
@@ -152,9 +153,10 @@ async function tour(peer) {
 }
 
 async function main() {
-  const make = { v1: v1Client, v2: () => v2Client(), "v2-auto": () => v2Client("auto") }[sdk];
+  const make = { v1: v1Client, v2: () => v2Client(), "v2-auto": () => v2Client("auto"),
+                 "v2-legacy": () => v2Client("legacy") }[sdk];
   if (!make || !url) {
-    process.stderr.write("usage: node ts_client.mjs v1|v2|v2-auto URL\n");
+    process.stderr.write("usage: node ts_client.mjs v1|v2|v2-auto|v2-legacy URL\n");
     process.exit(2);
   }
   let code = 0;
