@@ -311,13 +311,14 @@ class Inspector:
 def test_inspector_cli_modern_era(front: Front, inspector: list[str], tmp_path: Path) -> None:
     cli = Inspector(inspector, front, "modern", tmp_path)
     added = f"inspector_modern_{front.server}"
-    assert cli.call("echo", "--tool-arg", "text=over http") == "over http"
     seen = len(front.requests("tools/call"))
+    assert cli.call("echo", "--tool-arg", "text=over http") == "over http"
+    front.request_after("tools/call", seen)  # echo's line is written: the next is chatty's
     assert cli.call("chatty", "--tool-metadata",
                     "io.modelcontextprotocol/logLevel=warning") == "logged"
     # The CLI shows none of them, but the log lines went out on the call's stream, before
     # its answer.
-    assert front.request_after("tools/call", seen).get("stream") is True
+    assert front.request_after("tools/call", seen + 1).get("stream") is True
     assert "elicitation" in cli.refusal("ask_name")
     assert cli.call("add_tool", "--tool-arg", f"name={added}") == f"added {added}"
     # Every modern request reaches the one shared server: the next process sees the tool.
