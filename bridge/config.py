@@ -273,6 +273,7 @@ DAEMON_KEYS: dict[str, Check] = {
     "listen_owner": account,
     "listen_group": account,
     "max_sessions": count,
+    "session_idle": seconds,
 }
 # Keys both layers read: the core waits drain_timeout for answers it owes once the client has
 # closed its input; the shell then gives a client that stopped reading as long to resume.

@@ -44,8 +44,13 @@ def run_http(settings: Settings) -> int:
             from None
     from bridge.core.bridge import Bridge
 
-    front = Front(Bridge(settings.core, secret=os.urandom(32)), spawner(settings.shell),
-                  address, log, settings=session_settings(settings), notify=Notifier(log))
+    def legacy_core() -> Bridge:  # a legacy session's own, as a daemon session's
+        return Bridge(settings.core, secret=os.urandom(32))
+
+    front = Front(legacy_core(), spawner(settings.shell), address, log,
+                  settings=session_settings(settings), notify=Notifier(log),
+                  make_core=legacy_core, max_sessions=settings.daemon.max_sessions,
+                  session_idle=settings.daemon.session_idle)
     with listener:
         return trio.run(_main, front, listener, Orphans(), log)
 

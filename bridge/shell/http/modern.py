@@ -15,6 +15,7 @@ import binascii
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import trio
 
@@ -193,6 +194,19 @@ class Exchange:
     clients may both say "t")."""
 
 
+class Routes(Protocol):
+    """Where a POST's route is given up when its client goes away (`Mapping`,
+    `legacy.LegacySession`): the line that cancels it at the core, if any."""
+
+    def abandon(self, exchange: Exchange) -> bytes | None: ...
+
+
+def open_exchange(original: object, wire: str, method: str) -> Exchange:
+    """A POST's route and its channel: the one place both eras' POST streams are made."""
+    inbox, outbox = trio.open_memory_channel[Message](math.inf)
+    return Exchange(original, wire, method, inbox, outbox)
+
+
 class Mapping:
     """The front's half of the shared session: every POST's request in flight by its id."""
 
@@ -209,8 +223,7 @@ class Mapping:
     def admit(self, message: Message) -> tuple[Exchange, bytes]:
         """`message` renamed for the core: its exchange, and the line to hand the core."""
         wire = f"{PREFIX}{next(self._numbers)}"
-        inbox, outbox = trio.open_memory_channel[Message](math.inf)
-        exchange = Exchange(message.get("id"), wire, str(message.get("method")), inbox, outbox)
+        exchange = open_exchange(message.get("id"), wire, str(message.get("method")))
         self._routes[wire] = exchange
         renamed = {**message, "id": wire}
         params = message.get("params")
