@@ -257,6 +257,8 @@ class Mapping:
             progress = message.get("params")
             if isinstance(progress, dict) and progress.get("progressToken") == exchange.wire:
                 message = {**message, "params": {**progress, "progressToken": exchange.token}}
+        if exchange.method == LISTEN:
+            message = _subscription_restored(message, exchange)
         if is_answer:
             message = {**message, "id": exchange.original}
             del self._routes[exchange.wire]
@@ -280,3 +282,23 @@ class Mapping:
         for exchange in list(self._routes.values()):
             exchange.inbox.close()
         self._routes.clear()
+
+
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+def _subscription_restored(message: Message, exchange: Exchange) -> Message:
+    """A listen stream's message with the client's id as its subscription id.
+
+    basic/patterns/subscriptions.mdx §Receiving Notifications: the subscription id is the
+    JSON-RPC id of the `subscriptions/listen` request, on the acknowledgement, on every
+    notification and on the closing result; a client waits for the acknowledgement naming
+    its own id, so the wire id must not reach it.
+    """
+    key = "params" if "method" in message else "result"
+    body = message.get(key)
+    meta = body.get("_meta") if isinstance(body, dict) else None
+    if not isinstance(meta, dict) or meta.get(SUBSCRIPTION_ID) != exchange.wire:
+        return message
+    restored = {**meta, SUBSCRIPTION_ID: exchange.original}
+    return {**message, key: {**body, "_meta": restored}}  # type: ignore[dict-item]

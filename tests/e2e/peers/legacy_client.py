@@ -14,6 +14,9 @@ Scenarios:
           during a slow call; once told the tools changed, the same session lists and calls
           tools, hears of a new tool, of the subscribed resource, and logs at its level
   time    the tools of the published `mcp-server-time`
+  tour    one of each thing a client does, for the HTTP front: list and call tools, progress,
+          logs at the level set, an elicitation answered, and a tools list_changed heard
+          (then the new tool, named by $ROSETTA_E2E_NEW_TOOL, listed and called)
 
 Prints ONE JSON object on stdout (see peer_common.Recorder); exits 1 if the session could
 not be initialized, 0 otherwise (step failures are recorded, not fatal).
@@ -41,11 +44,12 @@ from peer_common import (
     error_info,
     fill_form,
     kill,
+    new_tool_name,
     parse_argv,
     tapped,
 )
 
-SCENARIOS = ("basic", "inputs", "notify", "logs", "restart", "time")
+SCENARIOS = ("basic", "inputs", "notify", "logs", "restart", "time", "tour")
 SCENARIO_TIMEOUT = 60.0
 # How long to wait for a notification that should come, and for one that should not.
 EXPECT_TIMEOUT = 3.0
@@ -317,6 +321,26 @@ async def time_tools(session: ClientSession, rec: Recorder) -> None:
     await rec.step("call:unknown", lambda: call("no_such_tool", {}))
 
 
+# --- scenario: tour -------------------------------------------------------------------------
+
+
+async def tour(session: ClientSession, rec: Recorder) -> None:
+    added = new_tool_name()
+    await list_tool_names(session, rec)
+    await rec.step("call:echo", lambda: session.call_tool("echo", {"text": "over http"}))
+    rec.phase = "slow"
+    await call_with_progress(session, rec)
+    await expect(rec, "set_level", None, lambda: session.set_logging_level("warning"))
+    await expect_logs(rec, "chatty:warning", lambda: session.call_tool("chatty", {}))
+    rec.phase = "ask_name"
+    await rec.step("call:ask_name", lambda: session.call_tool("ask_name", {}))
+    await expect(rec, "add_tool", "notifications/tools/list_changed",
+                 lambda: session.call_tool("add_tool", {"name": added}))
+    rec.phase = "after"
+    await list_tool_names(session, rec, "tools:after")
+    await rec.step("call:added", lambda: session.call_tool(added, {}))
+
+
 # --- driver ---------------------------------------------------------------------------------
 
 SCENARIO_FUNCTIONS = {
@@ -326,6 +350,7 @@ SCENARIO_FUNCTIONS = {
     "logs": logs,
     "restart": restart,
     "time": time_tools,
+    "tour": tour,
 }
 
 
