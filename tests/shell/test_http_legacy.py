@@ -38,6 +38,7 @@ from bridge.shell.http.address import Address
 from bridge.shell.http.auth import Tokens
 from bridge.shell.http.era import Era, era_of
 from bridge.shell.http.front import Access, Front, bind
+from bridge.shell.http.legacy import EVICTABLE_AFTER
 from bridge.shell.session import SessionSettings
 from tests.shell.fakes import WAIT, FakeChild, Spawner
 from tests.shell.test_http_front import Answer, Client, ScriptedCore
@@ -480,3 +481,27 @@ async def test_a_session_is_only_its_opener_s_token_s(autojump_clock: Any) -> No
                          authorization="Bearer alice-token")
         assert (own.status, last(own)["result"]) == (200, {"tools": []})
         assert [m["method"] for m in r.cores[0].received] == ["initialize", "tools/list"]
+
+
+async def test_a_full_front_ends_the_session_idle_longest_without_a_stream_to_make_room(
+        autojump_clock: Any) -> None:
+    """Many clients never DELETE (the inspector CLI opens a session per call): at
+    max_sessions, the one idle longest with no open stream goes, not the newcomer."""
+    async with running(max_sessions=2) as r:
+        first = await initialized(await r.client())
+        await trio.sleep(EVICTABLE_AFTER + 1)
+        second_client = await r.client()
+        second = await initialized(second_client)
+        await trio.sleep(EVICTABLE_AFTER + 1)
+        await post(second_client, rpc(1, "tools/list"), second)  # the second is in use
+        third = await initialized(await r.client())
+        await r.settled()
+        assert (await post(await r.client(), rpc(2, "tools/list"), first)).status == 404
+        for session in (second, third):
+            listed = await post(await r.client(), rpc(3, "tools/list"), session)
+            assert (listed.status, last(listed)["result"]) == (200, {"tools": []})
+        assert [e["session"] for e in r.events("http.session_ending")] == [1]
+        assert r.spawner.children[1].poll() is not None  # the first session's server
+        refused = await post(await r.client(),
+                             rpc(4, "initialize", protocolVersion=LEGACY, capabilities={}))
+        assert refused.status == 503  # both in use within EVICTABLE_AFTER: none may go

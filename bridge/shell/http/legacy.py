@@ -264,6 +264,11 @@ def _line(message: Message, body: bytes) -> bytes:
     return body if b"\n" not in body and b"\r" not in body else encode(message)
 
 
+EVICTABLE_AFTER = 10.0
+"""Seconds without a request before a session with no open stream may be ended to make
+room (a new session's client opens its GET stream right after `initialize`)."""
+
+
 class Sessions:
     """The legacy sessions by id. A place is taken when a session is added (in the request
     that opens it), so a burst of `initialize` cannot pass `limit`."""
@@ -279,7 +284,23 @@ class Sessions:
 
     @property
     def full(self) -> bool:
-        return len(self._by_id) >= self.limit
+        """`limit` live sessions (one ending no longer counts: its child is stopping)."""
+        return sum(not session.ended for session in self._by_id.values()) >= self.limit
+
+    def make_room(self) -> LegacySession | None:
+        """Full: end the live session idle longest among those with no open stream and no
+        request for `EVICTABLE_AFTER` s, and return it; None if every session is in use.
+        A client that is still there keeps its GET stream open; many never DELETE (the
+        inspector CLI opens a session per call), so this is where their sessions go."""
+        now = trio.current_time()
+        idle = [session for session in self._by_id.values() if not session.ended
+                and not session.streams and session.last_active + EVICTABLE_AFTER <= now]
+        if not idle:
+            return None
+        oldest = min(idle, key=lambda session: session.last_active)
+        oldest.end(f"max_sessions ({self.limit}) reached: the session idle longest, with "
+                   "no open stream, makes room for a new one")
+        return oldest
 
     def get(self, session_id: str) -> LegacySession | None:
         """The live session of `session_id`; None for an unknown or ended one."""

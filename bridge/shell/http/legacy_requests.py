@@ -101,7 +101,8 @@ class LegacyRequests:
         method = message.get("method")
         if method != "initialize" or "id" not in message:
             return replies.session_missing(method)
-        if self._sessions.full:  # logged once, as the request's `http.request` line
+        if self._sessions.full and self._sessions.make_room() is None:
+            # logged once, as the request's `http.request` line
             return replies.too_many_sessions(message.get("id"), self._sessions.limit)
         session = await self._open()
         if session is None:
