@@ -40,8 +40,11 @@ class Connection:
     """h11 over one trio stream. `next_request`, then one answer (`respond`, or
     `start_stream` + `send` + `end_stream`), then `next_request` again while `reusable`."""
 
-    def __init__(self, stream: trio.abc.Stream, *, max_header: int, max_body: int) -> None:
+    def __init__(self, stream: trio.abc.Stream, *, max_header: int, max_body: int,
+                 client: str = "") -> None:
         self._stream = stream
+        self.client = client
+        """Who is at the other end (`host:port`), for the log."""
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header)
         self._max_body = max_body
         self._max_header = max_header

@@ -27,6 +27,7 @@ from bridge.shell.driver import Core, Driver
 from bridge.shell.http.address import Address, own_hosts
 from bridge.shell.http.connection import Connection, HttpError
 from bridge.shell.http.modern import Mapping
+from bridge.shell.http.route import STREAM_BACKLOG
 from bridge.shell.http.router import Endpoint, Router
 from bridge.shell.logs import Logger
 from bridge.shell.session import Clock, SessionSettings
@@ -68,8 +69,9 @@ class FrontDriver(Driver):
 
 
 class NeverFull:
-    """The client side as the server's reader sees it: HTTP answers are queued per POST
-    (unbounded for now: see HTTP-FRONT-NOTES.md), so the server's reader never waits."""
+    """The client side as the server's reader sees it: HTTP answers are queued per POST,
+    each within its own bound (`route.py`), so one slow client never holds the shared
+    server's reader back for the others."""
 
     congested = False
 
@@ -98,7 +100,8 @@ class Front:
                  notify: Callable[[str], None] = lambda _: None,
                  idle_timeout: float = IDLE_TIMEOUT, max_header: int = MAX_HEADER,
                  keep_alive: float | None = None,
-                 max_connections: int = MAX_CONNECTIONS) -> None:
+                 max_connections: int = MAX_CONNECTIONS,
+                 stream_backlog: int = STREAM_BACKLOG) -> None:
         self._core = core
         self._spawn = spawn
         self._address = address
@@ -109,7 +112,7 @@ class Front:
         self._keep_alive = keep_alive
         self._max_connections = max_connections
         self.connections = 0
-        self.mapping = Mapping(log)
+        self.mapping = Mapping(log, stream_backlog)
         self.driver = FrontDriver(core, log, self.mapping.deliver,
                                   limit=settings.max_message_bytes, notify=notify,
                                   debug=settings.debug)
@@ -180,7 +183,7 @@ class Front:
 
     async def _connection(self, stream: trio.SocketStream, router: Router, number: int) -> None:
         conn = Connection(stream, max_header=self._max_header,
-                          max_body=self._settings.max_message_bytes)
+                          max_body=self._settings.max_message_bytes, client=_peer(stream))
         log = self._log.bind(connection=number)
         try:
             while True:
@@ -218,6 +221,14 @@ class Front:
             await conn.refuse(503)
         with trio.CancelScope(shield=True), trio.move_on_after(REFUSAL_WAIT):
             await conn.close()
+
+
+def _peer(stream: trio.SocketStream) -> str:
+    try:
+        host, port = stream.socket.getpeername()[:2]
+    except OSError:  # already reset
+        return "?"
+    return _hostport(host, port)
 
 
 def _hostport(host: str, port: int) -> str:

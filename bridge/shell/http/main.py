@@ -44,8 +44,12 @@ def run_http(settings: Settings) -> int:
             from None
     from bridge.core.bridge import Bridge
 
+    daemon = settings.daemon
     front = Front(Bridge(settings.core, secret=os.urandom(32)), spawner(settings.shell),
-                  address, log, settings=session_settings(settings), notify=Notifier(log))
+                  address, log, settings=session_settings(settings), notify=Notifier(log),
+                  idle_timeout=daemon.http_idle_timeout,
+                  max_connections=daemon.http_max_connections,
+                  stream_backlog=daemon.http_stream_backlog)
     with listener:
         return trio.run(_main, front, listener, Orphans(), log)
 

@@ -13,10 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import itertools
-import math
 from dataclasses import dataclass
-
-import trio
 
 from bridge.core.codec import Message, encode
 from bridge.core.eras import (
@@ -27,6 +24,7 @@ from bridge.core.eras import (
 from bridge.core.events import Send
 from bridge.shell.http import replies
 from bridge.shell.http.replies import Reply
+from bridge.shell.http.route import STREAM_BACKLOG, Outgoing, Route, RouteState
 from bridge.shell.logs import Logger
 
 # Methods 2026-07-28 removed (its changelog; the suite's server-stateless checks them): 404.
@@ -186,8 +184,10 @@ class Exchange:
     wire: str
     """The id the core knows it by."""
     method: str
-    inbox: trio.MemorySendChannel[Message]
-    outbox: trio.MemoryReceiveChannel[Message]
+    route: Route
+    """Its messages on their way to the client, within the backlog bound."""
+    client: str = ""
+    """Who sent it (the peer's address), for the log."""
     token: object = None
     """The client's `_meta.progressToken`, if it named one (renamed like the id: two
     clients may both say "t")."""
@@ -196,8 +196,9 @@ class Exchange:
 class Mapping:
     """The front's half of the shared session: every POST's request in flight by its id."""
 
-    def __init__(self, log: Logger) -> None:
+    def __init__(self, log: Logger, backlog: int = STREAM_BACKLOG) -> None:
         self._log = log
+        self._backlog = backlog
         self._numbers = itertools.count(1)
         self._routes: dict[str, Exchange] = {}
         self.param_headers = ParamHeaders()
@@ -206,11 +207,11 @@ class Mapping:
     def in_flight(self) -> int:
         return len(self._routes)
 
-    def admit(self, message: Message) -> tuple[Exchange, bytes]:
+    def admit(self, message: Message, client: str = "") -> tuple[Exchange, bytes]:
         """`message` renamed for the core: its exchange, and the line to hand the core."""
         wire = f"{PREFIX}{next(self._numbers)}"
-        inbox, outbox = trio.open_memory_channel[Message](math.inf)
-        exchange = Exchange(message.get("id"), wire, str(message.get("method")), inbox, outbox)
+        exchange = Exchange(message.get("id"), wire, str(message.get("method")),
+                            Route(self._backlog), client)
         self._routes[wire] = exchange
         renamed = {**message, "id": wire}
         params = message.get("params")
@@ -222,8 +223,10 @@ class Mapping:
 
     def deliver(self, send: Send) -> None:
         """A message the core sends the client: onto the stream of the POST it names. The
-        driver calls it, so it must not wait (the channel is unbounded: see the notes)."""
+        driver calls it, so it must not wait: a POST whose client does not read gives up
+        past its bound (`route.py`) instead."""
         message = send.message
+        line = send.line
         request = send.request
         if not isinstance(message, dict):
             self._log.warning("http.dropped", reason="a batch has no place on a 2026-07-28 "
@@ -244,26 +247,38 @@ class Mapping:
             progress = message.get("params")
             if isinstance(progress, dict) and progress.get("progressToken") == exchange.wire:
                 message = {**message, "params": {**progress, "progressToken": exchange.token}}
+                line = None
         if is_answer:
             message = {**message, "id": exchange.original}
+            line = None
             del self._routes[exchange.wire]
             if exchange.method == "tools/list" and "result" in message:
                 self.param_headers.learn(message["result"])
-        exchange.inbox.send_nowait(message)
+        final = "method" not in message
+        outgoing = Outgoing(encode(message) if line is None else line, final,
+                            replies.status_of(message) if final else 200)
+        route = exchange.route
+        was_open = route.state is RouteState.OPEN
+        if not route.put(outgoing) and was_open and route.state is RouteState.GAVE_UP:
+            # The daemon's words for a client it gives up on (session.py, client.dropped).
+            self._log.warning("http.client_dropped", client=exchange.client,
+                              request=exchange.original, rpc_method=exchange.method,
+                              bytes=route.queued_bytes, messages=route.queued,
+                              bound=route.bound, reason="the client stopped reading")
         if is_answer:
-            exchange.inbox.close()
+            route.close()
 
     def abandon(self, exchange: Exchange) -> bytes | None:
         """The POST's client went away before its answer: the line that cancels it at the
         core (streamable-http.mdx §Cancellation), or None if it was already answered."""
         if self._routes.pop(exchange.wire, None) is None:
             return None
-        exchange.inbox.close()
+        exchange.route.close()
         return encode({"jsonrpc": "2.0", "method": "notifications/cancelled",
                        "params": {"requestId": exchange.wire,
                                   "reason": "the HTTP client closed the connection"}})
 
     def abandon_all(self) -> None:
         for exchange in list(self._routes.values()):
-            exchange.inbox.close()
+            exchange.route.close()
         self._routes.clear()

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 
 import trio
 
-from bridge.core.codec import DecodeError, Message, decode, encode
+from bridge.core.codec import DecodeError, Message, decode
 from bridge.shell.http import replies, sse
 from bridge.shell.http.address import origin_host
 from bridge.shell.http.connection import Connection, Request
-from bridge.shell.http.modern import Exchange, Mapping, check
+from bridge.shell.http.modern import Mapping, check
 from bridge.shell.http.replies import Reply
+from bridge.shell.http.route import Route, RouteState
 from bridge.shell.logs import Logger
 
 KEEP_ALIVE_S = 15.0
@@ -117,57 +118,63 @@ class Router:
 
     async def _through_core(self, conn: Connection, message: Message,
                             outcome: Outcome) -> None:
-        exchange, line = self._mapping.admit(message)
+        exchange, line = self._mapping.admit(message, conn.client)
         self._feed(line)
         answered = False
+        route = exchange.route
         try:
-            async with trio.open_nursery() as nursery:
-                async def watch() -> None:
-                    await conn.watch_close()
-                    nursery.cancel_scope.cancel()
+            # The route cancels its scope when it gives up on a client that stopped reading,
+            # even while a write waits for the client to take bytes.
+            with route.scope:
+                async with trio.open_nursery() as nursery:
+                    async def watch() -> None:
+                        await conn.watch_close()
+                        nursery.cancel_scope.cancel()
 
-                nursery.start_soon(watch, name="watch-close")
-                # The client going away mid-answer is its cancellation (below).
-                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    answered = await self._answer(conn, exchange, outcome)
-                nursery.cancel_scope.cancel()
+                    nursery.start_soon(watch, name="watch-close")
+                    # The client going away mid-answer is its cancellation (below).
+                    with contextlib.suppress(trio.BrokenResourceError,
+                                             trio.ClosedResourceError):
+                        answered = await self._answer(conn, route, outcome)
+                    nursery.cancel_scope.cancel()
         finally:
             if not answered:
                 outcome.cancelled = True
-                outcome.reason = "the client closed the connection before the answer"
+                outcome.reason = (f"the client stopped reading (over {route.bound} bytes "
+                                  "queued)" if route.state is RouteState.GAVE_UP else
+                                  "the client closed the connection before the answer")
                 cancel = self._mapping.abandon(exchange)
                 if cancel is not None:
                     self._feed(cancel)
 
-    async def _answer(self, conn: Connection, exchange: Exchange, outcome: Outcome) -> bool:
-        """Carry the core's messages for `exchange` to the client; True once its answer is
+    async def _answer(self, conn: Connection, route: Route, outcome: Outcome) -> bool:
+        """Carry the core's messages for one exchange to the client; True once its answer is
         out. The first message decides the shape: the answer alone is a JSON answer,
         anything before it makes an event stream (§Sending Messages 6)."""
-        outbox = exchange.outbox
         try:
-            first = await outbox.receive()
+            first = await route.get()
         except trio.EndOfChannel:  # the front stopped before the core answered
             outcome.status, outcome.reason = 503, "the front is stopping"
             await conn.respond(503, b"", (("connection", "close"),))
             return True
-        if "method" not in first:
-            outcome.status = replies.status_of(first)
-            await conn.respond(outcome.status, encode(first), (("content-type", replies.JSON),))
+        if first.final:
+            outcome.status = first.status
+            await conn.respond(first.status, first.line, (("content-type", replies.JSON),))
             return True
         outcome.status, outcome.stream = 200, True
         await conn.start_stream(200, sse.HEADERS)
-        await conn.send(sse.event(first))
+        await conn.send(sse.event_of(first.line))
         while True:
             with trio.move_on_after(self._endpoint.keep_alive) as waited:
                 try:
-                    message = await outbox.receive()
+                    outgoing = await route.get()
                 except trio.EndOfChannel:
                     break  # abandoned (the front is stopping)
             if waited.cancelled_caught:
                 await conn.send(sse.KEEP_ALIVE)
                 continue
-            await conn.send(sse.event(message))
-            if "method" not in message:
+            await conn.send(sse.event_of(outgoing.line))
+            if outgoing.final:
                 await conn.end_stream()
                 return True
         await conn.end_stream()

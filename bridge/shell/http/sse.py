@@ -16,5 +16,9 @@ HEADERS = (("content-type", "text/event-stream"), ("cache-control", "no-cache"),
 
 
 def event(message: Message) -> bytes:
-    line = encode(message)  # one line, newline-terminated
+    return event_of(encode(message))
+
+
+def event_of(line: bytes) -> bytes:
+    """The event of a message already encoded (one newline-terminated JSON line)."""
     return b"event: message\ndata: " + line + b"\n"

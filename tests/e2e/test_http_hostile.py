@@ -1,0 +1,402 @@
+"""The HTTP front under hostile input: `mcp-rosetta serve --listen http://…` as a process, in
+front of a real stdio server (peers/flood_server.py), reached over real sockets on loopback.
+
+Must not fake the front or the server: each case is what a hostile or broken client can do on
+the wire (raw sockets where http.client would refuse to say it), each checks that a
+well-behaved client is served meanwhile and afterwards, and each ends by checking that
+nothing leaked: the front's fds back to where they were, its one server child the same
+process, the server told of every request the front gave up on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import conformance_suite as cs
+import pytest
+
+WAIT = 30.0
+FLOOD_SERVER = str(Path(__file__).resolve().parent / "peers" / "flood_server.py")
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"}}
+OPEN_FILES = 4096
+"""The front's open-file limit (and the test's): 1024 connections and the child's pipes."""
+
+
+def raise_open_files() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = OPEN_FILES if hard == resource.RLIM_INFINITY else min(OPEN_FILES, hard)
+    if soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
+def until(predicate: Callable[[], object], what: str, wait: float = WAIT) -> None:
+    deadline = time.monotonic() + wait
+    while not predicate():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.05)
+
+
+def tool_call(tool: str, arguments: dict[str, Any], rid: object = 1,
+              token: object = None) -> tuple[bytes, dict[str, str]]:
+    """A 2026-07-28 tools/call: its body and headers."""
+    meta = META if token is None else {**META, "progressToken": token}
+    body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments, "_meta": meta}}
+    return json.dumps(body).encode(), {
+        "content-type": "application/json", "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": tool}
+
+
+def raw_request(port: int, body: bytes, headers: dict[str, str]) -> bytes:
+    head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    return (f"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-length: {len(body)}\r\n"
+            f"{head}\r\n").encode() + body
+
+
+class Front:
+    """`mcp-rosetta serve --listen http://127.0.0.1:PORT/mcp` before flood_server.py."""
+
+    def __init__(self, tmp_path: Path, **settings: object) -> None:
+        self.port = cs.free_port()
+        self.record = tmp_path / "server.txt"
+        self.record.touch()
+        self.log_file = tmp_path / "front.log"
+        config = tmp_path / "front.toml"
+        config.write_text('log_format = "json"\nshutdown_grace = 1.0\nkill_grace = 1.0\n' +
+                          "".join(f"{key} = {json.dumps(value)}\n"
+                                  for key, value in settings.items()))
+        with self.log_file.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "bridge", "serve", "--config", str(config), "--listen",
+                 f"http://127.0.0.1:{self.port}/mcp", "--", sys.executable, FLOOD_SERVER,
+                 "--record", str(self.record)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                start_new_session=True, preexec_fn=raise_open_files)
+        self.until(lambda: self.events("http.listening"), "http.listening")
+        assert self.echo("warm") == "warm"
+        self.server = self.children()
+        assert len(self.server) == 1, self.server
+        self.fds = self.fd_count()
+
+    # What the front's process shows -----------------------------------------------------------
+
+    def events(self, name: str | None = None) -> list[dict[str, Any]]:
+        lines = self.log_file.read_bytes().splitlines(keepends=True)
+        entries = [json.loads(line) for line in lines if line.endswith(b"\n")]
+        return [e for e in entries if name is None or e["event"] == name]
+
+    def fd_count(self) -> int:
+        return len(os.listdir(f"/proc/{self.process.pid}/fd"))
+
+    def children(self) -> list[int]:
+        found: list[int] = []
+        for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+            found += [int(pid) for pid in (task / "children").read_text().split()]
+        return sorted(found)
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise AssertionError("no VmRSS")
+
+    def cancelled(self) -> list[str]:
+        return [line.split()[1] for line in self.record.read_text().splitlines()
+                if line.startswith("cancelled ")]
+
+    def until(self, predicate: Callable[[], object], what: str, wait: float = WAIT) -> None:
+        deadline = time.monotonic() + wait
+        while not predicate():
+            assert self.process.poll() is None, f"the front exited: {self.log_file.read_text()}"
+            assert time.monotonic() < deadline, f"never: {what}\n{self.log_file.read_text()}"
+            time.sleep(0.05)
+
+    def nothing_leaked(self) -> None:
+        """fds back to where they were once the connections are gone, the same one child,
+        and a well-behaved client still served."""
+        self.until(lambda: self.fd_count() <= self.fds,
+                   f"the front's fds back to {self.fds} (now {self.fd_count()})")
+        assert self.children() == self.server
+        assert self.echo("after") == "after"
+        assert self.process.poll() is None
+
+    # A well-behaved client -------------------------------------------------------------------
+
+    def connect(self) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=WAIT)
+
+    def echo(self, text: str) -> str:
+        conn = self.connect()
+        try:
+            body, headers = tool_call("echo", {"text": text})
+            conn.request("POST", "/mcp", body, headers)
+            response = conn.getresponse()
+            answer = json.loads(response.read())
+            assert response.status == 200, answer
+            assert answer["id"] == 1, answer
+            text_out: str = answer["result"]["content"][0]["text"]
+            return text_out
+        finally:
+            conn.close()
+
+    def raw(self) -> socket.socket:
+        return socket.create_connection(("127.0.0.1", self.port), timeout=WAIT)
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[Callable[..., Front]]:
+    started: list[Front] = []
+
+    def starting(**settings: object) -> Front:
+        front = Front(tmp_path, **settings)
+        started.append(front)
+        return front
+
+    yield starting
+    for front in started:
+        front.stop()
+        # The server child went with it: nothing is left behind.
+        for pid in front.server:
+            until(lambda pid=pid: not Path(f"/proc/{pid}").exists()  # type: ignore[misc]
+                  or "zombie" in Path(f"/proc/{pid}/status").read_text(), f"{pid} gone")
+
+
+def answer_of(sock: socket.socket) -> tuple[int, bytes]:
+    """The status and whatever else arrived before the front closed the connection."""
+    data = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            data += chunk
+    status_line = data.split(b"\r\n", 1)[0]
+    assert status_line.startswith(b"HTTP/1.1 "), data[:200]
+    return int(status_line.split()[1]), data
+
+
+# Malformed HTTP --------------------------------------------------------------------------------
+
+MALFORMED = {
+    "garbage": (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http at all\r\n\r\n", 400),
+    "bad chunking": (b"POST /mcp HTTP/1.1\r\nhost: HOST\r\ncontent-type: application/json\r\n"
+                     b"transfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400),
+    "a request line of 100 KiB": (b"GET /" + b"a" * 100 * 1024 + b" HTTP/1.1\r\n"
+                                  b"host: HOST\r\n\r\n", 431),
+    "headers over 16 KiB": (b"POST /mcp HTTP/1.1\r\nhost: HOST\r\n" +
+                            b"".join(b"x-filler-%d: %s\r\n" % (n, b"v" * 100)
+                                     for n in range(200)) + b"\r\n", 431),
+    "no host": (b"POST /mcp HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}", 400),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_http_is_refused_with_its_status_and_the_front_serves_on(
+        start: Callable[..., Front], case: str) -> None:
+    front = start()
+    data, status = MALFORMED[case]
+    with front.raw() as sock:
+        sock.sendall(data.replace(b"HOST", f"127.0.0.1:{front.port}".encode()))
+        assert front.echo("meanwhile") == "meanwhile"
+        assert answer_of(sock)[0] == status
+    rejected = front.events("http.rejected")
+    assert [e["status"] for e in rejected] == [status], rejected
+    front.nothing_leaked()
+
+
+# A 1 GiB body --------------------------------------------------------------------------------
+
+
+def test_a_1_gib_body_is_refused_413_before_it_is_read_and_never_buffered(
+        start: Callable[..., Front]) -> None:
+    front = start()
+    rss_before = front.rss_kib()
+    gib = 1024 ** 3
+    sent = 0
+    with front.raw() as sock:
+        body, headers = tool_call("echo", {"text": "big"})
+        sock.sendall(raw_request(front.port, b"", headers).replace(
+            b"content-length: 0", f"content-length: {gib}".encode()))
+        stop = threading.Event()
+
+        def stream() -> None:
+            nonlocal sent
+            chunk = b" " * (1024 * 1024)
+            with contextlib.suppress(OSError):
+                while sent < gib and not stop.is_set():
+                    sock.sendall(chunk)
+                    sent += len(chunk)
+
+        sender = threading.Thread(target=stream, daemon=True)
+        sender.start()
+        try:
+            assert front.echo("meanwhile") == "meanwhile"
+            status, data = answer_of(sock)
+        finally:
+            stop.set()
+            sender.join(WAIT)
+    assert status == 413, data
+    assert b"connection: close" in data.lower()
+    assert sent < gib, "the front read the whole body"
+    assert front.rss_kib() - rss_before < 16 * 1024, "the front buffered the body"
+    assert [e["status"] for e in front.events("http.rejected")] == [413]
+    front.nothing_leaked()
+
+
+# A client sending one byte a second ----------------------------------------------------------
+
+
+def test_a_client_sending_one_byte_a_second_is_closed_at_the_idle_timeout(
+        start: Callable[..., Front]) -> None:
+    front = start(http_idle_timeout=2.5)
+    body, headers = tool_call("echo", {"text": "slow"})
+    request = raw_request(front.port, body, headers)
+    with front.raw() as sock:
+        began = time.monotonic()
+        closed = False
+        for byte in request:
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                closed = True
+                break
+            assert front.echo("meanwhile") == "meanwhile"
+            sock.settimeout(1.0)
+            try:
+                if sock.recv(1) == b"":
+                    closed = True
+                    break
+            except TimeoutError:
+                continue
+        took = time.monotonic() - began
+    assert closed, "the front served a request sent at one byte a second"
+    assert 2.0 < took < 6.0, took
+    assert [e["idle_s"] for e in front.events("http.idle_closed")] == [2.5]
+    front.nothing_leaked()
+
+
+# 1000 idle connections -----------------------------------------------------------------------
+
+
+def test_1024_idle_connections_are_held_and_the_1025th_gets_503(
+        start: Callable[..., Front]) -> None:
+    raise_open_files()
+    front = start(http_idle_timeout=60)
+    held: list[socket.socket] = []
+    try:
+        for _ in range(1024):
+            held.append(front.raw())
+        front.until(lambda: front.fd_count() >= front.fds + 1024, "1024 connections accepted")
+        with front.raw() as sock:
+            body, headers = tool_call("echo", {"text": "one too many"})
+            sock.sendall(raw_request(front.port, body, headers))
+            assert answer_of(sock)[0] == 503
+        refused = front.events("http.refused")
+        assert len(refused) == 1 and "max_connections (1024)" in refused[0]["reason"]
+        for sock in held[:10]:
+            sock.close()
+        front.until(lambda: front.fd_count() <= front.fds + 1014, "10 connections closed")
+        assert front.echo("while 1014 idle") == "while 1014 idle"
+    finally:
+        for sock in held:
+            sock.close()
+    front.nothing_leaked()
+
+
+# A client that disconnects mid-stream ------------------------------------------------------
+
+
+def test_a_client_leaving_mid_stream_cancels_its_call_at_the_server(
+        start: Callable[..., Front]) -> None:
+    front = start()
+    conn = front.connect()
+    body, headers = tool_call("flood", {"count": 3, "size": 10, "hang": True}, rid="mine",
+                              token="t")
+    conn.request("POST", "/mcp", body, headers)
+    response = conn.getresponse()
+    assert response.status == 200
+    assert response.getheader("content-type") == "text/event-stream"
+    first = b""
+    while b"\n\n" not in first:
+        first += response.read1(65536)
+    assert b'"progressToken":"t"' in first, first
+    assert front.echo("meanwhile") == "meanwhile"
+    conn.close()
+    front.until(lambda: front.cancelled(), "the server told of the cancellation")
+    assert len(front.cancelled()) == 1
+    requests = [e for e in front.events("http.request") if e.get("cancelled")]
+    assert len(requests) == 1 and requests[0]["stream"] is True
+    front.nothing_leaked()
+
+
+# A client that stops reading its stream (back-pressure) -------------------------------------
+
+
+def test_a_client_that_stops_reading_is_given_up_on_past_the_backlog_bound(
+        start: Callable[..., Front]) -> None:
+    bound = 256 * 1024
+    front = start(http_stream_backlog=bound)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+    sock.settimeout(WAIT)
+    sock.connect(("127.0.0.1", front.port))
+    with sock:
+        body, headers = tool_call("flood", {"count": 20_000, "size": 1000}, token=7)
+        sock.sendall(raw_request(front.port, body, headers))
+        # It reads nothing; everyone else is served meanwhile.
+        front.until(lambda: front.events("http.client_dropped"), "the front gave up on it")
+        assert front.echo("meanwhile") == "meanwhile"
+        dropped = front.events("http.client_dropped")
+        assert len(dropped) == 1, dropped
+        assert dropped[0]["bound"] == bound and dropped[0]["request"] == 1
+        assert dropped[0]["reason"] == "the client stopped reading"
+        assert dropped[0]["client"] == "127.0.0.1:%d" % sock.getsockname()[1]
+        # Its connection is closed: what it reads now ends, well short of the 20 MB.
+        received = 0
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(65536):
+                received += len(chunk)
+        assert received < 20_000 * 1000 // 2, received
+    front.until(lambda: front.cancelled(), "the server told of the cancellation")
+    assert len(front.cancelled()) == 1
+    request = [e for e in front.events("http.request") if e.get("cancelled")]
+    assert len(request) == 1 and "stopped reading" in request[0]["reason"]
+    front.nothing_leaked()
+
+
+# A wrong Origin ------------------------------------------------------------------------------
+
+
+def test_a_wrong_origin_is_refused_403(start: Callable[..., Front]) -> None:
+    front = start()
+    conn = front.connect()
+    body, headers = tool_call("echo", {"text": "rebound"})
+    conn.request("POST", "/mcp", body, {**headers, "origin": "http://evil.example:8080"})
+    response = conn.getresponse()
+    answer = json.loads(response.read())
+    conn.close()
+    assert response.status == 403
+    assert "evil.example" in answer["error"]["message"], answer
+    assert front.echo("after") == "after"
+    front.nothing_leaked()
