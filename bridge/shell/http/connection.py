@@ -8,6 +8,7 @@ frames every byte (no HTTP parsing here); this module only moves bytes and enfor
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass
 from http import HTTPStatus
 
@@ -15,6 +16,9 @@ import h11
 import trio
 
 READ_SIZE = 64 * 1024
+WRITE_PIECE = 64 * 1024
+"""Answers are written in pieces of at most this many bytes, each within the stall timeout:
+a client that takes nothing for that long is given up on, however long the answer."""
 
 
 class HttpError(Exception):
@@ -41,10 +45,13 @@ class Connection:
     `start_stream` + `send` + `end_stream`), then `next_request` again while `reusable`."""
 
     def __init__(self, stream: trio.abc.Stream, *, max_header: int, max_body: int,
-                 client: str = "") -> None:
+                 client: str = "", stall_timeout: float = math.inf) -> None:
         self._stream = stream
         self.client = client
         """Who is at the other end (`host:port`), for the log."""
+        self.stall_timeout = stall_timeout
+        self.stalled = False
+        """A write waited `stall_timeout` for the client to take bytes: it stopped reading."""
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header)
         self._max_body = max_body
         self._max_header = max_header
@@ -172,10 +179,23 @@ class Connection:
         data = self._h11.send(event)
         if data:
             try:
-                await self._stream.send_all(data)
+                await self._send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self.peer_closed = True  # no answer can reach it: not reusable either
                 raise
+
+    async def _send_all(self, data: bytes) -> None:
+        """`data` to the client, in pieces (views, not copies); one it takes nothing of for
+        `stall_timeout` seconds has stopped reading, as the daemon's outlet says of a client
+        at its end (outlet.py, drain): the connection is then as good as broken."""
+        view = memoryview(data)
+        for start in range(0, len(view), WRITE_PIECE):
+            with trio.move_on_after(self.stall_timeout) as waited:
+                await self._stream.send_all(view[start:start + WRITE_PIECE])
+            if waited.cancelled_caught:
+                self.stalled = True
+                raise trio.BrokenResourceError(
+                    f"the client took no bytes for {self.stall_timeout} s")
 
     async def close(self) -> None:
         await self._stream.aclose()

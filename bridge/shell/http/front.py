@@ -183,7 +183,8 @@ class Front:
 
     async def _connection(self, stream: trio.SocketStream, router: Router, number: int) -> None:
         conn = Connection(stream, max_header=self._max_header,
-                          max_body=self._settings.max_message_bytes, client=_peer(stream))
+                          max_body=self._settings.max_message_bytes, client=_peer(stream),
+                          stall_timeout=self._settings.timing.drain_timeout)
         log = self._log.bind(connection=number)
         try:
             while True:

@@ -138,14 +138,26 @@ class Router:
                         answered = await self._answer(conn, route, outcome)
                     nursery.cancel_scope.cancel()
         finally:
+            if conn.stalled:
+                # The daemon's words for a client it gives up on (session.py, client.dropped).
+                self._log.warning("http.client_dropped", client=conn.client,
+                                  request=exchange.original, rpc_method=exchange.method,
+                                  stalled_s=conn.stall_timeout,
+                                  reason="the client stopped reading")
             if not answered:
-                outcome.cancelled = True
-                outcome.reason = (f"the client stopped reading (over {route.bound} bytes "
-                                  "queued)" if route.state is RouteState.GAVE_UP else
-                                  "the client closed the connection before the answer")
+                outcome.reason = self._why_unanswered(conn, route)
                 cancel = self._mapping.abandon(exchange)
-                if cancel is not None:
+                if cancel is not None:  # else the core answered it already: nothing to end
+                    outcome.cancelled = True
                     self._feed(cancel)
+
+    @staticmethod
+    def _why_unanswered(conn: Connection, route: Route) -> str:
+        if route.state is RouteState.GAVE_UP:
+            return f"the client stopped reading (over {route.bound} bytes queued)"
+        if conn.stalled:
+            return f"the client stopped reading (took nothing for {conn.stall_timeout} s)"
+        return "the client closed the connection before the answer"
 
     async def _answer(self, conn: Connection, route: Route, outcome: Outcome) -> bool:
         """Carry the core's messages for one exchange to the client; True once its answer is

@@ -3,9 +3,9 @@
 Must not need an SDK: it starts in milliseconds and answers at once. Tools: `echo` (its
 `text`), `flood` (`count` progress notifications of `size` bytes of text each on the call's
 progressToken, written as fast as the pipe takes them, then the answer unless `hang` is true)
-and `hang` (never answered). Every `notifications/cancelled` it reads is appended to the `--record` file as
-"cancelled REQUEST_ID" (a test reads it to see the cancellation reached the server), as is
-"start PID" when it starts. Exits at stdin EOF (stdio.mdx, Shutdown).
+and `hang` (never answered). Every `notifications/cancelled` it reads is appended to the
+`--record` file as "cancelled REQUEST_ID" (a test reads it to see the cancellation reached
+the server), as is "start PID" when it starts. Exits at stdin EOF (stdio.mdx, Shutdown).
 
     usage: flood_server.py --record FILE
 """

@@ -1,0 +1,63 @@
+"""One HTTP answer's bounded queue (`route.py`) and the front's limits as settings.
+
+What is checked: `put` never waits, one message always passes however long, the route gives
+up (and cancels the writer's scope) once its backlog would pass the bound, what the writer
+takes frees room, and the settings' defaults are the front's own constants.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from bridge.shell.http import front, route
+from bridge.shell.http.route import Outgoing, Route, RouteState
+from bridge.shell.settings import DaemonConfig
+
+
+def message(size: int, final: bool = False) -> Outgoing:
+    return Outgoing(b"x" * (size - 1) + b"\n", final)
+
+
+def test_one_message_passes_whatever_its_length() -> None:
+    queue = Route(bound=10)
+    assert queue.put(message(1000))
+    assert (queue.queued, queue.queued_bytes, queue.state) == (1, 1000, RouteState.OPEN)
+
+
+def test_past_the_bound_the_route_gives_up_and_cancels_its_writer() -> None:
+    queue = Route(bound=100)
+    assert queue.put(message(60))
+    assert not queue.put(message(60))
+    assert queue.state is RouteState.GAVE_UP
+    assert queue.scope.cancel_called
+    assert not queue.put(message(1))  # nothing more once given up
+    assert queue.queued == 1
+
+
+async def test_what_the_writer_takes_frees_room() -> None:
+    queue = Route(bound=100)
+    assert queue.put(message(60))
+    assert (await queue.get()).line.endswith(b"\n")
+    assert queue.put(message(60)) and queue.put(message(40))
+    assert queue.queued_bytes == 100 and queue.state is RouteState.OPEN
+
+
+async def test_a_closed_route_still_hands_over_what_it_holds() -> None:
+    queue = Route()
+    queue.put(message(5, final=True))
+    queue.close()
+    assert (await queue.get()).final
+    assert queue.state is RouteState.CLOSED and not queue.scope.cancel_called
+    try:
+        await queue.get()
+    except trio.EndOfChannel:
+        pass
+    else:
+        raise AssertionError("a closed, empty route ended nothing")
+
+
+def test_the_settings_defaults_are_the_fronts_own() -> None:
+    daemon = DaemonConfig()
+    assert daemon.http_idle_timeout == front.IDLE_TIMEOUT
+    assert daemon.http_max_connections == front.MAX_CONNECTIONS
+    assert daemon.http_stream_backlog == route.STREAM_BACKLOG
