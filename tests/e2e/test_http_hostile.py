@@ -34,7 +34,7 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"}}
 OPEN_FILES = 4096
-"""The front's open-file limit (and the test's): 1024 connections and the child's pipes."""
+"""The test's own open-file limit: 1025 connections, and the rest."""
 
 
 def raise_open_files() -> None:
@@ -42,6 +42,17 @@ def raise_open_files() -> None:
     wanted = OPEN_FILES if hard == resource.RLIM_INFINITY else min(OPEN_FILES, hard)
     if soft < wanted:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
+def open_files(soft: int, hard: int | None = None) -> Callable[[], None]:
+    """A preexec_fn: the front starts at these limits (the hard one kept when None)."""
+    def limit() -> None:
+        kept = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, kept if hard is None else hard))
+    return limit
+
+
+AS_SYSTEMD_STARTS_IT = open_files(1024)
 
 
 def until(predicate: Callable[[], object], what: str, wait: float = WAIT) -> None:
@@ -71,7 +82,10 @@ def raw_request(port: int, body: bytes, headers: dict[str, str]) -> bytes:
 class Front:
     """`mcp-rosetta serve --listen http://127.0.0.1:PORT/mcp` before flood_server.py."""
 
-    def __init__(self, tmp_path: Path, **settings: object) -> None:
+    def __init__(self, tmp_path: Path, limits: Callable[[], None] = AS_SYSTEMD_STARTS_IT,
+                 **settings: object) -> None:
+        """`limits`: the front's open-file limits as it starts (by default systemd's and
+        most shells' soft 1024); `settings`: keys of its config file."""
         self.port = cs.free_port()
         self.record = tmp_path / "server.txt"
         self.record.touch()
@@ -86,7 +100,7 @@ class Front:
                  f"http://127.0.0.1:{self.port}/mcp", "--", sys.executable, FLOOD_SERVER,
                  "--record", str(self.record)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                start_new_session=True, preexec_fn=raise_open_files)
+                start_new_session=True, preexec_fn=limits)
         self.until(lambda: self.events("http.listening"), "http.listening")
         assert self.echo("warm") == "warm"
         self.server = self.children()
@@ -179,7 +193,7 @@ class Front:
 def start(tmp_path: Path) -> Iterator[Callable[..., Front]]:
     started: list[Front] = []
 
-    def starting(**settings: object) -> Front:
+    def starting(**settings: Any) -> Front:
         front = Front(tmp_path, **settings)
         started.append(front)
         return front
@@ -351,6 +365,25 @@ def test_1024_idle_connections_are_held_and_the_1025th_gets_503(
         for sock in held:
             sock.close()
     front.nothing_leaked()
+    # It started at a soft limit of 1024 and raised it itself: room for every connection.
+    assert not front.events("http.open_files_low")
+
+
+def test_out_of_fds_the_front_waits_for_one_and_serves_on(start: Callable[..., Front]) -> None:
+    raise_open_files()
+    front = start(limits=open_files(64, 64))
+    low = front.events("http.open_files_low")
+    assert len(low) == 1 and low[0]["limit"] == 64, low
+    held = [front.raw() for _ in range(120)]  # past the backlog's accepted ones too
+    try:
+        front.until(lambda: front.events("http.accept_waiting"), "the front out of fds")
+    finally:
+        for sock in held:
+            sock.close()
+    waiting = front.events("http.accept_waiting")
+    assert len(waiting) == 1 and "LimitNOFILE" in waiting[0]["fix"], waiting
+    front.nothing_leaked()
+    assert len(front.events("http.accept_waiting")) == 1  # said once, not once per try
 
 
 # A client that disconnects mid-stream ------------------------------------------------------

@@ -23,6 +23,7 @@ import trio
 
 from bridge.core.codec import encode
 from bridge.core.events import CLIENT, Action, Send, ShutdownRequested
+from bridge.shell.daemon import GONE_BEFORE_ACCEPT, NO_ROOM, NO_ROOM_WAIT
 from bridge.shell.driver import Core, Driver
 from bridge.shell.http.address import Address, own_hosts
 from bridge.shell.http.connection import Connection, HttpError
@@ -41,6 +42,8 @@ BACKLOG = 128
 MAX_CONNECTIONS = 1024
 """Connections served at once; one more gets 503 (within REFUSAL_WAIT) and is closed."""
 REFUSAL_WAIT = 1.0
+FD_FIX = ("raise the open-file limit (LimitNOFILE= in the unit, ulimit -n) or lower "
+          "http_max_connections")
 
 
 class FrontDriver(Driver):
@@ -166,12 +169,7 @@ class Front:
     async def _accept(self, listening: trio.socket.SocketType, router: Router) -> None:
         async with trio.open_nursery() as connections:
             while True:
-                try:
-                    sock, _ = await listening.accept()
-                except OSError as exc:  # out of fds and the like: wait for one to be freed
-                    self._log.warning("http.accept_failed", reason=exc.strerror)
-                    await trio.sleep(0.1)
-                    continue
+                sock = await self._next(listening)
                 number = next(self._numbers)
                 stream = trio.SocketStream(sock)
                 if self.connections >= self._max_connections:
@@ -180,6 +178,23 @@ class Front:
                 self.connections += 1  # taken here, before the task runs: a burst cannot pass
                 connections.start_soon(self._connection, stream, router, number,
                                        name=f"connection-{number}")
+
+    async def _next(self, listening: trio.socket.SocketType) -> trio.socket.SocketType:
+        """The next connection. Out of fds (a burst of idle connections holds many): wait
+        for one to be freed, saying so once, instead of ending the front (as the daemon)."""
+        told = False
+        while True:
+            try:
+                sock, _ = await listening.accept()
+                return sock
+            except OSError as exc:
+                if exc.errno in GONE_BEFORE_ACCEPT:
+                    continue
+                if not told:
+                    told = True
+                    self._log.warning("http.accept_waiting", reason=exc.strerror,
+                                      fix=FD_FIX if exc.errno in NO_ROOM else None)
+                await trio.sleep(NO_ROOM_WAIT)
 
     async def _connection(self, stream: trio.SocketStream, router: Router, number: int) -> None:
         conn = Connection(stream, max_header=self._max_header,

@@ -8,6 +8,7 @@ session cannot take new settings without a restart); SIGCHLD reaps adopted orpha
 from __future__ import annotations
 
 import os
+import resource
 import signal
 
 import trio
@@ -18,11 +19,13 @@ from bridge.shell import logs
 from bridge.shell.child import check_command, spawner
 from bridge.shell.daemon import session_settings
 from bridge.shell.http.address import is_loopback, parse_address
-from bridge.shell.http.front import Front, bind
+from bridge.shell.http.front import FD_FIX, Front, bind
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
 
 STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+FD_MARGIN = 64
+"""fds beyond one per connection: the listener, the child's pipes, refusals under way."""
 
 
 def run_http(settings: Settings) -> int:
@@ -37,6 +40,7 @@ def run_http(settings: Settings) -> int:
                           "only for now (put a reverse proxy in front for other hosts)")
     log = logs.configure(settings.shell.log_level, settings.shell.log_format)
     log.info("daemon.started", **logs.started_fields(settings.shell))
+    room_for(settings.daemon.http_max_connections + FD_MARGIN, log)
     try:
         listener = bind(address)
     except OSError as exc:
@@ -52,6 +56,20 @@ def run_http(settings: Settings) -> int:
                   stream_backlog=daemon.http_stream_backlog)
     with listener:
         return trio.run(_main, front, listener, Orphans(), log)
+
+
+def room_for(fds: int, log: logs.Logger) -> None:
+    """Raise the soft open-file limit to `fds` if the hard one allows: systemd and most
+    shells start a process at a soft 1024, below what http_max_connections needs (systemd's
+    own advice is that a server raises its soft limit itself). Below that: said once."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= fds:
+        return
+    target = fds if hard == resource.RLIM_INFINITY else min(fds, hard)
+    if target > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if target < fds:
+        log.warning("http.open_files_low", limit=target, needed=fds, fix=FD_FIX)
 
 
 async def _main(front: Front, listener: object, orphans: Orphans, log: logs.Logger) -> int:
