@@ -77,11 +77,18 @@ class Connection:
         size = len(head.target) + sum(len(n) + len(v) + 4 for n, v in head.headers)
         if size > self._max_header:
             raise HttpError(431, f"request head over {self._max_header} bytes")
+        if head.http_version not in (b"1.0", b"1.1"):  # h11 parses any x.y (HTTP/2's preface)
+            raise HttpError(505, f"HTTP/{head.http_version.decode('ascii', 'replace')} is not "
+                                 "served here: HTTP/1.1 only (put a proxy in front for h2)")
         headers: dict[str, str] = {}
         for name, value in head.headers:
             key = name.decode("latin-1")
             text = value.decode("latin-1")
             headers[key] = f"{headers[key]}, {text}" if key in headers else text
+        if "transfer-encoding" in headers and "content-length" in headers:
+            # RFC 9112 §6.3: a request with both is how requests are smuggled past a proxy
+            # that reads the other one; h11 would go by the chunks and keep the connection.
+            raise HttpError(400, "Content-Length and Transfer-Encoding both present")
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self._max_body:
             raise HttpError(413, f"Content-Length {declared} is over {self._max_body}")
