@@ -215,6 +215,17 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
     front.stop()
 
 
+def read_answer(file: Any) -> tuple[int, bytes]:
+    """One answer with a Content-Length off a connection's buffered reader: status, body."""
+    status = int(file.readline().split()[1])
+    length = 0
+    while (line := file.readline()) not in (b"\r\n", b""):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    return status, file.read(length)
+
+
 def answer_of(sock: socket.socket) -> tuple[int, bytes]:
     """The status and whatever else arrived before the front closed the connection."""
     data = b""
@@ -264,6 +275,32 @@ def test_malformed_http_is_refused_with_its_status_and_the_front_serves_on(
         assert answer_of(sock)[0] == status
     rejected = front.events("http.rejected")[before:]
     assert [e["status"] for e in rejected] == [status], rejected
+    front.nothing_leaked()
+
+
+def test_a_burst_of_pipelined_requests_is_answered_in_order(shared: Front) -> None:
+    front = shared
+    burst = b"".join(raw_request(front.port, *tool_call("echo", {"text": f"n{n}"}, rid=n))
+                     for n in range(200))
+    with front.raw() as sock, sock.makefile("rb") as file:
+        sock.sendall(burst)
+        answers = [json.loads(read_answer(file)[1]) for _ in range(200)]
+    assert [a["id"] for a in answers] == list(range(200))
+    assert [a["result"]["content"][0]["text"] for a in answers] == [f"n{n}" for n in range(200)]
+    front.nothing_leaked()
+
+
+def test_a_client_expecting_100_continue_gets_it_then_its_answer(shared: Front) -> None:
+    front = shared
+    body, headers = tool_call("echo", {"text": "continued"})
+    with front.raw() as sock:
+        sock.sendall(raw_request(front.port, b"", {**headers, "expect": "100-continue"})
+                     .replace(b"content-length: 0", f"content-length: {len(body)}".encode()))
+        assert sock.recv(65536).startswith(b"HTTP/1.1 100 ")
+        sock.sendall(body)
+        with sock.makefile("rb") as file:
+            status, answer = read_answer(file)
+    assert status == 200 and json.loads(answer)["result"]["content"][0]["text"] == "continued"
     front.nothing_leaked()
 
 

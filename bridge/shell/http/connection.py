@@ -92,6 +92,8 @@ class Connection:
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self._max_body:
             raise HttpError(413, f"Content-Length {declared} is over {self._max_body}")
+        if self._h11.they_are_waiting_for_100_continue:  # curl does, for bodies over 1 MiB
+            await self._send(h11.InformationalResponse(status_code=100, headers=[]))
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -159,10 +161,11 @@ class Connection:
                       headers: tuple[tuple[str, str], ...] = ()) -> None:
         """A whole answer with a Content-Length."""
         head = [(b"content-length", str(len(body)).encode()), *_encoded(headers)]
-        await self._send(h11.Response(status_code=status, headers=head, reason=_reason(status)))
+        response = h11.Response(status_code=status, headers=head, reason=_reason(status))
         if body:
-            await self._send(h11.Data(data=body))
-        await self._send(h11.EndOfMessage())
+            await self._send(response, h11.Data(data=body), h11.EndOfMessage())
+        else:
+            await self._send(response, h11.EndOfMessage())
 
     async def start_stream(self, status: int, headers: tuple[tuple[str, str], ...]) -> None:
         """The head of an answer whose body follows in pieces (chunked)."""
@@ -182,14 +185,16 @@ class Connection:
                                      trio.ClosedResourceError):
                 await self.respond(status, b"", (("connection", "close"),))
 
-    async def _send(self, event: h11.Event) -> None:
-        data = self._h11.send(event)
-        if data:
-            try:
+    async def _send(self, *events: h11.Event) -> None:
+        pieces = [data for data in map(self._h11.send, events) if data]
+        if len(pieces) > 1 and sum(map(len, pieces)) <= WRITE_PIECE:
+            pieces = [b"".join(pieces)]  # one write: a syscall costs more than a small copy
+        try:
+            for data in pieces:
                 await self._send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self.peer_closed = True  # no answer can reach it: not reusable either
-                raise
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.peer_closed = True  # no answer can reach it: not reusable either
+            raise
 
     async def _send_all(self, data: bytes) -> None:
         """`data` to the client, in pieces (views, not copies); one it takes nothing of for
