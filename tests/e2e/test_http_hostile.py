@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -272,7 +273,13 @@ def test_malformed_http_is_refused_with_its_status_and_the_front_serves_on(
     with front.raw() as sock:
         sock.sendall(data.replace(b"HOST", f"127.0.0.1:{front.port}".encode()))
         assert front.echo("meanwhile") == "meanwhile"
-        assert answer_of(sock)[0] == status
+        got, data = answer_of(sock)
+    assert got == status, data
+    # A JSON-RPC error naming the cause and what to send instead; then the connection closed.
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert b"connection: close" in head.lower()
+    message = json.loads(body)["error"]["message"]
+    assert message.startswith(HTTPStatus(status).phrase) and "; send " in message, message
     rejected = front.events("http.rejected")[before:]
     assert [e["status"] for e in rejected] == [status], rejected
     front.nothing_leaked()
@@ -411,9 +418,12 @@ def test_1024_idle_connections_are_held_and_the_1025th_gets_503(
         with front.raw() as sock:
             body, headers = tool_call("echo", {"text": "one too many"})
             sock.sendall(raw_request(front.port, body, headers))
-            assert answer_of(sock)[0] == 503
+            status, data = answer_of(sock)
+        assert status == 503, data
+        error = json.loads(data.partition(b"\r\n\r\n")[2])["error"]
+        assert error["data"] == {"http_max_connections": 1024}, error
         refused = front.events("http.refused")
-        assert len(refused) == 1 and "max_connections (1024)" in refused[0]["reason"]
+        assert len(refused) == 1 and "http_max_connections (1024)" in refused[0]["reason"]
         for sock in held[:10]:
             sock.close()
         front.until(lambda: front.fd_count() <= front.fds + 1014, "10 connections closed")

@@ -79,7 +79,7 @@ class Connection:
             raise HttpError(431, f"request head over {self._max_header} bytes")
         if head.http_version not in (b"1.0", b"1.1"):  # h11 parses any x.y (HTTP/2's preface)
             raise HttpError(505, f"HTTP/{head.http_version.decode('ascii', 'replace')} is not "
-                                 "served here: HTTP/1.1 only (put a proxy in front for h2)")
+                                 "served here")
         headers: dict[str, str] = {}
         for name, value in head.headers:
             key = name.decode("latin-1")
@@ -178,12 +178,14 @@ class Connection:
     async def end_stream(self) -> None:
         await self._send(h11.EndOfMessage())
 
-    async def refuse(self, status: int) -> None:
-        """Answer a request h11 could not read (if its state still allows an answer)."""
+    async def refuse(self, status: int, body: bytes = b"",
+                     headers: tuple[tuple[str, str], ...] = ()) -> None:
+        """Answer a request h11 could not read (if its state still allows an answer); the
+        connection closes after it."""
         if self._h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
             with contextlib.suppress(h11.LocalProtocolError, trio.BrokenResourceError,
                                      trio.ClosedResourceError):
-                await self.respond(status, b"", (("connection", "close"),))
+                await self.respond(status, body, (*headers, ("connection", "close")))
 
     async def _send(self, *events: h11.Event) -> None:
         pieces = [data for data in map(self._h11.send, events) if data]

@@ -25,6 +25,7 @@ from bridge.core.codec import encode
 from bridge.core.events import CLIENT, Action, Send, ShutdownRequested
 from bridge.shell.daemon import GONE_BEFORE_ACCEPT, NO_ROOM, NO_ROOM_WAIT
 from bridge.shell.driver import Core, Driver
+from bridge.shell.http import replies
 from bridge.shell.http.address import Address, own_hosts
 from bridge.shell.http.connection import Connection, HttpError
 from bridge.shell.http.modern import Mapping
@@ -215,8 +216,9 @@ class Front:
                     break
         except HttpError as exc:
             log.info("http.rejected", status=exc.status, reason=exc.problem)
+            refusal = replies.rejected(exc.status, exc.problem)
             with trio.move_on_after(1.0):
-                await conn.refuse(exc.status)
+                await conn.refuse(refusal.status, refusal.body, refusal.headers)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away: any request it had in flight was cancelled
         finally:
@@ -228,13 +230,13 @@ class Front:
         """One connection over `max_connections`: its request read (h11 answers only a
         request), 503, closed; all within REFUSAL_WAIT."""
         conn = Connection(stream, max_header=self._max_header, max_body=0)
-        self._log.warning("http.refused", reason=f"over max_connections "
-                                                 f"({self._max_connections})")
+        refusal = replies.over_capacity(self._max_connections)
+        self._log.warning("http.refused", reason=refusal.reason)
         with trio.move_on_after(REFUSAL_WAIT):
             with contextlib.suppress(HttpError, trio.BrokenResourceError,
                                      trio.ClosedResourceError):
                 await conn.next_request()
-            await conn.refuse(503)
+            await conn.refuse(refusal.status, refusal.body, refusal.headers)
         with trio.CancelScope(shield=True), trio.move_on_after(REFUSAL_WAIT):
             await conn.close()
 
