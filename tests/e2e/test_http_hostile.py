@@ -514,6 +514,23 @@ def test_a_client_that_stops_reading_is_given_up_on_past_the_backlog_bound(
     front.nothing_leaked()
 
 
+def test_a_client_that_reads_gets_every_message_of_a_flood_in_order(shared: Front) -> None:
+    front = shared
+    conn = front.connect()
+    body, headers = tool_call("flood", {"count": 3000, "size": 1000}, rid="f", token="mine")
+    conn.request("POST", "/mcp", body, headers)
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    events = [json.loads(line[6:]) for line in data.split(b"\n") if line.startswith(b"data: ")]
+    assert [e["params"]["progress"] for e in events[:-1]] == list(range(1, 3001))
+    assert {e["params"]["progressToken"] for e in events[:-1]} == {"mine"}
+    assert events[-1]["id"] == "f" and events[-1]["result"]["content"][0]["text"] == \
+        "flooded 3000"
+    assert data.count(b"\n\n") == 3001  # every event framed on its own
+    front.nothing_leaked()
+
+
 def test_a_client_that_takes_nothing_of_its_answer_is_given_up_on_at_the_drain_timeout(
         start: Callable[..., Front]) -> None:
     front = start(drain_timeout=1.0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import trio
 
-from bridge.shell.http import front, route
+from bridge.shell.http import front, route, sse
 from bridge.shell.http.route import Outgoing, Route, RouteState
 from bridge.shell.settings import DaemonConfig
 
@@ -42,6 +42,15 @@ async def test_what_the_writer_takes_frees_room() -> None:
     assert queue.queued_bytes == 100 and queue.state is RouteState.OPEN
 
 
+async def test_take_hands_over_everything_queued_and_frees_its_room() -> None:
+    queue = Route(bound=100)
+    for size in (10, 20, 30):
+        queue.put(message(size))
+    taken = await queue.take()
+    assert [len(o.line) for o in taken] == [10, 20, 30]
+    assert (queue.queued, queue.queued_bytes) == (0, 0)
+
+
 async def test_a_closed_route_still_hands_over_what_it_holds() -> None:
     queue = Route()
     queue.put(message(5, final=True))
@@ -61,3 +70,9 @@ def test_the_settings_defaults_are_the_fronts_own() -> None:
     assert daemon.http_idle_timeout == front.IDLE_TIMEOUT
     assert daemon.http_max_connections == front.MAX_CONNECTIONS
     assert daemon.http_stream_backlog == route.STREAM_BACKLOG
+
+
+def test_several_events_in_one_piece_are_the_events_one_by_one() -> None:
+    lines = [b'{"a":1}\n', b'{"b":2}\n', b'{"c":3}\n']
+    assert sse.events_of(lines) == b"".join(sse.event_of(line) for line in lines)
+    assert sse.events_of(lines[:1]) == sse.event_of(lines[0])

@@ -80,3 +80,18 @@ class Route:
         self.queued_bytes -= len(outgoing.line)
         self.queued -= 1
         return outgoing
+
+    async def take(self) -> list[Outgoing]:
+        """Everything queued (waiting for one if none is): the writer puts it all in one
+        write, so it keeps up with the server's reader, which queues many messages a turn
+        (one write per message lets a backlog build even for a client that reads at once).
+        trio.EndOfChannel once closed and emptied."""
+        taken = [await self._out.receive()]
+        while True:
+            try:
+                taken.append(self._out.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                break
+        self.queued -= len(taken)
+        self.queued_bytes -= sum(len(outgoing.line) for outgoing in taken)
+        return taken

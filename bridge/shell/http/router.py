@@ -179,14 +179,15 @@ class Router:
         while True:
             with trio.move_on_after(self._endpoint.keep_alive) as waited:
                 try:
-                    outgoing = await route.get()
+                    taken = await route.take()
                 except trio.EndOfChannel:
                     break  # abandoned (the front is stopping)
             if waited.cancelled_caught:
                 await conn.send(sse.KEEP_ALIVE)
                 continue
-            await conn.send(sse.event_of(outgoing.line))
-            if outgoing.final:
+            # The route closes after the answer: it is the last of what it hands over.
+            await conn.send(sse.events_of([outgoing.line for outgoing in taken]))
+            if taken[-1].final:
                 await conn.end_stream()
                 return True
         await conn.end_stream()

@@ -21,4 +21,14 @@ def event(message: Message) -> bytes:
 
 def event_of(line: bytes) -> bytes:
     """The event of a message already encoded (one newline-terminated JSON line)."""
-    return b"event: message\ndata: " + line + b"\n"
+    return EVENT + line + b"\n"
+
+
+def events_of(lines: list[bytes]) -> bytes:
+    """The events of several encoded messages, in one piece (one copy, one write)."""
+    if len(lines) == 1:
+        return event_of(lines[0])
+    return EVENT + b"\nevent: message\ndata: ".join(lines) + b"\n"
+
+
+EVENT = b"event: message\ndata: "
