@@ -24,7 +24,7 @@ from bridge.core.eras import (
 from bridge.core.events import Send
 from bridge.shell.http import replies
 from bridge.shell.http.replies import Reply
-from bridge.shell.http.route import STREAM_BACKLOG, Outgoing, Route, RouteState
+from bridge.shell.http.route import STREAM_BACKLOG, Outgoing, Route
 from bridge.shell.logs import Logger
 
 # Methods 2026-07-28 removed (its changelog; the suite's server-stateless checks them): 404.
@@ -186,8 +186,6 @@ class Exchange:
     method: str
     route: Route
     """Its messages on their way to the client, within the backlog bound."""
-    client: str = ""
-    """Who sent it (the peer's address), for the log."""
     token: object = None
     """The client's `_meta.progressToken`, if it named one (renamed like the id: two
     clients may both say "t")."""
@@ -210,8 +208,10 @@ class Mapping:
     def admit(self, message: Message, client: str = "") -> tuple[Exchange, bytes]:
         """`message` renamed for the core: its exchange, and the line to hand the core."""
         wire = f"{PREFIX}{next(self._numbers)}"
-        exchange = Exchange(message.get("id"), wire, str(message.get("method")),
-                            Route(self._backlog), client)
+        method = str(message.get("method"))
+        route = Route(self._log, self._backlog, client=client, request=message.get("id"),
+                      rpc_method=method)
+        exchange = Exchange(message.get("id"), wire, method, route)
         self._routes[wire] = exchange
         renamed = {**message, "id": wire}
         params = message.get("params")
@@ -257,16 +257,9 @@ class Mapping:
         final = "method" not in message
         outgoing = Outgoing(encode(message) if line is None else line, final,
                             replies.status_of(message) if final else 200)
-        route = exchange.route
-        was_open = route.state is RouteState.OPEN
-        if not route.put(outgoing) and was_open and route.state is RouteState.GAVE_UP:
-            # The daemon's words for a client it gives up on (session.py, client.dropped).
-            self._log.warning("http.client_dropped", client=exchange.client,
-                              request=exchange.original, rpc_method=exchange.method,
-                              bytes=route.queued_bytes, messages=route.queued,
-                              bound=route.bound, reason="the client stopped reading")
+        exchange.route.put(outgoing)  # past its bound, the route gives up (and says so)
         if is_answer:
-            route.close()
+            exchange.route.close()
 
     def abandon(self, exchange: Exchange) -> bytes | None:
         """The POST's client went away before its answer: the line that cancels it at the

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 
 import trio
 
+from bridge.shell.logs import Logger
+
+STOPPED_READING = "the client stopped reading"
+"""Why a client is given up on: the daemon's words (session.py, `client.dropped`)."""
 STREAM_BACKLOG = 4 * 1024 * 1024
 """Bytes a route holds for a client that does not read before giving up on it (one message
 is always taken, however long: the bound is on the backlog, not on a message)."""
@@ -44,8 +48,11 @@ class RouteState(enum.Enum):
 
 
 class Route:
-    def __init__(self, bound: int = STREAM_BACKLOG) -> None:
+    def __init__(self, log: Logger, bound: int = STREAM_BACKLOG, **names: object) -> None:
+        """`names`: what the log says the route is for (the client, its request)."""
         self._in, self._out = trio.open_memory_channel[Outgoing](math.inf)
+        self._log = log
+        self._names = names
         self.bound = bound
         self.state = RouteState.OPEN
         self.queued_bytes = 0
@@ -60,14 +67,23 @@ class Route:
             return False
         size = len(outgoing.line)
         if self.queued and self.queued_bytes + size > self.bound:
-            self.state = RouteState.GAVE_UP
-            self._in.close()
-            self.scope.cancel()
+            self.give_up(bound=self.bound)
             return False
         self.queued_bytes += size
         self.queued += 1
         self._in.send_nowait(outgoing)
         return True
+
+    def give_up(self, **why: object) -> None:
+        """The client stopped reading (past the bound, or a write it took nothing of): take
+        nothing more, cancel the writer, and say so once, with `why`."""
+        if self.state is RouteState.GAVE_UP:
+            return
+        self.state = RouteState.GAVE_UP
+        self._in.close()
+        self.scope.cancel()
+        self._log.warning("http.client_dropped", **self._names, bytes=self.queued_bytes,
+                          messages=self.queued, **why, reason=STOPPED_READING)
 
     def close(self) -> None:
         if self.state is RouteState.OPEN:

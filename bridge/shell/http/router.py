@@ -21,7 +21,7 @@ from bridge.shell.http.address import origin_host
 from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.modern import Mapping, check
 from bridge.shell.http.replies import Reply
-from bridge.shell.http.route import Route, RouteState
+from bridge.shell.http.route import STOPPED_READING, Route, RouteState
 from bridge.shell.logs import Logger
 
 KEEP_ALIVE_S = 15.0
@@ -139,11 +139,7 @@ class Router:
                     nursery.cancel_scope.cancel()
         finally:
             if conn.stalled:
-                # The daemon's words for a client it gives up on (session.py, client.dropped).
-                self._log.warning("http.client_dropped", client=conn.client,
-                                  request=exchange.original, rpc_method=exchange.method,
-                                  stalled_s=conn.stall_timeout,
-                                  reason="the client stopped reading")
+                route.give_up(stalled_s=conn.stall_timeout)
             if not answered:
                 outcome.reason = self._why_unanswered(conn, route)
                 cancel = self._mapping.abandon(exchange)
@@ -153,10 +149,10 @@ class Router:
 
     @staticmethod
     def _why_unanswered(conn: Connection, route: Route) -> str:
-        if route.state is RouteState.GAVE_UP:
-            return f"the client stopped reading (over {route.bound} bytes queued)"
         if conn.stalled:
-            return f"the client stopped reading (took nothing for {conn.stall_timeout} s)"
+            return f"{STOPPED_READING} (took nothing for {conn.stall_timeout} s)"
+        if route.state is RouteState.GAVE_UP:
+            return f"{STOPPED_READING} (over {route.bound} bytes queued)"
         return "the client closed the connection before the answer"
 
     async def _answer(self, conn: Connection, route: Route, outcome: Outcome) -> bool:
