@@ -7,13 +7,19 @@ takes frees room, and the settings' defaults are the front's own constants.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import trio
 from structlog.testing import capture_logs
 
+from bridge.core.codec import decode
+from bridge.core.events import Action, Event, MessageReceived, Send
 from bridge.shell import logs
 from bridge.shell.http import front, route, sse
 from bridge.shell.http.route import Outgoing, Route, RouteState
 from bridge.shell.settings import DaemonConfig
+from tests.shell import test_http_front as harness
 
 LOG = logs.logger()
 
@@ -85,3 +91,46 @@ def test_several_events_in_one_piece_are_the_events_one_by_one() -> None:
     lines = [b'{"a":1}\n', b'{"b":2}\n', b'{"c":3}\n']
     assert sse.events_of(lines) == b"".join(sse.event_of(line) for line in lines)
     assert sse.events_of(lines[:1]) == sse.event_of(lines[0])
+
+
+# In process: a flood for one POST whose client reads nothing, and another client meanwhile.
+
+
+class FloodCore(harness.ScriptedCore):
+    """The scripted core, but `tools/call` of "flood" sends 200 progress lines of 1 KiB in
+    one step (as the shared server's reader does in one turn), and no answer."""
+
+    def handle(self, event: Event, now: float) -> list[Action]:
+        if isinstance(event, MessageReceived) and event.side == "client":
+            message = decode(event.message)
+            if message.get("method") == "tools/call" and \
+                    message["params"]["name"] == "flood":
+                self.received.append(message)
+                rid = message["id"]
+                return [Send("client", {"jsonrpc": "2.0", "method": "notifications/progress",
+                                        "params": {"progressToken": rid, "progress": n,
+                                                   "message": "x" * 1000}}, request=rid)
+                        for n in range(200)]
+        return super().handle(event, now)
+
+
+async def test_a_flood_past_the_bound_cancels_its_request_at_the_core_and_closes_it(
+        autojump_clock: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(harness, "ScriptedCore", FloodCore)
+    async with harness.running(stream_backlog=16 * 1024) as r:
+        flooded = await r.client()
+        call = harness.request("mine", "tools/call", token="t", name="flood")
+        await flooded.send("POST", json.dumps(call).encode(), harness.rpc_headers(call))
+        await r.core.wait_for("notifications/cancelled")
+        wire = r.core.ids_of("tools/call")[0]
+        cancelled = [m for m in r.core.received if m.get("method") == "notifications/cancelled"]
+        assert [m["params"]["requestId"] for m in cancelled] == [wire]
+        # Another client is served meanwhile, and the flooded one's connection is closed.
+        other = await r.client()
+        assert (await other.post(harness.request(1, "tools/list"))).status == 200
+        with trio.fail_after(harness.WAIT):  # given up in the burst: before a byte went out
+            assert await flooded.stream.receive_some(65536) == b""
+        dropped = r.events("http.client_dropped")
+        assert len(dropped) == 1 and dropped[0]["request"] == "mine", dropped
+        assert dropped[0]["bound"] == 16 * 1024
+        assert r.front.mapping.in_flight == 0
