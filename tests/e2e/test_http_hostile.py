@@ -569,3 +569,76 @@ def test_a_wrong_origin_is_refused_403(shared: Front) -> None:
     assert "evil.example" in answer["error"]["message"], answer
     assert front.echo("after") == "after"
     front.nothing_leaked()
+
+
+# All of it at once ---------------------------------------------------------------------------
+
+
+def test_a_storm_of_every_hostile_client_at_once_leaves_others_served_and_nothing_behind(
+        start: Callable[..., Front]) -> None:
+    raise_open_files()
+    front = start(http_idle_timeout=3.0, http_stream_backlog=256 * 1024, drain_timeout=1.0)
+    port = front.port
+    floods, leavers = 4, 8
+    stop = threading.Event()
+    idle = [front.raw() for _ in range(200)]
+    lorises = [front.raw() for _ in range(20)]
+    loris_bytes = raw_request(port, *tool_call("echo", {"text": "loris"}))
+
+    def loris() -> None:  # every loris sends one byte a second until the front closes it
+        for byte in loris_bytes:
+            if stop.wait(1.0):
+                return
+            for sock in lorises:
+                with contextlib.suppress(OSError):
+                    sock.sendall(bytes([byte]))
+
+    def flood() -> None:  # asks for 5 MB of progress and reads none of it
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(raw_request(port, *tool_call("flood", {"count": 5000, "size": 1000},
+                                                  token=1)))
+        stop.wait(WAIT)
+        sock.close()
+
+    def leave() -> None:  # starts a stream, then goes
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(raw_request(port, *tool_call(
+                "flood", {"count": 2, "size": 10, "hang": True}, token=2)))
+            sock.recv(1)
+
+    def garbage() -> None:
+        for data, _ in MALFORMED.values():
+            with contextlib.suppress(OSError), socket.create_connection(
+                    ("127.0.0.1", port)) as sock:
+                sock.sendall(data.replace(b"HOST", f"127.0.0.1:{port}".encode()))
+                while sock.recv(65536):
+                    pass
+
+    hostile = [threading.Thread(target=loris), threading.Thread(target=garbage),
+               *(threading.Thread(target=flood) for _ in range(floods)),
+               *(threading.Thread(target=leave) for _ in range(leavers))]
+    for thread in hostile:
+        thread.start()
+    slowest = 0.0
+    try:
+        for n in range(40):  # a well-behaved client throughout
+            began = time.monotonic()
+            assert front.echo(f"good {n}") == f"good {n}"
+            slowest = max(slowest, time.monotonic() - began)
+        front.until(lambda: len(front.events("http.client_dropped")) == floods,
+                    "every flood given up on")
+        front.until(lambda: len(front.cancelled()) == floods + leavers,
+                    "the server told of every cancellation")
+        front.until(lambda: len(front.events("http.idle_closed")) >= 220,
+                    "the idle connections and the lorises closed at the idle timeout")
+    finally:
+        stop.set()
+        for thread in hostile:
+            thread.join(WAIT)
+        for sock in idle + lorises:
+            sock.close()
+    assert slowest < 10.0, slowest
+    assert len(front.events("http.rejected")) == len(MALFORMED)
+    front.nothing_leaked()
