@@ -371,6 +371,33 @@ def test_a_1_gib_body_is_refused_413_and_never_buffered(
     front.nothing_leaked()
 
 
+def test_large_bodies_past_what_the_front_holds_at_once_are_503_until_room_is_made(
+        start: Callable[..., Front]) -> None:
+    front = start(max_message_bytes="1MiB")  # so 4 MiB of bodies held at once
+    body, headers = tool_call("echo", {"text": "z" * 1_000_000})
+    request = raw_request(front.port, body, headers)
+    started = [front.raw() for _ in range(4)]
+    for sock in started:  # all but the last byte: each body held, none complete
+        sock.sendall(request[:-1])
+    with front.raw() as fifth:
+        fifth.sendall(request[:-1])
+        status, data = answer_of(fifth)
+    assert status == 503, data
+    head, _, error = data.partition(b"\r\n\r\n")
+    assert b"retry-after: 1" in head.lower()
+    assert "request bodies" in json.loads(error)["error"]["message"]
+    assert front.echo("small") == "small"  # a small body still fits beside them
+    for sock in started:
+        sock.sendall(request[-1:])
+        with sock, sock.makefile("rb") as file:
+            status, answer = read_answer(file)
+        assert status == 200 and len(answer) > 1_000_000
+    with front.raw() as again, again.makefile("rb") as file:
+        again.sendall(request)
+        assert read_answer(file)[0] == 200
+    front.nothing_leaked()
+
+
 # A client sending one byte a second ----------------------------------------------------------
 
 

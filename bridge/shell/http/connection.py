@@ -31,6 +31,25 @@ class HttpError(Exception):
         self.problem = problem
 
 
+class Bodies:
+    """The request bodies all connections hold at once, within `limit` bytes: a thousand
+    clients each sending a body just under max_message_bytes must not make the front hold a
+    thousand of them. One body always fits, however long (its own limit is max_body)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+
+    def take(self, size: int) -> bool:
+        if self.held and self.held + size > self.limit:
+            return False
+        self.held += size
+        return True
+
+    def give_back(self, size: int) -> None:
+        self.held -= size
+
+
 @dataclass(slots=True)
 class Request:
     method: str
@@ -45,8 +64,12 @@ class Connection:
     `start_stream` + `send` + `end_stream`), then `next_request` again while `reusable`."""
 
     def __init__(self, stream: trio.abc.Stream, *, max_header: int, max_body: int,
-                 client: str = "", stall_timeout: float = math.inf) -> None:
+                 client: str = "", stall_timeout: float = math.inf,
+                 bodies: Bodies | None = None) -> None:
         self._stream = stream
+        self._bodies = bodies or Bodies(max_body)
+        self._held = 0
+        """Bytes of `_bodies` this connection's current request holds."""
         self.client = client
         """Who is at the other end (`host:port`), for the log."""
         self.stall_timeout = stall_timeout
@@ -67,6 +90,7 @@ class Connection:
         Raises HttpError for a malformed one or one over a limit."""
         if self._h11.our_state is h11.DONE:
             self._h11.start_next_cycle()
+        self.release()  # the last request is answered: its body is not held any more
         head = await self._next_event()
         if head is None:
             return None
@@ -90,8 +114,10 @@ class Connection:
             # that reads the other one; h11 would go by the chunks and keep the connection.
             raise HttpError(400, "Content-Length and Transfer-Encoding both present")
         declared = headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self._max_body:
-            raise HttpError(413, f"Content-Length {declared} is over {self._max_body}")
+        if declared is not None and declared.isdigit():
+            if int(declared) > self._max_body:
+                raise HttpError(413, f"Content-Length {declared} is over {self._max_body}")
+            self._hold(int(declared))  # all of it now: refused before a byte is read
         if self._h11.they_are_waiting_for_100_continue:  # curl does, for bodies over 1 MiB
             await self._send(h11.InformationalResponse(status_code=100, headers=[]))
         chunks: list[bytes] = []
@@ -104,11 +130,26 @@ class Connection:
                 size += len(event.data)
                 if size > self._max_body:
                     raise HttpError(413, f"body over {self._max_body} bytes")
+                if declared is None:
+                    self._hold(len(event.data))
                 chunks.append(bytes(event.data))
             elif isinstance(event, h11.EndOfMessage):
                 break
         return Request(head.method.decode("ascii", "replace"),
                        head.target.decode("ascii", "replace"), headers, b"".join(chunks))
+
+    def _hold(self, size: int) -> None:
+        if not self._bodies.take(size):
+            raise HttpError(503, f"the front holds {self._bodies.held} bytes of request "
+                                 f"bodies already (its limit for all connections at once "
+                                 f"is {self._bodies.limit})")
+        self._held += size
+
+    def release(self) -> None:
+        """Give back what the current request's body holds (it is answered, or never will
+        be)."""
+        self._bodies.give_back(self._held)
+        self._held = 0
 
     async def _next_event(self) -> h11.Event | None:
         while True:

@@ -27,7 +27,7 @@ from bridge.shell.daemon import GONE_BEFORE_ACCEPT, NO_ROOM, NO_ROOM_WAIT
 from bridge.shell.driver import Core, Driver
 from bridge.shell.http import replies
 from bridge.shell.http.address import Address, own_hosts
-from bridge.shell.http.connection import Connection, HttpError
+from bridge.shell.http.connection import Bodies, Connection, HttpError
 from bridge.shell.http.modern import Mapping
 from bridge.shell.http.route import STREAM_BACKLOG
 from bridge.shell.http.router import Endpoint, Router
@@ -43,6 +43,9 @@ BACKLOG = 128
 MAX_CONNECTIONS = 1024
 """Connections served at once; one more gets 503 (within REFUSAL_WAIT) and is closed."""
 REFUSAL_WAIT = 1.0
+BODIES_HELD = 4
+"""Request bodies of max_message_bytes the front holds at once, over all connections; past
+that a request is 503 (a burst of large bodies cannot take the front's memory)."""
 FD_FIX = ("raise the open-file limit (LimitNOFILE= in the unit, ulimit -n) or lower "
           "http_max_connections")
 
@@ -117,6 +120,7 @@ class Front:
         self._max_connections = max_connections
         self.connections = 0
         self.mapping = Mapping(log, stream_backlog)
+        self._bodies = Bodies(BODIES_HELD * settings.max_message_bytes)
         self.driver = FrontDriver(core, log, self.mapping.deliver,
                                   limit=settings.max_message_bytes, notify=notify,
                                   debug=settings.debug)
@@ -200,7 +204,8 @@ class Front:
     async def _connection(self, stream: trio.SocketStream, router: Router, number: int) -> None:
         conn = Connection(stream, max_header=self._max_header,
                           max_body=self._settings.max_message_bytes, client=_peer(stream),
-                          stall_timeout=self._settings.timing.drain_timeout)
+                          stall_timeout=self._settings.timing.drain_timeout,
+                          bodies=self._bodies)
         log = self._log.bind(connection=number)
         try:
             while True:
@@ -223,6 +228,7 @@ class Front:
             pass  # the client went away: any request it had in flight was cancelled
         finally:
             self.connections -= 1
+            conn.release()
             with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                 await conn.close()
 

@@ -75,6 +75,7 @@ FIX_OF_STATUS = {
     431: "send a shorter request line and headers",
     501: "send the body with Content-Length or Transfer-Encoding: chunked",
     505: "send HTTP/1.1 (a proxy in front can take HTTP/2)",
+    503: "try again in a moment",
 }
 
 
@@ -82,8 +83,11 @@ def rejected(status: int, problem: str) -> Reply:
     """A request HTTP/1.1 itself refuses (malformed, over a limit): the connection closes
     after it, so the error names the cause and what to send instead."""
     fix = FIX_OF_STATUS.get(status, "send one well-formed HTTP/1.1 request")
-    return _error(status, None, INVALID_REQUEST, f"{_phrase(status)}: {problem}; {fix}",
-                  reason=problem)
+    reply = _error(status, None, INVALID_REQUEST, f"{_phrase(status)}: {problem}; {fix}",
+                   reason=problem)
+    if status != 503:
+        return reply
+    return Reply(reply.status, reply.body, (*reply.headers, ("retry-after", "1")), problem)
 
 
 def over_capacity(limit: int) -> Reply:
