@@ -274,9 +274,9 @@ DAEMON_KEYS: dict[str, Check] = {
     "listen_group": account,
     "max_sessions": count,
     # The HTTP front's limits (bridge/shell/http/: DESIGN.md, Limits and hostile input).
-    "http_idle_timeout": seconds,
-    "http_max_connections": count,
-    "http_stream_backlog": size,
+    "connection_idle": seconds,
+    "max_connections": count,
+    "stream_backlog": size,
 }
 # Keys both layers read: the core waits drain_timeout for answers it owes once the client has
 # closed its input; the shell then gives a client that stopped reading as long to resume.

@@ -64,11 +64,11 @@ class DaemonConfig:
     """Group (name or number) to own that socket; None keeps the daemon's own."""
     max_sessions: int = 16
     """Client connections served at once; one more is refused with a JSON-RPC error."""
-    http_idle_timeout: float = 60.0
+    connection_idle: float = 60.0
     """HTTP front: seconds a connection may wait for its next request, and a request may take
     to arrive whole (head and body); past it the connection is closed."""
-    http_max_connections: int = 1024
+    max_connections: int = 1024
     """HTTP front: connections served at once; one more is answered 503 and closed."""
-    http_stream_backlog: int = 4 * 1024 * 1024
+    stream_backlog: int = 4 * 1024 * 1024
     """HTTP front: bytes held for one answer whose client does not read them; past it the
     request is cancelled and its connection closed."""

@@ -403,7 +403,7 @@ def test_large_bodies_past_what_the_front_holds_at_once_are_503_until_room_is_ma
 
 def test_a_client_sending_one_byte_a_second_is_closed_at_the_idle_timeout(
         start: Callable[..., Front]) -> None:
-    front = start(http_idle_timeout=2.5)
+    front = start(connection_idle=2.5)
     body, headers = tool_call("echo", {"text": "slow"})
     request = raw_request(front.port, body, headers)
     with front.raw() as sock:
@@ -436,7 +436,7 @@ def test_a_client_sending_one_byte_a_second_is_closed_at_the_idle_timeout(
 def test_1024_idle_connections_are_held_and_the_1025th_gets_503(
         start: Callable[..., Front]) -> None:
     raise_open_files()
-    front = start(http_idle_timeout=60)
+    front = start(connection_idle=60)
     held: list[socket.socket] = []
     try:
         for _ in range(1024):
@@ -448,9 +448,9 @@ def test_1024_idle_connections_are_held_and_the_1025th_gets_503(
             status, data = answer_of(sock)
         assert status == 503, data
         error = json.loads(data.partition(b"\r\n\r\n")[2])["error"]
-        assert error["data"] == {"http_max_connections": 1024}, error
+        assert error["data"] == {"max_connections": 1024}, error
         refused = front.events("http.refused")
-        assert len(refused) == 1 and "http_max_connections (1024)" in refused[0]["reason"]
+        assert len(refused) == 1 and "max_connections (1024)" in refused[0]["reason"]
         for sock in held[:10]:
             sock.close()
         front.until(lambda: front.fd_count() <= front.fds + 1014, "10 connections closed")
@@ -512,7 +512,7 @@ def test_a_client_leaving_mid_stream_cancels_its_call_at_the_server(
 def test_a_client_that_stops_reading_is_given_up_on_past_the_backlog_bound(
         start: Callable[..., Front]) -> None:
     bound = 256 * 1024
-    front = start(http_stream_backlog=bound)
+    front = start(stream_backlog=bound)
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
     sock.settimeout(WAIT)
@@ -604,7 +604,7 @@ def test_a_wrong_origin_is_refused_403(shared: Front) -> None:
 def test_a_storm_of_every_hostile_client_at_once_leaves_others_served_and_nothing_behind(
         start: Callable[..., Front]) -> None:
     raise_open_files()
-    front = start(http_idle_timeout=3.0, http_stream_backlog=256 * 1024, drain_timeout=1.0)
+    front = start(connection_idle=3.0, stream_backlog=256 * 1024, drain_timeout=1.0)
     port = front.port
     floods, leavers = 4, 8
     stop = threading.Event()

@@ -82,9 +82,9 @@ async def test_a_closed_route_still_hands_over_what_it_holds() -> None:
 
 def test_the_settings_defaults_are_the_fronts_own() -> None:
     daemon = DaemonConfig()
-    assert daemon.http_idle_timeout == front.IDLE_TIMEOUT
-    assert daemon.http_max_connections == front.MAX_CONNECTIONS
-    assert daemon.http_stream_backlog == route.STREAM_BACKLOG
+    assert daemon.connection_idle == front.IDLE_TIMEOUT
+    assert daemon.max_connections == front.MAX_CONNECTIONS
+    assert daemon.stream_backlog == route.STREAM_BACKLOG
 
 
 def test_several_events_in_one_piece_are_the_events_one_by_one() -> None:

@@ -47,7 +47,7 @@ BODIES_HELD = 4
 """Request bodies of max_message_bytes the front holds at once, over all connections; past
 that a request is 503 (a burst of large bodies cannot take the front's memory)."""
 FD_FIX = ("raise the open-file limit (LimitNOFILE= in the unit, ulimit -n) or lower "
-          "http_max_connections")
+          "max_connections")
 
 
 class FrontDriver(Driver):

@@ -40,7 +40,7 @@ def run_http(settings: Settings) -> int:
                           "only for now (put a reverse proxy in front for other hosts)")
     log = logs.configure(settings.shell.log_level, settings.shell.log_format)
     log.info("daemon.started", **logs.started_fields(settings.shell))
-    room_for(settings.daemon.http_max_connections + FD_MARGIN, log)
+    room_for(settings.daemon.max_connections + FD_MARGIN, log)
     try:
         listener = bind(address)
     except OSError as exc:
@@ -51,16 +51,16 @@ def run_http(settings: Settings) -> int:
     daemon = settings.daemon
     front = Front(Bridge(settings.core, secret=os.urandom(32)), spawner(settings.shell),
                   address, log, settings=session_settings(settings), notify=Notifier(log),
-                  idle_timeout=daemon.http_idle_timeout,
-                  max_connections=daemon.http_max_connections,
-                  stream_backlog=daemon.http_stream_backlog)
+                  idle_timeout=daemon.connection_idle,
+                  max_connections=daemon.max_connections,
+                  stream_backlog=daemon.stream_backlog)
     with listener:
         return trio.run(_main, front, listener, Orphans(), log)
 
 
 def room_for(fds: int, log: logs.Logger) -> None:
     """Raise the soft open-file limit to `fds` if the hard one allows: systemd and most
-    shells start a process at a soft 1024, below what http_max_connections needs (systemd's
+    shells start a process at a soft 1024, below what max_connections needs (systemd's
     own advice is that a server raises its soft limit itself). Below that: said once."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft >= fds:

@@ -94,9 +94,9 @@ def over_capacity(limit: int) -> Reply:
     """One connection more than the front serves at once: 503, and when to come back."""
     reply = _error(503, None, INVALID_REQUEST,
                    f"Service Unavailable: {limit} connections already open "
-                   f"(http_max_connections = {limit}); try again later, or reuse a "
-                   "keep-alive connection", {"http_max_connections": limit},
-                   reason=f"over http_max_connections ({limit})")
+                   f"(max_connections = {limit}); try again later, or reuse a "
+                   "keep-alive connection", {"max_connections": limit},
+                   reason=f"over max_connections ({limit})")
     return Reply(reply.status, reply.body, (*reply.headers, ("retry-after", "1")),
                  reply.reason)
 
