@@ -64,14 +64,14 @@ class Connection:
     `start_stream` + `send` + `end_stream`), then `next_request` again while `reusable`."""
 
     def __init__(self, stream: trio.abc.Stream, *, max_header: int, max_body: int,
-                 client: str = "", stall_timeout: float = math.inf,
+                 peer: str = "", stall_timeout: float = math.inf,
                  bodies: Bodies | None = None) -> None:
         self._stream = stream
         self._bodies = bodies or Bodies(max_body)
         self._held = 0
         """Bytes of `_bodies` this connection's current request holds."""
-        self.client = client
-        """Who is at the other end (`host:port`), for the log."""
+        self.peer = peer
+        """The client's address (`host:port`), for the log."""
         self.stall_timeout = stall_timeout
         self.stalled = False
         """A write waited `stall_timeout` for the client to take bytes: it stopped reading."""

@@ -174,24 +174,25 @@ class Front:
     async def _accept(self, listening: trio.socket.SocketType, router: Router) -> None:
         async with trio.open_nursery() as connections:
             while True:
-                sock = await self._next(listening)
+                sock, peer = await self._next(listening)
                 number = next(self._numbers)
                 stream = trio.SocketStream(sock)
                 if self.connections >= self._max_connections:
                     connections.start_soon(self._refuse, stream, name="refuse")
                     continue
                 self.connections += 1  # taken here, before the task runs: a burst cannot pass
-                connections.start_soon(self._connection, stream, router, number,
+                connections.start_soon(self._connection, stream, router, number, peer,
                                        name=f"connection-{number}")
 
-    async def _next(self, listening: trio.socket.SocketType) -> trio.socket.SocketType:
+    async def _next(self, listening: trio.socket.SocketType
+                    ) -> tuple[trio.socket.SocketType, str]:
         """The next connection. Out of fds (a burst of idle connections holds many): wait
         for one to be freed, saying so once, instead of ending the front (as the daemon)."""
         told = False
         while True:
             try:
-                sock, _ = await listening.accept()
-                return sock
+                sock, peer = await listening.accept()
+                return sock, _hostport(*peer[:2])
             except OSError as exc:
                 if exc.errno in GONE_BEFORE_ACCEPT:
                     continue
@@ -201,9 +202,10 @@ class Front:
                                       fix=FD_FIX if exc.errno in NO_ROOM else None)
                 await trio.sleep(NO_ROOM_WAIT)
 
-    async def _connection(self, stream: trio.SocketStream, router: Router, number: int) -> None:
+    async def _connection(self, stream: trio.SocketStream, router: Router, number: int,
+                          peer: str) -> None:
         conn = Connection(stream, max_header=self._max_header,
-                          max_body=self._settings.max_message_bytes, client=_peer(stream),
+                          max_body=self._settings.max_message_bytes, peer=peer,
                           stall_timeout=self._settings.timing.drain_timeout,
                           bodies=self._bodies)
         log = self._log.bind(connection=number)
@@ -245,14 +247,6 @@ class Front:
             await conn.refuse(refusal.status, refusal.body, refusal.headers)
         with trio.CancelScope(shield=True), trio.move_on_after(REFUSAL_WAIT):
             await conn.close()
-
-
-def _peer(stream: trio.SocketStream) -> str:
-    try:
-        host, port = stream.socket.getpeername()[:2]
-    except OSError:  # already reset
-        return "?"
-    return _hostport(host, port)
 
 
 def _hostport(host: str, port: int) -> str:

@@ -118,7 +118,7 @@ class Router:
 
     async def _through_core(self, conn: Connection, message: Message,
                             outcome: Outcome) -> None:
-        exchange, line = self._mapping.admit(message, conn.client)
+        exchange, line = self._mapping.admit(message, conn.peer)
         self._feed(line)
         answered = False
         route = exchange.route
