@@ -35,8 +35,8 @@ def test_one_message_passes_whatever_its_length() -> None:
 
 
 def test_past_the_bound_the_route_gives_up_cancels_its_writer_and_says_so_once() -> None:
-    queue = Route(LOG, bound=100, client="127.0.0.1:9", request=7)
     with capture_logs() as logged:
+        queue = Route(logs.logger(), bound=100, client="127.0.0.1:9", request=7)
         assert queue.put(message(60))
         assert not queue.put(message(60))
         assert queue.state is RouteState.GAVE_UP
