@@ -273,6 +273,7 @@ DAEMON_KEYS: dict[str, Check] = {
     "listen_owner": account,
     "listen_group": account,
     "max_sessions": count,
+    "session_idle": seconds,
     # The HTTP front's limits (bridge/shell/http/: DESIGN.md, Limits and hostile input).
     "connection_idle": seconds,
     "max_connections": count,

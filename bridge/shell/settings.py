@@ -63,7 +63,11 @@ class DaemonConfig:
     listen_group: str | None = None
     """Group (name or number) to own that socket; None keeps the daemon's own."""
     max_sessions: int = 16
-    """Client connections served at once; one more is refused with a JSON-RPC error."""
+    """Client connections served at once (on the HTTP front: legacy sessions); one more is
+    refused with a JSON-RPC error."""
+    session_idle: float = 1800.0
+    """The HTTP front's legacy sessions: seconds with no request and no open stream after
+    which a session ends and its server is stopped."""
     connection_idle: float = 60.0
     """HTTP front: seconds a connection may wait for its next request, and a request may take
     to arrive whole (head and body); past it the connection is closed."""

@@ -5,8 +5,9 @@ Each run is compared scenario by scenario with the verdicts recorded in
 `conformance/baseline.json` (see conformance/README.md), so a regression and an
 unrecorded improvement both fail, with the suite's own failing checks in the message.
 The fronts are "direct" (each fixture on its own SDK's Streamable HTTP) and "bridge" (the
-bridge's own HTTP front, issue 21: `serve --listen http://…` in front of the stdio fixture;
-its first slice serves 2026-07-28 clients only, so its 2025-11-25 cells are recorded failing).
+bridge's own HTTP front, issue 21: `serve --listen http://…` in front of the stdio fixture,
+serving 2026-07-28 requests through one shared session and legacy ones in sessions of their
+own).
 
 Nothing here skips: a missing node, npm, suite or baseline cell is a failure that says so.
 Runs in about 35 s once the suite is installed (first install: about 30 s more).
@@ -73,6 +74,18 @@ def test_the_bridge_front_loses_across_eras_only_what_a_bridge_cannot_meet() -> 
     those named with their reason."""
     assert set(cs.shortfall(cs.load_baseline(), "bridge", "2026-07-28")) \
         == set(CANNOT_ACROSS_ERAS)
+
+
+def test_the_bridge_front_loses_nothing_of_2025_11_25_for_either_fixture() -> None:
+    """Issue 21's done-when for 2025-11-25, as recorded: the modern-only fixture behind the
+    front (legacy sessions, across eras) passes every required scenario the legacy fixture
+    passes directly, and so does the legacy fixture behind it (same era)."""
+    baseline = cs.load_baseline()
+    assert cs.shortfall(baseline, "bridge", "2025-11-25") == []
+    rset = cs.requirement_set("2025-11-25")
+    for era in cs.FIXTURES:
+        verdicts = baseline["bridge"][era]["2025-11-25"]
+        assert [n for n in rset.required if verdicts.get(n) != "pass"] == [], era
 
 
 def test_results_are_parsed_as_the_suite_scores_them(tmp_path: Path) -> None:

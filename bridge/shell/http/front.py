@@ -4,9 +4,13 @@ that owns every task of both.
 Must not hold protocol logic (the shared core decides) nor touch the process (signals,
 systemd's environment: `main.py`). Every modern request, whatever connection carries it, is
 a client message of the one session, so the server child is started once, not per request.
+Each legacy session (`legacy.py`) has a core and a child of its own, as a daemon session has.
 
     front ─┬─ read-server-N / wait-server-N / read-stderr-N   the shared server (supervisor)
            ├─ clock                                            the core's next deadline
+           ├─ sessions ─┬─ session-1 ─┬─ read-server-N ... clock   its own server and core
+           │            │             └─ idle-1    ends it after session_idle
+           │            └─ session-2 ...
            └─ accept ─┬─ connection-1 ─┬─ (one request at a time; h11)
                       │                └─ watch-close   the client's end while an answer waits
                       └─ connection-2 ...
@@ -28,6 +32,7 @@ from bridge.shell.driver import Core, Driver
 from bridge.shell.http import replies
 from bridge.shell.http.address import Address, own_hosts
 from bridge.shell.http.connection import Bodies, Connection, HttpError
+from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.modern import Mapping
 from bridge.shell.http.route import STREAM_BACKLOG
 from bridge.shell.http.router import Endpoint, Router
@@ -108,7 +113,12 @@ class Front:
                  idle_timeout: float = IDLE_TIMEOUT, max_header: int = MAX_HEADER,
                  keep_alive: float | None = None,
                  max_connections: int = MAX_CONNECTIONS,
-                 stream_backlog: int = STREAM_BACKLOG) -> None:
+                 stream_backlog: int = STREAM_BACKLOG,
+                 make_core: Callable[[], Core] | None = None, max_sessions: int = 16,
+                 session_idle: float = 1800.0) -> None:
+        """`make_core`: a legacy session's own core (None: legacy sessions are refused, as
+        over `max_sessions`); `session_idle`: seconds after which an idle one ends;
+        `stream_backlog`: the bound of every stream's route (`route.py`)."""
         self._core = core
         self._spawn = spawn
         self._address = address
@@ -119,6 +129,11 @@ class Front:
         self._keep_alive = keep_alive
         self._max_connections = max_connections
         self.connections = 0
+        self._make_core = make_core
+        self.sessions = Sessions(max_sessions if make_core is not None else 0)
+        self._session_idle = session_idle
+        self._session_tasks: trio.Nursery | None = None
+        self._stream_backlog = stream_backlog
         self.mapping = Mapping(log, stream_backlog)
         self._bodies = Bodies(BODIES_HELD * settings.max_message_bytes)
         self.driver = FrontDriver(core, log, self.mapping.deliver,
@@ -135,6 +150,7 @@ class Front:
         if grace is None:
             grace = self._settings.timing.shutdown_grace
         self.driver.post(ShutdownRequested(grace if self._asked == 1 else 0.0))
+        self.sessions.end_all(grace if self._asked == 1 else 0.0)
 
     async def run(self, listener: socket.socket) -> int:
         """Serve until the core says Stop; its exit code."""
@@ -144,17 +160,13 @@ class Front:
         endpoint = Endpoint(self._address.path, own_hosts(self._address.host, self.port))
         if self._keep_alive is not None:
             endpoint = Endpoint(endpoint.path, endpoint.hosts, self._keep_alive)
-        router = Router(endpoint, self.mapping, driver.feed, self._log)
+        router = Router(endpoint, self.mapping, driver.feed, self._log, self.sessions,
+                        self._open_session, settings.timing.shutdown_grace)
         supervisor: Supervisor | None = None
         try:
             async with trio.open_nursery() as nursery:
-                supervisor = Supervisor(self._spawn, driver, nursery, settings.timing,
-                                        self._log, limit=settings.max_message_bytes,
-                                        feeds=NeverFull())
-                clock = Clock(driver, self._core)
-                driver.server, driver.clock = supervisor, clock
-                supervisor.serve()
-                nursery.start_soon(clock.run, name="clock")
+                supervisor = self._serve_core(nursery, driver, self._core, self._log)
+                await nursery.start(self._hold_sessions, name="sessions")
                 nursery.start_soon(self._accept, trio.socket.from_stdlib_socket(listener),
                                    router, name="accept")
                 self._log.info("http.listening", url=f"http://{_hostport(host, self.port)}"
@@ -162,7 +174,9 @@ class Front:
                 self.listening.set()
                 await driver.stopped.wait()
                 self.mapping.abandon_all()
+                self.sessions.end_all(settings.timing.shutdown_grace)
                 await supervisor.stop()
+                await self.sessions.wait_empty()
                 nursery.cancel_scope.cancel()
         finally:
             if supervisor is not None:
@@ -170,6 +184,58 @@ class Front:
         assert driver.stop_code is not None
         self._log.info("http.stopped", code=driver.stop_code)
         return driver.stop_code
+
+    def _serve_core(self, nursery: trio.Nursery, driver: FrontDriver, core: Core,
+                    log: Logger) -> Supervisor:
+        """A core's server child (its supervisor's tasks in `nursery`) and its clock."""
+        settings = self._settings
+        supervisor = Supervisor(self._spawn, driver, nursery, settings.timing, log,
+                                limit=settings.max_message_bytes, feeds=NeverFull())
+        driver.server, driver.clock = supervisor, Clock(driver, core)
+        supervisor.serve()
+        nursery.start_soon(driver.clock.run, name="clock")
+        return supervisor
+
+    # Legacy sessions ------------------------------------------------------------------------
+
+    async def _hold_sessions(self, *, task_status: trio.TaskStatus[None]) -> None:
+        async with trio.open_nursery() as sessions:
+            self._session_tasks = sessions
+            task_status.started()
+            await trio.sleep_forever()
+
+    async def _open_session(self) -> LegacySession | None:
+        """A new legacy session, its server started: the core can take its `initialize`;
+        None if it ended before that (logged `http.session_crashed`)."""
+        assert self._make_core is not None and self._session_tasks is not None
+        session = self.sessions.new(self._log, self._session_idle, self._stream_backlog)
+        log = self._log.bind(session=session.number)
+        settings = self._settings
+        try:
+            core = self._make_core()
+            driver = FrontDriver(core, log, session.deliver, limit=settings.max_message_bytes,
+                                 notify=_no_notify, debug=settings.debug)
+            session.driver = driver
+            await self._session_tasks.start(self._run_session, session, core, driver, log,
+                                            name=f"session-{session.number}")
+        except Exception as exc:  # contained: this client is told, the front goes on
+            if not isinstance(exc, RuntimeError):  # else `_run_session` logged it
+                log.error("http.session_crashed", error=repr(exc))
+            self.sessions.discard(session)
+            return None
+        return session
+
+    async def _run_session(self, session: LegacySession, core: Core, driver: FrontDriver,
+                           log: Logger, *, task_status: trio.TaskStatus[None]) -> None:
+        log.info("http.session_started", sessions=len(self.sessions))
+        try:
+            await session.run(lambda nursery: self._serve_core(nursery, driver, core, log),
+                              task_status=task_status)
+            log.info("http.session_ended", code=driver.stop_code)
+        except Exception as exc:  # contained: the front and the other sessions go on
+            log.error("http.session_crashed", error=repr(exc))
+        finally:
+            self.sessions.discard(session)
 
     async def _accept(self, listening: trio.socket.SocketType, router: Router) -> None:
         async with trio.open_nursery() as connections:
@@ -251,3 +317,7 @@ class Front:
 
 def _hostport(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _no_notify(_: str) -> None:
+    """A legacy session tells systemd nothing (READY and STATUS are the front's)."""

@@ -26,6 +26,8 @@ from bridge.shell.orphans import Orphans
 STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 FD_MARGIN = 64
 """fds beyond one per connection: the listener, the child's pipes, refusals under way."""
+FDS_PER_SESSION = 4
+"""A legacy session's server child: its three pipes and its pidfd."""
 
 
 def run_http(settings: Settings) -> int:
@@ -40,7 +42,8 @@ def run_http(settings: Settings) -> int:
                           "only for now (put a reverse proxy in front for other hosts)")
     log = logs.configure(settings.shell.log_level, settings.shell.log_format)
     log.info("daemon.started", **logs.started_fields(settings.shell))
-    room_for(settings.daemon.max_connections + FD_MARGIN, log)
+    room_for(settings.daemon.max_connections + FDS_PER_SESSION * settings.daemon.max_sessions
+             + FD_MARGIN, log)
     try:
         listener = bind(address)
     except OSError as exc:
@@ -48,10 +51,14 @@ def run_http(settings: Settings) -> int:
             from None
     from bridge.core.bridge import Bridge
 
+    def legacy_core() -> Bridge:  # a legacy session's own, as a daemon session's
+        return Bridge(settings.core, secret=os.urandom(32))
+
     daemon = settings.daemon
-    front = Front(Bridge(settings.core, secret=os.urandom(32)), spawner(settings.shell),
-                  address, log, settings=session_settings(settings), notify=Notifier(log),
-                  idle_timeout=daemon.connection_idle,
+    front = Front(legacy_core(), spawner(settings.shell), address, log,
+                  settings=session_settings(settings), notify=Notifier(log),
+                  make_core=legacy_core, max_sessions=daemon.max_sessions,
+                  session_idle=daemon.session_idle, idle_timeout=daemon.connection_idle,
                   max_connections=daemon.max_connections,
                   stream_backlog=daemon.stream_backlog)
     with listener:

@@ -14,6 +14,7 @@ import base64
 import binascii
 import itertools
 from dataclasses import dataclass
+from typing import Protocol
 
 from bridge.core.codec import Message, encode
 from bridge.core.eras import (
@@ -191,6 +192,21 @@ class Exchange:
     clients may both say "t")."""
 
 
+class Routes(Protocol):
+    """Where a POST's route is given up when its client goes away (`Mapping`,
+    `legacy.LegacySession`): the line that cancels it at the core, if any."""
+
+    def abandon(self, exchange: Exchange) -> bytes | None: ...
+
+
+def open_exchange(original: object, wire: str, method: str, log: Logger,
+                  backlog: int = STREAM_BACKLOG, **names: object) -> Exchange:
+    """A POST's exchange and its route: the one place both eras' POST streams are made, so
+    both have the bound (`route.py`). `names`: what the log says the route is for."""
+    route = Route(log, backlog, **names, request=original, rpc_method=method)
+    return Exchange(original, wire, method, route)
+
+
 class Mapping:
     """The front's half of the shared session: every POST's request in flight by its id."""
 
@@ -208,10 +224,8 @@ class Mapping:
     def admit(self, message: Message, client: str = "") -> tuple[Exchange, bytes]:
         """`message` renamed for the core: its exchange, and the line to hand the core."""
         wire = f"{PREFIX}{next(self._numbers)}"
-        method = str(message.get("method"))
-        route = Route(self._log, self._backlog, client=client, request=message.get("id"),
-                      rpc_method=method)
-        exchange = Exchange(message.get("id"), wire, method, route)
+        exchange = open_exchange(message.get("id"), wire, str(message.get("method")),
+                                 self._log, self._backlog, client=client)
         self._routes[wire] = exchange
         renamed = {**message, "id": wire}
         params = message.get("params")

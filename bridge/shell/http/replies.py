@@ -14,8 +14,10 @@ from http import HTTPStatus
 from bridge.core.codec import Message, encode
 from bridge.core.eras import (
     HEADER_MISMATCH,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    LEGACY_PROTOCOL_VERSIONS,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     MODERN_PROTOCOL_VERSION,
@@ -59,8 +61,8 @@ def not_found_path(path: str) -> Reply:
 
 
 def method_not_allowed(method: str) -> Reply:
-    """§Backward Compatibility (Earlier Streamable HTTP Revisions): GET or DELETE to a
-    modern-only endpoint is 405. The legacy sessions that would take them come later."""
+    """§Backward Compatibility (Earlier Streamable HTTP Revisions): a GET or DELETE that
+    names no legacy session (no `Mcp-Session-Id`) is 405, as at a modern-only endpoint."""
     return Reply(405, b"", (("allow", "POST"),), f"{method}: this front takes POST only")
 
 
@@ -166,3 +168,77 @@ def status_of(answer: Message) -> int:
     if isinstance(error, dict):
         return STATUS_OF_CODE.get(error.get("code"), 200)  # type: ignore[arg-type]
     return 200
+
+
+# Legacy sessions (2025-11-25 transports.mdx).
+
+SESSION_HEADER = "mcp-session-id"
+
+
+def session_missing(method: object) -> Reply:
+    """§Session Management 2: a request other than `initialize` without the session id."""
+    return _error(400, None, INVALID_REQUEST,
+                  f"Bad Request: {method} needs the Mcp-Session-Id header its session's "
+                  "initialize answer gave; send initialize first to open a session")
+
+
+def session_unknown() -> Reply:
+    """§Session Management 3 and 4: an unknown or ended session is 404; the client starts a
+    new one with `initialize`."""
+    return _error(404, None, INVALID_REQUEST,
+                  "Session not found: it ended or never existed; send initialize without "
+                  "Mcp-Session-Id to start a new one", reason="unknown or ended session")
+
+
+def too_many_sessions(request_id: object, limit: int) -> Reply:
+    return _error(503, request_id, INTERNAL_ERROR,
+                  f"too many sessions (max_sessions = {limit}); try again later, or raise "
+                  "max_sessions in the configuration", {"max_sessions": limit})
+
+
+def session_not_started(request_id: object) -> Reply:
+    return _error(503, request_id, INTERNAL_ERROR,
+                  "the session could not be started (the front's log says why); try again")
+
+
+def legacy_version_unsupported(request_id: object, version: str) -> Reply:
+    """§Protocol Version Header: an invalid or unsupported MCP-Protocol-Version is 400."""
+    return _error(400, request_id, INVALID_REQUEST,
+                  f"Bad Request: unsupported MCP-Protocol-Version {version!r}",
+                  {"supported": [*LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION],
+                   "requested": version})
+
+
+def id_in_flight(request_id: object) -> Reply:
+    return _error(400, request_id, INVALID_REQUEST,
+                  f"Invalid Request: id {request_id!r} is already in use by a request of this "
+                  "session that has not been answered")
+
+
+def legacy_batch() -> Reply:
+    return _error(400, None, INVALID_REQUEST,
+                  "Invalid Request: this front takes one JSON-RPC message per POST (no "
+                  "batches); send each message in a POST of its own")
+
+
+def not_acceptable() -> Reply:
+    """§Listening for Messages 2: a GET stream needs `Accept: text/event-stream`."""
+    return Reply(406, b"", reason="a GET stream needs Accept: text/event-stream")
+
+
+def stream_taken() -> Reply:
+    """One GET stream per session (§Multiple Connections: each message goes on one stream
+    only, so a second one would get nothing): 409."""
+    return _error(409, None, INVALID_REQUEST,
+                  "Conflict: this session's GET stream is already open; close it first",
+                  reason="a second GET stream for one session")
+
+
+def accepted() -> Reply:
+    """§Sending Messages 4: a notification or response accepted is 202, no body."""
+    return Reply(202, b"")
+
+
+def session_deleted() -> Reply:
+    """§Session Management 5: DELETE ends the session."""
+    return Reply(204, b"", reason="session ended by DELETE")

@@ -15,16 +15,23 @@ from dataclasses import dataclass
 
 import trio
 
-from bridge.core.codec import DecodeError, Message, decode
+from bridge.core.codec import DecodeError, decode
 from bridge.shell.http import replies, sse
 from bridge.shell.http.address import origin_host
 from bridge.shell.http.connection import Connection, Request
-from bridge.shell.http.modern import Mapping, check
+from bridge.shell.http.era import SESSION_HEADER, Era, era_of
+from bridge.shell.http.legacy import LegacySession, Sessions
+from bridge.shell.http.legacy_requests import Answer, LegacyRequests, OpenSession
+from bridge.shell.http.modern import Exchange, Mapping, Routes, check
+from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.replies import Reply
 from bridge.shell.http.route import STOPPED_READING, Route, RouteState
 from bridge.shell.logs import Logger
 
 KEEP_ALIVE_S = 15.0
+SESSION_METHODS = ("GET", "DELETE")
+"""Methods only a legacy session takes (2025-11-25 transports.mdx §Listening for Messages,
+§Session Management); without a session id they are 405 (§Backward Compatibility)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,22 +42,19 @@ class Endpoint:
     keep_alive: float = KEEP_ALIVE_S
 
 
-@dataclass(slots=True)
-class Outcome:
-    status: int = 0
-    rpc: str | None = None
-    reason: str = ""
-    stream: bool = False
-    cancelled: bool = False
-
-
 class Router:
     def __init__(self, endpoint: Endpoint, mapping: Mapping, feed: Callable[[bytes], None],
-                 log: Logger) -> None:
+                 log: Logger, sessions: Sessions | None = None,
+                 open_session: OpenSession | None = None,
+                 grace: float = 0.0) -> None:
         self._endpoint = endpoint
         self._mapping = mapping
         self._feed = feed  # a client line into the shared core
         self._log = log
+        self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
+                                      open_session or _no_session,
+                                      self._through_core, log,
+                                      keep_alive=endpoint.keep_alive, grace=grace)
 
     async def serve(self, conn: Connection, request: Request) -> None:
         start = trio.current_time()
@@ -67,6 +71,8 @@ class Router:
                 fields["cancelled"] = True
             if outcome.reason:
                 fields["reason"] = outcome.reason
+            if outcome.session is not None:
+                fields["session"] = outcome.session
             self._log.info("http.request", method=request.method, path=request.target,
                            status=outcome.status,
                            duration_ms=round((trio.current_time() - start) * 1000, 3),
@@ -75,17 +81,27 @@ class Router:
     async def _serve(self, conn: Connection, request: Request, outcome: Outcome) -> None:
         refused = self._refusal(request)
         if refused is None:
-            message = _decoded(request.body)
-            refused = self._refuse_body(message, request)
+            refused = await (self._post(conn, request, outcome) if request.method == "POST"
+                             else self._legacy.stream(conn, request, outcome))
+        if refused is not None:
+            outcome.status, outcome.reason = refused.status, refused.reason
+            await conn.respond(refused.status, refused.body, refused.headers)
+
+    async def _post(self, conn: Connection, request: Request, outcome: Outcome) -> Reply | None:
+        """A POST of either era (`era.era_of` decides), or its refusal."""
+        message = _decoded(request.body)
+        if message is not None and era_of(request.headers, message) is Era.LEGACY:
+            return await self._legacy.post(conn, request, message, outcome)
+        refused = self._refuse_body(message, request)
+        if refused is None:
+            assert isinstance(message, dict)
+            outcome.rpc = message.get("method")
+            refused = check(request.headers, message, self._mapping.param_headers)
             if refused is None:
-                assert isinstance(message, dict)
-                outcome.rpc = message.get("method")
-                refused = check(request.headers, message, self._mapping.param_headers)
-                if refused is None:
-                    await self._through_core(conn, message, outcome)
-                    return
-        outcome.status, outcome.reason = refused.status, refused.reason
-        await conn.respond(refused.status, refused.body, refused.headers)
+                exchange, line = self._mapping.admit(message, conn.peer)
+                await self._through_core(conn, exchange, line, outcome, self._mapping,
+                                         self._feed)
+        return refused
 
     def _refusal(self, request: Request) -> Reply | None:
         endpoint = self._endpoint
@@ -98,6 +114,8 @@ class Router:
         if request.target.split("?", 1)[0] != endpoint.path:
             return replies.not_found_path(request.target)
         if request.method != "POST":
+            if request.method in SESSION_METHODS and SESSION_HEADER in request.headers:
+                return None
             return replies.method_not_allowed(request.method)
         media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media != replies.JSON:
@@ -116,10 +134,15 @@ class Router:
             return replies.notification_dropped()
         return None
 
-    async def _through_core(self, conn: Connection, message: Message,
-                            outcome: Outcome) -> None:
-        exchange, line = self._mapping.admit(message, conn.peer)
-        self._feed(line)
+    async def _through_core(self, conn: Connection, exchange: Exchange, line: bytes,
+                            outcome: Outcome, routes: Routes, feed: Callable[[bytes], None],
+                            headers: tuple[tuple[str, str], ...] = (),
+                            answer: Answer | None = None) -> None:
+        """`line` (the request of `exchange`) to a core through `feed`, and its messages
+        back, written by `answer` (by default: JSON, or an event stream once anything
+        precedes the answer); `headers` go on the answer (a legacy session's id)."""
+        feed(line)
+        write = answer or self._answer
         answered = False
         route = exchange.route
         try:
@@ -135,17 +158,17 @@ class Router:
                     # The client going away mid-answer is its cancellation (below).
                     with contextlib.suppress(trio.BrokenResourceError,
                                              trio.ClosedResourceError):
-                        answered = await self._answer(conn, route, outcome)
+                        answered = await write(conn, exchange, outcome, headers)
                     nursery.cancel_scope.cancel()
         finally:
             if conn.stalled:
                 route.give_up(stalled_s=conn.stall_timeout)
             if not answered:
                 outcome.reason = self._why_unanswered(conn, route)
-                cancel = self._mapping.abandon(exchange)
+                cancel = routes.abandon(exchange)
                 if cancel is not None:  # else the core answered it already: nothing to end
                     outcome.cancelled = True
-                    self._feed(cancel)
+                    feed(cancel)
 
     @staticmethod
     def _why_unanswered(conn: Connection, route: Route) -> str:
@@ -155,10 +178,12 @@ class Router:
             return f"{STOPPED_READING} (over {route.bound} bytes queued)"
         return "the client closed the connection before the answer"
 
-    async def _answer(self, conn: Connection, route: Route, outcome: Outcome) -> bool:
-        """Carry the core's messages for one exchange to the client; True once its answer is
+    async def _answer(self, conn: Connection, exchange: Exchange, outcome: Outcome,
+                      headers: tuple[tuple[str, str], ...] = ()) -> bool:
+        """Carry the core's messages for `exchange` to the client; True once its answer is
         out. The first message decides the shape: the answer alone is a JSON answer,
         anything before it makes an event stream (§Sending Messages 6)."""
+        route = exchange.route
         try:
             first = await route.get()
         except trio.EndOfChannel:  # the front stopped before the core answered
@@ -167,10 +192,11 @@ class Router:
             return True
         if first.final:
             outcome.status = first.status
-            await conn.respond(first.status, first.line, (("content-type", replies.JSON),))
+            await conn.respond(first.status, first.line,
+                               (("content-type", replies.JSON), *headers))
             return True
         outcome.status, outcome.stream = 200, True
-        await conn.start_stream(200, sse.HEADERS)
+        await conn.start_stream(200, (*sse.HEADERS, *headers))
         await conn.send(sse.event_of(first.line))
         while True:
             with trio.move_on_after(self._endpoint.keep_alive) as waited:
@@ -198,3 +224,7 @@ def _decoded(body: bytes) -> object:
         return decode(body)
     except DecodeError:
         return None
+
+
+async def _no_session() -> LegacySession | None:  # pragma: no cover - Sessions(0) is always full
+    raise AssertionError("this router serves no legacy sessions")

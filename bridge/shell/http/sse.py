@@ -3,7 +3,8 @@
 Must not choose what goes on the stream (`modern.py` routes it); it frames. Each message is
 one `data:` line (the codec never writes a raw newline inside a JSON line), events end with a
 blank line; a keep-alive is a comment line (streamable-http.mdx §Receiving Messages, note on
-long-lived streams). No event ids: 2026-07-28 streams are not resumable.
+long-lived streams). No event ids on 2026-07-28 streams (not resumable); legacy
+streams have them.
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ HEADERS = (("content-type", "text/event-stream"), ("cache-control", "no-cache"),
            ("x-accel-buffering", "no"))
 
 
-def event(message: Message) -> bytes:
-    return event_of(encode(message))
+def event(message: Message | list[Message], event_id: str | None = None) -> bytes:
+    """One event; with an `id:` line where the stream is resumable (2025-11-25
+    transports.mdx §Resumability: legacy streams)."""
+    return event_of(encode(message), event_id)
 
 
-def event_of(line: bytes) -> bytes:
+def event_of(line: bytes, event_id: str | None = None) -> bytes:
     """The event of a message already encoded (one newline-terminated JSON line)."""
-    return EVENT + line + b"\n"
+    head = EVENT if event_id is None else b"id: " + event_id.encode("ascii") + b"\n" + EVENT
+    return head + line + b"\n"
 
 
 def events_of(lines: list[bytes]) -> bytes:
@@ -32,3 +36,11 @@ def events_of(lines: list[bytes]) -> bytes:
 
 
 EVENT = b"event: message\ndata: "
+
+
+def priming(event_id: str, retry_ms: int) -> bytes:
+    """2025-11-25 transports.mdx §Sending Messages 6: an event with an id and empty data,
+    first on a stream, so a client that loses it can resume from there (`Last-Event-ID`);
+    `retry:` is how long it waits before it does."""
+    return b"id: " + event_id.encode("ascii") + b"\nretry: " + str(retry_ms).encode() \
+        + b"\ndata: \n\n"

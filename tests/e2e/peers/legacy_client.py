@@ -3,6 +3,7 @@
 Must not speak 2026-07-28: it is the official legacy SDK as real legacy hosts use it.
 
 Usage: legacy_client.py SCENARIO -- <server command...>
+       legacy_client.py SCENARIO -- http://HOST:PORT/PATH   (the SDK's Streamable HTTP client)
 Scenarios:
   basic   initialize; list/call tools; progress; resources, templates, prompts, completion;
           cancel a slow call with notifications/cancelled
@@ -20,6 +21,7 @@ not be initialized, 0 otherwise (step failures are recorded, not fatal).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from datetime import timedelta
@@ -28,6 +30,7 @@ from typing import Any
 import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamablehttp_client
 from peer_common import (
     RESTART_TIMEOUT,
     SAMPLING_MODEL,
@@ -326,10 +329,24 @@ SCENARIO_FUNCTIONS = {
 }
 
 
-async def run(scenario: str, server_cmd: list[str], rec: Recorder) -> int:
+def connected(server_cmd: list[str]) -> Any:
+    """The SDK's transport to the server: its HTTP client for a URL, else stdio. Both give
+    (read, write) first (HTTP adds a session-id getter, not needed here)."""
+    if server_cmd[0].startswith("http://"):
+        return _first_two(streamablehttp_client(server_cmd[0]))
     params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ))
+    return stdio_client(params)
+
+
+@contextlib.asynccontextmanager
+async def _first_two(transport: Any) -> Any:
+    async with transport as streams:
+        yield streams[0], streams[1]
+
+
+async def run(scenario: str, server_cmd: list[str], rec: Recorder) -> int:
     timeout = timedelta(seconds=SCENARIO_TIMEOUT)
-    transport = stdio_client(params)
+    transport = connected(server_cmd)
     if scenario == "restart":
         transport = tapped(transport, rec)
     with anyio.fail_after(SCENARIO_TIMEOUT + 5):
