@@ -152,6 +152,8 @@ class Front:
     def nothing_leaked(self) -> None:
         """fds back to where they were once the connections are gone, the same one child,
         and a well-behaved client still served."""
+        self.until(lambda: len(self.events("http.session_ended")) ==
+                   len(self.events("http.session_started")), "no legacy session left")
         self.until(lambda: self.fd_count() <= self.fds,
                    f"the front's fds back to {self.fds} (now {self.fd_count()})")
         assert self.children() == self.server
@@ -668,4 +670,103 @@ def test_a_storm_of_every_hostile_client_at_once_leaves_others_served_and_nothin
             sock.close()
     assert slowest < 10.0, slowest
     assert len(front.events("http.rejected")) == len(MALFORMED)
+    front.nothing_leaked()
+
+
+# A stale or foreign Mcp-Session-Id (legacy sessions: 2025-11-25 transports.mdx) ----------
+
+LEGACY = "2025-11-25"
+
+
+def legacy_post(front: Front, message: dict[str, Any], session: str | None = None,
+                method: str = "POST") -> tuple[int, dict[str, str], bytes]:
+    headers = {"content-type": "application/json",
+               "accept": "application/json, text/event-stream",
+               "mcp-protocol-version": LEGACY}
+    if session is not None:
+        headers["mcp-session-id"] = session
+    conn = front.connect()
+    try:
+        conn.request(method, "/mcp", json.dumps(message) if method == "POST" else None,
+                     headers)
+        response = conn.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, \
+            response.read()
+    finally:
+        conn.close()
+
+
+def open_session(front: Front) -> str:
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {},
+        "clientInfo": {"name": "e2e", "version": "1"}}}
+    status, headers, body = legacy_post(front, init)
+    assert status == 200 and b'"serverInfo"' in body, body
+    session = headers["mcp-session-id"]
+    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert legacy_post(front, done, session)[0] == 202
+    return session
+
+
+LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+
+def no_session_left(front: Front) -> None:
+    front.until(lambda: front.children() == front.server, "only the shared server left")
+
+
+@pytest.mark.parametrize("foreign", [
+    "never-issued-by-this-front", "x" * 4096, "a b\tc", "0" * 43], ids=[
+    "unknown", "4 KiB long", "not visible ASCII", "the shape of ours"])
+def test_a_foreign_session_id_is_refused_and_opens_nothing(shared: Front,
+                                                           foreign: str) -> None:
+    front = shared
+    for method in ("POST", "GET", "DELETE"):
+        status, _, body = legacy_post(front, LIST, foreign, method)
+        assert status == 404, (method, status, body)
+        assert "send initialize" in json.loads(body)["error"]["message"]
+    assert front.echo("meanwhile") == "meanwhile"
+    no_session_left(front)
+    front.nothing_leaked()
+
+
+def test_a_stale_session_id_is_404_once_its_session_ended(shared: Front) -> None:
+    front = shared
+    session = open_session(front)
+    status, _, body = legacy_post(front, LIST, session)
+    assert status == 200 and b'"flood"' in body, body
+    assert len(front.children()) == 2  # its own server, beside the shared one
+    assert legacy_post(front, LIST, session, "DELETE")[0] == 204
+    for method in ("POST", "GET", "DELETE"):
+        status, _, body = legacy_post(front, LIST, session, method)
+        assert status == 404, (method, status, body)
+    assert front.echo("after") == "after"
+    no_session_left(front)
+    assert session not in front.log_file.read_text()  # the log names a session by number
+    front.nothing_leaked()
+
+
+def test_a_legacy_client_that_stops_reading_its_post_stream_is_given_up_on_too(
+        start: Callable[..., Front]) -> None:
+    front = start(stream_backlog=256 * 1024)
+    session = open_session(front)
+    call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "flood", "arguments": {"count": 20_000, "size": 1000},
+        "_meta": {"progressToken": "p"}}}
+    body = json.dumps(call).encode()
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+    sock.settimeout(WAIT)
+    sock.connect(("127.0.0.1", front.port))
+    with sock:
+        sock.sendall(raw_request(front.port, body, {
+            "content-type": "application/json", "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": LEGACY, "mcp-session-id": session}))
+        front.until(lambda: front.events("http.client_dropped"), "the front gave up on it")
+        assert front.echo("meanwhile") == "meanwhile"
+    dropped = front.events("http.client_dropped")
+    assert len(dropped) == 1 and dropped[0]["session"] == 1 and dropped[0]["request"] == 9
+    assert dropped[0]["reason"] == "the client stopped reading"
+    assert legacy_post(front, LIST, session, "DELETE")[0] == 204  # the session itself lives on
+    no_session_left(front)
     front.nothing_leaked()
