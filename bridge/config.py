@@ -299,6 +299,8 @@ DAEMON_KEYS: dict[str, Check] = {
     "allowed_origins": _list_of(http_origin, '["https://app.example.com"]'),
     "token_file": file_path,
     "max_connections": count,
+    "connection_idle": seconds,
+    "stream_backlog": size,
 }
 # Keys both layers read: the core waits drain_timeout for answers it owes once the client has
 # closed its input; the shell then gives a client that stopped reading as long to resume.

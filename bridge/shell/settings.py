@@ -79,3 +79,9 @@ class DaemonConfig:
     with MCP_ROSETTA_TOKEN, every request but /healthz must present one."""
     max_connections: int = 1024
     """HTTP front: connections served at once; one more is answered 503 and closed."""
+    connection_idle: float = 60.0
+    """HTTP front: seconds a connection may wait for its next request, and a request may take
+    to arrive whole (head and body); past it the connection is closed."""
+    stream_backlog: int = 4 * 1024 * 1024
+    """HTTP front: bytes held for one answer whose client does not read them; past it the
+    request is cancelled and its connection closed."""

@@ -29,13 +29,16 @@ import trio
 
 from bridge.core.codec import encode
 from bridge.core.events import CLIENT, Action, NotifyReady, Send, ShutdownRequested
+from bridge.shell.daemon import GONE_BEFORE_ACCEPT, NO_ROOM, NO_ROOM_WAIT
 from bridge.shell.driver import Core, Driver
+from bridge.shell.http import replies
 from bridge.shell.http.address import Address, front_names
 from bridge.shell.http.auth import Tokens
-from bridge.shell.http.connection import Connection, HttpError
+from bridge.shell.http.connection import Bodies, Connection, HttpError
 from bridge.shell.http.health import Health, ServerView
 from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.modern import Mapping
+from bridge.shell.http.route import STREAM_BACKLOG
 from bridge.shell.http.router import Endpoint, Router
 from bridge.shell.logs import Logger
 from bridge.shell.session import Clock, SessionSettings
@@ -49,6 +52,11 @@ BACKLOG = 128
 MAX_CONNECTIONS = 1024
 """Connections served at once; one more gets 503 (within REFUSAL_WAIT) and is closed."""
 REFUSAL_WAIT = 1.0
+BODIES_HELD = 4
+"""Request bodies of max_message_bytes the front holds at once, over all connections; past
+that a request is 503 (a burst of large bodies cannot take the front's memory)."""
+FD_FIX = ("raise the open-file limit (LimitNOFILE= in the unit, ulimit -n) or lower "
+          "max_connections")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +101,9 @@ class FrontDriver(Driver):
 
 
 class NeverFull:
-    """The client side as the server's reader sees it: HTTP answers are queued per POST
-    (unbounded for now: see HTTP-FRONT-NOTES.md), so the server's reader never waits."""
+    """The client side as the server's reader sees it: HTTP answers are queued per POST,
+    each within its own bound (`route.py`), so one slow client never holds the shared
+    server's reader back for the others."""
 
     congested = False
 
@@ -124,11 +133,12 @@ class Front:
                  idle_timeout: float = IDLE_TIMEOUT, max_header: int = MAX_HEADER,
                  keep_alive: float | None = None,
                  max_connections: int = MAX_CONNECTIONS, access: Access = Access(),
-                 view: ServerView | None = None,
+                 view: ServerView | None = None, stream_backlog: int = STREAM_BACKLOG,
                  make_core: Callable[[], Core] | None = None, max_sessions: int = 16,
                  session_idle: float = 1800.0) -> None:
         """`make_core`: a legacy session's own core (None: legacy sessions are refused, as
-        over `max_sessions`); `session_idle`: seconds after which an idle one ends."""
+        over `max_sessions`); `session_idle`: seconds after which an idle one ends;
+        `stream_backlog`: the bound of every stream's route (`route.py`)."""
         self._core = core
         self._spawn = spawn
         self._address = address
@@ -146,7 +156,9 @@ class Front:
         self.sessions = Sessions(max_sessions if make_core is not None else 0)
         self._session_idle = session_idle
         self._session_tasks: trio.Nursery | None = None
-        self.mapping = Mapping(log)
+        self._stream_backlog = stream_backlog
+        self.mapping = Mapping(log, stream_backlog)
+        self._bodies = Bodies(BODIES_HELD * settings.max_message_bytes)
         self.driver = FrontDriver(core, log, self.mapping.deliver,
                                   limit=settings.max_message_bytes, notify=notify,
                                   debug=settings.debug)
@@ -218,7 +230,7 @@ class Front:
         """A new legacy session, its server started: the core can take its `initialize`;
         None if it ended before that (logged `http.session_crashed`)."""
         assert self._make_core is not None and self._session_tasks is not None
-        session = self.sessions.new(self._log, self._session_idle)
+        session = self.sessions.new(self._log, self._session_idle, self._stream_backlog)
         log = self._log.bind(session=session.number)
         settings = self._settings
         try:
@@ -270,25 +282,40 @@ class Front:
     async def _accept(self, listening: trio.socket.SocketType, router: Router) -> None:
         async with trio.open_nursery() as connections:
             while True:
-                try:
-                    sock, peer = await listening.accept()
-                except OSError as exc:  # out of fds and the like: wait for one to be freed
-                    self._log.warning("http.accept_failed", reason=exc.strerror)
-                    await trio.sleep(0.1)
-                    continue
+                sock, peer = await self._next(listening)
                 number = next(self._numbers)
                 stream = trio.SocketStream(sock)
                 if self.connections >= self._max_connections:
                     connections.start_soon(self._refuse, stream, name="refuse")
                     continue
                 self.connections += 1  # taken here, before the task runs: a burst cannot pass
-                connections.start_soon(self._connection, stream, router, number,
-                                       _hostport(*peer[:2]), name=f"connection-{number}")
+                connections.start_soon(self._connection, stream, router, number, peer,
+                                       name=f"connection-{number}")
+
+    async def _next(self, listening: trio.socket.SocketType
+                    ) -> tuple[trio.socket.SocketType, str]:
+        """The next connection. Out of fds (a burst of idle connections holds many): wait
+        for one to be freed, saying so once, instead of ending the front (as the daemon)."""
+        told = False
+        while True:
+            try:
+                sock, peer = await listening.accept()
+                return sock, _hostport(*peer[:2])
+            except OSError as exc:
+                if exc.errno in GONE_BEFORE_ACCEPT:
+                    continue
+                if not told:
+                    told = True
+                    self._log.warning("http.accept_waiting", reason=exc.strerror,
+                                      fix=FD_FIX if exc.errno in NO_ROOM else None)
+                await trio.sleep(NO_ROOM_WAIT)
 
     async def _connection(self, stream: trio.SocketStream, router: Router, number: int,
                           peer: str) -> None:
         conn = Connection(stream, max_header=self._max_header,
-                          max_body=self._settings.max_message_bytes, peer=peer)
+                          max_body=self._settings.max_message_bytes, peer=peer,
+                          stall_timeout=self._settings.timing.drain_timeout,
+                          bodies=self._bodies)
         log = self._log.bind(connection=number)
         try:
             while True:
@@ -304,12 +331,14 @@ class Front:
                     break
         except HttpError as exc:
             log.info("http.rejected", status=exc.status, reason=exc.problem)
+            refusal = replies.rejected(exc.status, exc.problem)
             with trio.move_on_after(1.0):
-                await conn.refuse(exc.status)
+                await conn.refuse(refusal.status, refusal.body, refusal.headers)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away: any request it had in flight was cancelled
         finally:
             self.connections -= 1
+            conn.release()
             with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                 await conn.close()
 
@@ -317,13 +346,13 @@ class Front:
         """One connection over `max_connections`: its request read (h11 answers only a
         request), 503, closed; all within REFUSAL_WAIT."""
         conn = Connection(stream, max_header=self._max_header, max_body=0)
-        self._log.warning("http.refused", reason=f"over max_connections "
-                                                 f"({self._max_connections})")
+        refusal = replies.over_capacity(self._max_connections)
+        self._log.warning("http.refused", reason=refusal.reason)
         with trio.move_on_after(REFUSAL_WAIT):
             with contextlib.suppress(HttpError, trio.BrokenResourceError,
                                      trio.ClosedResourceError):
                 await conn.next_request()
-            await conn.refuse(503)
+            await conn.refuse(refusal.status, refusal.body, refusal.headers)
         with trio.CancelScope(shield=True), trio.move_on_after(REFUSAL_WAIT):
             await conn.close()
 

@@ -32,6 +32,7 @@ from bridge.core.events import Event, Send, ShutdownRequested
 from bridge.shell.http import sse
 from bridge.shell.http.auth import Credential
 from bridge.shell.http.modern import Exchange, open_exchange
+from bridge.shell.http.route import STREAM_BACKLOG, Outgoing, RouteState
 from bridge.shell.logs import Logger
 
 QUEUE_LIMIT = 256
@@ -84,8 +85,12 @@ class EventLog:
         return sse.priming(f"{self.prefix}-{next(self._numbers)}", RETRY_MS)
 
     def frame(self, message: Message | list[Message]) -> bytes:
+        return self.frame_line(encode(message))
+
+    def frame_line(self, line: bytes) -> bytes:
+        """The event of a message already encoded (what a route hands over)."""
         number = next(self._numbers)
-        data = sse.event(message, f"{self.prefix}-{number}")
+        data = sse.event_of(line, f"{self.prefix}-{number}")
         self._sent.append((number, data))
         return data
 
@@ -105,11 +110,13 @@ class LegacySession:
     `driver` is set by whoever starts it (the front), before the first request."""
 
     def __init__(self, session_id: str, number: int, log: Logger, *, idle: float,
-                 queue_limit: int = QUEUE_LIMIT, replay_limit: int = REPLAY_LIMIT) -> None:
+                 queue_limit: int = QUEUE_LIMIT, replay_limit: int = REPLAY_LIMIT,
+                 backlog: int = STREAM_BACKLOG) -> None:
         self.id = session_id
         self.number = number
         self._log = log
         self._idle = idle
+        self._backlog = backlog
         self.driver: SessionDriver | None = None
         self._routes: dict[object, Exchange] = {}
         self._pending: deque[Message | list[Message]] = deque()
@@ -139,7 +146,8 @@ class LegacySession:
     def admit(self, message: Message, body: bytes) -> tuple[Exchange, EventLog, bytes]:
         """A POSTed request: its route, its stream's event log, the line to hand the core."""
         request_id = message.get("id")
-        exchange = open_exchange(request_id, str(request_id), str(message.get("method")))
+        exchange = open_exchange(request_id, str(request_id), str(message.get("method")),
+                                 self._log, self._backlog, session=self.number)
         self._routes[request_id] = exchange
         log = EventLog(f"{POST_PREFIX}{next(self._posts)}", self._replay_limit, exchange)
         self._post_logs[log.prefix] = log
@@ -180,13 +188,14 @@ class LegacySession:
         is_answer = "method" not in message and message.get("id") == request
         if is_answer:
             del self._routes[request]
-        try:
-            exchange.inbox.send_nowait(message)
-        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+        route = exchange.route
+        # Ids pass as they are (one client per session): the core's line is the client's.
+        line = encode(message) if send.line is None else send.line
+        if not route.put(Outgoing(line, is_answer)) and route.state is RouteState.CLOSED:
             self._log.warning("http.dropped", session=self.number, method=message.get("method"),
-                              request=request, reason="the POST's stream is full or gone")
+                              request=request, reason="the POST's stream is gone")
         if is_answer:
-            exchange.inbox.close()
+            route.close()
 
     def _queue(self, message: Message | list[Message]) -> None:
         if self.ended:
@@ -238,7 +247,7 @@ class LegacySession:
                 self.ended = True
                 self._arrived.set()
                 for exchange in list(self._routes.values()):
-                    exchange.inbox.close()
+                    exchange.route.close()
                 self._routes.clear()
                 await served.stop()
                 nursery.cancel_scope.cancel()
@@ -307,9 +316,9 @@ class Sessions:
         session = self._by_id.get(session_id)
         return None if session is None or session.ended else session
 
-    def new(self, log: Logger, idle: float) -> LegacySession:
+    def new(self, log: Logger, idle: float, backlog: int = STREAM_BACKLOG) -> LegacySession:
         session = LegacySession(secrets.token_urlsafe(ID_BYTES), next(self._numbers), log,
-                                idle=idle)
+                                idle=idle, backlog=backlog)
         self._by_id[session.id] = session
         return session
 

@@ -225,14 +225,14 @@ class LegacyRequests:
         """The messages of a POST stream's route until it closes (its answer delivered, or
         the session ended); each framed, and kept, before it is written."""
         assert log.exchange is not None
-        outbox = log.exchange.outbox
+        route = log.exchange.route
         while True:
             with trio.move_on_after(self._keep_alive) as waited:
                 try:
-                    message = await outbox.receive()
+                    taken = await route.take()  # all it holds, in one write
                 except trio.EndOfChannel:
                     return
             if waited.cancelled_caught:
                 await conn.send(sse.KEEP_ALIVE)
                 continue
-            await conn.send(log.frame(message))
+            await conn.send(b"".join(log.frame_line(outgoing.line) for outgoing in taken))

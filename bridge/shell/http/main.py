@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import resource
 import signal
 import socket
 import time
@@ -28,7 +29,7 @@ from bridge.shell.child import check_command, spawner
 from bridge.shell.daemon import session_settings, watchdog_interval
 from bridge.shell.http.address import is_loopback, parse_address
 from bridge.shell.http.auth import TOKEN_ENV, Tokens, read_tokens
-from bridge.shell.http.front import Access, Front, bind
+from bridge.shell.http.front import FD_FIX, Access, Front, bind
 from bridge.shell.listeners import from_systemd
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
@@ -38,6 +39,10 @@ RELOADED = frozenset({"allowed_hosts", "allowed_origins", "token_file", "max_con
 """The settings a SIGHUP changes in a running front; the others need a restart (one shared
 session and its server child were started with them)."""
 Reload = Callable[[], Settings]
+FD_MARGIN = 64
+"""fds beyond one per connection: the listener, the child's pipes, refusals under way."""
+FDS_PER_SESSION = 4
+"""A legacy session's server child: its three pipes and its pidfd."""
 
 
 def run_http(settings: Settings, reload: Reload) -> int:
@@ -53,6 +58,9 @@ def run_http(settings: Settings, reload: Reload) -> int:
         log = logs.configure(settings.shell.log_level, settings.shell.log_format)
         log.info("daemon.started", **logs.started_fields(settings.shell),
                  tokens=len(tokens))
+        daemon = settings.daemon
+        room_for(daemon.max_connections + FDS_PER_SESSION * daemon.max_sessions + FD_MARGIN,
+                 log)
         from bridge.core.bridge import Bridge
 
         def legacy_core() -> Bridge:  # a legacy session's own, as a daemon session's
@@ -62,9 +70,10 @@ def run_http(settings: Settings, reload: Reload) -> int:
         notify = Notifier(log)
         front = Front(bridge, spawner(settings.shell), address, log,
                       settings=session_settings(settings), notify=notify,
-                      make_core=legacy_core, max_sessions=settings.daemon.max_sessions,
-                      session_idle=settings.daemon.session_idle,
-                      max_connections=settings.daemon.max_connections,
+                      make_core=legacy_core, max_sessions=daemon.max_sessions,
+                      session_idle=daemon.session_idle, idle_timeout=daemon.connection_idle,
+                      max_connections=daemon.max_connections,
+                      stream_backlog=daemon.stream_backlog,
                       access=_access(settings, Tokens(tokens) if tokens else None),
                       view=bridge)
         service = Service(front, settings, reload, bound, notify, log)
@@ -84,6 +93,20 @@ def _listener(listen: str, address: object) -> socket.socket:
         return bind(address)  # type: ignore[arg-type]
     except OSError as exc:
         raise ConfigError(f"cannot listen on {listen}: {exc.strerror}") from None
+
+
+def room_for(fds: int, log: logs.Logger) -> None:
+    """Raise the soft open-file limit to `fds` if the hard one allows: systemd and most
+    shells start a process at a soft 1024, below what max_connections needs (systemd's
+    own advice is that a server raises its soft limit itself). Below that: said once."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= fds:
+        return
+    target = fds if hard == resource.RLIM_INFINITY else min(fds, hard)
+    if target > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if target < fds:
+        log.warning("http.open_files_low", limit=target, needed=fds, fix=FD_FIX)
 
 
 def _require_tokens(bound: str, tokens: tuple[bytes, ...]) -> None:

@@ -13,11 +13,8 @@ from __future__ import annotations
 import base64
 import binascii
 import itertools
-import math
 from dataclasses import dataclass
 from typing import Protocol
-
-import trio
 
 from bridge.core.codec import Message, encode
 from bridge.core.eras import (
@@ -28,6 +25,7 @@ from bridge.core.eras import (
 from bridge.core.events import Send
 from bridge.shell.http import replies
 from bridge.shell.http.replies import Reply
+from bridge.shell.http.route import STREAM_BACKLOG, Outgoing, Route
 from bridge.shell.logs import Logger
 
 # Methods 2026-07-28 removed (its changelog; the suite's server-stateless checks them): 404.
@@ -187,8 +185,8 @@ class Exchange:
     wire: str
     """The id the core knows it by."""
     method: str
-    inbox: trio.MemorySendChannel[Message]
-    outbox: trio.MemoryReceiveChannel[Message]
+    route: Route
+    """Its messages on their way to the client, within the backlog bound."""
     token: object = None
     """The client's `_meta.progressToken`, if it named one (renamed like the id: two
     clients may both say "t")."""
@@ -201,17 +199,20 @@ class Routes(Protocol):
     def abandon(self, exchange: Exchange) -> bytes | None: ...
 
 
-def open_exchange(original: object, wire: str, method: str) -> Exchange:
-    """A POST's route and its channel: the one place both eras' POST streams are made."""
-    inbox, outbox = trio.open_memory_channel[Message](math.inf)
-    return Exchange(original, wire, method, inbox, outbox)
+def open_exchange(original: object, wire: str, method: str, log: Logger,
+                  backlog: int = STREAM_BACKLOG, **names: object) -> Exchange:
+    """A POST's exchange and its route: the one place both eras' POST streams are made, so
+    both have the bound (`route.py`). `names`: what the log says the route is for."""
+    route = Route(log, backlog, **names, request=original, rpc_method=method)
+    return Exchange(original, wire, method, route)
 
 
 class Mapping:
     """The front's half of the shared session: every POST's request in flight by its id."""
 
-    def __init__(self, log: Logger) -> None:
+    def __init__(self, log: Logger, backlog: int = STREAM_BACKLOG) -> None:
         self._log = log
+        self._backlog = backlog
         self._numbers = itertools.count(1)
         self._routes: dict[str, Exchange] = {}
         self.param_headers = ParamHeaders()
@@ -220,10 +221,11 @@ class Mapping:
     def in_flight(self) -> int:
         return len(self._routes)
 
-    def admit(self, message: Message) -> tuple[Exchange, bytes]:
+    def admit(self, message: Message, client: str = "") -> tuple[Exchange, bytes]:
         """`message` renamed for the core: its exchange, and the line to hand the core."""
         wire = f"{PREFIX}{next(self._numbers)}"
-        exchange = open_exchange(message.get("id"), wire, str(message.get("method")))
+        exchange = open_exchange(message.get("id"), wire, str(message.get("method")),
+                                 self._log, self._backlog, client=client)
         self._routes[wire] = exchange
         renamed = {**message, "id": wire}
         params = message.get("params")
@@ -235,8 +237,10 @@ class Mapping:
 
     def deliver(self, send: Send) -> None:
         """A message the core sends the client: onto the stream of the POST it names. The
-        driver calls it, so it must not wait (the channel is unbounded: see the notes)."""
+        driver calls it, so it must not wait: a POST whose client does not read gives up
+        past its bound (`route.py`) instead."""
         message = send.message
+        line = send.line
         request = send.request
         if not isinstance(message, dict):
             self._log.warning("http.dropped", reason="a batch has no place on a 2026-07-28 "
@@ -257,30 +261,37 @@ class Mapping:
             progress = message.get("params")
             if isinstance(progress, dict) and progress.get("progressToken") == exchange.wire:
                 message = {**message, "params": {**progress, "progressToken": exchange.token}}
+                line = None
         if exchange.method == LISTEN:
-            message = _subscription_restored(message, exchange)
+            restored = _subscription_restored(message, exchange)
+            if restored is not message:
+                message, line = restored, None
         if is_answer:
             message = {**message, "id": exchange.original}
+            line = None
             del self._routes[exchange.wire]
             if exchange.method == "tools/list" and "result" in message:
                 self.param_headers.learn(message["result"])
-        exchange.inbox.send_nowait(message)
+        final = "method" not in message
+        outgoing = Outgoing(encode(message) if line is None else line, final,
+                            replies.status_of(message) if final else 200)
+        exchange.route.put(outgoing)  # past its bound, the route gives up (and says so)
         if is_answer:
-            exchange.inbox.close()
+            exchange.route.close()
 
     def abandon(self, exchange: Exchange) -> bytes | None:
         """The POST's client went away before its answer: the line that cancels it at the
         core (streamable-http.mdx §Cancellation), or None if it was already answered."""
         if self._routes.pop(exchange.wire, None) is None:
             return None
-        exchange.inbox.close()
+        exchange.route.close()
         return encode({"jsonrpc": "2.0", "method": "notifications/cancelled",
                        "params": {"requestId": exchange.wire,
                                   "reason": "the HTTP client closed the connection"}})
 
     def abandon_all(self) -> None:
         for exchange in list(self._routes.values()):
-            exchange.inbox.close()
+            exchange.route.close()
         self._routes.clear()
 
 

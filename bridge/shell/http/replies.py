@@ -9,6 +9,7 @@ builder each, so a reader finds everything the front says about itself here (as
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from http import HTTPStatus
 
 from bridge.core.codec import Message, encode
 from bridge.core.eras import (
@@ -89,12 +90,43 @@ def unsupported_media(content_type: str) -> Reply:
                                   "application/json")
 
 
-def too_large(limit: int) -> Reply:
-    return Reply(413, b"", reason=f"body over {limit} bytes")
+# What a client can do about an HTTP/1.1 refusal (`connection.HttpError`), by its status.
+FIX_OF_STATUS = {
+    413: "send a smaller body: the front's limit is max_message_bytes",
+    431: "send a shorter request line and headers",
+    501: "send the body with Content-Length or Transfer-Encoding: chunked",
+    505: "send HTTP/1.1 (a proxy in front can take HTTP/2)",
+    503: "try again in a moment",
+}
 
 
-def bad_http(status: int, problem: str) -> Reply:
-    return Reply(status, b"", reason=problem)
+def rejected(status: int, problem: str) -> Reply:
+    """A request HTTP/1.1 itself refuses (malformed, over a limit): the connection closes
+    after it, so the error names the cause and what to send instead."""
+    fix = FIX_OF_STATUS.get(status, "send one well-formed HTTP/1.1 request")
+    reply = _error(status, None, INVALID_REQUEST, f"{_phrase(status)}: {problem}; {fix}",
+                   reason=problem)
+    if status != 503:
+        return reply
+    return Reply(reply.status, reply.body, (*reply.headers, ("retry-after", "1")), problem)
+
+
+def over_capacity(limit: int) -> Reply:
+    """One connection more than the front serves at once: 503, and when to come back."""
+    reply = _error(503, None, INVALID_REQUEST,
+                   f"Service Unavailable: {limit} connections already open "
+                   f"(max_connections = {limit}); try again later, or reuse a "
+                   "keep-alive connection", {"max_connections": limit},
+                   reason=f"over max_connections ({limit})")
+    return Reply(reply.status, reply.body, (*reply.headers, ("retry-after", "1")),
+                 reply.reason)
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return f"HTTP {status}"
 
 
 # JSON-RPC answers the front gives itself (§Sending Messages, §Server Validation).

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import trio
 
-from bridge.core.codec import DecodeError, decode, encode
+from bridge.core.codec import DecodeError, decode
 from bridge.shell.http import replies, sse
 from bridge.shell.http.address import Names
 from bridge.shell.http.auth import Denied, Tokens
@@ -27,6 +27,7 @@ from bridge.shell.http.legacy_requests import Answer, LegacyRequests, OpenSessio
 from bridge.shell.http.modern import Exchange, Mapping, Routes, check
 from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.replies import Reply
+from bridge.shell.http.route import STOPPED_READING, Route, RouteState
 from bridge.shell.logs import Logger
 
 KEEP_ALIVE_S = 15.0
@@ -103,7 +104,7 @@ class Router:
             outcome.rpc = message.get("method")
             refused = check(request.headers, message, self._mapping.param_headers)
             if refused is None:
-                exchange, line = self._mapping.admit(message)
+                exchange, line = self._mapping.admit(message, conn.peer)
                 await self._through_core(conn, exchange, line, outcome, self._mapping,
                                          self._feed)
         return refused
@@ -157,56 +158,72 @@ class Router:
         feed(line)
         write = answer or self._answer
         answered = False
+        route = exchange.route
         try:
-            async with trio.open_nursery() as nursery:
-                async def watch() -> None:
-                    await conn.watch_close()
-                    nursery.cancel_scope.cancel()
+            # The route cancels its scope when it gives up on a client that stopped reading,
+            # even while a write waits for the client to take bytes.
+            with route.scope:
+                async with trio.open_nursery() as nursery:
+                    async def watch() -> None:
+                        await conn.watch_close()
+                        nursery.cancel_scope.cancel()
 
-                nursery.start_soon(watch, name="watch-close")
-                # The client going away mid-answer is its cancellation (below).
-                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    answered = await write(conn, exchange, outcome, headers)
-                nursery.cancel_scope.cancel()
+                    nursery.start_soon(watch, name="watch-close")
+                    # The client going away mid-answer is its cancellation (below).
+                    with contextlib.suppress(trio.BrokenResourceError,
+                                             trio.ClosedResourceError):
+                        answered = await write(conn, exchange, outcome, headers)
+                    nursery.cancel_scope.cancel()
         finally:
+            if conn.stalled:
+                route.give_up(stalled_s=conn.stall_timeout)
             if not answered:
-                outcome.reason = "the client closed the connection before the answer"
+                outcome.reason = self._why_unanswered(conn, route)
                 cancel = routes.abandon(exchange)
-                if cancel is not None:
+                if cancel is not None:  # else the core answered it already: nothing to end
                     outcome.cancelled = True
                     feed(cancel)
+
+    @staticmethod
+    def _why_unanswered(conn: Connection, route: Route) -> str:
+        if conn.stalled:
+            return f"{STOPPED_READING} (took nothing for {conn.stall_timeout} s)"
+        if route.state is RouteState.GAVE_UP:
+            return f"{STOPPED_READING} (over {route.bound} bytes queued)"
+        return "the client closed the connection before the answer"
 
     async def _answer(self, conn: Connection, exchange: Exchange, outcome: Outcome,
                       headers: tuple[tuple[str, str], ...] = ()) -> bool:
         """Carry the core's messages for `exchange` to the client; True once its answer is
         out. The first message decides the shape: the answer alone is a JSON answer,
         anything before it makes an event stream (§Sending Messages 6)."""
-        outbox = exchange.outbox
+        route = exchange.route
         try:
-            first = await outbox.receive()
+            first = await route.get()
         except trio.EndOfChannel:  # the front stopped before the core answered
             outcome.status, outcome.reason = 503, "the front is stopping"
             await conn.respond(503, b"", (("connection", "close"),))
             return True
-        if "method" not in first:
-            outcome.status = replies.status_of(first)
-            await conn.respond(outcome.status, encode(first),
+        if first.final:
+            outcome.status = first.status
+            await conn.respond(first.status, first.line,
                                (("content-type", replies.JSON), *headers))
             return True
         outcome.status, outcome.stream = 200, True
         await conn.start_stream(200, (*sse.HEADERS, *headers))
-        await conn.send(sse.event(first))
+        await conn.send(sse.event_of(first.line))
         while True:
             with trio.move_on_after(self.endpoint.keep_alive) as waited:
                 try:
-                    message = await outbox.receive()
+                    taken = await route.take()
                 except trio.EndOfChannel:
                     break  # abandoned (the front is stopping)
             if waited.cancelled_caught:
                 await conn.send(sse.KEEP_ALIVE)
                 continue
-            await conn.send(sse.event(message))
-            if "method" not in message:
+            # The route closes after the answer: it is the last of what it hands over.
+            await conn.send(sse.events_of([outgoing.line for outgoing in taken]))
+            if taken[-1].final:
                 await conn.end_stream()
                 return True
         await conn.end_stream()

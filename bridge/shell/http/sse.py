@@ -19,10 +19,23 @@ HEADERS = (("content-type", "text/event-stream"), ("cache-control", "no-cache"),
 def event(message: Message | list[Message], event_id: str | None = None) -> bytes:
     """One event; with an `id:` line where the stream is resumable (2025-11-25
     transports.mdx §Resumability: legacy streams)."""
-    line = encode(message)  # one line, newline-terminated
-    head = b"event: message\ndata: " if event_id is None \
-        else b"id: " + event_id.encode("ascii") + b"\nevent: message\ndata: "
+    return event_of(encode(message), event_id)
+
+
+def event_of(line: bytes, event_id: str | None = None) -> bytes:
+    """The event of a message already encoded (one newline-terminated JSON line)."""
+    head = EVENT if event_id is None else b"id: " + event_id.encode("ascii") + b"\n" + EVENT
     return head + line + b"\n"
+
+
+def events_of(lines: list[bytes]) -> bytes:
+    """The events of several encoded messages, in one piece (one copy, one write)."""
+    if len(lines) == 1:
+        return event_of(lines[0])
+    return EVENT + b"\nevent: message\ndata: ".join(lines) + b"\n"
+
+
+EVENT = b"event: message\ndata: "
 
 
 def priming(event_id: str, retry_ms: int) -> bytes:
