@@ -26,7 +26,6 @@ from bridge.shell.http.legacy import EventLog, LegacySession, Sessions, parse_ev
 from bridge.shell.http.modern import Exchange, Routes
 from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.replies import Reply
-from bridge.shell.logs import Logger
 
 EVENT_STREAM = "text/event-stream"
 
@@ -50,12 +49,11 @@ class Carry(Protocol):
 
 
 class LegacyRequests:
-    def __init__(self, sessions: Sessions, open_session: OpenSession, carry: Carry,
-                 log: Logger, *, keep_alive: float, grace: float) -> None:
+    def __init__(self, sessions: Sessions, open_session: OpenSession, carry: Carry, *,
+                 keep_alive: float, grace: float) -> None:
         self._sessions = sessions
         self._open = open_session
         self._carry = carry
-        self._log = log
         self._keep_alive = keep_alive
         self._grace = grace
 

@@ -59,8 +59,8 @@ class Router:
         self._health = health or Health()
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
                                       open_session or _no_session,
-                                      self._through_core, log,
-                                      keep_alive=endpoint.keep_alive, grace=grace)
+                                      self._through_core, keep_alive=endpoint.keep_alive,
+                                      grace=grace)
 
     async def serve(self, conn: Connection, request: Request) -> None:
         start = trio.current_time()
