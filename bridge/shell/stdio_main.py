@@ -66,12 +66,49 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
         early.load()
 
 
+def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
+                 headers: tuple[tuple[str, str], ...]) -> int:
+    """The stdio bridge whose server is the Streamable HTTP endpoint `shell.url`."""
+    assert shell.url is not None
+    early = EarlyLog(shell.log_level, shell.log_format)
+    log = early.logger()
+    log.info("bridge.started", **logs.started_fields(shell))
+    from bridge.shell.remote.upstream import Endpoint, HttpUpstream  # httpx2: only for --url
+
+    endpoint = Endpoint(shell.url, headers)
+
+    def upstream(driver: Driver, nursery: trio.Nursery) -> HttpUpstream:
+        return HttpUpstream(endpoint, driver, nursery, log, limit=shell.max_message_bytes)
+
+    session = Session(
+        Bridge(core_config, secret=os.urandom(32)),
+        _no_spawn,
+        log,
+        settings=session_settings(shell),
+        notify=Notifier(log),
+        transcript=Transcript.open(shell.transcript, log=log) if shell.transcript else None,
+        upstream=upstream,
+    )
+    try:
+        return trio.run(_main, session, fds, None, log, early)
+    except Exception as exc:  # a bug: say so
+        log.critical("bridge.crashed", error=repr(exc))
+        return EX_SOFTWARE
+    finally:
+        early.load()
+
+
+def _no_spawn() -> ProcessChild:
+    raise AssertionError("an HTTP upstream starts no process")
+
+
 def session_settings(shell: ShellConfig) -> SessionSettings:
     return SessionSettings(timing=shell.timing, max_message_bytes=shell.max_message_bytes,
                            debug=shell.log_level == "debug")
 
 
-async def _main(session: Session, fds: ProtocolFds, first: ProcessChild | ServerUnavailable,
+async def _main(session: Session, fds: ProtocolFds,
+                first: ProcessChild | ServerUnavailable | None,
                 log: logs.Logger, early: EarlyLog) -> int:
     orphans = session.orphans
     with trio.open_signal_receiver(*ENDING, signal.SIGCHLD) as signals:

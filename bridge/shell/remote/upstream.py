@@ -1,0 +1,375 @@
+"""The HTTP upstream: a Streamable HTTP endpoint that looks to the driver like a server child.
+
+Must not interpret the protocol beyond what the transport needs (the core decides): it turns
+each line the core writes into a POST (mapping.py says how) and each answer into lines fed
+back, as the supervisor does with a child's pipes. Every request the core sends gets exactly
+one line back (the server's answer, or an error line) unless the core cancelled it. Its
+tasks live in the session's nursery; each belongs to one `Link`, and retiring the link (the
+core restarted the server, or the session ends) cancels them all.
+
+    dispatch   the core's lines in order → one POST each; a request in a task of its own
+               (but `initialize`, whose session id every later POST needs); a notification
+               or a response awaited before the next line (ordered, as on a pipe)
+    request-N  its POST; a JSON answer or the events of its stream → lines to the core
+    listen     legacy only: the GET stream, reopened with back-off while the session lasts
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import httpx2
+import trio
+
+from bridge.core.codec import decode
+from bridge.core.errors import SERVER_ERROR
+from bridge.core.events import SERVER, ChildStarted
+from bridge.shell.logs import Logger
+from bridge.shell.remote.mapping import (
+    EVENT_STREAM,
+    JSON,
+    Kind,
+    LegacySession,
+    Outgoing,
+    error_line,
+    is_answer,
+    json_answer,
+    media_type,
+    post_headers,
+    read_outgoing,
+    status_answer,
+    status_problem,
+)
+
+if TYPE_CHECKING:
+    from bridge.shell.driver import Driver
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to open a connection (DNS and TLS included) before the request fails."""
+ONE_WAY_TIMEOUT = 10.0
+"""Seconds a notification's or a response's POST may take: the next line waits for it."""
+CLOSE_TIMEOUT = 2.0
+"""Seconds the DELETE that ends a legacy session may take when the session stops."""
+LISTEN_BACKOFF = (1.0, 30.0)
+"""First and longest wait before the GET stream is opened again after it ended."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where the server is, and what every request to it carries."""
+
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()
+    """The user's headers (--header), `${VAR}` already taken from the environment; their
+    values are never logged."""
+
+
+class Link:
+    """One session with the endpoint (the HTTP twin of a child incarnation). Once `retired`,
+    its tasks are cancelled and nothing it receives reaches the core."""
+
+    __slots__ = ("gen", "inflight", "legacy", "listening", "retired", "scopes")
+
+    def __init__(self, gen: int) -> None:
+        self.gen = gen
+        self.retired = False
+        self.legacy: LegacySession | None = None
+        """Set once the core sent `initialize`: the server is legacy, this its session."""
+        self.listening = False
+        self.scopes: set[trio.CancelScope] = set()
+        self.inflight: dict[str | int, trio.CancelScope] = {}
+
+    @contextmanager
+    def guard(self, request_id: str | int | None = None) -> Iterator[trio.CancelScope]:
+        """A scope that retiring the link cancels (and, for a request, its cancellation)."""
+        with trio.CancelScope() as scope:
+            if self.retired:
+                scope.cancel()
+            self.scopes.add(scope)
+            if request_id is not None:
+                self.inflight[request_id] = scope
+            try:
+                yield scope
+            finally:
+                self.scopes.discard(scope)
+                if request_id is not None and self.inflight.get(request_id) is scope:
+                    del self.inflight[request_id]
+
+    def cancel(self, request_id: object) -> bool:
+        scope = self.inflight.get(request_id) if isinstance(request_id, str | int) else None
+        if scope is not None:
+            scope.cancel()
+        return scope is not None
+
+    def retire(self) -> None:
+        self.retired = True
+        for scope in self.scopes:
+            scope.cancel()
+
+
+class HttpUpstream:
+    """The server side of a session when the server is a URL: what the driver writes to."""
+
+    def __init__(self, endpoint: Endpoint, driver: Driver, nursery: trio.Nursery, log: Logger,
+                 *, limit: int) -> None:
+        self._endpoint = endpoint
+        self._url = endpoint.url
+        self._driver = driver
+        self._nursery = nursery
+        self._log = log.bind(url=endpoint.url)
+        self._limit = limit
+        self._link = Link(1)
+        self._hurried = False
+        self._send, self._receive = trio.open_memory_channel[tuple[Link, bytes]](math.inf)
+        self._client = httpx2.AsyncClient(
+            headers=dict(endpoint.headers),
+            timeout=httpx2.Timeout(None, connect=CONNECT_TIMEOUT),  # answers may take long
+            follow_redirects=False)
+
+    # What the session and the driver call ------------------------------------------------
+
+    congested = False  # a POST per line: nothing queues up in front of a pipe
+
+    async def relieved(self) -> None:
+        pass
+
+    def write(self, data: bytes) -> bool:
+        """Send the lines in `data` (whole lines, as the driver writes them), in order."""
+        if self._link.retired:
+            return False
+        self._send.send_nowait((self._link, data))
+        return True
+
+    def serve(self, child: object = None) -> None:
+        """Start: the endpoint is "started" at once (a request finds out if it is there)."""
+        self._nursery.start_soon(self._dispatch, name="http-dispatch")
+        self._log.info("upstream.started", gen=self._link.gen)
+        self._driver.post(ChildStarted())
+
+    def restart(self) -> None:
+        """A new session with the endpoint; what the old one still owes is dropped."""
+        old = self._link
+        old.retire()
+        self._link = Link(old.gen + 1)
+        self._nursery.start_soon(self._restarted, old, name=f"http-restart-{self._link.gen}")
+
+    def hurry(self) -> None:
+        self._hurried = True
+
+    async def stop(self) -> None:
+        """End for good: cancel what is under way, end a legacy session, close connections."""
+        link = self._link
+        link.retire()
+        if not self._hurried:
+            await self._end_session(link)
+        await self._client.aclose()
+
+    def kill_all(self) -> None:
+        self._link.retire()
+
+    # Lines out ---------------------------------------------------------------------------
+
+    async def _dispatch(self) -> None:
+        async for link, data in self._receive:
+            for line in data.splitlines():
+                if link.retired:
+                    break
+                out = read_outgoing(line)
+                if out is None:
+                    self._log.warning("upstream.dropped", reason="not a JSON object")
+                    continue
+                await self._route(link, out)
+
+    async def _route(self, link: Link, out: Outgoing) -> None:
+        if out.kind is Kind.REQUEST:
+            if out.method == "initialize":  # every later POST needs its session id
+                link.legacy = LegacySession()
+                await self._request(link, out)
+            else:
+                self._nursery.start_soon(self._request, link, out, name=f"http-{out.method}")
+        elif out.kind is Kind.NOTIFICATION:
+            if out.method == "notifications/cancelled" and link.legacy is None:
+                # streamable-http.mdx §Cancellation: closing the stream is the cancel message.
+                if not link.cancel(out.cancels):
+                    self._log.info("upstream.dropped", method=out.method,
+                                   reason="the request it cancels is not under way")
+                return
+            await self._one_way(link, out)
+            if out.method == "notifications/initialized" and link.legacy is not None \
+                    and not link.listening:
+                link.listening = True
+                self._nursery.start_soon(self._listen, link, name=f"http-listen-{link.gen}")
+        elif link.legacy is None:  # streamable-http.mdx §Sending Messages: no responses
+            self._log.warning("upstream.dropped", reason="a response to a modern server")
+        else:
+            await self._one_way(link, out)
+
+    def _headers(self, link: Link, out: Outgoing) -> dict[str, str]:
+        headers = post_headers(out, link.legacy)
+        headers["Content-Type"] = JSON
+        return headers
+
+    async def _request(self, link: Link, out: Outgoing) -> None:
+        line: bytes | None = None
+        with link.guard(out.id) as scope:
+            line = await self._exchange(link, out)
+        if line is not None and not scope.cancelled_caught:
+            self._feed(link, line)
+
+    async def _exchange(self, link: Link, out: Outgoing) -> bytes | None:
+        """POST request `out`; the line the core still needs (None: it has its answer)."""
+        try:
+            async with self._client.stream("POST", self._url, content=out.body,
+                                           headers=self._headers(link, out)) as response:
+                return await self._answer(link, out, response)
+        except (httpx2.HTTPError, httpx2.StreamError) as exc:
+            problem = transport_problem(exc, self._url)
+            self._log.warning("upstream.failed", method=out.method, error=problem)
+            return error_line(out.id, SERVER_ERROR, problem)
+
+    async def _answer(self, link: Link, out: Outgoing, response: httpx2.Response) -> bytes | None:
+        status = response.status_code
+        kind = media_type(response.headers.get("content-type"))
+        if status == 200 and out.method == "initialize" and link.legacy is not None:
+            link.legacy = LegacySession(response.headers.get("mcp-session-id"))
+        if status == 200 and kind == EVENT_STREAM:
+            return await self._events(link, out, response)
+        body = await self._body(response)
+        if status == 200 and kind == JSON:
+            line = json_answer(out, body, self._url)
+            self._learn(link, out, decode(line))
+            return line
+        challenge = response.headers.get("www-authenticate")
+        if out.method != "server/discover":  # the probe's refusal is how a legacy server says so
+            self._log.warning("upstream.refused", method=out.method, status=status,
+                              error=status_problem(status, kind, body, self._url, challenge))
+        return status_answer(out, status, kind, body, self._url, challenge)
+
+    async def _events(self, link: Link, out: Outgoing, response: httpx2.Response) -> bytes | None:
+        """Feed the stream's events; its answer ends it (streamable-http.mdx §Receiving
+        Messages: "The final JSON-RPC response SHOULD terminate the stream")."""
+        async for event in httpx2.EventSource(response, max_event_size=self._limit):
+            if not event.data:
+                continue
+            data = event.data.encode()
+            answered = (b'"result"' in data or b'"error"' in data) \
+                and is_answer(message := decode(data), out.id)
+            if answered:
+                self._learn(link, out, message)
+            self._feed(link, data)
+            if answered:
+                return None
+        problem = f"{self._url} ended the event stream of {out.method} without answering it"
+        self._log.warning("upstream.failed", method=out.method, error=problem)
+        return error_line(out.id, SERVER_ERROR, problem)
+
+    def _learn(self, link: Link, out: Outgoing, answer: object) -> None:
+        """The protocol version a legacy server's `initialize` result names: sent on every
+        later request (transports.mdx §Protocol Version Header)."""
+        if out.method != "initialize" or link.legacy is None or not isinstance(answer, dict):
+            return
+        result = answer.get("result")
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if isinstance(version, str):
+            link.legacy = replace(link.legacy, protocol_version=version)
+
+    async def _body(self, response: httpx2.Response) -> bytes:
+        """The whole body, but no more than a message may be: the rest is not read."""
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            parts.append(chunk)
+            size += len(chunk)
+            if size > self._limit:
+                break
+        return b"".join(parts)[:self._limit]
+
+    async def _one_way(self, link: Link, out: Outgoing) -> None:
+        """POST a notification or a response: 202 expected, and nothing to give the core."""
+        with link.guard(), trio.move_on_after(ONE_WAY_TIMEOUT) as timer:
+            try:
+                response = await self._client.post(self._url, content=out.body,
+                                                   headers=self._headers(link, out))
+            except httpx2.HTTPError as exc:
+                self._log.warning("upstream.failed", method=out.method,
+                                  error=transport_problem(exc, self._url))
+                return
+            if response.status_code not in (200, 202):
+                self._log.warning("upstream.refused", method=out.method or "a response",
+                                  status=response.status_code)
+        if timer.cancelled_caught:
+            self._log.warning("upstream.failed", method=out.method,
+                              error=f"{self._url} took over {ONE_WAY_TIMEOUT:g}s to accept it")
+
+    # Lines in ----------------------------------------------------------------------------
+
+    def _feed(self, link: Link, line: bytes) -> None:
+        self._driver.lines(SERVER, [line], link)
+
+    async def _listen(self, link: Link) -> None:
+        """A legacy session's GET stream: what the server sends outside requests
+        (transports.mdx §Listening for Messages from the Server); 405 means none."""
+        wait, longest = LISTEN_BACKOFF
+        with link.guard():
+            while not link.retired:
+                headers = post_headers(Outgoing(Kind.REQUEST, b""), link.legacy)
+                headers["Accept"] = EVENT_STREAM
+                try:
+                    async with self._client.stream("GET", self._url, headers=headers) as response:
+                        if response.status_code == 405:
+                            self._log.info("upstream.no_listen_stream", status=405)
+                            return
+                        if response.status_code == 200:
+                            async for event in httpx2.EventSource(response,
+                                                                  max_event_size=self._limit):
+                                if event.data:
+                                    wait = LISTEN_BACKOFF[0]
+                                    self._feed(link, event.data.encode())
+                        else:
+                            self._log.warning("upstream.listen_refused",
+                                              status=response.status_code)
+                except (httpx2.HTTPError, httpx2.StreamError) as exc:
+                    self._log.warning("upstream.listen_failed",
+                                      error=transport_problem(exc, self._url))
+                await trio.sleep(wait)
+                wait = min(wait * 2, longest)
+
+    # Ending ------------------------------------------------------------------------------
+
+    async def _restarted(self, old: Link) -> None:
+        await self._end_session(old)
+        self._log.info("upstream.started", gen=self._link.gen)
+        self._driver.post(ChildStarted())
+
+    async def _end_session(self, link: Link) -> None:
+        """DELETE a legacy session (transports.mdx §Session Management), if it had one."""
+        session = link.legacy
+        if session is None or session.session_id is None:
+            return
+        with trio.move_on_after(CLOSE_TIMEOUT):
+            try:
+                await self._client.delete(self._url, headers=post_headers(
+                    Outgoing(Kind.REQUEST, b""), session))
+            except httpx2.HTTPError as exc:
+                self._log.info("upstream.session_not_ended", error=repr(exc))
+
+
+def transport_problem(exc: Exception, url: str) -> str:
+    """What a failed exchange means for the user, and the fix."""
+    if isinstance(exc, httpx2.ConnectTimeout):
+        return (f"no connection to {url} within {CONNECT_TIMEOUT:g}s: check that the server "
+                "runs and can be reached")
+    if isinstance(exc, httpx2.ConnectError):
+        return (f"cannot connect to {url} ({exc}): check that the server runs and the URL "
+                "(host, port) is right")
+    if isinstance(exc, httpx2.SSEError):
+        return f"{url} sent an event stream the bridge cannot read ({exc})"
+    if isinstance(exc, httpx2.TimeoutException):
+        return f"{url} timed out ({type(exc).__name__})"
+    if isinstance(exc, httpx2.RemoteProtocolError | httpx2.ReadError):
+        return f"{url} dropped the connection before it answered ({exc or type(exc).__name__})"
+    return f"the request to {url} failed: {type(exc).__name__}: {exc}"
