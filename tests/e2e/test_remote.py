@@ -1,0 +1,145 @@
+"""`mcp-rosetta --url`: a stdio client of either era uses a Streamable HTTP server of either era.
+
+Must not fake either side: the servers are the official SDKs' own Streamable HTTP servers
+(mcp 2.x's `streamable_http_app` for the modern-only one, mcp 1.x FastMCP's `streamable-http`
+for the legacy one) on loopback ports, the clients the SDKs' stdio clients, and the bridge
+the real `python -m bridge --url` between them. The checks are test_bridge.py's, so the
+HTTP upstream must be as invisible as a child on pipes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import checks
+import pytest
+import venvs
+
+MODERN_INPUT_TOOLS = ("ask_name", "ask_model", "list_roots", "ask_two", "wizard", "patience")
+LEGACY_INPUT_TOOLS = ("ask_name", "ask_model", "list_roots", "ask_two", "wizard")
+READY_TIMEOUT = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the HTTP server exited ({proc.returncode}) before listening")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on port {port} after {timeout}s")
+
+
+def http_server(python: venvs.SdkPython, script: str) -> Iterator[str]:
+    """Run `script` with --http on a free port, in a process group of its own; its URL."""
+    port = free_port()
+    proc = subprocess.Popen(python.peer(script, "--http", str(port)), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        wait_listening(port, proc, READY_TIMEOUT)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def modern_url(modern_python: venvs.SdkPython) -> Iterator[str]:
+    yield from http_server(modern_python, "modern_server")
+
+
+@pytest.fixture(scope="module")
+def legacy_url(legacy_python: venvs.SdkPython) -> Iterator[str]:
+    yield from http_server(legacy_python, "legacy_server")
+
+
+def through(url: str) -> list[str]:
+    return [sys.executable, "-m", "bridge", "--url", url]
+
+
+# --- mode A: legacy client, modern-only HTTP server -------------------------------------------
+
+
+def test_legacy_client_uses_a_modern_only_http_server(legacy_python, run_client, modern_url):
+    report = run_client(legacy_python, "basic", through(modern_url))
+    checks.check_legacy_basic(report)
+    assert report["initialize"]["serverInfo"]["name"] == "rosetta-modern-server"
+    assert report["initialize"]["protocolVersion"] == "2025-11-25"
+    # The client's notifications/cancelled closed the call's stream, and the server saw it.
+    assert report["call:stats"]["structuredContent"]["slow_cancelled"] >= 1
+
+
+def test_legacy_client_answers_a_modern_http_servers_input_requests(
+    legacy_python, run_client, modern_url
+):
+    report = run_client(legacy_python, "inputs", through(modern_url))
+    checks.check_inputs(report, MODERN_INPUT_TOOLS)
+    checks.check_elicited_prompt_and_resource(report)
+
+
+def test_legacy_client_hears_changes_of_a_modern_http_server(
+    legacy_python, run_client, modern_url
+):
+    report = run_client(legacy_python, "notify", through(modern_url))
+    checks.check_legacy_notify(report)
+
+
+# --- mode B: modern client, legacy HTTP server ------------------------------------------------
+
+
+def test_modern_client_uses_a_legacy_http_server(modern_python, run_client, legacy_url):
+    report = run_client(modern_python, "basic", through(legacy_url))
+    checks.check_modern_basic(report)
+    checks.check_modern_logs(report)
+    assert report["discover"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == (
+        "rosetta-legacy-server"
+    )
+    assert report["discover"]["supportedVersions"] == [checks.MODERN_VERSION]
+
+
+def test_modern_client_answers_a_legacy_http_servers_input_requests(
+    modern_python, run_client, legacy_url
+):
+    # The legacy server asks mid-call on the POST's event stream; the bridge's answers are
+    # POSTed back in the server's session.
+    report = run_client(modern_python, "inputs", through(legacy_url))
+    checks.check_inputs(report, LEGACY_INPUT_TOOLS)
+    checks.check_elicited_prompt_and_resource(report)
+    checks.check_manual_rounds(report)
+
+
+def test_modern_client_hears_changes_of_a_legacy_http_server(
+    modern_python, run_client, legacy_url
+):
+    # list_changed and resources/updated come on the session's GET stream.
+    report = run_client(modern_python, "notify", through(legacy_url))
+    checks.check_modern_notify(report)
+
+
+# --- pass-through: each era to its own ------------------------------------------------------
+
+
+def test_modern_client_uses_a_modern_http_server(modern_python, run_client, modern_url):
+    report = run_client(modern_python, "basic", through(modern_url))
+    checks.check_modern_basic(report)
+
+
+def test_legacy_client_uses_a_legacy_http_server(legacy_python, run_client, legacy_url):
+    report = run_client(legacy_python, "basic", through(legacy_url))
+    checks.check_legacy_basic(report)
