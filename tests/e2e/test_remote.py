@@ -45,10 +45,14 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float) -> 
     raise AssertionError(f"nothing listens on port {port} after {timeout}s")
 
 
-def http_server(python: venvs.SdkPython, script: str) -> Iterator[str]:
-    """Run `script` with --http on a free port, in a process group of its own; its URL."""
+def http_server(python: venvs.SdkPython, script: str, *, again: bool = False) -> Iterator[str]:
+    """Run `script` with --http on a free port, in a process group of its own; its URL.
+    `again`: started again on the same port whenever it exits (a server that is restarted)."""
     port = free_port()
-    proc = subprocess.Popen(python.peer(script, "--http", str(port)), stdin=subprocess.DEVNULL,
+    command = python.peer(script, "--http", str(port))
+    if again:
+        command = ["sh", "-c", 'while :; do "$@"; sleep 0.1; done', "again", *command]
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
@@ -67,6 +71,16 @@ def modern_url(modern_python: venvs.SdkPython) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def legacy_url(legacy_python: venvs.SdkPython) -> Iterator[str]:
     yield from http_server(legacy_python, "legacy_server")
+
+
+@pytest.fixture
+def restarted_modern_url(modern_python: venvs.SdkPython) -> Iterator[str]:
+    yield from http_server(modern_python, "modern_server", again=True)
+
+
+@pytest.fixture
+def restarted_legacy_url(legacy_python: venvs.SdkPython) -> Iterator[str]:
+    yield from http_server(legacy_python, "legacy_server", again=True)
 
 
 def through(url: str) -> list[str]:
@@ -143,3 +157,26 @@ def test_modern_client_uses_a_modern_http_server(modern_python, run_client, mode
 def test_legacy_client_uses_a_legacy_http_server(legacy_python, run_client, legacy_url):
     report = run_client(legacy_python, "basic", through(legacy_url))
     checks.check_legacy_basic(report)
+
+
+# --- the HTTP server restarted mid-session ------------------------------------------------------
+
+
+def test_a_legacy_client_survives_a_modern_http_servers_restart(
+    legacy_python, run_client, restarted_modern_url
+):
+    # The client kills the server during a call; it is started again on the same port. The
+    # call gets one error, the bridge's new session replays the listen streams and the level,
+    # and the client hears that the tools may have changed.
+    report = run_client(legacy_python, "restart", through(restarted_modern_url))
+    checks.check_legacy_restart(report)
+    assert restarted_modern_url in report["kill:slow"]["error"]["message"]
+
+
+def test_a_modern_client_survives_a_legacy_http_servers_restart(
+    modern_python, run_client, restarted_legacy_url
+):
+    # The legacy server's session is gone with it: the bridge opens a new one with
+    # `initialize`, subscriptions and log level replayed, as for a restarted child.
+    report = run_client(modern_python, "restart", through(restarted_legacy_url))
+    checks.check_modern_restart(report)

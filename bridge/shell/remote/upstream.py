@@ -27,7 +27,7 @@ import trio
 
 from bridge.core.codec import decode
 from bridge.core.errors import SERVER_ERROR
-from bridge.core.events import SERVER, ChildStarted
+from bridge.core.events import SERVER, ChildExited, ChildStarted
 from bridge.shell.logs import Logger
 from bridge.shell.remote.mapping import (
     EVENT_STREAM,
@@ -56,6 +56,14 @@ CLOSE_TIMEOUT = 2.0
 """Seconds the DELETE that ends a legacy session may take when the session stops."""
 LISTEN_BACKOFF = (1.0, 30.0)
 """First and longest wait before the GET stream is opened again after it ended."""
+REACH_BACKOFF = (0.25, 5.0)
+"""First and longest wait between tries to reach a server that went, before a new session."""
+REACH_AT_MOST = 60.0
+"""Seconds a new session waits for the server to be reachable again; then it starts anyway
+(and its requests fail, each with its error, until the server is back)."""
+# A transport failure that means the server went (killed, restarted, its host gone): once it
+# has answered this link, the core is told it exited, and hands the session over.
+GONE = (httpx2.ConnectError, httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +80,8 @@ class Link:
     """One session with the endpoint (the HTTP twin of a child incarnation). Once `retired`,
     its tasks are cancelled and nothing it receives reaches the core."""
 
-    __slots__ = ("gen", "inflight", "legacy", "listening", "retired", "scopes")
+    __slots__ = ("gen", "inflight", "legacy", "listening", "lost", "retired", "scopes",
+                 "served")
 
     def __init__(self, gen: int) -> None:
         self.gen = gen
@@ -80,6 +89,10 @@ class Link:
         self.legacy: LegacySession | None = None
         """Set once the core sent `initialize`: the server is legacy, this its session."""
         self.listening = False
+        self.served = False
+        """Whether the server answered this link over HTTP at all (any status)."""
+        self.lost = False
+        """Whether the core was told the server went (once per link)."""
         self.scopes: set[trio.CancelScope] = set()
         self.inflight: dict[str | int, trio.CancelScope] = {}
 
@@ -225,9 +238,12 @@ class HttpUpstream:
         try:
             async with self._client.stream("POST", self._url, content=out.body,
                                            headers=self._headers(link, out)) as response:
+                link.served = True
                 return await self._answer(link, out, response)
         except (httpx2.HTTPError, httpx2.StreamError) as exc:
             problem = transport_problem(exc, self._url)
+            if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
+                return None  # the core answers what the server took, as for a crash
             self._log.warning("upstream.failed", method=out.method, error=problem)
             return error_line(out.id, SERVER_ERROR, problem)
 
@@ -243,6 +259,9 @@ class HttpUpstream:
             line = json_answer(out, body, self._url)
             self._learn(link, out, decode(line))
             return line
+        if status == 404 and link.legacy is not None and link.legacy.session_id is not None \
+                and self._gone(link, self._session_ended()):
+            return None  # transports.mdx §Session Management: start a new session
         challenge = response.headers.get("www-authenticate")
         if out.method != "server/discover":  # the probe's refusal is how a legacy server says so
             self._log.warning("upstream.refused", method=out.method, status=status,
@@ -295,10 +314,15 @@ class HttpUpstream:
                 response = await self._client.post(self._url, content=out.body,
                                                    headers=self._headers(link, out))
             except httpx2.HTTPError as exc:
-                self._log.warning("upstream.failed", method=out.method,
-                                  error=transport_problem(exc, self._url))
+                problem = transport_problem(exc, self._url)
+                if not (isinstance(exc, GONE) and self._gone(link, self._went_away(exc))):
+                    self._log.warning("upstream.failed", method=out.method, error=problem)
                 return
-            if response.status_code not in (200, 202):
+            link.served = True
+            if response.status_code == 404 and link.legacy is not None \
+                    and link.legacy.session_id is not None:
+                self._gone(link, self._session_ended())
+            elif response.status_code not in (200, 202):
                 self._log.warning("upstream.refused", method=out.method or "a response",
                                   status=response.status_code)
         if timer.cancelled_caught:
@@ -333,15 +357,55 @@ class HttpUpstream:
                             self._log.warning("upstream.listen_refused",
                                               status=response.status_code)
                 except (httpx2.HTTPError, httpx2.StreamError) as exc:
-                    self._log.warning("upstream.listen_failed",
-                                      error=transport_problem(exc, self._url))
+                    problem = transport_problem(exc, self._url)
+                    if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
+                        return
+                    self._log.warning("upstream.listen_failed", error=problem)
                 await trio.sleep(wait)
                 wait = min(wait * 2, longest)
+
+    # A server that went ----------------------------------------------------------------
+
+    def _gone(self, link: Link, went: str) -> bool:
+        """Tell the core the server went, as a child's exit, if it had answered this link:
+        the core answers what it had taken and starts a new session (restart budget and
+        back-off included). False for a server never reached: each request gets its error.
+        `went` reads after "the server": "at URL went away (...)"."""
+        if not link.served or link.retired:
+            return False
+        if not link.lost:
+            link.lost = True
+            self._log.warning("upstream.lost", gen=link.gen, went=went)
+            self._driver.post(ChildExited(None, went=went))
+        return True
+
+    def _session_ended(self) -> str:
+        return (f"at {self._url} ended the session (HTTP 404: it restarted, or the session "
+                f"expired)")
+
+    def _went_away(self, exc: Exception) -> str:
+        return f"at {self._url} went away ({exc or type(exc).__name__})"
+
+    async def _reachable(self) -> None:
+        """Until the server answers anything (any status), or REACH_AT_MOST."""
+        wait, longest = REACH_BACKOFF
+        with trio.move_on_after(REACH_AT_MOST):
+            while True:
+                try:
+                    await self._client.request("GET", self._url, headers={"Accept": EVENT_STREAM},
+                                               timeout=CONNECT_TIMEOUT)
+                    return
+                except httpx2.HTTPError:
+                    await trio.sleep(wait)
+                    wait = min(wait * 2, longest)
 
     # Ending ------------------------------------------------------------------------------
 
     async def _restarted(self, old: Link) -> None:
-        await self._end_session(old)
+        if old.lost:
+            await self._reachable()
+        else:
+            await self._end_session(old)
         self._log.info("upstream.started", gen=self._link.gen)
         self._driver.post(ChildStarted())
 
