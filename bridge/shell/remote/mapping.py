@@ -128,6 +128,11 @@ def error_line(request_id: str | int | None, code: int, message: str,
     return encode({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
+def failure_line(request_id: str | int | None, problem: str) -> bytes:
+    """The request's answer when the exchange failed: `problem` says what, and the fix."""
+    return error_line(request_id, SERVER_ERROR, problem)
+
+
 def is_answer(message: object, request_id: str | int | None) -> bool:
     return (isinstance(message, dict) and message.get("id") == request_id
             and ("result" in message or "error" in message))

@@ -26,7 +26,6 @@ import httpx2
 import trio
 
 from bridge.core.codec import decode
-from bridge.core.errors import SERVER_ERROR
 from bridge.core.events import SERVER, ChildExited, ChildStarted
 from bridge.shell.logs import Logger
 from bridge.shell.remote.mapping import (
@@ -35,7 +34,7 @@ from bridge.shell.remote.mapping import (
     Kind,
     LegacySession,
     Outgoing,
-    error_line,
+    failure_line,
     is_answer,
     json_answer,
     media_type,
@@ -245,7 +244,7 @@ class HttpUpstream:
             if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
                 return None  # the core answers what the server took, as for a crash
             self._log.warning("upstream.failed", method=out.method, error=problem)
-            return error_line(out.id, SERVER_ERROR, problem)
+            return failure_line(out.id, problem)
 
     async def _answer(self, link: Link, out: Outgoing, response: httpx2.Response) -> bytes | None:
         status = response.status_code
@@ -284,7 +283,7 @@ class HttpUpstream:
                 return None
         problem = f"{self._url} ended the event stream of {out.method} without answering it"
         self._log.warning("upstream.failed", method=out.method, error=problem)
-        return error_line(out.id, SERVER_ERROR, problem)
+        return failure_line(out.id, problem)
 
     def _learn(self, link: Link, out: Outgoing, answer: object) -> None:
         """The protocol version a legacy server's `initialize` result names: sent on every
