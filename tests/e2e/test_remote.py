@@ -11,38 +11,19 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import checks
 import pytest
 import venvs
+from remote_peers import INITIALIZE, INITIALIZED, Bridge, free_port, wait_listening
 
 MODERN_INPUT_TOOLS = ("ask_name", "ask_model", "list_roots", "ask_two", "wizard", "patience")
 LEGACY_INPUT_TOOLS = ("ask_name", "ask_model", "list_roots", "ask_two", "wizard")
 READY_TIMEOUT = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"the HTTP server exited ({proc.returncode}) before listening")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"nothing listens on port {port} after {timeout}s")
+PARAM_REGIONS = ("eu-west1", "Zürich")  # plain, and sent in the Base64 sentinel form
 
 
 def http_server(python: venvs.SdkPython, script: str, *, again: bool = False) -> Iterator[str]:
@@ -180,3 +161,24 @@ def test_a_modern_client_survives_a_legacy_http_servers_restart(
     # `initialize`, subscriptions and log level replayed, as for a restarted child.
     report = run_client(modern_python, "restart", through(restarted_legacy_url))
     checks.check_modern_restart(report)
+
+
+# --- request metadata headers ------------------------------------------------------------------
+
+
+def test_a_tools_x_mcp_header_arguments_are_sent_as_param_headers(modern_url):
+    # The SDK's server refuses a tools/call whose Mcp-Param-Region is missing or differs.
+    bridge = Bridge(modern_url)
+    calls = [{"jsonrpc": "2.0", "id": i, "method": "tools/call",
+              "params": {"name": "regional", "arguments": {"region": region}}}
+             for i, region in enumerate(PARAM_REGIONS, 2)]
+    try:
+        bridge.send(INITIALIZE, INITIALIZED, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        bridge.answers({0, 1})
+        bridge.send(*calls)
+        got = bridge.answers({2, 3})
+    finally:
+        bridge.stop()
+    texts = [got[i][0].get("result", got[i][0])["content"][0]["text"] if "result" in got[i][0]
+             else got[i][0] for i in (2, 3)]
+    assert texts == [f"weather in {region}" for region in PARAM_REGIONS]

@@ -10,23 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import venvs
-from test_remote import free_port, wait_listening
-
-INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                         "clientInfo": {"name": "raw", "version": "1"}}}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-ANSWER_TIMEOUT = 20.0
+from remote_peers import INITIALIZE, INITIALIZED, Bridge, free_port, wait_listening
 
 
 @pytest.fixture(scope="module")
@@ -41,59 +33,6 @@ def bad_url() -> Iterator[str]:
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-
-
-class Bridge:
-    """The bridge as a subprocess; its stdout read line by line, its stderr kept."""
-
-    def __init__(self, url: str, *options: str, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bridge", "--url", url, "--log-format", "json", *options],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=venvs.REPO_ROOT, start_new_session=True, env={**os.environ, **(env or {})})
-        self.seen: list[dict[str, Any]] = []
-        self._buffer = b""
-
-    def send(self, *messages: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
-        self.proc.stdin.flush()
-
-    def answers(self, ids: set[int], timeout: float = ANSWER_TIMEOUT) -> dict[int, list[Any]]:
-        """Every answer to `ids` until each has one and a quiet moment passed: by id."""
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        quiet_until = None
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while time.monotonic() < (quiet_until or deadline):
-                if selector.select(0.1):
-                    chunk = os.read(fd, 65536)
-                    if not chunk:
-                        break
-                    *lines, self._buffer = (self._buffer + chunk).split(b"\n")
-                    self.seen += [json.loads(line) for line in lines if line.strip()]
-                got = self._by_id(ids)
-                if quiet_until is None and all(got[i] for i in ids):
-                    quiet_until = time.monotonic() + 0.5  # a second answer would come now
-        return self._by_id(ids)
-
-    def _by_id(self, ids: set[int]) -> dict[int, list[Any]]:
-        return {i: [m for m in self.seen if m.get("id") == i and "method" not in m] for i in ids}
-
-    def stop(self) -> list[dict[str, Any]]:
-        """Close its stdin; its log lines once it exited."""
-        assert self.proc.stdin is not None and self.proc.stderr is not None
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=15)
-        finally:
-            if self.proc.poll() is None:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        return [json.loads(line) for line in self.proc.stderr.read().splitlines()
-                if line.startswith(b"{")]
 
 
 def call(request_id: int, name: str) -> dict[str, Any]:

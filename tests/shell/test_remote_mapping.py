@@ -12,11 +12,11 @@ from bridge.core.config import CoreConfig
 from bridge.core.eras import META_PROTOCOL_VERSION
 from bridge.core.errors import SERVER_ERROR
 from bridge.core.probe import discover_request
+from bridge.shell.http.modern import ParamHeaders, encoded
 from bridge.shell.remote.mapping import (
     METHOD_NOT_FOUND,
     Kind,
     LegacySession,
-    header_value,
     json_answer,
     media_type,
     post_headers,
@@ -58,10 +58,27 @@ def test_resources_read_names_its_uri_and_a_list_names_nothing() -> None:
 
 def test_a_name_that_is_no_plain_header_value_is_sent_in_base64() -> None:
     for value in ("Hello, 世界", " padded ", "line1\nline2", "=?base64?literal?="):
-        encoded = header_value(value)
-        assert encoded.startswith("=?base64?") and encoded.endswith("?=")
-        assert base64.b64decode(encoded[9:-2]).decode() == value
-    assert header_value("us-west1") == "us-west1"
+        sent = encoded(value)
+        assert sent.startswith("=?base64?") and sent.endswith("?=")
+        assert base64.b64decode(sent[9:-2]).decode() == value
+    assert encoded("us-west1") == "us-west1"
+
+
+def test_a_listed_tools_annotated_arguments_become_param_headers() -> None:
+    known = ParamHeaders()
+    known.learn({"tools": [{"name": "weather", "inputSchema": {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "limit": {"type": "integer", "x-mcp-header": "Limit"},
+        "opts": {"type": "object", "properties": {"dry": {"type": "boolean",
+                                                          "x-mcp-header": "Dry"}}}}}}]})
+    params = {"name": "weather", "arguments": {"region": "Zürich", "limit": 3,
+                                               "opts": {"dry": True}}}
+    assert known.headers_for(params) == {
+        "Mcp-Param-Region": encoded("Zürich"), "Mcp-Param-Limit": "3", "Mcp-Param-Dry": "true"}
+    assert known.headers_for({"name": "weather", "arguments": {}}) == {}  # absent: none
+    assert known.headers_for({"name": "unlisted", "arguments": {"region": "x"}}) == {}
+    assert known.problem({k.lower(): v for k, v in known.headers_for(params).items()},
+                         params) == ""  # what the front checks, the upstream sends
 
 
 def test_a_legacy_request_carries_the_session_and_its_version() -> None:

@@ -10,7 +10,6 @@ Rules: the 2026-07-28 streamable-http.mdx (§Sending Messages, §Request Metadat
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from enum import Enum
 from typing import Final
@@ -18,6 +17,7 @@ from typing import Final
 from bridge.core.codec import Message, decode, encode
 from bridge.core.eras import META_PROTOCOL_VERSION
 from bridge.core.errors import SERVER_ERROR
+from bridge.shell.http.modern import encoded
 
 JSON: Final = "application/json"
 EVENT_STREAM: Final = "text/event-stream"
@@ -29,8 +29,6 @@ QUOTE_CHARS: Final = 200
 NAMED: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 # What a legacy endpoint may answer a modern POST with (§Backward Compatibility).
 LEGACY_STATUSES: Final = frozenset({400, 404, 405})
-SENTINEL_START: Final = "=?base64?"
-SENTINEL_END: Final = "?="
 
 
 class Kind(Enum):
@@ -53,6 +51,8 @@ class Outgoing:
     """params.name or params.uri, for Mcp-Name."""
     cancels: str | int | None = None
     """For notifications/cancelled: the request it cancels."""
+    params: object = None
+    """A modern tools/call's params, for its Mcp-Param-* headers (None for the rest)."""
 
 
 def read_outgoing(line: bytes) -> Outgoing | None:
@@ -72,9 +72,11 @@ def read_outgoing(line: bytes) -> Outgoing | None:
         return Outgoing(Kind.NOTIFICATION, line, method=method,
                         version=version if isinstance(version, str) else None, cancels=cancels)
     name = params.get(NAMED.get(method, ""))
+    modern = isinstance(version, str)
     return Outgoing(Kind.REQUEST, line, id=message["id"], method=method,
-                    version=version if isinstance(version, str) else None,
-                    name=name if isinstance(name, str) else None)
+                    version=version if modern else None,
+                    name=name if isinstance(name, str) else None,
+                    params=params if modern and method == "tools/call" else None)
 
 
 # Requests ----------------------------------------------------------------------------------
@@ -97,7 +99,7 @@ def post_headers(out: Outgoing, session: LegacySession | None) -> dict[str, str]
         if out.method is not None:
             headers["Mcp-Method"] = out.method
         if out.name is not None:
-            headers["Mcp-Name"] = header_value(out.name)
+            headers["Mcp-Name"] = encoded(out.name)
         return headers
     if session is not None:
         if session.session_id is not None:
@@ -105,16 +107,6 @@ def post_headers(out: Outgoing, session: LegacySession | None) -> dict[str, str]
         if session.protocol_version is not None:
             headers["MCP-Protocol-Version"] = session.protocol_version
     return headers
-
-
-def header_value(value: str) -> str:
-    """`value` as it may stand in a header: itself if plain visible ASCII, else in the
-    Base64 sentinel form (§Value Encoding)."""
-    plain = (value == value.strip() and all(0x20 <= ord(c) <= 0x7E for c in value)
-             and not (value.startswith(SENTINEL_START) and value.endswith(SENTINEL_END)))
-    if plain:
-        return value
-    return SENTINEL_START + base64.b64encode(value.encode()).decode("ascii") + SENTINEL_END
 
 
 # Answers -----------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ import trio
 
 from bridge.core.codec import decode
 from bridge.core.events import SERVER, ChildExited, ChildStarted
+from bridge.shell.http.modern import ParamHeaders
 from bridge.shell.logs import Logger
 from bridge.shell.remote.mapping import (
     EVENT_STREAM,
@@ -136,6 +137,8 @@ class HttpUpstream:
         self._limit = limit
         self._link = Link(1)
         self._hurried = False
+        self._param_headers = ParamHeaders()
+        """The tools' `x-mcp-header` annotations, learned from the tools/list answers."""
         self._send, self._receive = trio.open_memory_channel[tuple[Link, bytes]](math.inf)
         self._client = httpx2.AsyncClient(
             headers=dict(endpoint.headers),
@@ -223,6 +226,8 @@ class HttpUpstream:
     def _headers(self, link: Link, out: Outgoing) -> dict[str, str]:
         headers = post_headers(out, link.legacy)
         headers["Content-Type"] = JSON
+        if out.params is not None:  # streamable-http.mdx §Custom Headers from Tool Parameters
+            headers.update(self._param_headers.headers_for(out.params))
         return headers
 
     async def _request(self, link: Link, out: Outgoing) -> None:
@@ -286,8 +291,12 @@ class HttpUpstream:
         return failure_line(out.id, problem)
 
     def _learn(self, link: Link, out: Outgoing, answer: object) -> None:
-        """The protocol version a legacy server's `initialize` result names: sent on every
-        later request (transports.mdx §Protocol Version Header)."""
+        """What an answer teaches the next requests: the tools' `x-mcp-header` annotations
+        (a modern tools/list), or the protocol version a legacy server's `initialize` result
+        names, sent on every later request (transports.mdx §Protocol Version Header)."""
+        if out.method == "tools/list" and out.version is not None and isinstance(answer, dict):
+            self._param_headers.learn(answer.get("result"))
+            return
         if out.method != "initialize" or link.legacy is None or not isinstance(answer, dict):
             return
         result = answer.get("result")

@@ -520,8 +520,21 @@ def http_port() -> int | None:
     return int(args[args.index("--http") + 1]) if "--http" in args else None
 
 
+async def tool_regional(ctx: Any, args: dict[str, Any]) -> dict[str, Any]:
+    return text_result(f"weather in {args.get('region')}")
+
+
+REGIONAL_SCHEMA = {"type": "object", "required": ["region"],
+                   "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
+
+
 def serve_http(port: int) -> None:
+    """Over HTTP, one tool more: `regional`, whose `region` argument the client must mirror in
+    an Mcp-Param-Region header (streamable-http.mdx §Custom Headers; the SDK checks it)."""
     import uvicorn
+
+    TOOLS["regional"] = tool(tool_regional, "Weather of a region (Mcp-Param-Region)",
+                             REGIONAL_SCHEMA)
 
     uvicorn.run(SERVER.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning")
 
