@@ -33,9 +33,13 @@ def http_server(python: venvs.SdkPython, script: str, *, again: bool = False) ->
     command = python.peer(script, "--http", str(port))
     if again:
         command = ["sh", "-c", 'while :; do "$@"; sleep 0.1; done', "again", *command]
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    yield from serving(command, port)
+
+
+def serving(command: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, **(env or {})})
     try:
         wait_listening(port, proc, READY_TIMEOUT)
         yield f"http://127.0.0.1:{port}/mcp"
@@ -62,6 +66,14 @@ def restarted_modern_url(modern_python: venvs.SdkPython) -> Iterator[str]:
 @pytest.fixture
 def restarted_legacy_url(legacy_python: venvs.SdkPython) -> Iterator[str]:
     yield from http_server(legacy_python, "legacy_server", again=True)
+
+
+@pytest.fixture(scope="module")
+def everything_url(published_server) -> Iterator[str]:
+    """server-everything (TypeScript SDK 1.x, legacy) in its Streamable HTTP mode."""
+    port = free_port()
+    yield from serving([*published_server("server-everything"), "streamableHttp"], port,
+                       env={"PORT": str(port)})
 
 
 def through(url: str) -> list[str]:
@@ -125,6 +137,29 @@ def test_modern_client_hears_changes_of_a_legacy_http_server(
     # list_changed and resources/updated come on the session's GET stream.
     report = run_client(modern_python, "notify", through(legacy_url))
     checks.check_modern_notify(report)
+
+
+def test_modern_client_uses_server_everything_over_http(modern_python, run_client,
+                                                        everything_url, tmp_path):
+    # The TypeScript SDK's legacy HTTP server: roots, sampling and elicitation asked on the
+    # call's stream, answered by POSTs in its session.
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    config = tmp_path / "roots.toml"
+    config.write_text("roots_refresh = 0\n")  # every call asks: the roots change between two
+    env = {"ROSETTA_E2E_ROOTS": os.pathsep.join((str(first.resolve()), str(second.resolve())))}
+    report = run_client(modern_python, "everything",
+                        [*through(everything_url), "--config", str(config)], env=env)
+    checks.no_errors(report)
+    listed = report["roots:first"]["content"][0]["text"]
+    assert f"URI: {first.resolve().as_uri()}" in listed
+    assert f"URI: {second.resolve().as_uri()}" in report["roots:second"]["content"][0]["text"]
+    assert report["call:get-sum"]["content"][0]["text"] == "The sum of 2 and 3 is 5."
+    assert [p["progress"] for p in report["progress"]] == [1, 2, 3]
+    elicited = "\n".join(block.get("text", "") for block in report["call:elicitation"]["content"])
+    assert f"Name: {checks.NAME}" in elicited
+    assert report["asked"]["sampling"] and report["asked"]["elicitation"]
 
 
 # --- pass-through: each era to its own ------------------------------------------------------
