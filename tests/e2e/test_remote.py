@@ -201,15 +201,19 @@ def test_a_modern_client_survives_a_legacy_http_servers_restart(
 # --- request metadata headers ------------------------------------------------------------------
 
 
-def test_a_tools_x_mcp_header_arguments_are_sent_as_param_headers(modern_url):
-    # The SDK's server refuses a tools/call whose Mcp-Param-Region is missing or differs.
+@pytest.mark.parametrize("listed", [True, False], ids=["listed", "never-listed"])
+def test_a_tools_x_mcp_header_arguments_are_sent_as_param_headers(modern_url, listed):
+    # The SDK's server refuses a tools/call whose Mcp-Param-Region is missing or differs
+    # (HeaderMismatch). Never listed: the bridge lists the tools itself, then retries once.
     bridge = Bridge(modern_url)
     calls = [{"jsonrpc": "2.0", "id": i, "method": "tools/call",
               "params": {"name": "regional", "arguments": {"region": region}}}
              for i, region in enumerate(PARAM_REGIONS, 2)]
     try:
-        bridge.send(INITIALIZE, INITIALIZED, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-        bridge.answers({0, 1})
+        bridge.send(INITIALIZE, INITIALIZED)
+        if listed:
+            bridge.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        bridge.answers({0, 1} if listed else {0})
         bridge.send(*calls)
         got = bridge.answers({2, 3})
     finally:

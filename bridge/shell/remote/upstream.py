@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 import httpx2
 import trio
 
-from bridge.core.codec import decode
+from bridge.core.codec import decode, encode
+from bridge.core.eras import HEADER_MISMATCH
 from bridge.core.events import SERVER, ChildExited, ChildStarted
 from bridge.shell.http.modern import ParamHeaders
 from bridge.shell.logs import Logger
@@ -54,6 +55,8 @@ ONE_WAY_TIMEOUT = 10.0
 """Seconds a notification's or a response's POST may take: the next line waits for it."""
 CLOSE_TIMEOUT = 2.0
 """Seconds the DELETE that ends a legacy session may take when the session stops."""
+TOOL_PAGES = 20
+"""Pages of tools/list read at most to learn the tools' annotations after a HeaderMismatch."""
 LISTEN_BACKOFF = (1.0, 30.0)
 """First and longest wait before the GET stream is opened again after it ended."""
 REACH_BACKOFF = (0.25, 5.0)
@@ -234,8 +237,52 @@ class HttpUpstream:
         line: bytes | None = None
         with link.guard(out.id) as scope:
             line = await self._exchange(link, out)
+            if line is not None and out.params is not None and is_header_mismatch(line) \
+                    and await self._relearn(link, out):
+                line = await self._exchange(link, out)
         if line is not None and not scope.cancelled_caught:
             self._feed(link, line)
+
+    async def _relearn(self, link: Link, out: Outgoing) -> bool:
+        """streamable-http.mdx §Client Behavior: after a HeaderMismatch, list the tools (their
+        annotations may have changed, or were never seen) before the one retry. Whether the
+        listing was read."""
+        assert isinstance(out.params, dict)
+        params: dict[str, object] = {"_meta": out.params.get("_meta")}
+        for page in range(TOOL_PAGES):
+            request_id = f"rosetta-upstream-tools-{page}"
+            request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list",
+                       "params": params}
+            listing = Outgoing(Kind.REQUEST, encode(request), id=request_id,
+                               method="tools/list", version=out.version)
+            answer = await self._fetch(link, listing)
+            result = answer.get("result") if isinstance(answer, dict) else None
+            if not isinstance(result, dict):
+                return False
+            self._param_headers.learn(result)
+            cursor = result.get("nextCursor")
+            if not isinstance(cursor, str):
+                return True
+            params = {**params, "cursor": cursor}
+        return True
+
+    async def _fetch(self, link: Link, out: Outgoing) -> object:
+        """The answer to a request of the upstream's own (none of the core's): not fed."""
+        try:
+            async with self._client.stream("POST", self._url, content=out.body,
+                                           headers=self._headers(link, out)) as response:
+                kind = media_type(response.headers.get("content-type"))
+                if response.status_code != 200:
+                    return None
+                if kind == JSON:
+                    return decode(await self._body(response))
+                async for event in httpx2.EventSource(response, max_event_size=self._limit):
+                    if event.data and is_answer(message := decode(event.data), out.id):
+                        return message
+        except (httpx2.HTTPError, httpx2.StreamError) as exc:
+            self._log.info("upstream.failed", method=out.method,
+                           error=transport_problem(exc, self._url))
+        return None
 
     async def _exchange(self, link: Link, out: Outgoing) -> bytes | None:
         """POST request `out`; the line the core still needs (None: it has its answer)."""
@@ -428,6 +475,12 @@ class HttpUpstream:
                     Outgoing(Kind.REQUEST, b""), session))
             except httpx2.HTTPError as exc:
                 self._log.info("upstream.session_not_ended", error=repr(exc))
+
+
+def is_header_mismatch(line: bytes) -> bool:
+    message = decode(line) if b"-32020" in line else None
+    error = message.get("error") if isinstance(message, dict) else None
+    return isinstance(error, dict) and error.get("code") == HEADER_MISMATCH
 
 
 def transport_problem(exc: Exception, url: str) -> str:
