@@ -55,6 +55,8 @@ ONE_WAY_TIMEOUT = 10.0
 """Seconds a notification's or a response's POST may take: the next line waits for it."""
 CLOSE_TIMEOUT = 2.0
 """Seconds the DELETE that ends a legacy session may take when the session stops."""
+REDIRECTS = 3
+"""Same-origin 307/308 redirects a request follows at most (others are refused)."""
 TOOL_PAGES = 20
 """Pages of tools/list read at most to learn the tools' annotations after a HeaderMismatch."""
 LISTEN_BACKOFF = (1.0, 30.0)
@@ -286,11 +288,17 @@ class HttpUpstream:
 
     async def _exchange(self, link: Link, out: Outgoing) -> bytes | None:
         """POST request `out`; the line the core still needs (None: it has its answer)."""
+        url = httpx2.URL(self._url)
         try:
-            async with self._client.stream("POST", self._url, content=out.body,
-                                           headers=self._headers(link, out)) as response:
-                link.served = True
-                return await self._answer(link, out, response)
+            hops = 0
+            while True:
+                async with self._client.stream("POST", url, content=out.body,
+                                               headers=self._headers(link, out)) as response:
+                    link.served = True
+                    target = same_origin_redirect(response) if hops < REDIRECTS else None
+                    if target is None:
+                        return await self._answer(link, out, response)
+                url, hops = target, hops + 1
         except (httpx2.HTTPError, httpx2.StreamError) as exc:
             problem = transport_problem(exc, self._url)
             if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
@@ -475,6 +483,19 @@ class HttpUpstream:
                     Outgoing(Kind.REQUEST, b""), session))
             except httpx2.HTTPError as exc:
                 self._log.info("upstream.session_not_ended", error=repr(exc))
+
+
+def same_origin_redirect(response: httpx2.Response) -> httpx2.URL | None:
+    """Where a 307/308 sends the POST, if to the same origin (scheme, host, port): a redirect
+    elsewhere would hand the request, and the user's headers, to another server; a 301/302/303
+    would turn the POST into a GET."""
+    location = response.headers.get("location")
+    if response.status_code not in (307, 308) or not location:
+        return None
+    here = response.request.url
+    there = here.join(location)
+    same = (there.scheme, there.host, there.port) == (here.scheme, here.host, here.port)
+    return there if same else None
 
 
 def is_header_mismatch(line: bytes) -> bool:

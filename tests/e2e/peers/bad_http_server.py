@@ -11,6 +11,7 @@ Must not be used as a model of a server: it answers `server/discover`, `tools/li
   endless   an event stream of notifications every 50 ms that never answers
   silent    nothing at all (the connection stays open, no headers)
   redirect  HTTP 307 to another origin
+  moved     HTTP 307 to this origin's /moved, which answers like `echo`
   garbage   an event stream whose event is not JSON, then the stream ends
   echo      a correct answer (the session goes on after every failure)
   whoami    a correct answer: the Authorization header the request carried
@@ -33,7 +34,7 @@ DISCOVER = {"supportedVersions": [MODERN], "capabilities": {"tools": {}}, "resul
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "bad-http-server",
                                                              "version": "1.0.0"}}}
 TOOLS = ["html", "status500", "auth", "drop", "endless", "silent", "redirect", "garbage", "echo",
-         "whoami"]
+         "whoami", "moved"]
 
 
 def tool(name: str) -> dict[str, Any]:
@@ -73,6 +74,15 @@ class Handler(BaseHTTPRequestHandler):
     def call_echo(self, request_id: object) -> None:
         self.answer(request_id, {"content": [{"type": "text", "text": "ok"}],
                                  "resultType": "complete"})
+
+    def call_moved(self, request_id: object) -> None:
+        if self.path == "/moved":
+            self.call_echo(request_id)
+            return
+        self.send_response(307)
+        self.send_header("Location", "/moved")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def call_whoami(self, request_id: object) -> None:
         told = self.headers.get("Authorization", "none")
