@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import httpx2
 import trio
@@ -47,7 +47,16 @@ from bridge.shell.remote.mapping import (
 )
 
 if TYPE_CHECKING:
-    from bridge.shell.driver import Driver
+    from bridge.core.events import Event, Side
+    from bridge.shell.driver import Source
+    from bridge.shell.lines import Line
+
+
+class Feed(Protocol):
+    """What the upstream needs of the driver (bridge/shell/driver.py; tests substitute one)."""
+
+    def lines(self, side: Side, lines: list[Line], source: Source | None = None) -> None: ...
+    def post(self, event: Event) -> None: ...
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to open a connection (DNS and TLS included) before the request fails."""
@@ -132,8 +141,8 @@ class Link:
 class HttpUpstream:
     """The server side of a session when the server is a URL: what the driver writes to."""
 
-    def __init__(self, endpoint: Endpoint, driver: Driver, nursery: trio.Nursery, log: Logger,
-                 *, limit: int) -> None:
+    def __init__(self, endpoint: Endpoint, driver: Feed, nursery: trio.Nursery, log: Logger,
+                 *, limit: int, transport: httpx2.AsyncBaseTransport | None = None) -> None:
         self._endpoint = endpoint
         self._url = endpoint.url
         self._driver = driver
@@ -148,7 +157,7 @@ class HttpUpstream:
         self._client = httpx2.AsyncClient(
             headers=dict(endpoint.headers),
             timeout=httpx2.Timeout(None, connect=CONNECT_TIMEOUT),  # answers may take long
-            follow_redirects=False)
+            follow_redirects=False, transport=transport)  # a transport: only tests give one
 
     # What the session and the driver call ------------------------------------------------
 
