@@ -132,7 +132,7 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
                 epilog=(NOTES if serve else EPILOG).format(shipped=shipped_files()),
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--version", action="version", version=f"mcp-rosetta {__version__}")
-    bridge_options(p)
+    bridge_options(p, remote=not serve)
     if serve:
         p.add_argument("--listen", type=_checked(socket_path), metavar="ADDRESS",
                        help="unix:PATH, or http://HOST:PORT/PATH for the Streamable "
@@ -170,9 +170,10 @@ def _usage(command: str) -> str:
     return line.strip()
 
 
-def bridge_options(p: argparse.ArgumentParser, check: bool = False) -> None:
+def bridge_options(p: argparse.ArgumentParser, check: bool = False,
+                   remote: bool = False) -> None:
     """The options of the bridge itself; `check` takes those that change how a server is
-    started and probed."""
+    started and probed; `remote` adds --url and --header (not for the daemon yet)."""
     p.add_argument("--config", metavar="FILE",
                    help="TOML config (the installed mcp-rosetta.toml documents every key)")
     p.add_argument("--server-era", choices=("auto", "modern", "legacy"),
@@ -182,11 +183,11 @@ def bridge_options(p: argparse.ArgumentParser, check: bool = False) -> None:
     add_server_options(p, _checked, transcript=not check)
     if check:  # the rest changes nothing in how a server is started and probed
         return
-    if not check:
-        remote = p.add_argument_group("a remote server (instead of -- COMMAND)")
-        remote.add_argument("--url", type=_checked(server_url), metavar="URL",
+    if remote:
+        group = p.add_argument_group("a remote server (instead of -- COMMAND)")
+        group.add_argument("--url", type=_checked(server_url), metavar="URL",
                             help="the server is this Streamable HTTP endpoint (either era)")
-        remote.add_argument("--header", type=_checked(header_line), action="append",
+        group.add_argument("--header", type=_checked(header_line), action="append",
                             dest="headers", metavar='"NAME: VALUE"',
                             help="send this header with every request to --url; ${VAR} is "
                                  "read from the environment (values are never logged); "
