@@ -162,3 +162,28 @@ def test_html_a_5xx_and_a_redirect_each_say_what_happened() -> None:
 def test_media_type_drops_parameters() -> None:
     assert media_type("Application/JSON; charset=utf-8") == "application/json"
     assert media_type(None) == ""
+
+
+def schema(**properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties}
+
+
+def test_invalid_x_mcp_header_annotations_are_named() -> None:
+    from bridge.shell.remote.mapping import invalid_annotation
+
+    good = schema(region={"type": "string", "x-mcp-header": "Region"},
+                  opts=schema(dry={"type": "boolean", "x-mcp-header": "Dry"}))
+    assert invalid_annotation(good) is None
+    assert invalid_annotation({"type": "object"}) is None
+    bad = {
+        "empty": schema(a={"type": "string", "x-mcp-header": ""}),
+        "token": schema(a={"type": "string", "x-mcp-header": "Bad Name"}),
+        "twice": schema(a={"type": "string", "x-mcp-header": "Same"},
+                        b={"type": "string", "x-mcp-header": "same"}),
+        "number": schema(a={"type": "number", "x-mcp-header": "N"}),
+        "object": schema(a={"type": "object", "x-mcp-header": "O"}),
+        "items": schema(a={"type": "array", "items": {"type": "string", "x-mcp-header": "I"}}),
+        "oneOf": schema(a={"oneOf": [{"type": "string", "x-mcp-header": "One"}]}),
+    }
+    for case, tool_schema in bad.items():
+        assert invalid_annotation(tool_schema), case

@@ -109,6 +109,59 @@ def post_headers(out: Outgoing, session: LegacySession | None) -> dict[str, str]
     return headers
 
 
+# Tools whose x-mcp-header annotations are invalid ------------------------------------------
+
+HEADER_TYPES: Final = frozenset({"integer", "string", "boolean"})
+_TCHARS: Final = frozenset("!#$%&'*+-.^_`|~0123456789"
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def invalid_annotation(schema: object) -> str | None:
+    """Why a tool's inputSchema breaks §Schema Extension's constraints on `x-mcp-header`
+    (None: it does not). Clients MUST exclude such a tool from tools/list."""
+    seen: set[str] = set()
+    return _check_schema(schema, reachable=True, seen=seen)
+
+
+def _check_schema(schema: object, *, reachable: bool, seen: set[str]) -> str | None:
+    if isinstance(schema, list):
+        for item in schema:
+            if (why := _check_schema(item, reachable=False, seen=seen)) is not None:
+                return why
+        return None
+    if not isinstance(schema, dict):
+        return None
+    for key, value in schema.items():
+        if key == "x-mcp-header":
+            if (why := _check_header(value, schema, reachable, seen)) is not None:
+                return why
+        elif key == "properties" and isinstance(value, dict):
+            for sub in value.values():
+                if (why := _check_schema(sub, reachable=reachable, seen=seen)) is not None:
+                    return why
+        elif (why := _check_schema(value, reachable=False, seen=seen)) is not None:
+            return why  # items, oneOf, $defs, ...: not statically reachable
+    return None
+
+
+def _check_header(name: object, schema: dict[str, object], reachable: bool,
+                  seen: set[str]) -> str | None:
+    if not isinstance(name, str) or not name:
+        return "an empty x-mcp-header"
+    if not set(name) <= _TCHARS:
+        return f"x-mcp-header {name!r} is not an HTTP field-name token"
+    if name.lower() in seen:
+        return f"x-mcp-header {name!r} is used twice (names are case-insensitive)"
+    seen.add(name.lower())
+    if schema.get("type") not in HEADER_TYPES:
+        return (f"x-mcp-header {name!r} is on a parameter of type {schema.get('type')!r} "
+                "(only integer, string and boolean)")
+    if not reachable:
+        return (f"x-mcp-header {name!r} is not reachable through properties alone "
+                "(items, oneOf, $ref, ...)")
+    return None
+
+
 # Answers -----------------------------------------------------------------------------------
 
 

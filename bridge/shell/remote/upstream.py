@@ -37,6 +37,7 @@ from bridge.shell.remote.mapping import (
     LegacySession,
     Outgoing,
     failure_line,
+    invalid_annotation,
     is_answer,
     json_answer,
     media_type,
@@ -325,8 +326,9 @@ class HttpUpstream:
         body = await self._body(response)
         if status == 200 and kind == JSON:
             line = json_answer(out, body, self._url)
-            self._learn(link, out, decode(line))
-            return line
+            message = decode(line)
+            self._learn(link, out, message)
+            return self._screened(out, message) or line
         if status == 404 and link.legacy is not None and link.legacy.session_id is not None \
                 and self._gone(link, self._session_ended()):
             return None  # transports.mdx §Session Management: start a new session
@@ -347,6 +349,7 @@ class HttpUpstream:
                 and is_answer(message := decode(data), out.id)
             if answered:
                 self._learn(link, out, message)
+                data = self._screened(out, message) or data
             self._feed(link, data)
             if answered:
                 return None
@@ -367,6 +370,28 @@ class HttpUpstream:
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if isinstance(version, str):
             link.legacy = replace(link.legacy, protocol_version=version)
+
+    def _screened(self, out: Outgoing, answer: object) -> bytes | None:
+        """A modern tools/list answer without the tools whose `x-mcp-header` annotations are
+        invalid (§Schema Extension: the client MUST exclude them, SHOULD log why); None when
+        it has none."""
+        if out.method != "tools/list" or out.version is None or not isinstance(answer, dict):
+            return None
+        result = answer.get("result")
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(tools, list):
+            return None
+        kept = []
+        for tool in tools:
+            why = invalid_annotation(tool.get("inputSchema")) if isinstance(tool, dict) else None
+            if why is None:
+                kept.append(tool)
+            else:
+                self._log.warning("upstream.tool_excluded", tool=tool.get("name"), reason=why)
+        if len(kept) == len(tools):
+            return None
+        assert isinstance(result, dict)
+        return encode({**answer, "result": {**result, "tools": kept}})
 
     async def _body(self, response: httpx2.Response) -> bytes:
         """The whole body, but no more than a message may be: the rest is not read."""
