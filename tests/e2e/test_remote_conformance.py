@@ -5,8 +5,8 @@ in front of the suite's scenario server.
 Must not pick scenarios the tour cannot drive: the client does what a host does (initialize,
 call every tool with arguments made from its schema, read every resource, get every prompt),
 so a scenario that wants chosen argument values (http-custom-headers: null and non-ASCII
-values) or a stream's retry timing (sse-retry) is not in the list; bridge/DESIGN.md §The HTTP
-upstream records what each scenario gave.
+values) is not in the list; bridge/DESIGN.md §The HTTP upstream records what each scenario
+gave.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ SCENARIOS = (
     "http-standard-headers",
     "http-invalid-tool-headers",
     "json-schema-ref-no-deref",
+    "sse-retry",
 )
 SCENARIO_TIMEOUT = 120
 

@@ -91,6 +91,32 @@ class Endpoint:
     values are never logged."""
 
 
+RESUMES = 5
+"""Times a legacy request's stream is resumed (GET with Last-Event-ID) before its error."""
+RESUME_WAIT = 1.0
+"""Seconds before a resumption when the server named no `retry`."""
+
+
+class StreamPlace:
+    """Where a legacy event stream got to: the last event id, and the server's `retry`."""
+
+    __slots__ = ("last_id", "retry_ms")
+
+    def __init__(self) -> None:
+        self.last_id = ""
+        self.retry_ms: int | None = None
+
+    def saw(self, event: httpx2.ServerSentEvent) -> None:
+        if event.id:
+            self.last_id = event.id
+        if event.retry is not None:
+            self.retry_ms = event.retry
+
+    def wait(self, otherwise: float) -> float:
+        """Seconds to wait before reconnecting: at least what the server asked for."""
+        return otherwise if self.retry_ms is None else max(otherwise, self.retry_ms / 1000)
+
+
 class Link:
     """One session with the endpoint (the HTTP twin of a child incarnation). Once `retired`,
     its tasks are cancelled and nothing it receives reaches the core."""
@@ -340,10 +366,35 @@ class HttpUpstream:
 
     async def _events(self, link: Link, out: Outgoing, response: httpx2.Response) -> bytes | None:
         """Feed the stream's events; its answer ends it (streamable-http.mdx §Receiving
-        Messages: "The final JSON-RPC response SHOULD terminate the stream")."""
+        Messages: "The final JSON-RPC response SHOULD terminate the stream"). A legacy
+        stream that ends first, having named an event id, is resumed with a GET and
+        Last-Event-ID after the `retry` it asked for (transports.mdx §Resumability and
+        Redelivery; SEP-1699's polling)."""
+        place = StreamPlace()
+        answered = await self._read_events(link, out, response, place)
+        resumed = 0
+        while not answered and link.legacy is not None and place.last_id and resumed < RESUMES:
+            resumed += 1
+            await trio.sleep(place.wait(RESUME_WAIT))
+            async with self._client.stream("GET", self._url,
+                                           headers=self._resume_headers(link, place)) as again:
+                if again.status_code != 200 \
+                        or media_type(again.headers.get("content-type")) != EVENT_STREAM:
+                    break
+                answered = await self._read_events(link, out, again, place)
+        if answered:
+            return None
+        problem = f"{self._url} ended the event stream of {out.method} without answering it"
+        self._log.warning("upstream.failed", method=out.method, error=problem)
+        return failure_line(out.id, problem)
+
+    async def _read_events(self, link: Link, out: Outgoing, response: httpx2.Response,
+                           place: StreamPlace) -> bool:
+        """Feed one stream's events until `out`'s answer (True) or its end (False)."""
         async for event in httpx2.EventSource(response, max_event_size=self._limit):
+            place.saw(event)
             if not event.data:
-                continue
+                continue  # a priming event: an id and a retry, no message
             data = event.data.encode()
             answered = (b'"result"' in data or b'"error"' in data) \
                 and is_answer(message := decode(data), out.id)
@@ -352,10 +403,15 @@ class HttpUpstream:
                 data = self._screened(out, message) or data
             self._feed(link, data)
             if answered:
-                return None
-        problem = f"{self._url} ended the event stream of {out.method} without answering it"
-        self._log.warning("upstream.failed", method=out.method, error=problem)
-        return failure_line(out.id, problem)
+                return True
+        return False
+
+    def _resume_headers(self, link: Link, place: StreamPlace) -> dict[str, str]:
+        headers = post_headers(Outgoing(Kind.REQUEST, b""), link.legacy)
+        headers["Accept"] = EVENT_STREAM
+        if place.last_id:
+            headers["Last-Event-ID"] = place.last_id
+        return headers
 
     def _learn(self, link: Link, out: Outgoing, answer: object) -> None:
         """What an answer teaches the next requests: the tools' `x-mcp-header` annotations
@@ -435,11 +491,11 @@ class HttpUpstream:
         """A legacy session's GET stream: what the server sends outside requests
         (transports.mdx §Listening for Messages from the Server); 405 means none."""
         wait, longest = LISTEN_BACKOFF
+        place = StreamPlace()  # across reconnections: Last-Event-ID, the server's retry
         with link.guard():
             while not link.retired:
-                headers = post_headers(Outgoing(Kind.REQUEST, b""), link.legacy)
-                headers["Accept"] = EVENT_STREAM
                 try:
+                    headers = self._resume_headers(link, place)
                     async with self._client.stream("GET", self._url, headers=headers) as response:
                         if response.status_code == 405:
                             self._log.info("upstream.no_listen_stream", status=405)
@@ -447,6 +503,7 @@ class HttpUpstream:
                         if response.status_code == 200:
                             async for event in httpx2.EventSource(response,
                                                                   max_event_size=self._limit):
+                                place.saw(event)
                                 if event.data:
                                     wait = LISTEN_BACKOFF[0]
                                     self._feed(link, event.data.encode())
@@ -458,7 +515,7 @@ class HttpUpstream:
                     if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
                         return
                     self._log.warning("upstream.listen_failed", error=problem)
-                await trio.sleep(wait)
+                await trio.sleep(place.wait(wait))
                 wait = min(wait * 2, longest)
 
     # A server that went ----------------------------------------------------------------
