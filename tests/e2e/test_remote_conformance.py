@@ -3,10 +3,10 @@ test: a legacy stdio client (peers/conformance_client.py, mcp 1.x) whose server 
 in front of the suite's scenario server.
 
 Must not pick scenarios the tour cannot drive: the client does what a host does (initialize,
-call every tool with arguments made from its schema, read every resource, get every prompt),
-so a scenario that wants chosen argument values (http-custom-headers: null and non-ASCII
-values) is not in the list; bridge/DESIGN.md §The HTTP upstream records what each scenario
-gave.
+call every tool with arguments made from its schema or the calls the scenario's context
+names, read every resource, get every prompt), so a scenario that wants a schema echoed back
+(json-schema-2020-12-preservation) is not in the list; bridge/DESIGN.md §The HTTP upstream
+records what each scenario gave.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ SCENARIOS = (
     "elicitation-sep1034-client-defaults",
     "sep-2322-client-request-state",
     "http-standard-headers",
+    "http-custom-headers",
     "http-invalid-tool-headers",
     "json-schema-ref-no-deref",
     "sse-retry",

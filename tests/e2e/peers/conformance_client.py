@@ -4,7 +4,8 @@ under test.
 
 Must not know the scenarios' answers: it does what a host does with any server, a tour. It
 initializes, lists the tools and calls each one with arguments made from its input schema
-(numbers 1 and 2, strings "x", booleans true), lists and reads the resources, lists and gets
+(numbers 1 and 2, strings "x", booleans true; or the calls the scenario's context names, as
+a user's choice would), lists and reads the resources, lists and gets
 the prompts, and answers elicitation (accept, the schema's defaults) and sampling. Each
 step's failure is printed to stderr and the tour goes on.
 
@@ -52,6 +53,16 @@ def arguments_for(schema: Any) -> dict[str, Any]:
     return args
 
 
+def tool_calls(tools: list[types.Tool]) -> list[tuple[str, dict[str, Any]]]:
+    """The calls the scenario's context names ($MCP_CONFORMANCE_CONTEXT `toolCalls`: as a user
+    would choose them), else one per listed tool with arguments made from its schema."""
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    named = context.get("toolCalls") if isinstance(context, dict) else None
+    if isinstance(named, list) and named:
+        return [(call["name"], call.get("arguments") or {}) for call in named]
+    return [(tool.name, arguments_for(tool.inputSchema)) for tool in tools]
+
+
 async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
     schema = getattr(params, "requestedSchema", None) or {}
     content = {k: v["default"] for k, v in schema.get("properties", {}).items() if "default" in v}
@@ -80,9 +91,9 @@ async def tour(url: str) -> None:
             read, write, elicitation_callback=on_elicit, sampling_callback=on_sample) as session:
         await session.initialize()
         tools = await step("tools/list", session.list_tools)
-        for tool in tools.tools if tools else []:
-            await step(f"tools/call {tool.name}", lambda t=tool: session.call_tool(
-                t.name, arguments_for(t.inputSchema)))
+        for name, arguments in tool_calls(tools.tools if tools else []):
+            await step(f"tools/call {name}",
+                       lambda n=name, a=arguments: session.call_tool(n, a))
         resources = await step("resources/list", session.list_resources)
         for resource in resources.resources if resources else []:
             await step(f"resources/read {resource.uri}",
