@@ -9,6 +9,7 @@ HTTP upstream must be as invisible as a child on pipes.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -221,3 +222,41 @@ def test_a_tools_x_mcp_header_arguments_are_sent_as_param_headers(modern_url, li
     texts = [got[i][0].get("result", got[i][0])["content"][0]["text"] if "result" in got[i][0]
              else got[i][0] for i in (2, 3)]
     assert texts == [f"weather in {region}" for region in PARAM_REGIONS]
+
+
+# --- the TypeScript v2 SDK's modern-only HTTP server --------------------------------------------
+
+TS_TOUR_OK = (
+    "tools/list", "tools/call test_simple_text", "tools/call test_image_content",
+    "tools/call test_audio_content", "tools/call test_embedded_resource",
+    "tools/call test_tool_with_progress", "tools/call test_tool_with_logging",
+    "tools/call test_sampling", "tools/call test_elicitation",
+    "tools/call test_elicitation_sep1034_defaults", "tools/call test_elicitation_sep1330_enums",
+    "tools/call test_input_required_result_sampling",
+    "tools/call test_input_required_result_request_state",
+    "tools/call test_input_required_result_multi_round", "tools/call test_x_mcp_header",
+    "resources/read test://static-text", "resources/read test://static-binary",
+    "prompts/get test_simple_prompt", "prompts/get test_prompt_with_arguments",
+)
+
+
+@pytest.fixture(scope="module")
+def ts_modern_url() -> Iterator[str]:
+    """The conformance suite's modern fixture: the TypeScript v2 SDK's everything server,
+    modern-only, on its own Streamable HTTP entry."""
+    import conformance_suite
+
+    port = free_port()
+    yield from serving(conformance_suite.fixture_command("modern", "--http", str(port)), port)
+
+
+def test_legacy_client_tours_the_typescript_v2_sdks_http_server(legacy_python, ts_modern_url):
+    # The tour (peers/conformance_client.py) calls every tool; sampling and elicitation come
+    # as input_required rounds the bridge turns into the legacy client's own requests.
+    bridge = json.dumps([sys.executable, "-m", "bridge"])
+    proc = subprocess.run(legacy_python.peer("conformance_client", ts_modern_url),
+                          capture_output=True, text=True, timeout=120, cwd=venvs.REPO_ROOT,
+                          env={**os.environ, "ROSETTA_BRIDGE": bridge})
+    report = json.loads(proc.stdout.splitlines()[-1])
+    assert {step: report.get(step) for step in TS_TOUR_OK} == dict.fromkeys(TS_TOUR_OK, "ok")
+    assert report["tools/call test_error_handling"] == {"isError": True}  # as the tool means

@@ -7,7 +7,8 @@ initializes, lists the tools and calls each one with arguments made from its inp
 (numbers 1 and 2, strings "x", booleans true; or the calls the scenario's context names, as
 a user's choice would), lists and reads the resources, lists and gets
 the prompts, and answers elicitation (accept, the schema's defaults) and sampling. Each
-step's failure is printed to stderr and the tour goes on.
+step's failure is printed to stderr and the tour goes on; at the end one JSON line on stdout
+gives each step's outcome.
 
 Runs under mcp 1.x. Usage (the suite appends the URL):
   conformance_client.py URL   with $ROSETTA_BRIDGE (the bridge command, JSON array)
@@ -75,12 +76,19 @@ async def on_sample(context: Any, params: types.CreateMessageRequestParams
                                      content=types.TextContent(type="text", text="ok"))
 
 
+REPORT: dict[str, Any] = {}
+"""Each step's outcome ("ok", or the error), printed as one JSON line at the end."""
+
+
 async def step(what: str, action: Any) -> Any:
     try:
-        return await action()
+        result = await action()
     except Exception as exc:  # the tour goes on: the suite judges what reached it
         print(f"conformance_client: {what}: {exc!r}", file=sys.stderr)
+        REPORT[what] = {"error": str(exc)[:500]}
         return None
+    REPORT[what] = "ok" if not getattr(result, "isError", False) else {"isError": True}
+    return result
 
 
 async def tour(url: str) -> None:
@@ -108,6 +116,7 @@ async def tour(url: str) -> None:
 async def main(url: str) -> None:
     with anyio.fail_after(60):
         await tour(url)
+    print(json.dumps(REPORT))
 
 
 if __name__ == "__main__":
