@@ -132,7 +132,7 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
                 epilog=(NOTES if serve else EPILOG).format(shipped=shipped_files()),
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--version", action="version", version=f"mcp-rosetta {__version__}")
-    bridge_options(p, remote=not serve)
+    bridge_options(p, remote=True)
     if serve:
         p.add_argument("--listen", type=_checked(socket_path), metavar="ADDRESS",
                        help="unix:PATH, or http://HOST:PORT/PATH for the Streamable "
@@ -173,7 +173,7 @@ def _usage(command: str) -> str:
 def bridge_options(p: argparse.ArgumentParser, check: bool = False,
                    remote: bool = False) -> None:
     """The options of the bridge itself; `check` takes those that change how a server is
-    started and probed; `remote` adds --url and --header (not for the daemon yet)."""
+    started and probed; `remote` adds --url and --header."""
     p.add_argument("--config", metavar="FILE",
                    help="TOML config (the installed mcp-rosetta.toml documents every key)")
     p.add_argument("--server-era", choices=("auto", "modern", "legacy"),
@@ -289,9 +289,10 @@ def _bridge(argv: list[str]) -> int:
 
 def _serve(argv: list[str]) -> int:
     settings, reload = _settings(argv, serve=True)
-    if settings.shell.url:
-        raise UsageError("serve --url (a remote server behind the daemon) is not built yet: "
-                         "run mcp-rosetta --url URL itself as the client's command")
+    if settings.shell.url and (settings.daemon.listen or "").startswith("http://"):
+        raise UsageError("serve --listen http://... with --url (an HTTP front before a "
+                         "remote server) is not built yet: listen on a Unix socket, or run "
+                         "mcp-rosetta --url URL as the client's command")
     from bridge.shell.trio_import import import_trio
 
     import_trio()

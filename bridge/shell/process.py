@@ -41,14 +41,14 @@ def _run_remote(core_config: CoreConfig, shell: ShellConfig) -> int:
     """The same bridge, its server a Streamable HTTP endpoint (nothing to start early)."""
     import os
 
-    from bridge.config import with_environment
+    from bridge.shell.remote import endpoint
 
-    headers = with_environment(shell.headers, os.environ)  # before fds 0 and 1 are taken
-    check_transcript(shell.transcript)
+    where = endpoint(shell, os.environ)  # before fds 0 and 1 are taken: an unset ${VAR} is
+    check_transcript(shell.transcript)  # a config error on stderr, as a bad flag is
     fds = take_stdio()
     from bridge.shell.trio_import import import_trio
 
     import_trio()
     from bridge.shell.stdio_main import serve_remote
 
-    return serve_remote(core_config, shell, fds, headers)
+    return serve_remote(core_config, shell, fds, where)

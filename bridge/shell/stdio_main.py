@@ -24,6 +24,7 @@ from bridge.shell.driver import Driver
 from bridge.shell.early_log import EarlyLog
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
+from bridge.shell.remote import Endpoint, opener
 from bridge.shell.session import Session, SessionSettings
 from bridge.shell.settings import ShellConfig
 from bridge.shell.stdio import ProtocolFds
@@ -67,19 +68,11 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
 
 
 def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
-                 headers: tuple[tuple[str, str], ...]) -> int:
-    """The stdio bridge whose server is the Streamable HTTP endpoint `shell.url`."""
-    assert shell.url is not None
+                 where: Endpoint) -> int:
+    """The stdio bridge whose server is the Streamable HTTP endpoint `where`."""
     early = EarlyLog(shell.log_level, shell.log_format)
     log = early.logger()
     log.info("bridge.started", **logs.started_fields(shell))
-    from bridge.shell.remote.upstream import Endpoint, HttpUpstream  # httpx2: only for --url
-
-    endpoint = Endpoint(shell.url, headers)
-
-    def upstream(driver: Driver, nursery: trio.Nursery) -> HttpUpstream:
-        return HttpUpstream(endpoint, driver, nursery, log, limit=shell.max_message_bytes)
-
     session = Session(
         Bridge(core_config, secret=os.urandom(32)),
         _no_spawn,
@@ -87,7 +80,7 @@ def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
         settings=session_settings(shell),
         notify=Notifier(log),
         transcript=Transcript.open(shell.transcript, log=log) if shell.transcript else None,
-        upstream=upstream,
+        upstream=opener(where, log, limit=shell.max_message_bytes),
     )
     try:
         return trio.run(_main, session, fds, None, log, early)

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import checks
@@ -260,3 +261,28 @@ def test_legacy_client_tours_the_typescript_v2_sdks_http_server(legacy_python, t
     report = json.loads(proc.stdout.splitlines()[-1])
     assert {step: report.get(step) for step in TS_TOUR_OK} == dict.fromkeys(TS_TOUR_OK, "ok")
     assert report["tools/call test_error_handling"] == {"isError": True}  # as the tool means
+
+
+# --- the daemon in front of a remote server --------------------------------------------------
+
+
+def test_the_daemon_serves_clients_of_both_eras_from_a_remote_server(
+    legacy_python, modern_python, run_client, modern_url, tmp_path
+):
+    # `serve --url`: each connection is a session of its own with its own HTTP upstream.
+    sock = tmp_path / "d.sock"
+    daemon = subprocess.Popen([sys.executable, "-m", "bridge", "serve", "--listen",
+                               f"unix:{sock}", "--url", modern_url],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True,
+                              cwd=venvs.REPO_ROOT)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        connect = [sys.executable, "-m", "bridge", "connect", f"unix:{sock}"]
+        checks.check_legacy_basic(run_client(legacy_python, "basic", connect))
+        checks.check_modern_basic(run_client(modern_python, "basic", connect))
+    finally:
+        os.killpg(daemon.pid, signal.SIGTERM)
+        daemon.wait(timeout=15)

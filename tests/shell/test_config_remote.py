@@ -63,3 +63,10 @@ def test_the_first_log_line_names_the_url_and_header_names_only() -> None:
     fields = started_fields(settings.shell)
     assert fields["url"] == "http://h/mcp" and fields["headers"] == ["Authorization"]
     assert "s3cret" not in repr(fields)
+
+
+def test_the_http_front_before_a_remote_server_is_refused_for_now(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--listen", "http://127.0.0.1:8808/mcp", "--url",
+                 "http://127.0.0.1:9/mcp"]) == EX_USAGE
+    assert "not built yet" in capsys.readouterr().err

@@ -16,7 +16,8 @@ from bridge.core.events import SERVER, ChildExited, ChildStarted, Event, Side
 from bridge.shell import logs
 from bridge.shell.driver import Source
 from bridge.shell.lines import Line
-from bridge.shell.remote.upstream import Endpoint, HttpUpstream
+from bridge.shell.remote import Endpoint
+from bridge.shell.remote.upstream import HttpUpstream
 
 URL = "http://upstream.test/mcp"
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}

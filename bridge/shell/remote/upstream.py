@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 import httpx2
@@ -30,6 +30,7 @@ from bridge.core.eras import HEADER_MISMATCH
 from bridge.core.events import SERVER, ChildExited, ChildStarted
 from bridge.shell.http.modern import ParamHeaders
 from bridge.shell.logs import Logger
+from bridge.shell.remote import Endpoint
 from bridge.shell.remote.mapping import (
     EVENT_STREAM,
     JSON,
@@ -79,16 +80,6 @@ REACH_AT_MOST = 60.0
 # A transport failure that means the server went (killed, restarted, its host gone): once it
 # has answered this link, the core is told it exited, and hands the session over.
 GONE = (httpx2.ConnectError, httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError)
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """Where the server is, and what every request to it carries."""
-
-    url: str
-    headers: tuple[tuple[str, str], ...] = ()
-    """The user's headers (--header), `${VAR}` already taken from the environment; their
-    values are never logged."""
 
 
 RESUMES = 5
