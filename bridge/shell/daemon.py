@@ -266,9 +266,10 @@ class Daemon:
 def _remote(shell: ShellConfig, log: Logger) -> OpenUpstream:
     """A session's HTTP upstream (url = ...), its headers' ${VAR} read now: a variable unset
     since the daemon started refuses the session (ConfigError)."""
-    from bridge.shell.remote import endpoint, opener
+    from bridge.shell.remote.endpoint import resolve
+    from bridge.shell.remote.upstream import opener
 
-    return opener(endpoint(shell, os.environ), log, limit=shell.max_message_bytes)
+    return opener(resolve(shell, os.environ), log, limit=shell.max_message_bytes)
 
 
 def _second_fd(connection: trio.socket.SocketType) -> int:

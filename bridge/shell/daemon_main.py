@@ -75,9 +75,9 @@ def _check_server(settings: Settings) -> None:
     if settings.shell.url is not None:
         import os
 
-        from bridge.shell.remote import endpoint
+        from bridge.shell.remote.endpoint import resolve
 
-        endpoint(settings.shell, os.environ)
+        resolve(settings.shell, os.environ)
     else:
         check_command(settings.shell.command)
 

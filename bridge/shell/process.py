@@ -41,9 +41,9 @@ def _run_remote(core_config: CoreConfig, shell: ShellConfig) -> int:
     """The same bridge, its server a Streamable HTTP endpoint (nothing to start early)."""
     import os
 
-    from bridge.shell.remote import endpoint
+    from bridge.shell.remote.endpoint import resolve
 
-    where = endpoint(shell, os.environ)  # before fds 0 and 1 are taken: an unset ${VAR} is
+    where = resolve(shell, os.environ)  # before fds 0 and 1 are taken: an unset ${VAR} is
     check_transcript(shell.transcript)  # a config error on stderr, as a bad flag is
     fds = take_stdio()
     from bridge.shell.trio_import import import_trio

@@ -24,7 +24,7 @@ from bridge.shell.driver import Driver
 from bridge.shell.early_log import EarlyLog
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
-from bridge.shell.remote import Endpoint, opener
+from bridge.shell.remote.endpoint import Endpoint
 from bridge.shell.session import Session, SessionSettings
 from bridge.shell.settings import ShellConfig
 from bridge.shell.stdio import ProtocolFds
@@ -73,6 +73,8 @@ def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
     early = EarlyLog(shell.log_level, shell.log_format)
     log = early.logger()
     log.info("bridge.started", **logs.started_fields(shell))
+    from bridge.shell.remote.upstream import opener  # httpx2: only for --url
+
     session = Session(
         Bridge(core_config, secret=os.urandom(32)),
         _no_spawn,

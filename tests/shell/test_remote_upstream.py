@@ -16,7 +16,7 @@ from bridge.core.events import SERVER, ChildExited, ChildStarted, Event, Side
 from bridge.shell import logs
 from bridge.shell.driver import Source
 from bridge.shell.lines import Line
-from bridge.shell.remote import Endpoint
+from bridge.shell.remote.endpoint import Endpoint
 from bridge.shell.remote.upstream import HttpUpstream
 
 URL = "http://upstream.test/mcp"

@@ -30,7 +30,7 @@ from bridge.core.eras import HEADER_MISMATCH
 from bridge.core.events import SERVER, ChildExited, ChildStarted
 from bridge.shell.http.modern import ParamHeaders
 from bridge.shell.logs import Logger
-from bridge.shell.remote import Endpoint
+from bridge.shell.remote.endpoint import Endpoint
 from bridge.shell.remote.mapping import (
     EVENT_STREAM,
     JSON,
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from bridge.core.events import Event, Side
     from bridge.shell.driver import Source
     from bridge.shell.lines import Line
+    from bridge.shell.session import OpenUpstream
 
 
 class Feed(Protocol):
@@ -565,6 +566,14 @@ class HttpUpstream:
                     Outgoing(Kind.REQUEST, b""), session))
             except httpx2.HTTPError as exc:
                 self._log.info("upstream.session_not_ended", error=repr(exc))
+
+
+def opener(where: Endpoint, log: Logger, *, limit: int) -> OpenUpstream:
+    """How a session opens its upstream to `where` once its nursery is open."""
+    def open_upstream(driver: Feed, nursery: trio.Nursery) -> HttpUpstream:
+        return HttpUpstream(where, driver, nursery, log, limit=limit)
+
+    return open_upstream
 
 
 def same_origin_redirect(response: httpx2.Response) -> httpx2.URL | None:
