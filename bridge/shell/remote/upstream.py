@@ -162,7 +162,6 @@ class HttpUpstream:
 
     def __init__(self, endpoint: Endpoint, driver: Feed, nursery: trio.Nursery, log: Logger,
                  *, limit: int, transport: httpx2.AsyncBaseTransport | None = None) -> None:
-        self._endpoint = endpoint
         self._url = endpoint.url
         self._driver = driver
         self._nursery = nursery
@@ -180,7 +179,7 @@ class HttpUpstream:
 
     # What the session and the driver call ------------------------------------------------
 
-    congested = False  # a POST per line: nothing queues up in front of a pipe
+    congested = False  # no pipe to fill: see DESIGN.md §The HTTP upstream on back-pressure
 
     async def relieved(self) -> None:
         pass
