@@ -16,11 +16,13 @@ from bridge.config import (
     Settings,
     count,
     file_path,
+    header_line,
     http_host,
     http_origin,
     load_settings,
     root_uri,
     seconds,
+    server_url,
     size,
     socket_path,
 )
@@ -31,6 +33,7 @@ from bridge.shell.settings import LEVELS, LOG_FORMATS
 
 USAGE = """\
 mcp-rosetta [options] -- COMMAND [ARGS...]
+       mcp-rosetta [options] --url URL [--header "NAME: VALUE"]...
        mcp-rosetta serve [options] [--listen ADDRESS] [-- COMMAND [ARGS...]]
        mcp-rosetta connect unix:PATH
        mcp-rosetta check [--json] [options] -- COMMAND [ARGS...]
@@ -129,7 +132,7 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
                 epilog=(NOTES if serve else EPILOG).format(shipped=shipped_files()),
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--version", action="version", version=f"mcp-rosetta {__version__}")
-    bridge_options(p)
+    bridge_options(p, remote=True)
     if serve:
         p.add_argument("--listen", type=_checked(socket_path), metavar="ADDRESS",
                        help="unix:PATH, or http://HOST:PORT/PATH for the Streamable "
@@ -167,9 +170,10 @@ def _usage(command: str) -> str:
     return line.strip()
 
 
-def bridge_options(p: argparse.ArgumentParser, check: bool = False) -> None:
+def bridge_options(p: argparse.ArgumentParser, check: bool = False,
+                   remote: bool = False) -> None:
     """The options of the bridge itself; `check` takes those that change how a server is
-    started and probed."""
+    started and probed; `remote` adds --url and --header."""
     p.add_argument("--config", metavar="FILE",
                    help="TOML config (the installed mcp-rosetta.toml documents every key)")
     p.add_argument("--server-era", choices=("auto", "modern", "legacy"),
@@ -179,6 +183,15 @@ def bridge_options(p: argparse.ArgumentParser, check: bool = False) -> None:
     add_server_options(p, _checked, transcript=not check)
     if check:  # the rest changes nothing in how a server is started and probed
         return
+    if remote:
+        group = p.add_argument_group("a remote server (instead of -- COMMAND)")
+        group.add_argument("--url", type=_checked(server_url), metavar="URL",
+                            help="the server is this Streamable HTTP endpoint (either era)")
+        group.add_argument("--header", type=_checked(header_line), action="append",
+                            dest="headers", metavar='"NAME: VALUE"',
+                            help="send this header with every request to --url; ${VAR} is "
+                                 "read from the environment (values are never logged); "
+                                 "repeatable")
     p.add_argument("--request-timeout", type=_seconds_flag, metavar="DURATION",
                    help="fail a forwarded request unanswered after this long; 0 = never (0)")
     p.add_argument("--default-log-level", type=str.lower, choices=LOG_LEVELS, metavar="LEVEL",
@@ -207,10 +220,10 @@ def _checked(check: Any) -> Any:
 def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
             "max_message_bytes", "log_level", "log_format", "listen", "max_sessions",
-            "token_file", "max_connections")
+            "token_file", "max_connections", "url")
     values: dict[str, Any] = {k: getattr(args, k) for k in keys
                               if getattr(args, k, None) is not None}
-    for repeated in ("roots", "allowed_hosts", "allowed_origins"):
+    for repeated in ("roots", "allowed_hosts", "allowed_origins", "headers"):
         if getattr(args, repeated, None):
             values[repeated] = tuple(getattr(args, repeated))
     values.update(server_overrides(args))
@@ -253,6 +266,10 @@ def _settings(argv: list[str], serve: bool, p: argparse.ArgumentParser | None = 
 
     def load() -> Settings:
         settings = load_settings(args.config, overrides)
+        if settings.shell.command and settings.shell.url:
+            raise UsageError("both a server command and --url (url = ...): give one of them")
+        if settings.shell.url:
+            return settings
         if not settings.shell.command:
             if args.config:  # the file was meant to name it: a config error, like a bad key
                 raise ConfigError(f"config {args.config}: no server command: set command = "
@@ -272,6 +289,10 @@ def _bridge(argv: list[str]) -> int:
 
 def _serve(argv: list[str]) -> int:
     settings, reload = _settings(argv, serve=True)
+    if settings.shell.url and (settings.daemon.listen or "").startswith("http://"):
+        raise UsageError("serve --listen http://... with --url (an HTTP front before a "
+                         "remote server) is not built yet: listen on a Unix socket, or run "
+                         "mcp-rosetta --url URL as the client's command")
     from bridge.shell.trio_import import import_trio
 
     import_trio()

@@ -471,7 +471,8 @@ class Bridge:
     def _on_child_exited(self, event: ChildExited) -> None:
         # Its output closed first: this is the status waited for.
         self._timers.cancel(_EXIT_WAIT)
-        self._on_server_gone(Outage(event.code, event.cause, event.stderr_tail))
+        self._on_server_gone(Outage(event.code, event.cause, event.stderr_tail,
+                                   event.went))
 
     def _on_server_gone(self, outage: Outage) -> None:
         """The server exited or closed its output (ChildExited, PeerClosed: each crash says

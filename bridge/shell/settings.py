@@ -28,6 +28,11 @@ class Timing:
 class ShellConfig:
     command: tuple[str, ...] = ()
     """The server command and its arguments."""
+    url: str | None = None
+    """A Streamable HTTP endpoint to use instead of a command (--url)."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """(Name, value) sent with every request to `url`; values may hold ${VAR}, read from the
+    environment at start. Never logged."""
     log_level: str = "info"
     """debug, info, warning, error or critical."""
     log_format: str = "auto"

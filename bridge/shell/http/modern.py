@@ -119,6 +119,35 @@ class ParamHeaders:
                         f"{value!r}")
         return ""
 
+    def headers_for(self, params: object) -> dict[str, str]:
+        """§Client Behavior: the `Mcp-Param-{Name}` headers of a `tools/call` with these
+        params, for a listed tool (values converted and encoded per §Value Encoding; an
+        absent or null value, an object or an array, sends no header)."""
+        name = params.get("name") if isinstance(params, dict) else None
+        declared = self._tools.get(name) if isinstance(name, str) else None
+        if not declared:
+            return {}
+        assert isinstance(params, dict)
+        headers: dict[str, str] = {}
+        for header, path in declared:
+            value = _at(params.get("arguments"), path)
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, int | float | str):
+                text = str(value)
+            else:
+                continue
+            headers[f"Mcp-Param-{header}"] = encoded(text)
+        return headers
+
+
+def encoded(text: str) -> str:
+    """§Value Encoding: plain visible ASCII as it is, anything else (and what looks like the
+    sentinel) in the Base64 sentinel form; `_decoded` undoes it."""
+    plain = (text == text.strip() and all(" " <= c <= "~" for c in text)
+             and not (text.startswith("=?base64?") and text.endswith("?=")))
+    return text if plain else "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
+
 
 def _annotated(schema: object, path: tuple[str, ...],
                found: list[tuple[str, tuple[str, ...]]]) -> None:
