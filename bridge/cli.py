@@ -15,9 +15,14 @@ from bridge import __version__
 from bridge.config import (
     Settings,
     count,
+    file_path,
+    header_line,
+    http_host,
+    http_origin,
     load_settings,
     root_uri,
     seconds,
+    server_url,
     size,
     socket_path,
 )
@@ -28,7 +33,8 @@ from bridge.shell.settings import LEVELS, LOG_FORMATS
 
 USAGE = """\
 mcp-rosetta [options] -- COMMAND [ARGS...]
-       mcp-rosetta serve [options] [--listen unix:PATH] [-- COMMAND [ARGS...]]
+       mcp-rosetta [options] --url URL [--header "NAME: VALUE"]...
+       mcp-rosetta serve [options] [--listen ADDRESS] [-- COMMAND [ARGS...]]
        mcp-rosetta connect unix:PATH
        mcp-rosetta check [--json] [options] -- COMMAND [ARGS...]
        mcp-rosetta demo [--full | --server]"""
@@ -126,12 +132,27 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
                 epilog=(NOTES if serve else EPILOG).format(shipped=shipped_files()),
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--version", action="version", version=f"mcp-rosetta {__version__}")
-    bridge_options(p)
+    bridge_options(p, remote=True)
     if serve:
-        p.add_argument("--listen", type=_checked(socket_path), metavar="unix:PATH",
-                       help="the Unix socket to listen on (unless systemd passes one)")
+        p.add_argument("--listen", type=_checked(socket_path), metavar="ADDRESS",
+                       help="unix:PATH, or http://HOST:PORT/PATH for the Streamable "
+                            "HTTP front (modern clients)")
         p.add_argument("--max-sessions", type=_count_flag, metavar="N",
                        help="clients served at once; one more is refused (16)")
+        http = p.add_argument_group("the HTTP front (--listen http://...)")
+        http.add_argument("--allow-host", type=_checked(http_host), action="append",
+                          dest="allowed_hosts", metavar="HOST[:PORT]",
+                          help="a Host value to accept beside the front's own names "
+                               "(without a port: any port); repeatable")
+        http.add_argument("--allow-origin", type=_checked(http_origin), action="append",
+                          dest="allowed_origins", metavar="ORIGIN",
+                          help="an Origin (scheme://host[:port]) to accept beside the "
+                               "front's own names; repeatable")
+        http.add_argument("--token-file", type=_checked(file_path), metavar="FILE",
+                          help="bearer tokens, one a line, every request must present one "
+                               "(or set MCP_ROSETTA_TOKEN; never a token on the command line)")
+        http.add_argument("--max-connections", type=_count_flag, metavar="N",
+                          help="connections served at once; one more gets 503 (1024)")
     return p
 
 
@@ -149,9 +170,10 @@ def _usage(command: str) -> str:
     return line.strip()
 
 
-def bridge_options(p: argparse.ArgumentParser, check: bool = False) -> None:
+def bridge_options(p: argparse.ArgumentParser, check: bool = False,
+                   remote: bool = False) -> None:
     """The options of the bridge itself; `check` takes those that change how a server is
-    started and probed."""
+    started and probed; `remote` adds --url and --header."""
     p.add_argument("--config", metavar="FILE",
                    help="TOML config (the installed mcp-rosetta.toml documents every key)")
     p.add_argument("--server-era", choices=("auto", "modern", "legacy"),
@@ -161,6 +183,15 @@ def bridge_options(p: argparse.ArgumentParser, check: bool = False) -> None:
     add_server_options(p, _checked, transcript=not check)
     if check:  # the rest changes nothing in how a server is started and probed
         return
+    if remote:
+        group = p.add_argument_group("a remote server (instead of -- COMMAND)")
+        group.add_argument("--url", type=_checked(server_url), metavar="URL",
+                            help="the server is this Streamable HTTP endpoint (either era)")
+        group.add_argument("--header", type=_checked(header_line), action="append",
+                            dest="headers", metavar='"NAME: VALUE"',
+                            help="send this header with every request to --url; ${VAR} is "
+                                 "read from the environment (values are never logged); "
+                                 "repeatable")
     p.add_argument("--request-timeout", type=_seconds_flag, metavar="DURATION",
                    help="fail a forwarded request unanswered after this long; 0 = never (0)")
     p.add_argument("--default-log-level", type=str.lower, choices=LOG_LEVELS, metavar="LEVEL",
@@ -188,11 +219,13 @@ def _checked(check: Any) -> Any:
 
 def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
-            "max_message_bytes", "log_level", "log_format", "listen", "max_sessions")
+            "max_message_bytes", "log_level", "log_format", "listen", "max_sessions",
+            "token_file", "max_connections", "url")
     values: dict[str, Any] = {k: getattr(args, k) for k in keys
                               if getattr(args, k, None) is not None}
-    if getattr(args, "roots", None):
-        values["roots"] = tuple(args.roots)
+    for repeated in ("roots", "allowed_hosts", "allowed_origins", "headers"):
+        if getattr(args, repeated, None):
+            values[repeated] = tuple(getattr(args, repeated))
     values.update(server_overrides(args))
     if command:
         values["command"] = tuple(command)
@@ -233,6 +266,10 @@ def _settings(argv: list[str], serve: bool, p: argparse.ArgumentParser | None = 
 
     def load() -> Settings:
         settings = load_settings(args.config, overrides)
+        if settings.shell.command and settings.shell.url:
+            raise UsageError("both a server command and --url (url = ...): give one of them")
+        if settings.shell.url:
+            return settings
         if not settings.shell.command:
             if args.config:  # the file was meant to name it: a config error, like a bad key
                 raise ConfigError(f"config {args.config}: no server command: set command = "
@@ -252,6 +289,10 @@ def _bridge(argv: list[str]) -> int:
 
 def _serve(argv: list[str]) -> int:
     settings, reload = _settings(argv, serve=True)
+    if settings.shell.url and (settings.daemon.listen or "").startswith("http://"):
+        raise UsageError("serve --listen http://... with --url (an HTTP front before a "
+                         "remote server) is not built yet: listen on a Unix socket, or run "
+                         "mcp-rosetta --url URL as the client's command")
     from bridge.shell.trio_import import import_trio
 
     import_trio()

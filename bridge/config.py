@@ -156,11 +156,101 @@ def roots(value: Any) -> tuple[str, ...]:
 
 
 def socket_path(value: Any) -> str:
-    """`unix:PATH` or a plain absolute path, as the path."""
+    """`unix:PATH` or a plain absolute path, as the path; or an `http://HOST:PORT/PATH`
+    address (the Streamable HTTP front), kept as it is."""
+    if isinstance(value, str) and value.startswith("http://"):
+        from bridge.shell.http.address import parse_address
+
+        parse_address(value)  # ValueError names what is wrong
+        return value
     path = value.removeprefix("unix:") if isinstance(value, str) else None
     if not path or not path.startswith("/"):
-        raise ValueError('expected "unix:/absolute/path" or an absolute path')
+        raise ValueError('expected "unix:/absolute/path", an absolute path, or '
+                         '"http://HOST:PORT/PATH"')
     return path
+
+
+def server_url(value: Any) -> str:
+    """An http:// or https:// URL with a host: the Streamable HTTP endpoint (--url)."""
+    from urllib.parse import urlsplit  # only when a URL is configured
+
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError('expected an http:// or https:// URL, e.g. "https://mcp.example.com/mcp"')
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number
+    except ValueError:
+        raise ValueError("the URL's port is not a number from 0 to 65535") from None
+    return str(value)
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §5.6.2: a token
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def header_name(value: Any) -> str:
+    if not isinstance(value, str) or not _HEADER_NAME.fullmatch(value):
+        raise ValueError("expected a header name (letters, digits, '-')")
+    return value
+
+
+def header_value(name: str, value: Any) -> str:
+    if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+        raise ValueError(f"{name}: expected a one-line string value")
+    return value.strip()
+
+
+def header_table(value: Any) -> tuple[tuple[str, str], ...]:
+    """`{ Authorization = "Bearer ${TOKEN}" }`: headers sent with every request to --url (a
+    value is never echoed back; ${VAR} is read from the environment when the bridge starts)."""
+    if not isinstance(value, dict):
+        raise ValueError('expected a table, e.g. headers = { Authorization = "Bearer ${TOKEN}" }')
+    return tuple((header_name(k), header_value(k, v)) for k, v in value.items())
+
+
+def header_line(text: str) -> tuple[str, str]:
+    """`Name: value`, as --header takes it."""
+    name, colon, value = text.partition(":")
+    if not colon:
+        raise ValueError('expected "Name: value", e.g. "Authorization: Bearer ${TOKEN}"')
+    return header_name(name.strip()), header_value(name.strip(), value)
+
+
+def with_environment(headers: tuple[tuple[str, str], ...],
+                     environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The headers with each ${VAR} replaced by its value; ConfigError for an unset one."""
+    def value(name: str, text: str) -> str:
+        def variable(match: re.Match[str]) -> str:
+            found = environ.get(match[1])
+            if found is None:
+                raise ConfigError(f"header {name}: ${{{match[1]}}} is not set in the "
+                                  f"environment; export it, or give the value itself")
+            return found
+
+        return _VARIABLE.sub(variable, text)
+
+    return tuple((name, value(name, text)) for name, text in headers)
+
+
+def _list_of(check: Check, example: str) -> Check:
+    def checked(value: Any) -> tuple[Any, ...]:
+        if not isinstance(value, list):
+            raise ValueError(f"expected an array, e.g. {example}")
+        return tuple(check(v) for v in value)
+
+    return checked
+
+
+def http_host(value: Any) -> str:
+    from bridge.shell.http.address import allowed_host
+
+    return allowed_host(value)
+
+
+def http_origin(value: Any) -> str:
+    from bridge.shell.http.address import allowed_origin
+
+    return allowed_origin(value)
 
 
 def file_mode(value: Any) -> int:
@@ -250,6 +340,8 @@ CORE_KEYS: dict[str, Check] = {
 }
 SHELL_KEYS: dict[str, Check] = {
     "command": command,
+    "url": server_url,
+    "headers": header_table,
     "log_level": level(*LEVELS),
     "log_format": choice(*LOG_FORMATS),
     "shutdown_grace": seconds,
@@ -266,15 +358,22 @@ DAEMON_KEYS: dict[str, Check] = {
     "listen_owner": account,
     "listen_group": account,
     "max_sessions": count,
+    "session_idle": seconds,
+    "allowed_hosts": _list_of(http_host, '["mcp.example.com", "mcp.example.com:443"]'),
+    "allowed_origins": _list_of(http_origin, '["https://app.example.com"]'),
+    "token_file": file_path,
+    "max_connections": count,
+    "connection_idle": seconds,
+    "stream_backlog": size,
 }
 # Keys both layers read: the core waits drain_timeout for answers it owes once the client has
 # closed its input; the shell then gives a client that stopped reading as long to resume.
 TIMING_KEYS = ("shutdown_grace", "kill_grace", "drain_timeout")
-SHELL_FIELDS = ("command", "log_format", "max_message_bytes", "env", "pass_env", "cwd",
-                "transcript", "config_file")
-SECRET_KEYS = frozenset({"env"})
+SHELL_FIELDS = ("command", "url", "headers", "log_format", "max_message_bytes", "env",
+                "pass_env", "cwd", "transcript", "config_file")
+SECRET_KEYS = frozenset({"env", "headers"})
 """Keys whose values are never echoed in an error (they may hold secrets)."""
-MERGED_KEYS = ("env", "pass_env")
+MERGED_KEYS = ("env", "pass_env", "headers", "allowed_hosts", "allowed_origins")
 """Keys whose flags add to the file's entries (a flag's KEY wins) instead of replacing them."""
 DERIVED_CORE_FIELDS = frozenset({"debug_logs"})
 """CoreConfig fields no key sets: debug_logs follows log_level ("debug")."""
@@ -313,9 +412,18 @@ def validate(raw: Mapping[str, Any], where: str, error: type[BridgeError]) -> di
     return values
 
 
+HTTP_PARKED_TIMEOUT = 120.0
+"""`parked_timeout` behind the HTTP front unless set. Every modern HTTP client shares one
+legacy server there, and while one client's call is parked on a question no other client's
+call can start at it (attribution: TRANSLATION.md §5.8), so a client that never retries
+would hold every other one back for the stdio default's 15 minutes."""
+
+
 def build(values: Mapping[str, Any]) -> Settings:
     """Settings from validated values; absent keys keep the documented defaults."""
     core = {k: v for k, v in values.items() if k in CORE_KEYS}
+    if str(values.get("listen", "")).startswith("http://"):
+        core.setdefault("parked_timeout", HTTP_PARKED_TIMEOUT)
     log_level = values.get("log_level", "info")
     timing = Timing(**{k: v for k, v in values.items() if k in TIMING_KEYS})
     shell = ShellConfig(**{k: v for k, v in values.items() if k in SHELL_FIELDS},

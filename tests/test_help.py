@@ -35,10 +35,10 @@ def test_the_top_level_help_lists_the_commands(capsys: pytest.CaptureFixture[str
 
 def test_serve_has_its_own_help(capsys: pytest.CaptureFixture[str]) -> None:
     lines = help_of(["serve"], capsys)
-    assert lines[0] == ("usage: mcp-rosetta serve [options] [--listen unix:PATH] "
+    assert lines[0] == ("usage: mcp-rosetta serve [options] [--listen ADDRESS] "
                         "[-- COMMAND [ARGS...]]")
     out = "\n".join(lines)
-    assert "--listen unix:PATH" in out and "--max-sessions N" in out
+    assert "--listen ADDRESS" in out and "--max-sessions N" in out
     assert "a session of its own" in out and "commands (each" not in out
 
 

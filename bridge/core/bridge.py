@@ -244,6 +244,16 @@ class Bridge:
     def mode(self) -> Mode | None:
         return self.handler.mode if self.handler is not None else None
 
+    @property
+    def server_state(self) -> ServerState:
+        """Where the server process is (the HTTP front's /readyz reads it)."""
+        return self._server
+
+    @property
+    def has_served(self) -> bool:
+        """Whether a server of this session has spoken: a start after it is a restart."""
+        return self._record is ServerRecord.SERVED
+
     def _move_server(self, to: ServerState) -> None:
         if to not in _SERVER_MOVES[self._server]:
             raise IllegalMove("server", self._server, to)
@@ -461,7 +471,8 @@ class Bridge:
     def _on_child_exited(self, event: ChildExited) -> None:
         # Its output closed first: this is the status waited for.
         self._timers.cancel(_EXIT_WAIT)
-        self._on_server_gone(Outage(event.code, event.cause, event.stderr_tail))
+        self._on_server_gone(Outage(event.code, event.cause, event.stderr_tail,
+                                   event.went))
 
     def _on_server_gone(self, outage: Outage) -> None:
         """The server exited or closed its output (ChildExited, PeerClosed: each crash says

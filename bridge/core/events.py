@@ -58,11 +58,14 @@ class ChildExited:
     command could not start (not found, with the PATH searched; not executable).
     `stderr_tail` is the last lines the process wrote to its stderr, which name the fault of
     a server that ended before it ever answered.
+    `went` says how a server that is no process of ours went (the HTTP upstream: it stopped
+    answering, or ended the session); its `code` is then None.
     """
 
-    code: int
+    code: int | None
     cause: str = ""
     stderr_tail: tuple[str, ...] = ()
+    went: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,12 +21,13 @@ class Outage:
     what the shell knows beyond it (`cause`: why it could not start) and its last stderr
     lines."""
 
-    __slots__ = ("cause", "code", "stderr_tail")
+    __slots__ = ("cause", "code", "stderr_tail", "went")
 
     def __init__(self, code: int | None, cause: str = "",
-                 stderr_tail: tuple[str, ...] = ()) -> None:
+                 stderr_tail: tuple[str, ...] = (), went: str = "") -> None:
         self.code = code
         self.cause = cause
+        self.went = went
         self.stderr_tail = tuple(line[:STDERR_LINE_CHARS] for line in stderr_tail[-STDERR_LINES:])
 
     def learn(self, later: Outage) -> None:
@@ -39,6 +40,8 @@ class Outage:
     @property
     def what(self) -> str:
         """What happened, after "the server": "exited with status 1", "closed its output"."""
+        if self.went:
+            return self.went
         if self.code is None:
             return "closed its output"
         if self.code < 0:  # ChildExited: a negative status is the signal that killed it

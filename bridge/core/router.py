@@ -8,6 +8,7 @@ own (TRANSLATION.md §11.1); the peer's original id is restored with its JSON ty
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from enum import StrEnum
 from typing import cast
 
@@ -17,6 +18,10 @@ from bridge.core.events import CLIENT, SERVER, Side
 from bridge.core.exchange import Exchange, served_request
 from bridge.core.jsonrpc import WireId, notification
 from bridge.core.timers import Deadline
+
+CANCELLED_KEPT = 256
+"""Ids the router remembers having cancelled, per side, to tell a late answer (expected)
+from an unmatched one (a peer's mistake)."""
 
 __all__ = ["Due", "Router", "other"]
 
@@ -36,11 +41,14 @@ def other(side: Side) -> Side:
 class Router:
     """Exchanges keyed by the id the bridge used toward each side."""
 
-    __slots__ = ("ctx", "pending", "timed")
+    __slots__ = ("_cancelled", "ctx", "pending", "timed")
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.pending: dict[Side, dict[str, Exchange]] = {CLIENT: {}, SERVER: {}}
+        self._cancelled: dict[Side, OrderedDict[str, None]] = {CLIENT: OrderedDict(),
+                                                               SERVER: OrderedDict()}
+        """The last CANCELLED_KEPT ids cancelled per side: their late answers are expected."""
         self.timed = ctx.config.request_timeout > 0  # forwarded requests get a timeout
 
     def forward(self, to: Side, message: Message, exchange: Exchange,
@@ -85,7 +93,12 @@ class Router:
         bid = message["id"]
         exchange = self.pending[side].pop(bid, None) if isinstance(bid, str) else None
         if exchange is None:
-            self.ctx.log("warning", "response.unmatched", side=side, id=bid)
+            if isinstance(bid, str) and bid in self._cancelled[side]:
+                # cancellation.mdx §Behavior Requirements: the sender of the cancellation
+                # ignores a response that arrives afterwards (the peer had answered already)
+                self.ctx.debug("response.after_cancel", side=side, id=bid)
+            else:
+                self.ctx.log("warning", "response.unmatched", side=side, id=bid)
             return None
         if self.timed and exchange.timed:
             self.ctx.cancel_timer(Deadline(bid, Due.REQUEST_TIMEOUT))
@@ -110,11 +123,21 @@ class Router:
                 return bid
         return None
 
-    def cancel(self, to: Side, bid: str, reason: str | None = None) -> Exchange | None:
-        """Forget an exchange and tell `to` to stop working on it (cancellation.mdx)."""
+    def withdraw(self, to: Side, bid: str) -> Exchange | None:
+        """Forget the exchange of `bid` at `to`, which is being cancelled: its timeout goes,
+        and an answer `to` sends for it all the same is expected, not a mistake."""
         exchange = self.pending[to].pop(bid, None)
         if exchange is not None and exchange.timed:
             self.ctx.cancel_timer(Deadline(bid, Due.REQUEST_TIMEOUT))
+        cancelled = self._cancelled[to]
+        cancelled[bid] = None
+        if len(cancelled) > CANCELLED_KEPT:
+            cancelled.popitem(last=False)
+        return exchange
+
+    def cancel(self, to: Side, bid: str, reason: str | None = None) -> Exchange | None:
+        """Forget an exchange and tell `to` to stop working on it (cancellation.mdx)."""
+        exchange = self.withdraw(to, bid)
         params: Message = {"requestId": bid}
         if reason:
             params["reason"] = reason

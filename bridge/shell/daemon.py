@@ -32,7 +32,7 @@ from bridge.errors import ConfigError, ServerUnavailable
 from bridge.shell.child import Child, spawner
 from bridge.shell.driver import Core
 from bridge.shell.logs import Logger
-from bridge.shell.session import Session, SessionSettings
+from bridge.shell.session import OpenUpstream, Session, SessionSettings
 from bridge.shell.settings import ShellConfig
 from bridge.shell.start_failure import NotStarted
 from bridge.shell.supervisor import Spawn
@@ -191,15 +191,22 @@ class Daemon:
             await self._refuse(connection, "the daemon is stopping; try again later")
             return
         spawn = self._make_spawn(settings.shell)
+        upstream: OpenUpstream | None = None
+        child: Child | NotStarted | None = None
         try:
-            out, child = _second_fd_and_server(connection, spawn)
-        except ServerUnavailable as exc:
+            if settings.shell.url is not None:  # a remote server: nothing to start
+                upstream = _remote(settings.shell, log)
+                out = _second_fd(connection)
+            else:
+                out, child = _second_fd_and_server(connection, spawn)
+        except (ServerUnavailable, ConfigError) as exc:
             log.error("session.refused", reason=str(exc))
             await self._refuse(connection, str(exc))
             return
         session = Session(self._make_core(settings.core), spawn, log,
                           settings=session_settings(settings),
-                          transcript=self._transcript(settings.shell.transcript, number, log))
+                          transcript=self._transcript(settings.shell.transcript, number, log),
+                          upstream=upstream)
         self._sessions.add(session)
         log.info("session.started")
         fd = connection.detach()
@@ -256,16 +263,31 @@ class Daemon:
             await trio.sleep(interval)
 
 
+def _remote(shell: ShellConfig, log: Logger) -> OpenUpstream:
+    """A session's HTTP upstream (url = ...), its headers' ${VAR} read now: a variable unset
+    since the daemon started refuses the session (ConfigError)."""
+    from bridge.shell.remote.endpoint import resolve
+    from bridge.shell.remote.upstream import opener
+
+    return opener(resolve(shell, os.environ), log, limit=shell.max_message_bytes)
+
+
+def _second_fd(connection: trio.socket.SocketType) -> int:
+    """The fd the session writes the client's answers to; ServerUnavailable if the daemon
+    lacks one (a burst can use up every fd)."""
+    try:
+        return os.dup(connection.fileno())
+    except OSError as exc:
+        raise ServerUnavailable(_fd_failure("no file descriptor left for a session", exc)) \
+            from None
+
+
 def _second_fd_and_server(connection: trio.socket.SocketType,
                           spawn: Spawn) -> tuple[int, Child | NotStarted]:
     """The fd the session writes the client's answers to, and its server, or why the server
     command cannot start (the session's core tells the client); ServerUnavailable if the
     daemon itself lacks what a session needs (a burst can use up every fd)."""
-    try:
-        out = os.dup(connection.fileno())
-    except OSError as exc:
-        raise ServerUnavailable(_fd_failure("no file descriptor left for a session", exc)) \
-            from None
+    out = _second_fd(connection)
     try:
         return out, spawn()
     except NotStarted as exc:

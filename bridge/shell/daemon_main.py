@@ -28,7 +28,11 @@ Reload = Callable[[], Settings]
 
 def run_daemon(settings: Settings, reload: Reload) -> int:
     """Serve until stopped; the exit status. `reload` reads the configuration again."""
-    check_command(settings.shell.command)
+    if (settings.daemon.listen or "").startswith("http://"):
+        from bridge.shell.http.main import run_http
+
+        return run_http(settings, reload)
+    _check_server(settings)
     check_transcript(settings.shell.transcript)
     log = logs.configure(settings.shell.log_level, settings.shell.log_format)
     log.info("daemon.started", **logs.started_fields(settings.shell))
@@ -65,10 +69,23 @@ async def _watch(signals: AsyncIterator[int], daemon: Daemon, reload: Reload,
             daemon.stop()
 
 
+def _check_server(settings: Settings) -> None:
+    """A command to start, or a URL whose headers' ${VAR} are all set (each session reads
+    them again: a variable unset later refuses that session)."""
+    if settings.shell.url is not None:
+        import os
+
+        from bridge.shell.remote.endpoint import resolve
+
+        resolve(settings.shell, os.environ)
+    else:
+        check_command(settings.shell.command)
+
+
 def _reload(daemon: Daemon, reload: Reload) -> None:
     try:
         settings = reload()
-        check_command(settings.shell.command)
+        _check_server(settings)
         check_transcript(settings.shell.transcript)
     except BridgeError as exc:
         daemon.reload(None, str(exc))

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 # The service manager's notify and listen sockets are ours: a server that found them would be
-# taken for the service (Type=notify), or take over connections meant for the bridge.
+# taken for the service (Type=notify), or take over connections meant for the bridge. So is
+# the HTTP front's bearer token (MCP_ROSETTA_TOKEN): the server has no use for it.
 OURS = ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC",
-        "WATCHDOG_PID")
+        "WATCHDOG_PID", "MCP_ROSETTA_TOKEN")
 MINIMUM = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ",
            "TMPDIR", "XDG_*", "CREDENTIALS_DIRECTORY")
 """What a server always gets under an allowlist (`pass_env`): where programs, its home and

@@ -161,6 +161,10 @@ def started_fields(shell: ShellConfig) -> dict[str, object]:
     names (never the values) of what is set in the server's environment."""
     fields: dict[str, object] = {"version": __version__, "command": list(shell.command),
                                  "config": shell.config_file}
+    if shell.url is not None:
+        fields["url"] = shell.url
+    if shell.headers:
+        fields["headers"] = [name for name, _ in shell.headers]
     if shell.env:
         fields["env"] = [key for key, _ in shell.env]
     if shell.pass_env is not None:

@@ -18,6 +18,8 @@ from bridge.shell.transcript import check_transcript
 
 def run_stdio(core_config: CoreConfig, shell: ShellConfig) -> int:
     """Run the bridge over this process's stdio; its exit code."""
+    if shell.url is not None:
+        return _run_remote(core_config, shell)
     check_command(shell.command)
     check_transcript(shell.transcript)
     fds = take_stdio()
@@ -33,3 +35,20 @@ def run_stdio(core_config: CoreConfig, shell: ShellConfig) -> int:
     from bridge.shell.stdio_main import serve_stdio
 
     return serve_stdio(core_config, shell, fds, first, spawn)
+
+
+def _run_remote(core_config: CoreConfig, shell: ShellConfig) -> int:
+    """The same bridge, its server a Streamable HTTP endpoint (nothing to start early)."""
+    import os
+
+    from bridge.shell.remote.endpoint import resolve
+
+    where = resolve(shell, os.environ)  # before fds 0 and 1 are taken: an unset ${VAR} is
+    check_transcript(shell.transcript)  # a config error on stderr, as a bad flag is
+    fds = take_stdio()
+    from bridge.shell.trio_import import import_trio
+
+    import_trio()
+    from bridge.shell.stdio_main import serve_remote
+
+    return serve_remote(core_config, shell, fds, where)

@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Protocol
 
 import trio
 
@@ -44,6 +45,25 @@ class SessionSettings:
 
 def _no_notify(_: str) -> None:
     pass
+
+
+class Upstream(Protocol):
+    """The server side of a session: the supervisor of a child, or the HTTP upstream
+    (bridge/shell/remote/upstream.py). The driver writes to it and asks it to restart."""
+
+    @property
+    def congested(self) -> bool: ...
+    async def relieved(self) -> None: ...
+    def write(self, data: bytes) -> bool: ...
+    def restart(self) -> None: ...
+    def serve(self, child: Child | ServerUnavailable | None = None) -> None: ...
+    def hurry(self) -> None: ...
+    async def stop(self) -> None: ...
+    def kill_all(self) -> None: ...
+
+
+OpenUpstream = Callable[[Driver, trio.Nursery], Upstream]
+"""Builds a session's upstream once its nursery is open (None: the child supervisor)."""
 
 
 class Clock:
@@ -93,8 +113,10 @@ class Session:
                  settings: SessionSettings = SessionSettings(),
                  notify: Callable[[str], None] = _no_notify,
                  orphans: Orphans | None = None,
-                 transcript: Transcript | None = None) -> None:
+                 transcript: Transcript | None = None,
+                 upstream: OpenUpstream | None = None) -> None:
         self._core = core
+        self._open_upstream = upstream
         self._spawn = spawn
         self._log = log
         self._settings = settings
@@ -102,7 +124,7 @@ class Session:
         self.orphans = orphans
         self.driver = Driver(core, log, limit=settings.max_message_bytes, notify=notify,
                              debug=settings.debug, transcript=transcript)
-        self._supervisor: Supervisor | None = None
+        self._supervisor: Upstream | None = None
         self._client: Outlet | None = None
         self._asked = 0
         self._hurry = trio.CancelScope()
@@ -150,8 +172,12 @@ class Session:
         # Nobody can read our answers any more: for the core that is the client leaving.
         client = Outlet(client_out, nursery, "client",
                         on_broken=lambda: driver.post(PeerClosed(CLIENT, gone=True)))
-        supervisor = Supervisor(self._spawn, driver, nursery, settings.timing, self._log,
-                                limit=settings.max_message_bytes, feeds=client)
+        supervisor: Upstream
+        if self._open_upstream is not None:
+            supervisor = self._open_upstream(driver, nursery)
+        else:
+            supervisor = Supervisor(self._spawn, driver, nursery, settings.timing, self._log,
+                                    limit=settings.max_message_bytes, feeds=client)
         clock = Clock(driver, self._core)
         driver.client = FirstWrite(client, driver, self.client_written)
         driver.server, driver.clock = supervisor, clock

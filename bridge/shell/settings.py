@@ -28,6 +28,11 @@ class Timing:
 class ShellConfig:
     command: tuple[str, ...] = ()
     """The server command and its arguments."""
+    url: str | None = None
+    """A Streamable HTTP endpoint to use instead of a command (--url)."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """(Name, value) sent with every request to `url`; values may hold ${VAR}, read from the
+    environment at start. Never logged."""
     log_level: str = "info"
     """debug, info, warning, error or critical."""
     log_format: str = "auto"
@@ -54,7 +59,8 @@ class DaemonConfig:
     """What only `mcp-rosetta serve` reads: where it listens, and how many sessions it takes."""
 
     listen: str | None = None
-    """The Unix socket path to bind; None when systemd hands the socket over."""
+    """The Unix socket path to bind, or an `http://HOST:PORT/PATH` address (the Streamable
+    HTTP front); None when systemd hands the socket over."""
     listen_mode: int = 0o660
     """Permission bits of a socket the daemon binds itself."""
     listen_owner: str | None = None
@@ -62,4 +68,25 @@ class DaemonConfig:
     listen_group: str | None = None
     """Group (name or number) to own that socket; None keeps the daemon's own."""
     max_sessions: int = 16
-    """Client connections served at once; one more is refused with a JSON-RPC error."""
+    """Client connections served at once (on the HTTP front: legacy sessions); one more is
+    refused with a JSON-RPC error."""
+    session_idle: float = 1800.0
+    """The HTTP front's legacy sessions: seconds with no request and no open stream after
+    which a session ends and its server is stopped."""
+    allowed_hosts: tuple[str, ...] = ()
+    """HTTP front: Host values it accepts beside its own names (lower case): `name` (any
+    port) or `name:port` (that port only)."""
+    allowed_origins: tuple[str, ...] = ()
+    """HTTP front: Origin values it accepts beside its own names, as `scheme://host:port`
+    (lower case, the scheme's default port made explicit)."""
+    token_file: str | None = None
+    """HTTP front: a file of bearer tokens (one a line; blank lines and # comments ignored);
+    with MCP_ROSETTA_TOKEN, every request but /healthz must present one."""
+    max_connections: int = 1024
+    """HTTP front: connections served at once; one more is answered 503 and closed."""
+    connection_idle: float = 60.0
+    """HTTP front: seconds a connection may wait for its next request, and a request may take
+    to arrive whole (head and body); past it the connection is closed."""
+    stream_backlog: int = 4 * 1024 * 1024
+    """HTTP front: bytes held for one answer whose client does not read them; past it the
+    request is cancelled and its connection closed."""

@@ -24,6 +24,7 @@ from bridge.shell.driver import Driver
 from bridge.shell.early_log import EarlyLog
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
+from bridge.shell.remote.endpoint import Endpoint
 from bridge.shell.session import Session, SessionSettings
 from bridge.shell.settings import ShellConfig
 from bridge.shell.stdio import ProtocolFds
@@ -66,12 +67,43 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
         early.load()
 
 
+def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
+                 where: Endpoint) -> int:
+    """The stdio bridge whose server is the Streamable HTTP endpoint `where`."""
+    early = EarlyLog(shell.log_level, shell.log_format)
+    log = early.logger()
+    log.info("bridge.started", **logs.started_fields(shell))
+    from bridge.shell.remote.upstream import opener  # httpx2: only for --url
+
+    session = Session(
+        Bridge(core_config, secret=os.urandom(32)),
+        _no_spawn,
+        log,
+        settings=session_settings(shell),
+        notify=Notifier(log),
+        transcript=Transcript.open(shell.transcript, log=log) if shell.transcript else None,
+        upstream=opener(where, log, limit=shell.max_message_bytes),
+    )
+    try:
+        return trio.run(_main, session, fds, None, log, early)
+    except Exception as exc:  # a bug: say so
+        log.critical("bridge.crashed", error=repr(exc))
+        return EX_SOFTWARE
+    finally:
+        early.load()
+
+
+def _no_spawn() -> ProcessChild:
+    raise AssertionError("an HTTP upstream starts no process")
+
+
 def session_settings(shell: ShellConfig) -> SessionSettings:
     return SessionSettings(timing=shell.timing, max_message_bytes=shell.max_message_bytes,
                            debug=shell.log_level == "debug")
 
 
-async def _main(session: Session, fds: ProtocolFds, first: ProcessChild | ServerUnavailable,
+async def _main(session: Session, fds: ProtocolFds,
+                first: ProcessChild | ServerUnavailable | None,
                 log: logs.Logger, early: EarlyLog) -> int:
     orphans = session.orphans
     with trio.open_signal_receiver(*ENDING, signal.SIGCHLD) as signals:

@@ -19,7 +19,7 @@ from bridge.errors import ServerUnavailable
 from bridge.shell.child import Child
 from bridge.shell.logs import Logger
 from bridge.shell.outlet import Outlet
-from bridge.shell.pump import pump
+from bridge.shell.pump import Throttle, pump
 from bridge.shell.settings import Timing
 from bridge.shell.start_failure import NOT_FOUND, NotStarted
 from bridge.shell.stderr import StderrReader
@@ -57,14 +57,14 @@ class Supervisor:
     """The server side of one session: what the driver writes to, and what it restarts."""
 
     def __init__(self, spawn: Spawn, driver: Driver, nursery: trio.Nursery, timing: Timing,
-                 log: Logger, *, limit: int, feeds: Outlet) -> None:
+                 log: Logger, *, limit: int, feeds: Throttle) -> None:
         self._spawn = spawn
         self._driver = driver
         self._nursery = nursery
         self._timing = timing
         self._log = log
         self._limit = limit
-        self._feeds = feeds  # the client's outlet: the server's reader waits while it is full
+        self._feeds = feeds  # the client side: the server reader waits while it is full
         self._gen = 0
         self._current = self._next()
         self._incarnations: list[Incarnation] = []

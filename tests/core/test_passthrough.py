@@ -101,3 +101,17 @@ def test_a_modern_server_ending_a_listen_stream_is_told_under_the_clients_id() -
     ended = one(h.server({"jsonrpc": "2.0", "method": "notifications/cancelled",
                           "params": {"requestId": forwarded["id"]}}), "client")
     assert ended["params"] == {"requestId": "L"}
+
+
+def test_an_answer_after_a_cancellation_is_expected_and_dropped_quietly() -> None:
+    """cancellation.mdx: the sender of a cancellation ignores the answer that crosses it; it
+    is no peer's mistake, so it is not logged as an unmatched response."""
+    h, _ = legacy_pair()
+    forwarded = one(h.client(request(5, "tools/call", {"name": "slow"})), "server")
+    one(h.client({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": 5}}), "server")
+    assert sent(h.server(answer(forwarded, {"content": []})), "client") == []
+    assert [log.event for log in h.logs if log.event.startswith("response.")] == []
+    assert sent(h.server(answer({"id": "never-sent"}, {})), "client") == []
+    assert [log.event for log in h.logs if log.event.startswith("response.")] == [
+        "response.unmatched"]

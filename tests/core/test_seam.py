@@ -37,6 +37,10 @@ NEEDS = {
     "shell/check_wire.py": {
         "bridge.core.jsonrpc": "answers a request the server sends the check with an error",
     },
+    "shell/remote/mapping.py": {
+        "bridge.core.errors": "a failed exchange with an HTTP server is answered with the "
+                              "bridge's own error code (SERVER_ERROR), as the core answers one",
+    },
     "protocol.py": {
         "bridge.core.envelope": "the library re-exports the core's pure helpers (its docstring)",
         "bridge.core.handshake": "the library re-exports legacy_result",

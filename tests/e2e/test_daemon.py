@@ -207,17 +207,23 @@ def units(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_the_units_verify(units: Path) -> None:
-    done = subprocess.run(["systemd-analyze", "verify", "mcp-rosetta@weather.socket",
-                           "mcp-rosetta@weather.service"], cwd=units, capture_output=True,
+UNITS = ("mcp-rosetta", "mcp-rosetta-http")
+"""The daemon's unit pair (a Unix socket) and the HTTP front's (a TCP port)."""
+
+
+@pytest.mark.parametrize("stem", UNITS)
+def test_the_units_verify(units: Path, stem: str) -> None:
+    done = subprocess.run(["systemd-analyze", "verify", f"{stem}@weather.socket",
+                           f"{stem}@weather.service"], cwd=units, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
 
 
-def test_the_service_is_sandboxed(units: Path) -> None:
+@pytest.mark.parametrize("stem", UNITS)
+def test_the_service_is_sandboxed(units: Path, stem: str) -> None:
     done = subprocess.run(["systemd-analyze", "security", "--offline=true", "--no-pager",
-                           str(units / "mcp-rosetta@weather.service")],
+                           str(units / f"{stem}@weather.service")],
                           capture_output=True, text=True, timeout=120)
     overall = [line for line in done.stdout.splitlines() if "Overall exposure level" in line]
     assert overall, done.stdout + done.stderr

@@ -72,6 +72,7 @@ def test_the_wheel_alone_in_an_empty_venv_runs_demo_check_and_help(
     share = env_dir / "share" / "mcp-rosetta"
     assert help_lines[-1].strip() == f"{share}{os.sep}"
     assert {p.name for p in share.iterdir()} == {
-        "mcp-rosetta.toml", "mcp-rosetta@.service", "mcp-rosetta@.socket"}
+        "mcp-rosetta.toml", "mcp-rosetta@.service", "mcp-rosetta@.socket",
+        "mcp-rosetta-http@.service", "mcp-rosetta-http@.socket"}
     version = run(["mcp-rosetta", "--version"], cwd=tmp_path, env=clean).stdout
     assert version == f"mcp-rosetta {__version__}\n"

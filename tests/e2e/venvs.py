@@ -60,6 +60,21 @@ PUBLISHED = {
         "mcp-server-filesystem"),
     "mcp-server-time": Published(
         "pypi", ("mcp-server-time==2026.10.19", "mcp==2.3.0"), "mcp-server-time"),
+    # Not a server: the relay issue 21 measures against (Streamable HTTP in front of a stdio
+    # server). It pins its own SDKs exactly, so NPM_SDK is left out.
+    "supergateway": Published("npm", ("supergateway@4.0.0",), "supergateway"),
+}
+# Not servers: the HTTP clients of issue 21's e2e tests (tests/e2e/test_http_clients.py).
+# `program` is what the install is checked by: a bin, or a package's own file for a library.
+NPM_CLIENTS = {
+    # The TypeScript SDK's clients, both lines: 1.x (`@modelcontextprotocol/sdk`) and the v2
+    # client package; peers/ts_client.mjs runs beside them.
+    "ts-clients": Published(
+        "npm", ("@modelcontextprotocol/client@2.4.0", NPM_SDK),
+        "../@modelcontextprotocol/client/package.json"),
+    # Needs node >= 22.19: run under conformance_suite.node().
+    "inspector": Published("npm", ("@modelcontextprotocol/inspector@2.12.0",), "mcp-inspector"),
+    "mcp-remote": Published("npm", ("mcp-remote@0.15.1",), "mcp-remote"),
 }
 CLIENTS = {"legacy": "legacy_client.py", "modern": "modern_client.py"}
 READY_MARKER = ".rosetta-ready"
@@ -113,7 +128,19 @@ def sdk_python(era: str) -> SdkPython:
 def published_server(name: str) -> list[str]:
     """The command that starts the published server `name` (a key of PUBLISHED), installing
     it first if needed."""
-    server = PUBLISHED[name]
+    return [str(installed(name, PUBLISHED[name])[1])]
+
+
+def npm_client(name: str) -> Path:
+    """The npm prefix of the client package `name` (a key of NPM_CLIENTS), installing it
+    first if needed; its programs are in node_modules/.bin, its packages in node_modules."""
+    client = NPM_CLIENTS[name]
+    return installed(f"client-{name}", client)[0]
+
+
+def installed(name: str, server: Published) -> tuple[Path, Path]:
+    """`server` installed under `name` once: its home (prefix or venv) and its program (or
+    checked file)."""
     pin = " ".join(server.packages)
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
@@ -127,7 +154,7 @@ def published_server(name: str) -> list[str]:
     with file_lock(root / f"{home.name}.lock"):
         if not is_ready(home, pin, program):
             (build_npm if server.registry == "npm" else build)(home, *server.packages)
-    return [str(program)]
+    return home, program
 
 
 @contextlib.contextmanager

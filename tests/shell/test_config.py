@@ -12,6 +12,7 @@ from bridge.config import (
     CORE_KEYS,
     DAEMON_KEYS,
     DERIVED_CORE_FIELDS,
+    HTTP_PARKED_TIMEOUT,
     SHELL_KEYS,
     accepted_keys,
     load_settings,
@@ -40,7 +41,17 @@ def test_the_example_config_is_valid_and_documents_every_key() -> None:
     assert [key for key in accepted_keys() if not documented(key, text)] == []
     assert {*CORE_KEYS, *SHELL_KEYS, *DAEMON_KEYS} <= set(accepted_keys())
     assert settings.daemon.max_sessions == 16 and settings.daemon.listen_mode == 0o660
+    assert settings.daemon.session_idle == 1800.0  # "30m", as the default
     assert settings.shell.max_message_bytes == 64 * 1024 * 1024
+
+
+def test_session_idle_is_a_duration(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('session_idle = "90s"\n')
+    assert load_settings(str(config), {}).daemon.session_idle == 90.0
+    config.write_text('session_idle = "soon"\n')
+    with pytest.raises(ConfigError, match="session_idle"):
+        load_settings(str(config), {})
 
 
 def test_a_key_counts_as_documented_only_under_a_comment() -> None:
@@ -86,3 +97,12 @@ def test_booleans_are_not_numbers(tmp_path: Path) -> None:
     config.write_text("probe_timeout = true\n")
     with pytest.raises(ConfigError, match="probe_timeout"):
         load_settings(str(config), {})
+
+
+def test_the_http_front_parks_calls_for_less_time_unless_told(tmp_path: Path) -> None:
+    http = {"listen": "http://127.0.0.1:8808/mcp"}
+    assert load_settings(None, http).core.parked_timeout == HTTP_PARKED_TIMEOUT
+    assert load_settings(None, {"listen": "/run/b.sock"}).core.parked_timeout == 900.0
+    config = tmp_path / "c.toml"
+    config.write_text('command = ["a"]\nparked_timeout = "15m"\n')
+    assert load_settings(str(config), http).core.parked_timeout == 900.0

@@ -259,13 +259,12 @@ class PassThrough:
         if bid is None:
             self.ctx.debug("cancel.unmatched", side=side)
             return
-        self._ended(self.router.pending[to].pop(bid))
-        self.ctx.cancel_timer(Deadline(bid, Due.REQUEST_TIMEOUT))
+        self._ended(self.router.withdraw(to, bid))
         # To the client: the server withdraws a request of its own, which names no request
         # of the client's.
         self.ctx.send(to, {**message, "params": {**params, "requestId": bid}})
 
-    def _ended(self, exchange: Exchange) -> None:
+    def _ended(self, exchange: Exchange | None) -> None:
         """A request cancelled in flight: what the server still sends for it names nothing."""
         if isinstance(exchange, RelayedTracedCall):
             self.untrace(exchange)

@@ -3,6 +3,7 @@
 Must not speak 2026-07-28: it is the official legacy SDK as real legacy hosts use it.
 
 Usage: legacy_client.py SCENARIO -- <server command...>
+       legacy_client.py SCENARIO -- http://HOST:PORT/PATH   (the SDK's Streamable HTTP client)
 Scenarios:
   basic   initialize; list/call tools; progress; resources, templates, prompts, completion;
           cancel a slow call with notifications/cancelled
@@ -13,6 +14,9 @@ Scenarios:
           during a slow call; once told the tools changed, the same session lists and calls
           tools, hears of a new tool, of the subscribed resource, and logs at its level
   time    the tools of the published `mcp-server-time`
+  tour    one of each thing a client does, for the HTTP front: list and call tools, progress,
+          logs at the level set, an elicitation answered, and a tools list_changed heard
+          (then the new tool, named by $ROSETTA_E2E_NEW_TOOL, listed and called)
 
 Prints ONE JSON object on stdout (see peer_common.Recorder); exits 1 if the session could
 not be initialized, 0 otherwise (step failures are recorded, not fatal).
@@ -20,6 +24,7 @@ not be initialized, 0 otherwise (step failures are recorded, not fatal).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from datetime import timedelta
@@ -28,6 +33,7 @@ from typing import Any
 import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamablehttp_client
 from peer_common import (
     RESTART_TIMEOUT,
     SAMPLING_MODEL,
@@ -38,11 +44,12 @@ from peer_common import (
     error_info,
     fill_form,
     kill,
+    new_tool_name,
     parse_argv,
     tapped,
 )
 
-SCENARIOS = ("basic", "inputs", "notify", "logs", "restart", "time")
+SCENARIOS = ("basic", "inputs", "notify", "logs", "restart", "time", "tour")
 SCENARIO_TIMEOUT = 60.0
 # How long to wait for a notification that should come, and for one that should not.
 EXPECT_TIMEOUT = 3.0
@@ -314,6 +321,26 @@ async def time_tools(session: ClientSession, rec: Recorder) -> None:
     await rec.step("call:unknown", lambda: call("no_such_tool", {}))
 
 
+# --- scenario: tour -------------------------------------------------------------------------
+
+
+async def tour(session: ClientSession, rec: Recorder) -> None:
+    added = new_tool_name()
+    await list_tool_names(session, rec)
+    await rec.step("call:echo", lambda: session.call_tool("echo", {"text": "over http"}))
+    rec.phase = "slow"
+    await call_with_progress(session, rec)
+    await expect(rec, "set_level", None, lambda: session.set_logging_level("warning"))
+    await expect_logs(rec, "chatty:warning", lambda: session.call_tool("chatty", {}))
+    rec.phase = "ask_name"
+    await rec.step("call:ask_name", lambda: session.call_tool("ask_name", {}))
+    await expect(rec, "add_tool", "notifications/tools/list_changed",
+                 lambda: session.call_tool("add_tool", {"name": added}))
+    rec.phase = "after"
+    await list_tool_names(session, rec, "tools:after")
+    await rec.step("call:added", lambda: session.call_tool(added, {}))
+
+
 # --- driver ---------------------------------------------------------------------------------
 
 SCENARIO_FUNCTIONS = {
@@ -323,13 +350,28 @@ SCENARIO_FUNCTIONS = {
     "logs": logs,
     "restart": restart,
     "time": time_tools,
+    "tour": tour,
 }
 
 
-async def run(scenario: str, server_cmd: list[str], rec: Recorder) -> int:
+def connected(server_cmd: list[str]) -> Any:
+    """The SDK's transport to the server: its HTTP client for a URL, else stdio. Both give
+    (read, write) first (HTTP adds a session-id getter, not needed here)."""
+    if server_cmd[0].startswith("http://"):
+        return _first_two(streamablehttp_client(server_cmd[0]))
     params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ))
+    return stdio_client(params)
+
+
+@contextlib.asynccontextmanager
+async def _first_two(transport: Any) -> Any:
+    async with transport as streams:
+        yield streams[0], streams[1]
+
+
+async def run(scenario: str, server_cmd: list[str], rec: Recorder) -> int:
     timeout = timedelta(seconds=SCENARIO_TIMEOUT)
-    transport = stdio_client(params)
+    transport = connected(server_cmd)
     if scenario == "restart":
         transport = tapped(transport, rec)
     with anyio.fail_after(SCENARIO_TIMEOUT + 5):

@@ -6,7 +6,9 @@ Runs under mcp 1.x (`mcp==1.30.0`, protocol 2025-11-25 and older). Server-to-cli
 requests (elicitation, sampling, roots) are sent mid-call, the legacy way; a bridge in
 front of it must turn them into `input_required` rounds for a modern client.
 
-Usage: python legacy_server.py
+Usage: python legacy_server.py [--http PORT]
+  --http PORT  serve Streamable HTTP (2025-11-25: sessions, the GET stream) at
+               http://127.0.0.1:PORT/mcp, FastMCP's own `streamable-http` transport
 """
 
 from __future__ import annotations
@@ -237,5 +239,19 @@ async def main() -> None:
         await lowlevel.run(read_stream, write_stream, initialization_options())
 
 
+def serve_http(port: int) -> None:
+    mcp.settings.port = port
+    mcp.settings.log_level = "WARNING"
+    # FastMCP builds its own initialization options: give it ours (listChanged, subscribe).
+    ours = initialization_options()
+    lowlevel.create_initialization_options = lambda *_, **__: ours  # type: ignore[method-assign]
+    mcp.run(transport="streamable-http")
+
+
 if __name__ == "__main__":
-    anyio.run(main)
+    import sys
+
+    if "--http" in sys.argv[1:]:
+        serve_http(int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        anyio.run(main)

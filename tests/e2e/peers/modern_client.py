@@ -5,6 +5,7 @@ which never sends `initialize`; the only handshake-like traffic is one explicit
 `server/discover`, whose result is adopted. A server that refuses it fails the run.
 
 Usage: modern_client.py SCENARIO -- <server command...>
+       modern_client.py SCENARIO -- http://HOST:PORT/PATH   (the SDK's Streamable HTTP)
 Scenarios:
   basic   discover; list/call tools; progress; resources, templates, prompts, completion;
           cancel a slow call; per-request log levels
@@ -24,6 +25,9 @@ Scenarios:
           (ask_model, list_roots), one that elicits (ask_name), then echo
   undeclared_none  the client declares no input capability at all: ask_model, list_roots,
           then echo
+  tour    one of each thing a client does, for the HTTP front: list and call tools, progress,
+          logs at a level, an elicitation answered, and a tools list_changed heard on a
+          listen stream (then the new tool, named by $ROSETTA_E2E_NEW_TOOL, listed and called)
 
 Prints ONE JSON object on stdout (see peer_common.Recorder); exits 1 if discovery failed,
 0 otherwise (step failures are recorded, not fatal).
@@ -53,6 +57,7 @@ from peer_common import (
     file_uri,
     fill_form,
     kill,
+    new_tool_name,
     parse_argv,
     root_dirs,
     tapped,
@@ -63,7 +68,7 @@ warnings.simplefilter("ignore", MCPDeprecationWarning)
 MODERN = "2026-07-28"
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 SCENARIOS = ("basic", "inputs", "notify", "restart", "filesystem", "everything", "undeclared",
-             "undeclared_none")
+             "undeclared_none", "tour")
 # What each undeclared scenario's client keeps of callbacks(): the capabilities it declares.
 DECLARED = {"undeclared": ("elicitation_callback",), "undeclared_none": ()}
 INPUT_CALLBACKS = ("elicitation_callback", "sampling_callback", "list_roots_callback")
@@ -311,6 +316,26 @@ def event_json(event: Any) -> dict[str, Any]:
     return {"type": type(event).__name__, **{k: v for k, v in vars(event).items()}}
 
 
+# --- scenario: tour -------------------------------------------------------------------------
+
+
+async def tour(client: Client, rec: Recorder) -> None:
+    added = new_tool_name()
+    await list_tool_names(client, rec)
+    await rec.step("call:echo", lambda: client.call_tool("echo", {"text": "over http"}))
+    await call_with_progress(client, rec)
+    await chatty_at(client, rec, "warning")
+    rec.phase = "ask_name"
+    await rec.step("call:ask_name", lambda: client.call_tool("ask_name", {}))
+    async with client.listen(tools_list_changed=True) as tools_sub:
+        record_subscription(rec, "listen:tools", tools_sub)
+        await act(rec, "add_tool", lambda: client.call_tool("add_tool", {"name": added}))
+        await expect_event(rec, "add_tool", tools_sub)
+    rec.phase = "after"
+    await list_tool_names(client, rec, "tools:after")
+    await rec.step("call:added", lambda: client.call_tool(added, {}))
+
+
 # --- scenario: restart ----------------------------------------------------------------------
 
 
@@ -430,6 +455,7 @@ SCENARIO_FUNCTIONS = {
     "everything": everything,
     "undeclared": undeclared,
     "undeclared_none": undeclared,
+    "tour": tour,
 }
 
 
@@ -444,7 +470,12 @@ async def discover(client: Client, rec: Recorder) -> bool:
 
 
 def make_client(server_cmd: list[str], rec: Recorder, scenario: str) -> Client:
-    params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:], env=dict(os.environ))
+    params: StdioServerParameters | str
+    if len(server_cmd) == 1 and server_cmd[0].startswith(("http://", "https://")):
+        params = server_cmd[0]  # the SDK's own Streamable HTTP transport
+    else:
+        params = StdioServerParameters(command=server_cmd[0], args=server_cmd[1:],
+                                       env=dict(os.environ))
     hooks = callbacks(rec)
     if scenario in DECLARED:  # no callback, no capability (ClientSession._build_capabilities)
         for name in INPUT_CALLBACKS:

@@ -15,9 +15,11 @@ Handlers return plain wire dicts rather than SDK models, so what a test sees is 
 file says, and input requests (`input_required`, SEP-2322) are built by hand so their keys
 and `requestState` are known to the tests.
 
-Usage: python modern_server.py [--undeclared-logging]
+Usage: python modern_server.py [--undeclared-logging] [--http PORT]
   --undeclared-logging  leave `logging` out of the capabilities, as the SDK itself does, while
                         `chatty` still logs (per request, at the level the request asks for)
+  --http PORT           serve Streamable HTTP at http://127.0.0.1:PORT/mcp (the SDK's own
+                        `streamable_http_app` under uvicorn) instead of stdio
 """
 
 from __future__ import annotations
@@ -513,5 +515,32 @@ async def main() -> None:
         await SERVER.run(read_stream, write_stream, SERVER.create_initialization_options())
 
 
+def http_port() -> int | None:
+    args = sys.argv[1:]
+    return int(args[args.index("--http") + 1]) if "--http" in args else None
+
+
+async def tool_regional(ctx: Any, args: dict[str, Any]) -> dict[str, Any]:
+    return text_result(f"weather in {args.get('region')}")
+
+
+REGIONAL_SCHEMA = {"type": "object", "required": ["region"],
+                   "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
+
+
+def serve_http(port: int) -> None:
+    """Over HTTP, one tool more: `regional`, whose `region` argument the client must mirror in
+    an Mcp-Param-Region header (streamable-http.mdx §Custom Headers; the SDK checks it)."""
+    import uvicorn
+
+    TOOLS["regional"] = tool(tool_regional, "Weather of a region (Mcp-Param-Region)",
+                             REGIONAL_SCHEMA)
+
+    uvicorn.run(SERVER.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    anyio.run(main)
+    if (port := http_port()) is not None:
+        serve_http(port)
+    else:
+        anyio.run(main)

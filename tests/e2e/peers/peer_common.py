@@ -34,6 +34,12 @@ FILE_TEXT = "hello from rosetta"  # what the filesystem scenario writes
 USAGE = "usage: {prog} SCENARIO -- <server command...>"
 # Directories a scenario gives as its roots, one after the other (os.pathsep-separated).
 ROOTS_ENV = "ROSETTA_E2E_ROOTS"
+# The name of the tool a tour adds at run time: each client's own, as clients share a server.
+NEW_TOOL_ENV = "ROSETTA_E2E_NEW_TOOL"
+
+
+def new_tool_name() -> str:
+    return os.environ.get(NEW_TOOL_ENV) or "zap"
 
 
 def parse_argv(argv: list[str], scenarios: tuple[str, ...]) -> tuple[str, list[str]]:

@@ -1,0 +1,337 @@
+"""Legacy HTTP sessions (clients of 2025-03-26 … 2025-11-25): the table of sessions, and one
+session's routing of what its core sends the client.
+
+Must not read or write HTTP (`legacy_requests.py` does) nor decide anything for the protocol
+(each session's own core does). A legacy session is a bridge session of its own, as the
+daemon gives each Unix-socket connection: its own core and its own server child (started by
+the front, which owns the nursery), one client, so no ids are renamed. Spec citations are
+section names of 2025-11-25 `basic/transports.mdx`.
+
+What the core sends the client goes (§Sending Messages 6, §Listening for Messages):
+  - to the stream of the POST whose request it names (`Send.request`): its answer, and the
+    questions, progress and logs that belong to it, also while that POST's connection is
+    lost (the client resumes the stream by GET with `Last-Event-ID`);
+  - else to the session's GET stream (a `list_changed`, a legacy server's own request), held
+    in a bounded queue while no GET stream is open (the oldest dropped, logged).
+Every stream's events carry ids (`EventLog`) and its last ones are kept for a resumption
+(§Resumability and Redelivery).
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from typing import Protocol
+
+import trio
+
+from bridge.core.codec import Message, encode
+from bridge.core.events import Event, Send, ShutdownRequested
+from bridge.shell.http import sse
+from bridge.shell.http.auth import Credential
+from bridge.shell.http.modern import Exchange, open_exchange
+from bridge.shell.http.route import STREAM_BACKLOG, Outgoing, RouteState
+from bridge.shell.logs import Logger
+
+QUEUE_LIMIT = 256
+"""Messages held for the GET stream while none is open; one more drops the oldest."""
+REPLAY_LIMIT = 256
+"""Events of one stream kept for a client that resumes it (§Resumability)."""
+STREAMS_KEPT = 32
+"""POST streams a session keeps for resumption; one more forgets the oldest."""
+ID_BYTES = 32
+"""secrets.token_urlsafe's bytes of randomness: 43 visible ASCII characters (§Session
+Management: globally unique, cryptographically secure, 0x21 to 0x7E)."""
+GET_PREFIX = "g"
+POST_PREFIX = "p"
+RETRY_MS = 1000
+"""The `retry:` a POST stream's priming event gives: how long a client whose connection was
+lost waits before it resumes."""
+
+
+class SessionDriver(Protocol):
+    """What a session needs of its driver (`front.FrontDriver`)."""
+
+    stopped: trio.Event
+
+    def feed(self, line: bytes) -> None: ...
+    def post(self, event: Event) -> None: ...
+
+
+class Served(Protocol):
+    """What a session needs of its server's supervisor once it is started."""
+
+    async def stop(self) -> None: ...
+    def kill_all(self) -> None: ...
+
+
+class EventLog:
+    """One stream's events: their ids (`PREFIX-N`: unique in the session, and the prefix
+    names the stream, §Resumability 1) and the last `limit` sent, for a resumption. A message
+    is framed (and kept) before it is written, so one lost with its connection is replayed."""
+
+    def __init__(self, prefix: str, limit: int, exchange: Exchange | None = None) -> None:
+        self.prefix = prefix
+        self._numbers = itertools.count(1)
+        self._sent: deque[tuple[int, bytes]] = deque(maxlen=limit)
+        self.exchange = exchange
+        """A POST stream's route: where its messages keep arriving."""
+        self.attached = False
+        """A connection is writing this stream now (a second one would be 409)."""
+
+    def priming(self) -> bytes:
+        return sse.priming(f"{self.prefix}-{next(self._numbers)}", RETRY_MS)
+
+    def frame(self, message: Message | list[Message]) -> bytes:
+        return self.frame_line(encode(message))
+
+    def frame_line(self, line: bytes) -> bytes:
+        """The event of a message already encoded (what a route hands over)."""
+        number = next(self._numbers)
+        data = sse.event_of(line, f"{self.prefix}-{number}")
+        self._sent.append((number, data))
+        return data
+
+    def after(self, number: int) -> list[bytes]:
+        """The kept events after event `number` (the client's Last-Event-ID)."""
+        return [data for n, data in self._sent if n > number]
+
+
+def parse_event_id(event_id: str) -> tuple[str, int] | None:
+    """A `Last-Event-ID` as (stream prefix, event number), or None if it is none of ours."""
+    prefix, _, number = event_id.rpartition("-")
+    return (prefix, int(number)) if prefix and number.isdigit() else None
+
+
+class LegacySession:
+    """One legacy client's bridge session: its routes, its GET stream's queue, its activity.
+    `driver` is set by whoever starts it (the front), before the first request."""
+
+    def __init__(self, session_id: str, number: int, log: Logger, *, idle: float,
+                 queue_limit: int = QUEUE_LIMIT, replay_limit: int = REPLAY_LIMIT,
+                 backlog: int = STREAM_BACKLOG) -> None:
+        self.id = session_id
+        self.number = number
+        self._log = log
+        self._idle = idle
+        self._backlog = backlog
+        self.driver: SessionDriver | None = None
+        self._routes: dict[object, Exchange] = {}
+        self._pending: deque[Message | list[Message]] = deque()
+        self._queue_limit = queue_limit
+        self._replay_limit = replay_limit
+        self.get_log = EventLog(GET_PREFIX, replay_limit)
+        self._post_logs: OrderedDict[str, EventLog] = OrderedDict()
+        self._posts = itertools.count(1)
+        self._arrived = trio.Event()
+        self.listening = False
+        """A GET stream is open (§Listening: one per session here)."""
+        self.streams = 0
+        """Streams open (POSTs waiting for their answer, the GET stream): not idle."""
+        self.last_active = trio.current_time()
+        self.ended = False
+        self.credential: Credential | None = None
+        """The token that opened it (when tokens are in force): only its bearer may use it."""
+
+    # Requests in -------------------------------------------------------------------------
+
+    def touch(self) -> None:
+        self.last_active = trio.current_time()
+
+    def in_flight(self, request_id: object) -> bool:
+        return request_id in self._routes
+
+    def admit(self, message: Message, body: bytes) -> tuple[Exchange, EventLog, bytes]:
+        """A POSTed request: its route, its stream's event log, the line to hand the core."""
+        request_id = message.get("id")
+        exchange = open_exchange(request_id, str(request_id), str(message.get("method")),
+                                 self._log, self._backlog, session=self.number)
+        self._routes[request_id] = exchange
+        log = EventLog(f"{POST_PREFIX}{next(self._posts)}", self._replay_limit, exchange)
+        self._post_logs[log.prefix] = log
+        if len(self._post_logs) > STREAMS_KEPT:
+            self._post_logs.popitem(last=False)
+        return exchange, log, _line(message, body)
+
+    def stream_log(self, prefix: str) -> EventLog | None:
+        """The stream an event id names (the GET stream, or a POST stream still kept)."""
+        return self.get_log if prefix == GET_PREFIX else self._post_logs.get(prefix)
+
+    def accept(self, message: Message, body: bytes) -> None:
+        """A POSTed response or notification: to the core."""
+        self.feed(_line(message, body))
+
+    @staticmethod
+    def abandon(exchange: Exchange) -> bytes | None:
+        """The POST's connection closed before its answer. §Sending Messages 6: that is not a
+        cancellation; the route stays, so what the core still sends for the request waits on
+        its channel for the client to resume the stream (GET with `Last-Event-ID`)."""
+        return None
+
+    def feed(self, line: bytes) -> None:
+        assert self.driver is not None
+        self.driver.feed(line)
+
+    # Messages out ------------------------------------------------------------------------
+
+    def deliver(self, send: Send) -> None:
+        """A message the core sends the client: onto its POST's stream, else the GET stream.
+        The driver calls it, so it must not wait."""
+        message = send.message
+        request = send.request
+        exchange = self._routes.get(request) if request is not None else None
+        if exchange is None or not isinstance(message, dict):
+            self._queue(message)
+            return
+        is_answer = "method" not in message and message.get("id") == request
+        if is_answer:
+            del self._routes[request]
+        route = exchange.route
+        # Ids pass as they are (one client per session): the core's line is the client's.
+        line = encode(message) if send.line is None else send.line
+        if not route.put(Outgoing(line, is_answer)) and route.state is RouteState.CLOSED:
+            self._log.warning("http.dropped", session=self.number, method=message.get("method"),
+                              request=request, reason="the POST's stream is gone")
+        if is_answer:
+            route.close()
+
+    def _queue(self, message: Message | list[Message]) -> None:
+        if self.ended:
+            return
+        if len(self._pending) >= self._queue_limit:
+            dropped = self._pending.popleft()
+            self._log.warning("http.dropped", session=self.number,
+                              method=dropped.get("method") if isinstance(dropped, dict)
+                              else "(batch)",
+                              reason=f"no GET stream took it; over {self._queue_limit} held")
+        self._pending.append(message)
+        self._arrived.set()
+
+    async def next_queued(self) -> bytes | None:
+        """The GET stream's next event, framed (and kept for a resumption), or None once
+        the session ended."""
+        while not self._pending:
+            if self.ended:
+                return None
+            self._arrived = trio.Event()
+            await self._arrived.wait()
+        return self.get_log.frame(self._pending.popleft())
+
+    # Its life ------------------------------------------------------------------------------
+
+    def end(self, reason: str, grace: float = 0.0) -> None:
+        """Ask the core to stop (answering what it owes within `grace`); its child follows."""
+        if self.ended:
+            return
+        self.ended = True
+        self._arrived.set()
+        self._log.info("http.session_ending", session=self.number, reason=reason)
+        assert self.driver is not None
+        self.driver.post(ShutdownRequested(grace))
+
+    async def run(self, start: Callable[[trio.Nursery], Served], *,
+                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until the core stops; `start` starts the server (in the nursery given), and
+        the caller goes on once it has (the core can take the first request then)."""
+        driver = self.driver
+        assert driver is not None
+        served: Served | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                served = start(nursery)
+                task_status.started()
+                nursery.start_soon(self._watch_idle, name=f"idle-{self.number}")
+                await driver.stopped.wait()
+                self.ended = True
+                self._arrived.set()
+                for exchange in list(self._routes.values()):
+                    exchange.route.close()
+                self._routes.clear()
+                await served.stop()
+                nursery.cancel_scope.cancel()
+        finally:
+            if served is not None:
+                served.kill_all()
+
+    async def _watch_idle(self) -> None:
+        """§Session Management 3: the server may end a session; one with no request and no
+        open stream for `idle` seconds ends (its child is stopped)."""
+        while True:
+            await trio.sleep_until(self.last_active + self._idle)
+            if self.streams:
+                self.touch()  # an open stream is activity; its closing touches again
+            elif trio.current_time() >= self.last_active + self._idle:
+                self.end(f"idle for {self._idle:g} s (session_idle)")
+                return
+
+
+def _line(message: Message, body: bytes) -> bytes:
+    """The line to hand the core: the body itself unless it spans lines (the core may pass a
+    line on to the server as it is, and the server reads one message a line)."""
+    return body if b"\n" not in body and b"\r" not in body else encode(message)
+
+
+EVICTABLE_AFTER = 10.0
+"""Seconds without a request before a session with no open stream may be ended to make
+room (a new session's client opens its GET stream right after `initialize`)."""
+
+
+class Sessions:
+    """The legacy sessions by id. A place is taken when a session is added (in the request
+    that opens it), so a burst of `initialize` cannot pass `limit`."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._by_id: dict[str, LegacySession] = {}
+        self._numbers = itertools.count(1)
+        self._emptied = trio.Event()
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    @property
+    def full(self) -> bool:
+        """`limit` live sessions (one ending no longer counts: its child is stopping)."""
+        return sum(not session.ended for session in self._by_id.values()) >= self.limit
+
+    def make_room(self) -> LegacySession | None:
+        """Full: end the live session idle longest among those with no open stream and no
+        request for `EVICTABLE_AFTER` s, and return it; None if every session is in use.
+        A client that is still there keeps its GET stream open; many never DELETE (the
+        inspector CLI opens a session per call), so this is where their sessions go."""
+        now = trio.current_time()
+        idle = [session for session in self._by_id.values() if not session.ended
+                and not session.streams and session.last_active + EVICTABLE_AFTER <= now]
+        if not idle:
+            return None
+        oldest = min(idle, key=lambda session: session.last_active)
+        oldest.end(f"max_sessions ({self.limit}) reached: the session idle longest, with "
+                   "no open stream, makes room for a new one")
+        return oldest
+
+    def get(self, session_id: str) -> LegacySession | None:
+        """The live session of `session_id`; None for an unknown or ended one."""
+        session = self._by_id.get(session_id)
+        return None if session is None or session.ended else session
+
+    def new(self, log: Logger, idle: float, backlog: int = STREAM_BACKLOG) -> LegacySession:
+        session = LegacySession(secrets.token_urlsafe(ID_BYTES), next(self._numbers), log,
+                                idle=idle, backlog=backlog)
+        self._by_id[session.id] = session
+        return session
+
+    def discard(self, session: LegacySession) -> None:
+        self._by_id.pop(session.id, None)
+        if not self._by_id:
+            self._emptied.set()
+
+    def end_all(self, grace: float) -> None:
+        for session in list(self._by_id.values()):
+            session.end("the front is stopping", grace)
+
+    async def wait_empty(self) -> None:
+        while self._by_id:
+            self._emptied = trio.Event()
+            await self._emptied.wait()

@@ -1,0 +1,263 @@
+"""Every answer the HTTP front gives itself, before (or instead of) the core: its HTTP status
+and, where the spec asks for one, its JSON-RPC error.
+
+Must not decide when: `router.py` and `modern.py` do; this module only words each answer, one
+builder each, so a reader finds everything the front says about itself here (as
+`bridge/core/errors.py` is for the core). Codes: `bridge.core.eras`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from http import HTTPStatus
+
+from bridge.core.codec import Message, encode
+from bridge.core.eras import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LEGACY_PROTOCOL_VERSIONS,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN_PROTOCOL_VERSION,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+
+JSON = "application/json"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A whole HTTP answer: status, body (JSON-RPC, or empty), extra headers."""
+
+    status: int
+    body: bytes = b""
+    headers: tuple[tuple[str, str], ...] = field(default=())
+    reason: str = ""
+    """For the log line (`http.request`): why the front answered this itself."""
+
+
+def _error(status: int, request_id: object, code: int, message: str,
+           data: object = None, reason: str = "") -> Reply:
+    error: Message = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    body = encode({"jsonrpc": "2.0", "id": request_id, "error": error})
+    return Reply(status, body, (("content-type", JSON),), reason or message)
+
+
+# HTTP-level refusals (no JSON-RPC: the body, if any, is the spec's optional id-less error).
+
+def forbidden(what: str) -> Reply:
+    """streamable-http.mdx §Security & Endpoint: an invalid Origin (and here a Host that
+    names no name of this front: DNS rebinding) is 403."""
+    return _error(403, None, INVALID_REQUEST, f"Forbidden: {what}", reason=what)
+
+
+def host_forbidden(host: str) -> Reply:
+    return forbidden(f"Host {host or '(none)'} is not this server's; to accept it, add it to "
+                     "allowed_hosts (--allow-host)")
+
+
+def origin_forbidden(origin: str) -> Reply:
+    return forbidden(f"Origin {origin} is not this server's; to accept it, add it to "
+                     "allowed_origins (--allow-origin)")
+
+
+def unauthorized(problem: str, *, presented: bool) -> Reply:
+    """RFC 6750 §3: 401 with a `WWW-Authenticate` challenge; `invalid_token` once a token
+    was presented and is not accepted (§3.1)."""
+    challenge = 'Bearer realm="mcp-rosetta"' + (', error="invalid_token"' if presented else "")
+    reply = _error(401, None, INVALID_REQUEST, f"Unauthorized: {problem}", reason=problem)
+    return Reply(401, reply.body, (*reply.headers, ("www-authenticate", challenge)),
+                 reply.reason)
+
+
+def not_found_path(path: str) -> Reply:
+    return Reply(404, b"", reason=f"no MCP endpoint at {path}")
+
+
+def method_not_allowed(method: str) -> Reply:
+    """§Backward Compatibility (Earlier Streamable HTTP Revisions): a GET or DELETE that
+    names no legacy session (no `Mcp-Session-Id`) is 405, as at a modern-only endpoint."""
+    return Reply(405, b"", (("allow", "POST"),), f"{method}: this front takes POST only")
+
+
+def unsupported_media(content_type: str) -> Reply:
+    return Reply(415, b"", reason=f"Content-Type {content_type or '(none)'} is not "
+                                  "application/json")
+
+
+# What a client can do about an HTTP/1.1 refusal (`connection.HttpError`), by its status.
+FIX_OF_STATUS = {
+    413: "send a smaller body: the front's limit is max_message_bytes",
+    431: "send a shorter request line and headers",
+    501: "send the body with Content-Length or Transfer-Encoding: chunked",
+    505: "send HTTP/1.1 (a proxy in front can take HTTP/2)",
+    503: "try again in a moment",
+}
+
+
+def rejected(status: int, problem: str) -> Reply:
+    """A request HTTP/1.1 itself refuses (malformed, over a limit): the connection closes
+    after it, so the error names the cause and what to send instead."""
+    fix = FIX_OF_STATUS.get(status, "send one well-formed HTTP/1.1 request")
+    reply = _error(status, None, INVALID_REQUEST, f"{_phrase(status)}: {problem}; {fix}",
+                   reason=problem)
+    if status != 503:
+        return reply
+    return Reply(reply.status, reply.body, (*reply.headers, ("retry-after", "1")), problem)
+
+
+def over_capacity(limit: int) -> Reply:
+    """One connection more than the front serves at once: 503, and when to come back."""
+    reply = _error(503, None, INVALID_REQUEST,
+                   f"Service Unavailable: {limit} connections already open "
+                   f"(max_connections = {limit}); try again later, or reuse a "
+                   "keep-alive connection", {"max_connections": limit},
+                   reason=f"over max_connections ({limit})")
+    return Reply(reply.status, reply.body, (*reply.headers, ("retry-after", "1")),
+                 reply.reason)
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return f"HTTP {status}"
+
+
+# JSON-RPC answers the front gives itself (§Sending Messages, §Server Validation).
+
+def parse_error() -> Reply:
+    return _error(400, None, PARSE_ERROR, "Parse error: the body is not one JSON value")
+
+
+def not_a_request(what: str) -> Reply:
+    """§Sending Messages 4: one request or notification per POST, never a response."""
+    return _error(400, None, INVALID_REQUEST, f"Invalid Request: {what}")
+
+
+def header_mismatch(request_id: object, problem: str) -> Reply:
+    """§Server Validation: 400 with HeaderMismatch (-32020)."""
+    return _error(400, request_id, HEADER_MISMATCH, f"Header mismatch: {problem}")
+
+
+def envelope_missing(request_id: object, problem: str) -> Reply:
+    """basic/index.mdx `_meta`: a missing per-request field is -32602; on this front 400."""
+    return _error(400, request_id, INVALID_PARAMS, f"Invalid params: {problem}")
+
+
+def version_unsupported(request_id: object, requested: str) -> Reply:
+    """§Protocol Version Header: a version the server does not implement is 400 with
+    UnsupportedProtocolVersionError. Answered here, not by the shared session's server: a
+    stdio server checks the version of its connection, not of each request (the v2 SDK
+    answers a later request naming v999.0.0 as if it named the first one's)."""
+    return _error(400, request_id, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+                  {"supported": [MODERN_PROTOCOL_VERSION], "requested": requested})
+
+
+def removed_method(request_id: object, method: str) -> Reply:
+    """§Protocol Version Header: a method the server does not implement is 404 with -32601.
+    The methods 2026-07-28 removed are refused here, before the shared core: an `initialize`
+    would otherwise make the shared session's client legacy."""
+    return _error(404, request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+def notification_dropped() -> Reply:
+    """§Sending Messages 5: an accepted notification is 202. 2026-07-28 defines none for
+    this transport (closing the stream is the cancellation), so it goes no further."""
+    return Reply(202, b"", reason="a notification has no use on a 2026-07-28 front")
+
+
+# The status of an answer the core gave (§Protocol Version Header, §Server Validation): the
+# errors a modern server answers at the transport's level keep their HTTP status.
+STATUS_OF_CODE = {
+    METHOD_NOT_FOUND: 404,
+    HEADER_MISMATCH: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+}
+
+
+def status_of(answer: Message) -> int:
+    error = answer.get("error")
+    if isinstance(error, dict):
+        return STATUS_OF_CODE.get(error.get("code"), 200)  # type: ignore[arg-type]
+    return 200
+
+
+# Legacy sessions (2025-11-25 transports.mdx).
+
+SESSION_HEADER = "mcp-session-id"
+
+
+def session_missing(method: object) -> Reply:
+    """§Session Management 2: a request other than `initialize` without the session id."""
+    return _error(400, None, INVALID_REQUEST,
+                  f"Bad Request: {method} needs the Mcp-Session-Id header its session's "
+                  "initialize answer gave; send initialize first to open a session")
+
+
+def session_unknown() -> Reply:
+    """§Session Management 3 and 4: an unknown or ended session is 404; the client starts a
+    new one with `initialize`."""
+    return _error(404, None, INVALID_REQUEST,
+                  "Session not found: it ended or never existed; send initialize without "
+                  "Mcp-Session-Id to start a new one", reason="unknown or ended session")
+
+
+def too_many_sessions(request_id: object, limit: int) -> Reply:
+    return _error(503, request_id, INTERNAL_ERROR,
+                  f"too many sessions (max_sessions = {limit}); try again later, or raise "
+                  "max_sessions in the configuration", {"max_sessions": limit})
+
+
+def session_not_started(request_id: object) -> Reply:
+    return _error(503, request_id, INTERNAL_ERROR,
+                  "the session could not be started (the front's log says why); try again")
+
+
+def legacy_version_unsupported(request_id: object, version: str) -> Reply:
+    """§Protocol Version Header: an invalid or unsupported MCP-Protocol-Version is 400."""
+    return _error(400, request_id, INVALID_REQUEST,
+                  f"Bad Request: unsupported MCP-Protocol-Version {version!r}",
+                  {"supported": [*LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSION],
+                   "requested": version})
+
+
+def id_in_flight(request_id: object) -> Reply:
+    return _error(400, request_id, INVALID_REQUEST,
+                  f"Invalid Request: id {request_id!r} is already in use by a request of this "
+                  "session that has not been answered")
+
+
+def legacy_batch() -> Reply:
+    return _error(400, None, INVALID_REQUEST,
+                  "Invalid Request: this front takes one JSON-RPC message per POST (no "
+                  "batches); send each message in a POST of its own")
+
+
+def not_acceptable() -> Reply:
+    """§Listening for Messages 2: a GET stream needs `Accept: text/event-stream`."""
+    return Reply(406, b"", reason="a GET stream needs Accept: text/event-stream")
+
+
+def stream_taken() -> Reply:
+    """One GET stream per session (§Multiple Connections: each message goes on one stream
+    only, so a second one would get nothing): 409."""
+    return _error(409, None, INVALID_REQUEST,
+                  "Conflict: this session's GET stream is already open; close it first",
+                  reason="a second GET stream for one session")
+
+
+def accepted() -> Reply:
+    """§Sending Messages 4: a notification or response accepted is 202, no body."""
+    return Reply(202, b"")
+
+
+def session_deleted() -> Reply:
+    """§Session Management 5: DELETE ends the session."""
+    return Reply(204, b"", reason="session ended by DELETE")

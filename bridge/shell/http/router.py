@@ -1,0 +1,244 @@
+"""One HTTP request on the front: which answer it gets, and its `http.request` log line.
+
+Must not read or write bytes itself (`connection.py`) nor answer for the core: it refuses
+what the transport refuses (path, method, Host and Origin, media type, a body that is not one
+request, mismatched headers: `replies.py` words each), and hands a modern request to the
+shared session through `modern.Mapping`, then carries the core's messages for it back as one
+JSON answer or an event stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import trio
+
+from bridge.core.codec import DecodeError, decode
+from bridge.shell.http import replies, sse
+from bridge.shell.http.address import Names
+from bridge.shell.http.auth import Denied, Tokens
+from bridge.shell.http.connection import Connection, Request
+from bridge.shell.http.era import SESSION_HEADER, Era, era_of
+from bridge.shell.http.health import Health
+from bridge.shell.http.legacy import LegacySession, Sessions
+from bridge.shell.http.legacy_requests import Answer, LegacyRequests, OpenSession
+from bridge.shell.http.modern import Exchange, Mapping, Routes, check
+from bridge.shell.http.outcome import Outcome
+from bridge.shell.http.replies import Reply
+from bridge.shell.http.route import STOPPED_READING, Route, RouteState
+from bridge.shell.logs import Logger
+
+KEEP_ALIVE_S = 15.0
+SESSION_METHODS = ("GET", "DELETE")
+"""Methods only a legacy session takes (2025-11-25 transports.mdx §Listening for Messages,
+§Session Management); without a session id they are 405 (§Backward Compatibility)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    path: str
+    names: Names
+    """The Host and Origin values this front accepts (its own, and the allowlist's)."""
+    keep_alive: float = KEEP_ALIVE_S
+    tokens: Tokens | None = None
+    """When set, every request but the health checks presents one (auth.py)."""
+
+
+class Router:
+    def __init__(self, endpoint: Endpoint, mapping: Mapping, feed: Callable[[bytes], None],
+                 log: Logger, health: Health | None = None, sessions: Sessions | None = None,
+                 open_session: OpenSession | None = None,
+                 grace: float = 0.0) -> None:
+        self.endpoint = endpoint
+        """Replaced whole when a reload changes the allowlist or the tokens."""
+        self._mapping = mapping
+        self._feed = feed  # a client line into the shared core
+        self._log = log
+        self._health = health or Health()
+        self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
+                                      open_session or _no_session,
+                                      self._through_core, keep_alive=endpoint.keep_alive,
+                                      grace=grace)
+
+    async def serve(self, conn: Connection, request: Request) -> None:
+        start = trio.current_time()
+        outcome = Outcome()
+        try:
+            await self._serve(conn, request, outcome)
+        finally:
+            fields: dict[str, object] = {}
+            if outcome.rpc is not None:
+                fields["rpc_method"] = outcome.rpc
+            if outcome.stream:
+                fields["stream"] = True
+            if outcome.cancelled:
+                fields["cancelled"] = True
+            if outcome.reason:
+                fields["reason"] = outcome.reason
+            if outcome.credential is not None:
+                fields["credential"] = outcome.credential.digest
+            self._log.info("http.request", method=request.method, path=request.target,
+                           status=outcome.status, peer=conn.peer, session=outcome.session,
+                           duration_ms=round((trio.current_time() - start) * 1000, 3),
+                           **fields)
+
+    async def _serve(self, conn: Connection, request: Request, outcome: Outcome) -> None:
+        refused = self._refusal(request, outcome)
+        if refused is None:
+            refused = await (self._post(conn, request, outcome) if request.method == "POST"
+                             else self._legacy.stream(conn, request, outcome))
+        if refused is not None:
+            outcome.status, outcome.reason = refused.status, refused.reason
+            await conn.respond(refused.status, refused.body, refused.headers)
+
+    async def _post(self, conn: Connection, request: Request, outcome: Outcome) -> Reply | None:
+        """A POST of either era (`era.era_of` decides), or its refusal."""
+        message = _decoded(request.body)
+        if message is not None and era_of(request.headers, message) is Era.LEGACY:
+            return await self._legacy.post(conn, request, message, outcome)
+        refused = self._refuse_body(message, request)
+        if refused is None:
+            assert isinstance(message, dict)
+            outcome.rpc = message.get("method")
+            refused = check(request.headers, message, self._mapping.param_headers)
+            if refused is None:
+                exchange, line = self._mapping.admit(message, conn.peer)
+                await self._through_core(conn, exchange, line, outcome, self._mapping,
+                                         self._feed)
+        return refused
+
+    def _refusal(self, request: Request, outcome: Outcome) -> Reply | None:
+        health = self._health.answer(request)
+        if health is not None:
+            return health
+        endpoint = self.endpoint
+        host = request.headers.get("host", "").lower()
+        if not endpoint.names.admits_host(host):
+            return replies.host_forbidden(host)
+        origin = request.headers.get("origin")
+        if origin is not None and not endpoint.names.admits_origin(origin):
+            return replies.origin_forbidden(origin)
+        if endpoint.tokens is not None:
+            try:
+                outcome.credential = endpoint.tokens.check(request.headers.get("authorization"))
+            except Denied as denied:
+                return replies.unauthorized(denied.problem, presented=denied.presented)
+        if request.target.split("?", 1)[0] != endpoint.path:
+            return replies.not_found_path(request.target)
+        if request.method != "POST":
+            if request.method in SESSION_METHODS and SESSION_HEADER in request.headers:
+                return None
+            return replies.method_not_allowed(request.method)
+        media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media != replies.JSON:
+            return replies.unsupported_media(media)
+        return None
+
+    @staticmethod
+    def _refuse_body(message: object, request: Request) -> Reply | None:
+        if message is None:
+            return replies.parse_error()
+        if not isinstance(message, dict):
+            return replies.not_a_request("a POST carries one JSON-RPC object (no batches)")
+        if "method" not in message:
+            return replies.not_a_request("a client sends no responses on 2026-07-28")
+        if "id" not in message:
+            return replies.notification_dropped()
+        return None
+
+    async def _through_core(self, conn: Connection, exchange: Exchange, line: bytes,
+                            outcome: Outcome, routes: Routes, feed: Callable[[bytes], None],
+                            headers: tuple[tuple[str, str], ...] = (),
+                            answer: Answer | None = None) -> None:
+        """`line` (the request of `exchange`) to a core through `feed`, and its messages
+        back, written by `answer` (by default: JSON, or an event stream once anything
+        precedes the answer); `headers` go on the answer (a legacy session's id)."""
+        feed(line)
+        write = answer or self._answer
+        answered = False
+        route = exchange.route
+        try:
+            # The route cancels its scope when it gives up on a client that stopped reading,
+            # even while a write waits for the client to take bytes.
+            with route.scope:
+                async with trio.open_nursery() as nursery:
+                    async def watch() -> None:
+                        await conn.watch_close()
+                        nursery.cancel_scope.cancel()
+
+                    nursery.start_soon(watch, name="watch-close")
+                    # The client going away mid-answer is its cancellation (below).
+                    with contextlib.suppress(trio.BrokenResourceError,
+                                             trio.ClosedResourceError):
+                        answered = await write(conn, exchange, outcome, headers)
+                    nursery.cancel_scope.cancel()
+        finally:
+            if conn.stalled:
+                route.give_up(stalled_s=conn.stall_timeout)
+            if not answered:
+                outcome.reason = self._why_unanswered(conn, route)
+                cancel = routes.abandon(exchange)
+                if cancel is not None:  # else the core answered it already: nothing to end
+                    outcome.cancelled = True
+                    feed(cancel)
+
+    @staticmethod
+    def _why_unanswered(conn: Connection, route: Route) -> str:
+        if conn.stalled:
+            return f"{STOPPED_READING} (took nothing for {conn.stall_timeout} s)"
+        if route.state is RouteState.GAVE_UP:
+            return f"{STOPPED_READING} (over {route.bound} bytes queued)"
+        return "the client closed the connection before the answer"
+
+    async def _answer(self, conn: Connection, exchange: Exchange, outcome: Outcome,
+                      headers: tuple[tuple[str, str], ...] = ()) -> bool:
+        """Carry the core's messages for `exchange` to the client; True once its answer is
+        out. The first message decides the shape: the answer alone is a JSON answer,
+        anything before it makes an event stream (§Sending Messages 6)."""
+        route = exchange.route
+        try:
+            first = await route.get()
+        except trio.EndOfChannel:  # the front stopped before the core answered
+            outcome.status, outcome.reason = 503, "the front is stopping"
+            await conn.respond(503, b"", (("connection", "close"),))
+            return True
+        if first.final:
+            outcome.status = first.status
+            await conn.respond(first.status, first.line,
+                               (("content-type", replies.JSON), *headers))
+            return True
+        outcome.status, outcome.stream = 200, True
+        await conn.start_stream(200, (*sse.HEADERS, *headers))
+        await conn.send(sse.event_of(first.line))
+        while True:
+            with trio.move_on_after(self.endpoint.keep_alive) as waited:
+                try:
+                    taken = await route.take()
+                except trio.EndOfChannel:
+                    break  # abandoned (the front is stopping)
+            if waited.cancelled_caught:
+                await conn.send(sse.KEEP_ALIVE)
+                continue
+            # The route closes after the answer: it is the last of what it hands over.
+            await conn.send(sse.events_of([outgoing.line for outgoing in taken]))
+            if taken[-1].final:
+                await conn.end_stream()
+                return True
+        await conn.end_stream()
+        return True
+
+
+def _decoded(body: bytes) -> object:
+    """The body's one JSON value, or None if it is not one."""
+    if not body.strip():
+        return None
+    try:
+        return decode(body)
+    except DecodeError:
+        return None
+
+
+async def _no_session() -> LegacySession | None:  # pragma: no cover - Sessions(0) is always full
+    raise AssertionError("this router serves no legacy sessions")

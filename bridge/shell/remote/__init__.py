@@ -1,0 +1,2 @@
+"""The HTTP upstream (`--url`): a Streamable HTTP server, to the driver one more server of
+JSON-RPC lines. `endpoint` (cheap: settings only), `mapping` (pure), `upstream` (httpx2)."""

@@ -1,0 +1,249 @@
+"""What one line the core sends to the server becomes over HTTP, and what an HTTP answer
+becomes for the core: lines, each a JSON-RPC message.
+
+Must not do I/O (no sockets, no trio): the upstream (upstream.py) carries the requests out.
+Every request the core sends gets exactly one answer line back, whatever the server did:
+its own answer, or an error line built here that names the URL, what happened and the fix.
+Rules: the 2026-07-28 streamable-http.mdx (§Sending Messages, §Request Metadata,
+§Backward Compatibility) and the 2025-11-25 transports.mdx (§Streamable HTTP).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Final
+
+from bridge.core.codec import Message, decode, encode
+from bridge.core.eras import META_PROTOCOL_VERSION
+from bridge.core.errors import SERVER_ERROR
+from bridge.shell.http.modern import encoded
+
+JSON: Final = "application/json"
+EVENT_STREAM: Final = "text/event-stream"
+ACCEPT: Final = f"{JSON}, {EVENT_STREAM}"
+METHOD_NOT_FOUND: Final = -32601
+# How much of an unexpected body an error quotes.
+QUOTE_CHARS: Final = 200
+# Methods whose params.name or params.uri is mirrored in Mcp-Name (§Standard Request Headers).
+NAMED: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+# What a legacy endpoint may answer a modern POST with (§Backward Compatibility).
+LEGACY_STATUSES: Final = frozenset({400, 404, 405})
+
+
+class Kind(Enum):
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+    RESPONSE = "response"
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One message the core sent the server, with what its POST's headers need."""
+
+    kind: Kind
+    body: bytes
+    id: str | int | None = None
+    method: str | None = None
+    version: str | None = None
+    """The modern protocol version its `_meta` names (None: a legacy-era message)."""
+    name: str | None = None
+    """params.name or params.uri, for Mcp-Name."""
+    cancels: str | int | None = None
+    """For notifications/cancelled: the request it cancels."""
+    params: object = None
+    """A modern tools/call's params, for its Mcp-Param-* headers (None for the rest)."""
+
+
+def read_outgoing(line: bytes) -> Outgoing | None:
+    """The message on `line` (the core writes one valid JSON object a line); None if not."""
+    message = decode(line)
+    if not isinstance(message, dict):
+        return None
+    method = message.get("method")
+    params = message.get("params")
+    params = params if isinstance(params, dict) else {}
+    meta = params.get("_meta")
+    version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+    if not isinstance(method, str):
+        return Outgoing(Kind.RESPONSE, line, id=message.get("id"))
+    if "id" not in message:
+        cancels = params.get("requestId") if method == "notifications/cancelled" else None
+        return Outgoing(Kind.NOTIFICATION, line, method=method,
+                        version=version if isinstance(version, str) else None, cancels=cancels)
+    name = params.get(NAMED.get(method, ""))
+    modern = isinstance(version, str)
+    return Outgoing(Kind.REQUEST, line, id=message["id"], method=method,
+                    version=version if modern else None,
+                    name=name if isinstance(name, str) else None,
+                    params=params if modern and method == "tools/call" else None)
+
+
+# Requests ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LegacySession:
+    """What a legacy server gave the bridge's `initialize` (transports.mdx §Session
+    Management, §Protocol Version Header): sent on every later request."""
+
+    session_id: str | None = None
+    protocol_version: str | None = None
+
+
+def post_headers(out: Outgoing, session: LegacySession | None) -> dict[str, str]:
+    """The headers of `out`'s POST, beside the user's own (--header) and Content-Type."""
+    headers = {"Accept": ACCEPT}
+    if out.version is not None:  # §Protocol Version Header, §Standard Request Headers
+        headers["MCP-Protocol-Version"] = out.version
+        if out.method is not None:
+            headers["Mcp-Method"] = out.method
+        if out.name is not None:
+            headers["Mcp-Name"] = encoded(out.name)
+        return headers
+    if session is not None:
+        if session.session_id is not None:
+            headers["Mcp-Session-Id"] = session.session_id
+        if session.protocol_version is not None:
+            headers["MCP-Protocol-Version"] = session.protocol_version
+    return headers
+
+
+# Tools whose x-mcp-header annotations are invalid ------------------------------------------
+
+HEADER_TYPES: Final = frozenset({"integer", "string", "boolean"})
+_TCHARS: Final = frozenset("!#$%&'*+-.^_`|~0123456789"
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def invalid_annotation(schema: object) -> str | None:
+    """Why a tool's inputSchema breaks §Schema Extension's constraints on `x-mcp-header`
+    (None: it does not). Clients MUST exclude such a tool from tools/list."""
+    seen: set[str] = set()
+    return _check_schema(schema, reachable=True, seen=seen)
+
+
+def _check_schema(schema: object, *, reachable: bool, seen: set[str]) -> str | None:
+    if isinstance(schema, list):
+        for item in schema:
+            if (why := _check_schema(item, reachable=False, seen=seen)) is not None:
+                return why
+        return None
+    if not isinstance(schema, dict):
+        return None
+    for key, value in schema.items():
+        if key == "x-mcp-header":
+            if (why := _check_header(value, schema, reachable, seen)) is not None:
+                return why
+        elif key == "properties" and isinstance(value, dict):
+            for sub in value.values():
+                if (why := _check_schema(sub, reachable=reachable, seen=seen)) is not None:
+                    return why
+        elif (why := _check_schema(value, reachable=False, seen=seen)) is not None:
+            return why  # items, oneOf, $defs, ...: not statically reachable
+    return None
+
+
+def _check_header(name: object, schema: dict[str, object], reachable: bool,
+                  seen: set[str]) -> str | None:
+    if not isinstance(name, str) or not name:
+        return "an empty x-mcp-header"
+    if not set(name) <= _TCHARS:
+        return f"x-mcp-header {name!r} is not an HTTP field-name token"
+    if name.lower() in seen:
+        return f"x-mcp-header {name!r} is used twice (names are case-insensitive)"
+    seen.add(name.lower())
+    if schema.get("type") not in HEADER_TYPES:
+        return (f"x-mcp-header {name!r} is on a parameter of type {schema.get('type')!r} "
+                "(only integer, string and boolean)")
+    if not reachable:
+        return (f"x-mcp-header {name!r} is not reachable through properties alone "
+                "(items, oneOf, $ref, ...)")
+    return None
+
+
+# Answers -----------------------------------------------------------------------------------
+
+
+def error_line(request_id: str | int | None, code: int, message: str,
+               data: object = None) -> bytes:
+    error: Message = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return encode({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
+def failure_line(request_id: str | int | None, problem: str) -> bytes:
+    """The request's answer when the exchange failed: `problem` says what, and the fix."""
+    return error_line(request_id, SERVER_ERROR, problem)
+
+
+def is_answer(message: object, request_id: str | int | None) -> bool:
+    return (isinstance(message, dict) and message.get("id") == request_id
+            and ("result" in message or "error" in message))
+
+
+def json_answer(out: Outgoing, body: bytes, url: str) -> bytes:
+    """The line for a 200 application/json answer to request `out`: the body as it is when it
+    answers it, its error under the request's id when the server gave none, else an error."""
+    message = decode(body)
+    if is_answer(message, out.id):
+        return body if body.endswith(b"\n") else body + b"\n"
+    assert out.id is not None
+    if isinstance(message, dict) and isinstance(message.get("error"), dict) \
+            and message.get("id") is None:
+        return encode({"jsonrpc": "2.0", "id": out.id, "error": message["error"]})
+    return error_line(out.id, SERVER_ERROR,
+                      f"{url} answered {out.method} with JSON that is not its JSON-RPC answer: "
+                      f"{quote(body)}; check that the URL is an MCP endpoint")
+
+
+def status_answer(out: Outgoing, status: int, content_type: str, body: bytes, url: str,
+                  challenge: str | None = None) -> bytes:
+    """The line for request `out` answered with HTTP `status` (not 200), or for a 200 that
+    is neither JSON nor an event stream.
+
+    A JSON-RPC error in the body is the server's own answer (a modern server names its
+    errors so: §Backward Compatibility); else one the bridge words. A legacy endpoint's
+    400/404/405 to the probe becomes -32601, as a legacy stdio server answers it.
+    """
+    assert out.id is not None
+    message = decode(body) if content_type == JSON else None
+    if isinstance(message, dict) and isinstance(message.get("error"), dict):
+        return encode({"jsonrpc": "2.0", "id": out.id, "error": message["error"]})
+    if out.method == "server/discover" and status in LEGACY_STATUSES:
+        return error_line(out.id, METHOD_NOT_FOUND,
+                          f"server/discover: {url} answered HTTP {status} (a legacy endpoint)")
+    return error_line(out.id, SERVER_ERROR, status_problem(status, content_type, body, url,
+                                                           challenge),
+                      {"httpStatus": status})
+
+
+def status_problem(status: int, content_type: str, body: bytes, url: str,
+                   challenge: str | None) -> str:
+    """What HTTP `status` means for the user, and what to do about it (also the log line's)."""
+    if status in (401, 403):
+        told = f" (WWW-Authenticate: {challenge})" if challenge else ""
+        return (f"{url} refused the request with HTTP {status}{told}: give the credentials it "
+                f"asks for with --header \"Authorization: Bearer ${{TOKEN}}\"")
+    if status >= 500:
+        return f"{url} failed with HTTP {status}: the server is in trouble; try again later"
+    if status == 200:
+        return (f"{url} answered with {content_type or 'no Content-Type'} instead of JSON or an "
+                f"event stream: {quote(body)}; check that the URL is an MCP endpoint")
+    if status == 202:
+        return f"{url} accepted a request (HTTP 202) without answering it"
+    if 300 <= status < 400:
+        return (f"{url} redirected (HTTP {status}): redirects are not followed; give the "
+                f"URL it names with --url")
+    return f"{url} answered HTTP {status}: {quote(body)}"
+
+
+def quote(body: bytes) -> str:
+    text = body[:QUOTE_CHARS].decode("utf-8", "replace").strip()
+    return repr(text + ("…" if len(body) > QUOTE_CHARS else ""))
+
+
+def media_type(header: str | None) -> str:
+    """A Content-Type's media type alone, lower-cased ("" if none)."""
+    return (header or "").partition(";")[0].strip().lower()

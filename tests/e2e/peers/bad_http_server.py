@@ -1,0 +1,165 @@
+"""A modern (2026-07-28) Streamable HTTP endpoint that misbehaves on purpose, for the tests of
+`mcp-rosetta --url` against bad upstreams.
+
+Must not be used as a model of a server: it answers `server/discover`, `tools/list` and
+`subscriptions/listen` correctly, then for `tools/call` does what the tool's name says:
+
+  html      200 with an HTML page (a login portal, a proxy's error page)
+  status500 HTTP 500 with a plain-text body
+  auth      HTTP 401 with a WWW-Authenticate challenge
+  drop      an event stream with one progress notification, then the connection drops
+  endless   an event stream of notifications every 50 ms that never answers
+  silent    nothing at all (the connection stays open, no headers)
+  redirect  HTTP 307 to another origin
+  moved     HTTP 307 to this origin's /moved, which answers like `echo`
+  garbage   an event stream whose event is not JSON, then the stream ends
+  echo      a correct answer (the session goes on after every failure)
+  whoami    a correct answer: the Authorization header the request carried
+
+Runs under the test's interpreter (the standard library only).
+Usage: python bad_http_server.py PORT
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODERN = "2026-07-28"
+DISCOVER = {"supportedVersions": [MODERN], "capabilities": {"tools": {}}, "resultType": "complete",
+            "ttlMs": 0, "cacheScope": "private",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "bad-http-server",
+                                                             "version": "1.0.0"}}}
+TOOLS = ["html", "status500", "auth", "drop", "endless", "silent", "redirect", "garbage", "echo",
+         "whoami", "moved"]
+
+
+def tool(name: str) -> dict[str, Any]:
+    return {"name": name, "description": f"misbehaves: {name}",
+            "inputSchema": {"type": "object", "properties": {}}}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        sys.stderr.write(f"bad_http_server: {format % args}\n")
+
+    def do_GET(self) -> None:
+        self.plain(405, b"")
+
+    def do_POST(self) -> None:
+        message = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        method, request_id = message.get("method"), message.get("id")
+        if request_id is None:
+            self.plain(202, b"")
+        elif method == "server/discover":
+            self.answer(request_id, DISCOVER)
+        elif method == "tools/list":
+            self.answer(request_id, {"tools": [tool(t) for t in TOOLS], "resultType": "complete",
+                                     "ttlMs": 0, "cacheScope": "private"})
+        elif method == "tools/call":
+            getattr(self, f"call_{message['params']['name']}")(request_id)
+        elif method == "subscriptions/listen":
+            self.stream([], close=False)
+        else:
+            self.json(404, {"jsonrpc": "2.0", "id": request_id,
+                            "error": {"code": -32601, "message": f"no {method}"}})
+
+    # tools/call behaviours -----------------------------------------------------------------
+
+    def call_echo(self, request_id: object) -> None:
+        self.answer(request_id, {"content": [{"type": "text", "text": "ok"}],
+                                 "resultType": "complete"})
+
+    def call_moved(self, request_id: object) -> None:
+        if self.path == "/moved":
+            self.call_echo(request_id)
+            return
+        self.send_response(307)
+        self.send_header("Location", "/moved")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def call_whoami(self, request_id: object) -> None:
+        told = self.headers.get("Authorization", "none")
+        self.answer(request_id, {"content": [{"type": "text", "text": told}],
+                                 "resultType": "complete"})
+
+    def call_html(self, request_id: object) -> None:
+        self.plain(200, b"<html><body>Please log in</body></html>", "text/html")
+
+    def call_status500(self, request_id: object) -> None:
+        self.plain(500, b"Internal Server Error")
+
+    def call_auth(self, request_id: object) -> None:
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Bearer realm="bad", error="invalid_token"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def call_redirect(self, request_id: object) -> None:
+        self.send_response(307)
+        self.send_header("Location", "http://elsewhere.invalid/mcp")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def call_drop(self, request_id: object) -> None:
+        self.stream([progress()], close=True)
+
+    def call_garbage(self, request_id: object) -> None:
+        self.stream(["this is not json"], close=True)
+
+    def call_endless(self, request_id: object) -> None:
+        self.stream([], close=False)
+
+    def call_silent(self, request_id: object) -> None:
+        time.sleep(3600)
+
+    # Writing -------------------------------------------------------------------------------
+
+    def answer(self, request_id: object, result: dict[str, Any]) -> None:
+        self.json(200, {"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    def json(self, status: int, body: dict[str, Any]) -> None:
+        self.plain(status, json.dumps(body).encode(), "application/json")
+
+    def plain(self, status: int, body: bytes, kind: str = "text/plain") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def stream(self, events: list[str], *, close: bool) -> None:
+        """An event stream with `events`; then closed (no answer), or notifications forever."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for data in events:
+            self.wfile.write(f"data: {data}\n\n".encode())
+        self.wfile.flush()
+        if close:
+            self.close_connection = True
+            return
+        try:
+            while True:
+                time.sleep(0.05)
+                self.wfile.write(f"data: {progress()}\n\n".encode())
+                self.wfile.flush()
+        except OSError:  # the client closed the stream
+            return
+
+
+def progress() -> str:
+    return json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                       "params": {"level": "info", "data": "still here"}})
+
+
+if __name__ == "__main__":
+    ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()

@@ -1,0 +1,72 @@
+"""--url and --header (url = and headers = in the file): checks, merging, ${VAR}, no value
+ever echoed, and one of a command or a URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bridge.cli import _settings, main
+from bridge.config import with_environment
+from bridge.errors import EX_CONFIG, EX_USAGE, ConfigError
+from bridge.shell.logs import started_fields
+
+
+def test_url_and_headers_from_flags() -> None:
+    settings, _ = _settings(["--url", "https://mcp.example.com/mcp", "--header",
+                             "Authorization: Bearer ${TOKEN}", "--header", "X-A:b"], False)
+    assert settings.shell.url == "https://mcp.example.com/mcp"
+    assert settings.shell.headers == (("Authorization", "Bearer ${TOKEN}"), ("X-A", "b"))
+    assert settings.shell.command == ()
+
+
+def test_the_files_headers_and_the_flags_add_up(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('url = "http://127.0.0.1:3000/mcp"\nheaders = { X-Tenant = "a" }\n')
+    settings, _ = _settings(["--config", str(path), "--header", "X-B: c"], False)
+    assert settings.shell.headers == (("X-Tenant", "a"), ("X-B", "c"))
+
+
+@pytest.mark.parametrize("argv", [
+    ["--url", "ftp://x/mcp"],
+    ["--url", "http:///mcp"],
+    ["--url", "http://h/mcp", "--header", "no colon"],
+    ["--url", "http://h/mcp", "--header", "Bad Name: x"],
+    ["--url", "http://h/mcp", "--", "srv"],
+])
+def test_bad_flags_exit_64(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == EX_USAGE
+    assert capsys.readouterr().err.startswith("mcp-rosetta: ")
+
+
+def test_a_bad_header_in_the_file_names_the_key_not_the_value(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('url = "http://h/mcp"\nheaders = { Authorization = 42, X = "secret" }\n')
+    assert main(["--config", str(path)]) == EX_CONFIG
+    err = capsys.readouterr().err
+    assert "headers" in err and "secret" not in err
+
+
+def test_variables_are_read_from_the_environment() -> None:
+    headers = (("Authorization", "Bearer ${TOKEN}"), ("X", "${A}-${B}"))
+    assert with_environment(headers, {"TOKEN": "t0k", "A": "1", "B": "2"}) == (
+        ("Authorization", "Bearer t0k"), ("X", "1-2"))
+    with pytest.raises(ConfigError, match=r"\$\{TOKEN\} is not set"):
+        with_environment(headers[:1], {})
+
+
+def test_the_first_log_line_names_the_url_and_header_names_only() -> None:
+    settings, _ = _settings(["--url", "http://h/mcp", "--header", "Authorization: s3cret"],
+                            False)
+    fields = started_fields(settings.shell)
+    assert fields["url"] == "http://h/mcp" and fields["headers"] == ["Authorization"]
+    assert "s3cret" not in repr(fields)
+
+
+def test_the_http_front_before_a_remote_server_is_refused_for_now(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--listen", "http://127.0.0.1:8808/mcp", "--url",
+                 "http://127.0.0.1:9/mcp"]) == EX_USAGE
+    assert "not built yet" in capsys.readouterr().err
