@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 
@@ -183,10 +184,23 @@ class Connection:
             self.peer_closed = True
         return bytes(data)
 
-    async def watch_close(self) -> None:
-        """Return once the client has closed its end while an answer is pending (streamable-
-        http.mdx §Cancellation: that is the request's cancellation). Bytes a client pipelines
-        meanwhile are kept for h11, up to the header limit; past it, watching stops."""
+    async def until_closed(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Run `work` (writing an answer) until it ends, the client closes its end first
+        (streamable-http.mdx §Cancellation: that is the request's cancellation), or a write
+        finds the client gone."""
+        async with trio.open_nursery() as nursery:
+            async def watch() -> None:
+                await self._watch_close()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch, name="watch-close")
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await work()
+            nursery.cancel_scope.cancel()
+
+    async def _watch_close(self) -> None:
+        """Return once the client has closed its end. Bytes a client pipelines meanwhile are
+        kept for h11, up to the header limit; past it, watching stops."""
         kept = 0
         while True:
             data = await self._receive()

@@ -10,7 +10,6 @@ client that loses the connection resumes it by GET with `Last-Event-ID` (§Resum
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Protocol
@@ -159,16 +158,12 @@ class LegacyRequests:
         session.streams += 1
         try:
             await conn.start_stream(200, sse.HEADERS)
-            async with trio.open_nursery() as nursery:
-                async def watch() -> None:
-                    await conn.watch_close()
-                    nursery.cancel_scope.cancel()
 
-                nursery.start_soon(watch, name="watch-close")
-                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    await relay(conn)
-                    await conn.end_stream()
-                nursery.cancel_scope.cancel()
+            async def relay_all() -> None:
+                await relay(conn)
+                await conn.end_stream()
+
+            await conn.until_closed(relay_all)
         finally:
             session.streams -= 1
             session.touch()

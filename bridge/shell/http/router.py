@@ -9,7 +9,6 @@ JSON answer or an event stream.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -159,21 +158,17 @@ class Router:
         write = answer or self._answer
         answered = False
         route = exchange.route
+
+        async def carry() -> None:
+            nonlocal answered
+            answered = await write(conn, exchange, outcome, headers)
+
         try:
             # The route cancels its scope when it gives up on a client that stopped reading,
-            # even while a write waits for the client to take bytes.
+            # even while a write waits for the client to take bytes; the client going away
+            # mid-answer is its cancellation (below).
             with route.scope:
-                async with trio.open_nursery() as nursery:
-                    async def watch() -> None:
-                        await conn.watch_close()
-                        nursery.cancel_scope.cancel()
-
-                    nursery.start_soon(watch, name="watch-close")
-                    # The client going away mid-answer is its cancellation (below).
-                    with contextlib.suppress(trio.BrokenResourceError,
-                                             trio.ClosedResourceError):
-                        answered = await write(conn, exchange, outcome, headers)
-                    nursery.cancel_scope.cancel()
+                await conn.until_closed(carry)
         finally:
             if conn.stalled:
                 route.give_up(stalled_s=conn.stall_timeout)
