@@ -44,9 +44,7 @@ LOG_IDLE_AT_MOST = 5.0
 
 def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                 first: ProcessChild | ServerUnavailable, spawn: Spawn) -> int:
-    early = EarlyLog(shell.log_level, shell.log_format)
-    log = early.logger()
-    log.info("bridge.started", **logs.started_fields(shell))
+    early, log = _started(shell)
     session = Session(
         Bridge(core_config, secret=os.urandom(32)),
         spawn,
@@ -54,25 +52,15 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
         settings=session_settings(shell),
         notify=Notifier(log),
         orphans=Orphans(),
-        transcript=Transcript.open(shell.transcript, log=log) if shell.transcript else None,
+        transcript=_transcript(shell, log),
     )
-    try:
-        return trio.run(_main, session, fds, first, log, early)
-    except Exception as exc:  # a bug: say so, and leave no child behind
-        log.critical("bridge.crashed", error=repr(exc))
-        if isinstance(first, ProcessChild):
-            first.kill()
-        return EX_SOFTWARE
-    finally:  # a session that ended before its first answer still has its lines written
-        early.load()
+    return _run(session, fds, first, log, early)
 
 
 def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                  where: Endpoint) -> int:
     """The stdio bridge whose server is the Streamable HTTP endpoint `where`."""
-    early = EarlyLog(shell.log_level, shell.log_format)
-    log = early.logger()
-    log.info("bridge.started", **logs.started_fields(shell))
+    early, log = _started(shell)
     from bridge.shell.remote.upstream import opener  # httpx2: only for --url
 
     session = Session(
@@ -81,15 +69,33 @@ def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
         log,
         settings=session_settings(shell),
         notify=Notifier(log),
-        transcript=Transcript.open(shell.transcript, log=log) if shell.transcript else None,
+        transcript=_transcript(shell, log),
         upstream=opener(where, log, limit=shell.max_message_bytes),
     )
+    return _run(session, fds, None, log, early)
+
+
+def _started(shell: ShellConfig) -> tuple[EarlyLog, logs.Logger]:
+    early = EarlyLog(shell.log_level, shell.log_format)
+    log = early.logger()
+    log.info("bridge.started", **logs.started_fields(shell))
+    return early, log
+
+
+def _transcript(shell: ShellConfig, log: logs.Logger) -> Transcript | None:
+    return Transcript.open(shell.transcript, log=log) if shell.transcript else None
+
+
+def _run(session: Session, fds: ProtocolFds, first: ProcessChild | ServerUnavailable | None,
+         log: logs.Logger, early: EarlyLog) -> int:
     try:
-        return trio.run(_main, session, fds, None, log, early)
-    except Exception as exc:  # a bug: say so
+        return trio.run(_main, session, fds, first, log, early)
+    except Exception as exc:  # a bug: say so, and leave no child behind
         log.critical("bridge.crashed", error=repr(exc))
+        if isinstance(first, ProcessChild):
+            first.kill()
         return EX_SOFTWARE
-    finally:
+    finally:  # a session that ended before its first answer still has its lines written
         early.load()
 
 
