@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -199,18 +200,23 @@ def modern_call(front: Front, tool: str, token: str | None = None,
         conn.close()
 
 
+@pytest.mark.parametrize("era", ERAS)
 def test_readiness_is_red_until_the_remote_server_answers_and_while_it_is_re_reached(
-        modern_python: venvs.SdkPython, tmp_path: Path) -> None:
+        era: str, legacy_python: venvs.SdkPython, modern_python: venvs.SdkPython,
+        tmp_path: Path) -> None:
     # The front starts before its server: it waits for it (its era is found once it answers,
     # not guessed from a refused connection), /readyz says `starting`, systemd hears READY
-    # (listening) and then `serving`. Once the server went, /readyz is red again until it is
-    # back, and the next request finds it.
+    # (listening) and then `serving`. Once the server went (a modern one: found by the next
+    # request, which is told; a legacy one: its session's GET stream ends), /readyz is red
+    # until it is back, and a request sent meanwhile waits for it and is answered.
     port = free_port()
-    server = modern_python.peer("modern_server", "--http", str(port))
+    server = pythons(legacy_python, modern_python)[era].peer(f"{era}_server", "--http",
+                                                             str(port))
     notify = NotifySocket(tmp_path / "notify")
     url = f"http://127.0.0.1:{port}/mcp"
     with front_before(url, tmp_path / "front.log",
-                      env={"NOTIFY_SOCKET": str(notify.path)}) as running:
+                      env={"NOTIFY_SOCKET": str(notify.path)}) as running, \
+            ThreadPoolExecutor(1) as waiting:
         assert readiness(running) == (503, "starting")
         notify.wait_for("READY=1\nSTATUS=listening")
         until(lambda: any(line.get("event") == "upstream.unreachable"
@@ -219,20 +225,28 @@ def test_readiness_is_red_until_the_remote_server_answers_and_while_it_is_re_rea
         with served(server, port):
             until(lambda: readiness(running) == (200, "ready"), "ready once the server is up")
             notify.wait_for("READY=1\nSTATUS=serving")
-            assert modern_call(running, "echo", text="hi")["result"]["content"][0]["text"] \
-                == "hi"
-        # The server is gone: the next request finds it so, and is told.
-        gone = modern_call(running, "echo", text="again")
-        assert url in gone["error"]["message"], gone
+            assert echoed(running, "hi") == "hi"
+        if era == "modern":
+            gone = modern_call(running, "echo", text="again")
+            assert url in gone["error"]["message"], gone
         until(lambda: readiness(running)[0] == 503, "red while the server is re-reached")
         assert readiness(running)[1] in ("restarting", "down")
+        held = waiting.submit(echoed, running, "held")
+        time.sleep(1.0)
+        assert not held.done()
         with served(server, port):
+            assert held.result(timeout=WAIT) == "held"
             until(lambda: readiness(running) == (200, "ready"), "ready once it is back")
-            assert modern_call(running, "echo", text="back")["result"]["content"][0][
-                "text"] == "back"
+            assert echoed(running, "back") == "back"
         eras = [line["era"] for line in running.lines() if line.get("event") == "era.detected"
                 and line.get("side") == "server"]
-        assert eras and set(eras) == {"modern"}, eras
+        assert eras and set(eras) == {era}, eras
+
+
+def echoed(front: Front, text: str) -> str:
+    answer = modern_call(front, "echo", text=text)
+    assert "result" in answer, answer
+    return str(answer["result"]["content"][0]["text"])
 
 
 # --- two credentials, never crossed ---------------------------------------------------------
