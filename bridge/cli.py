@@ -34,7 +34,7 @@ from bridge.shell.settings import LEVELS, LOG_FORMATS
 USAGE = """\
 mcp-rosetta [options] -- COMMAND [ARGS...]
        mcp-rosetta [options] --url URL [--header "NAME: VALUE"]...
-       mcp-rosetta serve [options] [--listen ADDRESS] [-- COMMAND [ARGS...]]
+       mcp-rosetta serve [options] [--listen ADDRESS] [-- COMMAND [ARGS...] | --url URL]
        mcp-rosetta connect unix:PATH
        mcp-rosetta check [--json] [options] -- COMMAND [ARGS...]
        mcp-rosetta demo [--full | --server]"""
@@ -73,8 +73,10 @@ EPILOG = COMMANDS + NOTES
 SERVE_DESCRIPTION = """\
 The bridge as a long-running daemon on a Unix socket: every client connection
 is a session of its own, with its own server process started from COMMAND (or
-the config's `command`). Under systemd it takes the socket it is passed;
-SIGHUP reads the config again for new sessions."""
+the config's `command`), or its own session with the remote server at --url.
+With --listen http://... it is a Streamable HTTP front for clients of both
+eras, before COMMAND or --url alike. Under systemd it takes the socket it is
+passed; SIGHUP reads the config again for new sessions."""
 
 CHECK_DESCRIPTION = """\
 Start the server as the bridge would, find its era (server/discover first,
@@ -289,10 +291,6 @@ def _bridge(argv: list[str]) -> int:
 
 def _serve(argv: list[str]) -> int:
     settings, reload = _settings(argv, serve=True)
-    if settings.shell.url and (settings.daemon.listen or "").startswith("http://"):
-        raise UsageError("serve --listen http://... with --url (an HTTP front before a "
-                         "remote server) is not built yet: listen on a Unix socket, or run "
-                         "mcp-rosetta --url URL as the client's command")
     from bridge.shell.trio_import import import_trio
 
     import_trio()

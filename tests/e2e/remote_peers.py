@@ -1,5 +1,5 @@
-"""Helpers of the `--url` tests: free ports, a server's readiness, and the bridge driven by raw
-JSON-RPC lines (a client that is this test)."""
+"""Helpers of the `--url` tests: free ports, the SDKs' HTTP servers on them and their
+readiness, and the bridge driven by raw JSON-RPC lines (a client that is this test)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import venvs
@@ -20,6 +21,7 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
                          "clientInfo": {"name": "raw", "version": "1"}}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 ANSWER_TIMEOUT = 20.0
+READY_TIMEOUT = 30.0
 
 
 def free_port() -> int:
@@ -39,6 +41,28 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float) -> 
                 return
         time.sleep(0.05)
     raise AssertionError(f"nothing listens on port {port} after {timeout}s")
+
+
+def http_server(python: venvs.SdkPython, script: str, *, again: bool = False) -> Iterator[str]:
+    """Run `script` with --http on a free port, in a process group of its own; its URL.
+    `again`: started again on the same port whenever it exits (a server that is restarted)."""
+    port = free_port()
+    command = python.peer(script, "--http", str(port))
+    if again:
+        command = ["sh", "-c", 'while :; do "$@"; sleep 0.1; done', "again", *command]
+    yield from serving(command, port)
+
+
+def serving(command: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, **(env or {})})
+    try:
+        wait_listening(port, proc, READY_TIMEOUT)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 class Bridge:

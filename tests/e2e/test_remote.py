@@ -20,34 +20,19 @@ from collections.abc import Iterator
 import checks
 import pytest
 import venvs
-from remote_peers import INITIALIZE, INITIALIZED, Bridge, free_port, wait_listening
+from remote_peers import (
+    INITIALIZE,
+    INITIALIZED,
+    READY_TIMEOUT,
+    Bridge,
+    free_port,
+    http_server,
+    serving,
+)
 
 MODERN_INPUT_TOOLS = ("ask_name", "ask_model", "list_roots", "ask_two", "wizard", "patience")
 LEGACY_INPUT_TOOLS = ("ask_name", "ask_model", "list_roots", "ask_two", "wizard")
-READY_TIMEOUT = 30.0
 PARAM_REGIONS = ("eu-west1", "Zürich")  # plain, and sent in the Base64 sentinel form
-
-
-def http_server(python: venvs.SdkPython, script: str, *, again: bool = False) -> Iterator[str]:
-    """Run `script` with --http on a free port, in a process group of its own; its URL.
-    `again`: started again on the same port whenever it exits (a server that is restarted)."""
-    port = free_port()
-    command = python.peer(script, "--http", str(port))
-    if again:
-        command = ["sh", "-c", 'while :; do "$@"; sleep 0.1; done', "again", *command]
-    yield from serving(command, port)
-
-
-def serving(command: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True,
-                            env={**os.environ, **(env or {})})
-    try:
-        wait_listening(port, proc, READY_TIMEOUT)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 @pytest.fixture(scope="module")

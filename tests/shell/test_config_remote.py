@@ -65,8 +65,12 @@ def test_the_first_log_line_names_the_url_and_header_names_only() -> None:
     assert "s3cret" not in repr(fields)
 
 
-def test_the_http_front_before_a_remote_server_is_refused_for_now(
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_http_front_before_a_remote_server_reads_its_headers_before_it_listens(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # `serve --listen http://... --url` is served (no longer refused); a header naming an
+    # unset variable is a config error at start, before anything listens or is imported.
+    monkeypatch.delenv("ROSETTA_UNSET_TOKEN", raising=False)
     assert main(["serve", "--listen", "http://127.0.0.1:8808/mcp", "--url",
-                 "http://127.0.0.1:9/mcp"]) == EX_USAGE
-    assert "not built yet" in capsys.readouterr().err
+                 "http://127.0.0.1:9/mcp", "--header",
+                 "Authorization: Bearer ${ROSETTA_UNSET_TOKEN}"]) == EX_CONFIG
+    assert "${ROSETTA_UNSET_TOKEN} is not set" in capsys.readouterr().err

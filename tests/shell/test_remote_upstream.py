@@ -17,7 +17,7 @@ from bridge.shell import logs
 from bridge.shell.driver import Source
 from bridge.shell.lines import Line
 from bridge.shell.remote.endpoint import Endpoint
-from bridge.shell.remote.upstream import HttpUpstream
+from bridge.shell.remote.upstream import REACH_AT_MOST, REACH_BACKOFF, HttpUpstream
 
 URL = "http://upstream.test/mcp"
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
@@ -166,3 +166,51 @@ async def test_a_server_never_reached_gets_an_error_line_per_request() -> None:
     assert sorted(m["id"] for m in got.fed) == [1, 2]
     assert all("cannot connect to " + URL in m["error"]["message"] for m in got.fed)
     assert not any(isinstance(e, ChildExited) for e in got.events)
+
+
+async def test_reach_first_starts_once_the_endpoint_answers_and_waits_past_reach_at_most(
+        autojump_clock: Any) -> None:
+    # The front's shared session: its server is waited for at the start and after it went,
+    # however long (its readiness stays red), instead of starting without it.
+    up = False
+
+    def server(request: httpx2.Request) -> httpx2.Response:
+        if not up:
+            raise httpx2.ConnectError("connection refused", request=request)
+        if request.method == "GET":
+            return httpx2.Response(405)
+        return answer(request, {"tools": []})
+
+    def started() -> int:
+        return sum(isinstance(e, ChildStarted) for e in recorder.events)
+
+    recorder = Recorder()
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
+    with capture_logs() as captured:
+        async with trio.open_nursery() as nursery:
+            upstream = HttpUpstream(Endpoint(URL), recorder, nursery, logs.logger(),
+                                    limit=1 << 20, transport=httpx2.MockTransport(server),
+                                    reach_first=True)
+            upstream.serve()
+            await trio.sleep(REACH_AT_MOST * 2)
+            assert started() == 0
+            up = True
+            await trio.sleep(REACH_BACKOFF[1] + 1)
+            assert started() == 1
+            upstream.write(line(listing))  # answered: the server has served this session
+            await trio.sleep(1)
+            up = False
+            upstream.write(line({**listing, "id": 2}))
+            await trio.sleep(1)
+            assert [type(e) for e in recorder.events] == [ChildStarted, ChildExited]
+            upstream.restart()
+            await trio.sleep(REACH_AT_MOST * 2)
+            assert started() == 1
+            up = True
+            await trio.sleep(REACH_BACKOFF[1] + 1)
+            assert started() == 2
+            upstream.kill_all()
+            nursery.cancel_scope.cancel()
+    assert [m["id"] for m in recorder.fed] == [1]
+    events = [e["event"] for e in captured]
+    assert events.count("upstream.unreachable") == 2 and events.count("upstream.reachable") == 2

@@ -3,8 +3,10 @@ that owns every task of both.
 
 Must not hold protocol logic (the shared core decides) nor touch the process (signals,
 systemd's environment: `main.py`). Every modern request, whatever connection carries it, is
-a client message of the one session, so the server child is started once, not per request.
-Each legacy session (`legacy.py`) has a core and a child of its own, as a daemon session has.
+a client message of the one session, so its server is started once, not per request.
+Each legacy session (`legacy.py`) has a core and a server of its own, as a daemon session
+has. A server is a child or a session with a remote endpoint (`server_side.py`): the tasks
+below are a child's; a remote one's are `http-dispatch`, one per request, `http-listen-N`.
 
     front ─┬─ read-server-N / wait-server-N / read-stderr-N   the shared server (supervisor)
            ├─ clock                                            the core's next deadline
@@ -40,9 +42,9 @@ from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.modern import Mapping
 from bridge.shell.http.route import STREAM_BACKLOG
 from bridge.shell.http.router import Endpoint, Router
+from bridge.shell.http.server_side import ServerSide
 from bridge.shell.logs import Logger
-from bridge.shell.session import Clock, SessionSettings
-from bridge.shell.supervisor import Spawn, Supervisor
+from bridge.shell.session import Clock, SessionSettings, Upstream
 
 MAX_HEADER = 16 * 1024
 IDLE_TIMEOUT = 60.0
@@ -100,17 +102,6 @@ class FrontDriver(Driver):
         self.lines(CLIENT, [line])
 
 
-class NeverFull:
-    """The client side as the server's reader sees it: HTTP answers are queued per POST,
-    each within its own bound (`route.py`), so one slow client never holds the shared
-    server's reader back for the others."""
-
-    congested = False
-
-    async def relieved(self) -> None:  # pragma: no cover - never congested
-        return
-
-
 def bind(address: Address) -> socket.socket:
     family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -127,7 +118,7 @@ def bind(address: Address) -> socket.socket:
 class Front:
     """Serves one listening socket until the core stops or `stop` is called."""
 
-    def __init__(self, core: Core, spawn: Spawn, address: Address, log: Logger, *,
+    def __init__(self, core: Core, servers: ServerSide, address: Address, log: Logger, *,
                  settings: SessionSettings | None = None,
                  notify: Callable[[str], None] = lambda _: None,
                  idle_timeout: float = IDLE_TIMEOUT, max_header: int = MAX_HEADER,
@@ -136,11 +127,13 @@ class Front:
                  view: ServerView | None = None, stream_backlog: int = STREAM_BACKLOG,
                  make_core: Callable[[], Core] | None = None, max_sessions: int = 16,
                  session_idle: float = 1800.0) -> None:
-        """`make_core`: a legacy session's own core (None: legacy sessions are refused, as
+        """`servers`: where each session's server side comes from (a child per session, or
+        a session with the remote endpoint per session: `server_side.py`); `make_core`: a
+        legacy session's own core (None: legacy sessions are refused, as
         over `max_sessions`); `session_idle`: seconds after which an idle one ends;
         `stream_backlog`: the bound of every stream's route (`route.py`)."""
         self._core = core
-        self._spawn = spawn
+        self._servers = servers
         self._address = address
         self._log = log
         self._settings = settings = settings or SessionSettings()
@@ -184,10 +177,10 @@ class Front:
         self._router = router = Router(self._endpoint(), self.mapping, driver.feed, self._log,
                                        self._health, self.sessions, self._open_session,
                                        settings.timing.shutdown_grace)
-        supervisor: Supervisor | None = None
+        server: Upstream | None = None
         try:
             async with trio.open_nursery() as nursery:
-                supervisor = self._serve_core(nursery, driver, self._core, self._log)
+                server = self._serve_core(nursery, driver, self._core, self._log, shared=True)
                 await nursery.start(self._hold_sessions, name="sessions")
                 nursery.start_soon(self._accept, trio.socket.from_stdlib_socket(listener),
                                    router, name="accept")
@@ -197,26 +190,24 @@ class Front:
                 await driver.stopped.wait()
                 self.mapping.abandon_all()
                 self.sessions.end_all(settings.timing.shutdown_grace)
-                await supervisor.stop()
+                await server.stop()
                 await self.sessions.wait_empty()
                 nursery.cancel_scope.cancel()
         finally:
-            if supervisor is not None:
-                supervisor.kill_all()
+            if server is not None:
+                server.kill_all()
         assert driver.stop_code is not None
         self._log.info("http.stopped", code=driver.stop_code)
         return driver.stop_code
 
     def _serve_core(self, nursery: trio.Nursery, driver: FrontDriver, core: Core,
-                    log: Logger) -> Supervisor:
-        """A core's server child (its supervisor's tasks in `nursery`) and its clock."""
-        settings = self._settings
-        supervisor = Supervisor(self._spawn, driver, nursery, settings.timing, log,
-                                limit=settings.max_message_bytes, feeds=NeverFull())
-        driver.server, driver.clock = supervisor, Clock(driver, core)
-        supervisor.serve()
+                    log: Logger, *, shared: bool = False) -> Upstream:
+        """A core's server side (its tasks in `nursery`), started, and its clock."""
+        server = self._servers(driver, nursery, log, shared=shared)
+        driver.server, driver.clock = server, Clock(driver, core)
+        server.serve()
         nursery.start_soon(driver.clock.run, name="clock")
-        return supervisor
+        return server
 
     # Legacy sessions ------------------------------------------------------------------------
 

@@ -161,8 +161,14 @@ class HttpUpstream:
     """The server side of a session when the server is a URL: what the driver writes to."""
 
     def __init__(self, endpoint: Endpoint, driver: Feed, nursery: trio.Nursery, log: Logger,
-                 *, limit: int, transport: httpx2.AsyncBaseTransport | None = None) -> None:
+                 *, limit: int, transport: httpx2.AsyncBaseTransport | None = None,
+                 reach_first: bool = False) -> None:
+        """`reach_first`: every session with the endpoint, the first one and those after it
+        went, waits until it answers (a service that outlives the server's outages; its
+        readiness stays red meanwhile), instead of starting at once, or after REACH_AT_MOST
+        (a client waits: each request gets its error while the server is not there)."""
         self._url = endpoint.url
+        self._reach_first = reach_first
         self._driver = driver
         self._nursery = nursery
         self._log = log.bind(url=endpoint.url)
@@ -192,8 +198,15 @@ class HttpUpstream:
         return True
 
     def serve(self, child: object = None) -> None:
-        """Start: the endpoint is "started" at once (a request finds out if it is there)."""
+        """Start: the endpoint is "started" at once (a request finds out if it is there),
+        or with `reach_first` once it answers."""
         self._nursery.start_soon(self._dispatch, name="http-dispatch")
+        if self._reach_first:
+            self._nursery.start_soon(self._first_reached, self._link, name="http-reach")
+            return
+        self._started()
+
+    def _started(self) -> None:
         self._log.info("upstream.started", gen=self._link.gen)
         self._driver.post(ChildStarted())
 
@@ -531,28 +544,43 @@ class HttpUpstream:
     def _went_away(self, exc: Exception) -> str:
         return f"at {self._url} went away ({exc or type(exc).__name__})"
 
-    async def _reachable(self) -> None:
-        """Until the server answers anything (any status), or REACH_AT_MOST."""
+    async def _reachable(self, at_most: float = REACH_AT_MOST) -> None:
+        """Until the server answers anything (any status), or `at_most` seconds. The first
+        failure is logged (`upstream.unreachable`), and the first answer after one."""
         wait, longest = REACH_BACKOFF
-        with trio.move_on_after(REACH_AT_MOST):
+        failed = False
+        with trio.move_on_after(at_most):
             while True:
                 try:
                     await self._client.request("GET", self._url, headers={"Accept": EVENT_STREAM},
                                                timeout=CONNECT_TIMEOUT)
+                    if failed:
+                        self._log.info("upstream.reachable")
                     return
-                except httpx2.HTTPError:
+                except httpx2.HTTPError as exc:
+                    if not failed:
+                        failed = True
+                        self._log.warning("upstream.unreachable",
+                                          error=transport_problem(exc, self._url),
+                                          retry_s=f"{wait:g} to {longest:g}")
                     await trio.sleep(wait)
                     wait = min(wait * 2, longest)
+
+    async def _first_reached(self, link: Link) -> None:
+        """`reach_first`: ChildStarted once the endpoint answers, however long that takes
+        (requests wait in the core meanwhile, as for a child still starting)."""
+        with link.guard():
+            await self._reachable(math.inf)
+            self._started()
 
     # Ending ------------------------------------------------------------------------------
 
     async def _restarted(self, old: Link) -> None:
-        if old.lost:
-            await self._reachable()
+        if old.lost:  # `reach_first`: a service waits for its server however long it is out
+            await self._reachable(math.inf if self._reach_first else REACH_AT_MOST)
         else:
             await self._end_session(old)
-        self._log.info("upstream.started", gen=self._link.gen)
-        self._driver.post(ChildStarted())
+        self._started()
 
     async def _end_session(self, link: Link) -> None:
         """DELETE a legacy session (transports.mdx §Session Management), if it had one."""
@@ -567,10 +595,11 @@ class HttpUpstream:
                 self._log.info("upstream.session_not_ended", error=repr(exc))
 
 
-def opener(where: Endpoint, log: Logger, *, limit: int) -> OpenUpstream:
+def opener(where: Endpoint, log: Logger, *, limit: int,
+           reach_first: bool = False) -> OpenUpstream:
     """How a session opens its upstream to `where` once its nursery is open."""
     def open_upstream(driver: Feed, nursery: trio.Nursery) -> HttpUpstream:
-        return HttpUpstream(where, driver, nursery, log, limit=limit)
+        return HttpUpstream(where, driver, nursery, log, limit=limit, reach_first=reach_first)
 
     return open_upstream
 
