@@ -20,6 +20,13 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
                          "clientInfo": {"name": "raw", "version": "1"}}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 ANSWER_TIMEOUT = 20.0
+PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy", "no_proxy"})
+"""Left out of the bridge's environment unless a test sets them: a proxy the machine names
+must not stand between the bridge and a loopback server."""
+
+
+def without_proxies(environ: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in environ.items() if k.lower() not in PROXY_VARIABLES}
 
 
 def free_port() -> int:
@@ -48,7 +55,8 @@ class Bridge:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bridge", "--url", url, "--log-format", "json", *options],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=venvs.REPO_ROOT, start_new_session=True, env={**os.environ, **(env or {})})
+            cwd=venvs.REPO_ROOT, start_new_session=True,
+            env={**without_proxies(dict(os.environ)), **(env or {})})
         self.seen: list[dict[str, Any]] = []
         self._buffer = b""
 

@@ -17,7 +17,7 @@ from bridge.shell import logs
 from bridge.shell.driver import Source
 from bridge.shell.lines import Line
 from bridge.shell.remote.endpoint import Endpoint, Network
-from bridge.shell.remote.upstream import HttpUpstream
+from bridge.shell.remote.upstream import HttpUpstream, client_timeout
 
 URL = "http://upstream.test/mcp"
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
@@ -326,3 +326,20 @@ async def test_an_auth_provider_signs_every_request_and_names_the_fix_of_a_401()
     refused = [e for e in captured if e["log_level"] == "warning"]
     assert [e["event"] for e in refused] == ["upstream.refused"]
     assert 'Bearer realm="x"' in refused[0]["error"] and URL in refused[0]["error"]
+
+
+async def test_a_connect_timeout_names_the_url_and_the_setting() -> None:
+    def server(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectTimeout("timed out", request=request)
+
+    got = await run(server, [call(1)], until=lambda r: len(r.fed) == 1,
+                    network=Network(connect_timeout=3.0))
+    assert got.fed[0]["error"]["message"] == (
+        f"no connection to {URL} within 3s (connect_timeout): check that the server runs "
+        "and can be reached")
+
+
+def test_the_client_bounds_connections_and_connecting_but_not_waiting() -> None:
+    timeout = client_timeout(Network(connect_timeout=3.0, read_timeout=0))
+    assert (timeout.connect, timeout.read, timeout.write, timeout.pool) == (3.0, None, None,
+                                                                           None)
