@@ -186,6 +186,8 @@ async def test_a_flood_of_requests_waits_its_turn_in_order_and_congests_the_upst
         nonlocal in_flight, peak
         body = json.loads(request.content)
         started.append(body["id"])
+        if body["id"] == "listen":
+            await trio.sleep_forever()
         in_flight += 1
         peak = max(peak, in_flight)
         await gate.wait()
@@ -202,6 +204,10 @@ async def test_a_flood_of_requests_waits_its_turn_in_order_and_congests_the_upst
         upstream.write(b"".join(line(call(i)) for i in range(40)))
         await trio.sleep(0.05)
         assert upstream.congested and len(started) == 2  # 38 wait: more than 4 a slot
+        upstream.write(line({"jsonrpc": "2.0", "id": "listen", "method": "subscriptions/listen",
+                             "params": {"_meta": META}}))
+        await trio.sleep(0.05)
+        assert started[2:] == ["listen"]  # a stream for the session takes no slot
         upstream.write(line({"jsonrpc": "2.0", "method": "notifications/cancelled",
                              "params": {"requestId": 39}}))
         relieved = trio.Event()
@@ -222,6 +228,7 @@ async def test_a_flood_of_requests_waits_its_turn_in_order_and_congests_the_upst
         nursery.cancel_scope.cancel()
     assert peak == 2
     assert sorted(started[:2]) == [0, 1]  # the first slots went to the first requests
+    started.remove("listen")
     assert sorted(started) == list(range(39))  # 39 was cancelled before its turn
     assert sorted(m["id"] for m in recorder.fed) == list(range(39))
     assert not upstream.congested

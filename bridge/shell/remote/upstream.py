@@ -85,9 +85,11 @@ REACH_AT_MOST = 60.0
 """Seconds a new session waits for the server to be reachable again; then it starts anyway
 (and its requests fail, each with its error, until the server is back)."""
 SPARE_CONNECTIONS = 4
-"""Connections the pool holds beyond the requests in flight: the GET stream, the one-way
-POST under way, a reachability check, the DELETE; none of them waits for a request's slot
-(a response the server waits for must never queue behind the requests it holds up)."""
+"""Idle connections the pool keeps alive beyond the slots. The pool itself is not bounded:
+the slots bound the requests, and what takes no slot is few (the GET stream, the one-way
+POST under way, a reachability check, the DELETE, the `subscriptions/listen` streams) and
+must not queue behind them (a response the server waits for, behind the requests it holds
+up; a listen, which lasts the session, would hold a slot for good)."""
 WAITING_HIGH = 4
 """Requests waiting for a slot, per slot, past which the upstream is congested (the client's
 reader stops); it is relieved once they are back to one per slot."""
@@ -200,10 +202,11 @@ class HttpUpstream:
         """Requests waiting for a slot (one of `network.connections`), in order."""
         self._congested = False
         self._relieved = trio.Event()
-        pool = network.connections + SPARE_CONNECTIONS
         self._client = httpx2.AsyncClient(
             auth=self._auth.auth(), timeout=client_timeout(network),
-            limits=httpx2.Limits(max_connections=pool, max_keepalive_connections=pool),
+            limits=httpx2.Limits(max_connections=None,
+                                 max_keepalive_connections=network.connections
+                                 + SPARE_CONNECTIONS),
             follow_redirects=False, transport=transport)  # a transport: only tests give one
 
     # What the session and the driver call ------------------------------------------------
@@ -273,6 +276,8 @@ class HttpUpstream:
             if out.method == "initialize":  # every later POST needs its session id
                 link.legacy = LegacySession()
                 await self._request(link, out)
+            elif out.method == "subscriptions/listen":  # a stream for the session, not work:
+                self._nursery.start_soon(self._request, link, out, name="http-listen")
             else:
                 self._take_turn(link, out)
         elif out.kind is Kind.NOTIFICATION:
