@@ -194,6 +194,16 @@ def bridge_options(p: argparse.ArgumentParser, check: bool = False,
                             help="send this header with every request to --url; ${VAR} is "
                                  "read from the environment (values are never logged); "
                                  "repeatable")
+        group.add_argument("--connect-timeout", type=_seconds_flag, metavar="DURATION",
+                            help="fail a request to --url that has no connection after this "
+                                 "long (10s)")
+        group.add_argument("--read-timeout", type=_seconds_flag, metavar="DURATION",
+                            help="fail a JSON answer that stops arriving midway for this long "
+                                 "(30s; waiting for an answer and event streams are bounded "
+                                 "by --request-timeout only)")
+        group.add_argument("--max-upstream-connections", type=_count_flag, metavar="N",
+                            help="requests to --url in flight at once; more wait their turn "
+                                 "(16)")
     p.add_argument("--request-timeout", type=_seconds_flag, metavar="DURATION",
                    help="fail a forwarded request unanswered after this long; 0 = never (0)")
     p.add_argument("--default-log-level", type=str.lower, choices=LOG_LEVELS, metavar="LEVEL",
@@ -222,7 +232,8 @@ def _checked(check: Any) -> Any:
 def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
             "max_message_bytes", "log_level", "log_format", "listen", "max_sessions",
-            "token_file", "max_connections", "url")
+            "token_file", "max_connections", "url", "connect_timeout", "read_timeout",
+            "max_upstream_connections")
     values: dict[str, Any] = {k: getattr(args, k) for k in keys
                               if getattr(args, k, None) is not None}
     for repeated in ("roots", "allowed_hosts", "allowed_origins", "headers"):

@@ -24,6 +24,15 @@ ANSWER_TIMEOUT = 20.0
 READY_TIMEOUT = 30.0
 
 
+PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy", "no_proxy"})
+"""Left out of the bridge's environment unless a test sets them: a proxy the machine names
+must not stand between the bridge and a loopback server."""
+
+
+def without_proxies(environ: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in environ.items() if k.lower() not in PROXY_VARIABLES}
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -72,7 +81,8 @@ class Bridge:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bridge", "--url", url, "--log-format", "json", *options],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=venvs.REPO_ROOT, start_new_session=True, env={**os.environ, **(env or {})})
+            cwd=venvs.REPO_ROOT, start_new_session=True,
+            env={**without_proxies(dict(os.environ)), **(env or {})})
         self.seen: list[dict[str, Any]] = []
         self._buffer = b""
 

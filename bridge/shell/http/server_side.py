@@ -61,6 +61,6 @@ def remote(where: Endpoint, settings: SessionSettings) -> ServerSide:
     def open_remote(driver: Driver, nursery: trio.Nursery, log: Logger, *,
                     shared: bool = False) -> Upstream:
         return opener(where, log, limit=settings.max_message_bytes,
-                      reach_first=shared)(driver, nursery)
+                      reach_first=shared)(driver, nursery, NeverFull())
 
     return open_remote

@@ -8,17 +8,23 @@ tasks live in the session's nursery; each belongs to one `Link`, and retiring th
 core restarted the server, or the session ends) cancels them all.
 
     dispatch   the core's lines in order → one POST each; a request in a task of its own
-               (but `initialize`, whose session id every later POST needs); a notification
-               or a response awaited before the next line (ordered, as on a pipe)
+               (but `initialize`, whose session id every later POST needs), at most
+               `Network.connections` at once, the others waiting their turn in order; a
+               notification or a response awaited before the next line (ordered, as on a pipe)
     request-N  its POST; a JSON answer or the events of its stream → lines to the core
     listen     legacy only: the GET stream, reopened with back-off while the session lasts
+
+Back-pressure, as for a child on a pipe: too many requests waiting (or lines not yet taken)
+make the upstream `congested`, so the client's reader stops until it is `relieved`; and the
+reading of answers and events waits while the client's outlet (`feeds`) is congested.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -30,7 +36,8 @@ from bridge.core.eras import HEADER_MISMATCH
 from bridge.core.events import SERVER, ChildExited, ChildStarted
 from bridge.shell.http.modern import ParamHeaders
 from bridge.shell.logs import Logger
-from bridge.shell.remote.endpoint import Endpoint
+from bridge.shell.remote.auth import AuthProvider, StaticHeaders
+from bridge.shell.remote.endpoint import Endpoint, Network
 from bridge.shell.remote.mapping import (
     EVENT_STREAM,
     JSON,
@@ -52,6 +59,7 @@ if TYPE_CHECKING:
     from bridge.core.events import Event, Side
     from bridge.shell.driver import Source
     from bridge.shell.lines import Line
+    from bridge.shell.pump import Throttle
     from bridge.shell.session import OpenUpstream
 
 
@@ -61,8 +69,6 @@ class Feed(Protocol):
     def lines(self, side: Side, lines: list[Line], source: Source | None = None) -> None: ...
     def post(self, event: Event) -> None: ...
 
-CONNECT_TIMEOUT = 10.0
-"""Seconds to open a connection (DNS and TLS included) before the request fails."""
 ONE_WAY_TIMEOUT = 10.0
 """Seconds a notification's or a response's POST may take: the next line waits for it."""
 CLOSE_TIMEOUT = 2.0
@@ -78,6 +84,18 @@ REACH_BACKOFF = (0.25, 5.0)
 REACH_AT_MOST = 60.0
 """Seconds a new session waits for the server to be reachable again; then it starts anyway
 (and its requests fail, each with its error, until the server is back)."""
+SPARE_CONNECTIONS = 4
+"""Idle connections the pool keeps alive beyond the slots. The pool itself is not bounded:
+the slots bound the requests, and what takes no slot is few (the GET stream, the one-way
+POST under way, a reachability check, the DELETE, the `subscriptions/listen` streams) and
+must not queue behind them (a response the server waits for, behind the requests it holds
+up; a listen, which lasts the session, would hold a slot for good)."""
+WAITING_HIGH = 4
+"""Requests waiting for a slot, per slot, past which the upstream is congested (the client's
+reader stops); it is relieved once they are back to one per slot."""
+QUEUED_HIGH = 1024 * 1024
+"""Bytes written but not yet taken by the dispatcher past which the upstream is congested
+(a notification's POST is awaited before the next line); relieved at a quarter of it."""
 # A transport failure that means the server went (killed, restarted, its host gone): once it
 # has answered this link, the core is told it exited, and hands the session over.
 GONE = (httpx2.ConnectError, httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError)
@@ -161,7 +179,8 @@ class HttpUpstream:
     """The server side of a session when the server is a URL: what the driver writes to."""
 
     def __init__(self, endpoint: Endpoint, driver: Feed, nursery: trio.Nursery, log: Logger,
-                 *, limit: int, transport: httpx2.AsyncBaseTransport | None = None,
+                 *, limit: int, feeds: Throttle | None = None, auth: AuthProvider | None = None,
+                 transport: httpx2.AsyncBaseTransport | None = None,
                  reach_first: bool = False) -> None:
         """`reach_first`: every session with the endpoint, the first one and those after it
         went, waits until it answers (a service that outlives the server's outages; its
@@ -173,28 +192,47 @@ class HttpUpstream:
         self._nursery = nursery
         self._log = log.bind(url=endpoint.url)
         self._limit = limit
+        self._feeds = feeds
+        """The client's outlet: answers and events are read only while it is not congested."""
+        self._network = network = endpoint.network
+        self._auth = auth or StaticHeaders(endpoint.headers)
         self._link = Link(1)
         self._hurried = False
         self._param_headers = ParamHeaders()
         """The tools' `x-mcp-header` annotations, learned from the tools/list answers."""
         self._send, self._receive = trio.open_memory_channel[tuple[Link, bytes]](math.inf)
+        self._queued = 0
+        """Bytes written and not yet taken by the dispatcher."""
+        self._in_flight = 0
+        self._waiting: deque[tuple[Link, Outgoing]] = deque()
+        """Requests waiting for a slot (one of `network.connections`), in order."""
+        self._congested = False
+        self._relieved = trio.Event()
         self._client = httpx2.AsyncClient(
-            headers=dict(endpoint.headers),
-            timeout=httpx2.Timeout(None, connect=CONNECT_TIMEOUT),  # answers may take long
+            auth=self._auth.auth(), timeout=client_timeout(network),
+            limits=httpx2.Limits(max_connections=None,
+                                 max_keepalive_connections=network.connections
+                                 + SPARE_CONNECTIONS),
             follow_redirects=False, transport=transport)  # a transport: only tests give one
 
     # What the session and the driver call ------------------------------------------------
 
-    congested = False  # no pipe to fill: see DESIGN.md §The HTTP upstream on back-pressure
+    @property
+    def congested(self) -> bool:
+        return self._congested
 
     async def relieved(self) -> None:
-        pass
+        """Return once the upstream takes lines again (at once if it does)."""
+        while self._congested:
+            await self._relieved.wait()
 
     def write(self, data: bytes) -> bool:
         """Send the lines in `data` (whole lines, as the driver writes them), in order."""
         if self._link.retired:
             return False
         self._send.send_nowait((self._link, data))
+        self._queued += len(data)
+        self._check_congestion()
         return True
 
     def serve(self, child: object = None) -> None:
@@ -235,6 +273,8 @@ class HttpUpstream:
 
     async def _dispatch(self) -> None:
         async for link, data in self._receive:
+            self._queued -= len(data)
+            self._check_congestion()
             for line in data.splitlines():
                 if link.retired:
                     break
@@ -249,9 +289,13 @@ class HttpUpstream:
             if out.method == "initialize":  # every later POST needs its session id
                 link.legacy = LegacySession()
                 await self._request(link, out)
+            elif out.method == "subscriptions/listen":  # a stream for the session, not work:
+                self._nursery.start_soon(self._request, link, out, name="http-listen")
             else:
-                self._nursery.start_soon(self._request, link, out, name=f"http-{out.method}")
+                self._take_turn(link, out)
         elif out.kind is Kind.NOTIFICATION:
+            if out.method == "notifications/cancelled" and self._unqueue(link, out.cancels):
+                return  # the server never saw the request: nothing to cancel there
             if out.method == "notifications/cancelled" and link.legacy is None:
                 # streamable-http.mdx §Cancellation: closing the stream is the cancel message.
                 if not link.cancel(out.cancels):
@@ -267,6 +311,63 @@ class HttpUpstream:
             self._log.warning("upstream.dropped", reason="a response to a modern server")
         else:
             await self._one_way(link, out)
+
+    # Requests in flight, and back-pressure --------------------------------------------------
+
+    def _take_turn(self, link: Link, out: Outgoing) -> None:
+        """Start request `out` if a slot is free, else queue it behind those waiting."""
+        if self._in_flight < self._network.connections and not self._waiting:
+            self._start(link, out)
+        else:
+            self._waiting.append((link, out))
+            self._check_congestion()
+
+    def _start(self, link: Link, out: Outgoing) -> None:
+        self._in_flight += 1
+        self._nursery.start_soon(self._in_slot, link, out, name=f"http-{out.method}")
+
+    async def _in_slot(self, link: Link, out: Outgoing) -> None:
+        try:
+            await self._request(link, out)
+        finally:
+            self._in_flight -= 1
+            self._next_turn()
+
+    def _next_turn(self) -> None:
+        """Start the requests waiting, in order, while slots are free (a retired link's are
+        dropped: the core answered them when the server went)."""
+        waiting = self._waiting
+        while waiting and self._in_flight < self._network.connections:
+            link, out = waiting.popleft()
+            if not link.retired:
+                self._start(link, out)
+        self._check_congestion()
+
+    def _unqueue(self, link: Link, request_id: object) -> bool:
+        """Drop the waiting request `request_id` (cancelled before its turn); whether it was."""
+        for entry in self._waiting:
+            if entry[0] is link and entry[1].id == request_id:
+                self._waiting.remove(entry)
+                self._check_congestion()
+                return True
+        return False
+
+    def _check_congestion(self) -> None:
+        waiting, slots = len(self._waiting), self._network.connections
+        if not self._congested:
+            if waiting > WAITING_HIGH * slots or self._queued > QUEUED_HIGH:
+                self._congested = True
+                self._relieved = trio.Event()
+                self._log.debug("upstream.congested", waiting=waiting, queued=self._queued)
+        elif waiting <= slots and self._queued <= QUEUED_HIGH // 4:
+            self._congested = False
+            self._relieved.set()
+
+    async def _paced(self) -> None:
+        """Wait while the client does not read what it was sent (its outlet is congested)."""
+        feeds = self._feeds
+        if feeds is not None and feeds.congested:
+            await feeds.relieved()
 
     def _headers(self, link: Link, out: Outgoing) -> dict[str, str]:
         headers = post_headers(out, link.legacy)
@@ -323,7 +424,7 @@ class HttpUpstream:
                         return message
         except (httpx2.HTTPError, httpx2.StreamError) as exc:
             self._log.info("upstream.failed", method=out.method,
-                           error=transport_problem(exc, self._url))
+                           error=transport_problem(exc, self._url, self._network))
         return None
 
     async def _exchange(self, link: Link, out: Outgoing) -> bytes | None:
@@ -340,7 +441,7 @@ class HttpUpstream:
                         return await self._answer(link, out, response)
                 url, hops = target, hops + 1
         except (httpx2.HTTPError, httpx2.StreamError) as exc:
-            problem = transport_problem(exc, self._url)
+            problem = transport_problem(exc, self._url, self._network)
             if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
                 return None  # the core answers what the server took, as for a crash
             self._log.warning("upstream.failed", method=out.method, error=problem)
@@ -363,10 +464,12 @@ class HttpUpstream:
                 and self._gone(link, self._session_ended()):
             return None  # transports.mdx §Session Management: start a new session
         challenge = response.headers.get("www-authenticate")
+        remedy = self._auth.remedy(status)
         if out.method != "server/discover":  # the probe's refusal is how a legacy server says so
             self._log.warning("upstream.refused", method=out.method, status=status,
-                              error=status_problem(status, kind, body, self._url, challenge))
-        return status_answer(out, status, kind, body, self._url, challenge)
+                              error=status_problem(status, kind, body, self._url, challenge,
+                                                   remedy))
+        return status_answer(out, status, kind, body, self._url, challenge, remedy)
 
     async def _events(self, link: Link, out: Outgoing, response: httpx2.Response) -> bytes | None:
         """Feed the stream's events; its answer ends it (streamable-http.mdx §Receiving
@@ -399,6 +502,7 @@ class HttpUpstream:
             place.saw(event)
             if not event.data:
                 continue  # a priming event: an id and a retry, no message
+            await self._paced()
             data = event.data.encode()
             answered = (b'"result"' in data or b'"error"' in data) \
                 and is_answer(message := decode(data), out.id)
@@ -454,14 +558,22 @@ class HttpUpstream:
         return encode({**answer, "result": {**result, "tools": kept}})
 
     async def _body(self, response: httpx2.Response) -> bytes:
-        """The whole body, but no more than a message may be: the rest is not read."""
+        """The whole body, but no more than a message may be: the rest is not read. A gap
+        of `read_timeout` between its bytes is httpx2's ReadTimeout."""
+        await self._paced()
         parts: list[bytes] = []
         size = 0
-        async for chunk in response.aiter_bytes():
-            parts.append(chunk)
-            size += len(chunk)
-            if size > self._limit:
-                break
+        gap = self._network.read_timeout or math.inf
+        async with aclosing(response.aiter_bytes()) as chunks:
+            while size <= self._limit:
+                with trio.move_on_after(gap) as timer:
+                    chunk = await anext(chunks, None)
+                if timer.cancelled_caught:
+                    raise httpx2.ReadTimeout("no byte of the body", request=response.request)
+                if chunk is None:
+                    break
+                parts.append(chunk)
+                size += len(chunk)
         return b"".join(parts)[:self._limit]
 
     async def _one_way(self, link: Link, out: Outgoing) -> None:
@@ -471,7 +583,7 @@ class HttpUpstream:
                 response = await self._client.post(self._url, content=out.body,
                                                    headers=self._headers(link, out))
             except httpx2.HTTPError as exc:
-                problem = transport_problem(exc, self._url)
+                problem = transport_problem(exc, self._url, self._network)
                 if not (isinstance(exc, GONE) and self._gone(link, self._went_away(exc))):
                     self._log.warning("upstream.failed", method=out.method, error=problem)
                 return
@@ -509,13 +621,14 @@ class HttpUpstream:
                                                                   max_event_size=self._limit):
                                 place.saw(event)
                                 if event.data:
+                                    await self._paced()
                                     wait = LISTEN_BACKOFF[0]
                                     self._feed(link, event.data.encode())
                         else:
                             self._log.warning("upstream.listen_refused",
                                               status=response.status_code)
                 except (httpx2.HTTPError, httpx2.StreamError) as exc:
-                    problem = transport_problem(exc, self._url)
+                    problem = transport_problem(exc, self._url, self._network)
                     if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
                         return
                     self._log.warning("upstream.listen_failed", error=problem)
@@ -553,7 +666,7 @@ class HttpUpstream:
             while True:
                 try:
                     await self._client.request("GET", self._url, headers={"Accept": EVENT_STREAM},
-                                               timeout=CONNECT_TIMEOUT)
+                                               timeout=self._network.connect_timeout or None)
                     if failed:
                         self._log.info("upstream.reachable")
                     return
@@ -561,7 +674,7 @@ class HttpUpstream:
                     if not failed:
                         failed = True
                         self._log.warning("upstream.unreachable",
-                                          error=transport_problem(exc, self._url),
+                                          error=transport_problem(exc, self._url, self._network),
                                           retry_s=f"{wait:g} to {longest:g}")
                     await trio.sleep(wait)
                     wait = min(wait * 2, longest)
@@ -597,9 +710,11 @@ class HttpUpstream:
 
 def opener(where: Endpoint, log: Logger, *, limit: int,
            reach_first: bool = False) -> OpenUpstream:
-    """How a session opens its upstream to `where` once its nursery is open."""
-    def open_upstream(driver: Feed, nursery: trio.Nursery) -> HttpUpstream:
-        return HttpUpstream(where, driver, nursery, log, limit=limit, reach_first=reach_first)
+    """How a session opens its upstream to `where` once its nursery is open; `feeds` is the
+    client's outlet, which paces the reading of answers and events."""
+    def open_upstream(driver: Feed, nursery: trio.Nursery, feeds: Throttle) -> HttpUpstream:
+        return HttpUpstream(where, driver, nursery, log, limit=limit, feeds=feeds,
+                            reach_first=reach_first)
 
     return open_upstream
 
@@ -617,17 +732,48 @@ def same_origin_redirect(response: httpx2.Response) -> httpx2.URL | None:
     return there if same else None
 
 
+def is_certificate_error(exc: BaseException) -> bool:
+    """Whether a connect error is a TLS certificate the bridge does not trust (or that does
+    not name the host)."""
+    import ssl
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return "CERTIFICATE_VERIFY_FAILED" in str(exc)
+
+
 def is_header_mismatch(line: bytes) -> bool:
     message = decode(line) if b"-32020" in line else None
     error = message.get("error") if isinstance(message, dict) else None
     return isinstance(error, dict) and error.get("code") == HEADER_MISMATCH
 
 
-def transport_problem(exc: Exception, url: str) -> str:
+def client_timeout(network: Network) -> httpx2.Timeout:
+    """httpx2's timeouts: connecting, and writing a body the server does not take. No read
+    timeout: an answer may rightly take long and a stream may rightly be quiet (the core's
+    request_timeout bounds a request); a JSON body once begun is bounded by `_body`. No pool
+    timeout either: the upstream's own slots bound what waits for a connection. 0: never."""
+    return httpx2.Timeout(None, connect=network.connect_timeout or None,
+                          write=network.read_timeout or None)
+
+
+def transport_problem(exc: Exception, url: str, network: Network) -> str:
     """What a failed exchange means for the user, and the fix."""
     if isinstance(exc, httpx2.ConnectTimeout):
-        return (f"no connection to {url} within {CONNECT_TIMEOUT:g}s: check that the server "
-                "runs and can be reached")
+        return (f"no connection to {url} within {network.connect_timeout:g}s "
+                "(connect_timeout): check that the server runs and can be reached")
+    if isinstance(exc, httpx2.ReadTimeout):
+        return (f"{url} stopped sending its answer midway: no byte in "
+                f"{network.read_timeout:g}s (read_timeout)")
+    if isinstance(exc, httpx2.WriteTimeout):
+        return (f"{url} stopped taking the request: nothing taken in "
+                f"{network.read_timeout:g}s (read_timeout)")
+    if isinstance(exc, httpx2.ConnectError) and is_certificate_error(exc):
+        return (f"cannot connect to {url}: its TLS certificate is not trusted ({exc}); if it "
+                "comes from a private CA, trust that CA: SSL_CERT_FILE=/path/to/ca.pem")
     if isinstance(exc, httpx2.ConnectError):
         return (f"cannot connect to {url} ({exc}): check that the server runs and the URL "
                 "(host, port) is right")

@@ -15,15 +15,23 @@ Must not be used as a model of a server: it answers `server/discover`, `tools/li
   garbage   an event stream whose event is not JSON, then the stream ends
   echo      a correct answer (the session goes on after every failure)
   whoami    a correct answer: the Authorization header the request carried
+  slow      a correct answer after 5 ms (counted: how many are under way at once)
+  peak      a correct answer: the most `slow` calls ever under way at once
+  stall     200 JSON with a Content-Length, half the body, then nothing more
+  die       the server exits at once, the connection dropped (a crash)
 
-Runs under the test's interpreter (the standard library only).
-Usage: python bad_http_server.py PORT
+Runs under the test's interpreter (the standard library only). With CERT and KEY (PEM files)
+it speaks HTTPS.
+Usage: python bad_http_server.py PORT [CERT KEY]
 """
 
 from __future__ import annotations
 
 import json
+import os
+import ssl
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -34,7 +42,10 @@ DISCOVER = {"supportedVersions": [MODERN], "capabilities": {"tools": {}}, "resul
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "bad-http-server",
                                                              "version": "1.0.0"}}}
 TOOLS = ["html", "status500", "auth", "drop", "endless", "silent", "redirect", "garbage", "echo",
-         "whoami", "moved"]
+         "whoami", "moved", "slow", "peak", "stall", "die"]
+SLOW = 0.005
+under_way = peak = 0
+counting = threading.Lock()
 
 
 def tool(name: str) -> dict[str, Any]:
@@ -44,6 +55,7 @@ def tool(name: str) -> dict[str, Any]:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go in two writes: no delayed-ACK stall
 
     def log_message(self, format: str, *args: Any) -> None:
         sys.stderr.write(f"bad_http_server: {format % args}\n")
@@ -88,6 +100,33 @@ class Handler(BaseHTTPRequestHandler):
         told = self.headers.get("Authorization", "none")
         self.answer(request_id, {"content": [{"type": "text", "text": told}],
                                  "resultType": "complete"})
+
+    def call_slow(self, request_id: object) -> None:
+        global under_way, peak
+        with counting:
+            under_way += 1
+            peak = max(peak, under_way)
+        time.sleep(SLOW)
+        with counting:
+            under_way -= 1
+        self.call_echo(request_id)
+
+    def call_peak(self, request_id: object) -> None:
+        self.answer(request_id, {"content": [{"type": "text", "text": str(peak)}],
+                                 "resultType": "complete"})
+
+    def call_stall(self, request_id: object) -> None:
+        body = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body[:len(body) // 2])
+        self.wfile.flush()
+        time.sleep(3600)
+
+    def call_die(self, request_id: object) -> None:
+        os._exit(1)
 
     def call_html(self, request_id: object) -> None:
         self.plain(200, b"<html><body>Please log in</body></html>", "text/html")
@@ -162,4 +201,9 @@ def progress() -> str:
 
 if __name__ == "__main__":
     ThreadingHTTPServer.daemon_threads = True
-    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+    if len(sys.argv) == 4:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(sys.argv[2], sys.argv[3])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.serve_forever()
