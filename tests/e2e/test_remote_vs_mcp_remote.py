@@ -31,7 +31,7 @@ MCP_REMOTE: dict[str, bool | None] = {check.name: True for check in relay_checks
     # listen stream is reopened on each change of the set), not when it was touched.
     "notify: resource subscriptions": False,
     # The server killed mid-call: the call under way is mostly never answered (the client's
-    # session times out, so nothing after it happens); in 1 of 5 runs here it got an error.
+    # session times out, so nothing after it happens); in 1 of 6 runs here it got an error.
     "restart: the call under way gets an error": None,
     "restart: the session goes on": False,
     "restart: the client is told list_changed": False,
