@@ -197,7 +197,7 @@ def test_a_legacy_stream_cut_after_an_event_id_is_resumed(bad_legacy_url: str) -
     finally:
         logs = bridge.stop()
     assert len(got[2]) == 1 and text(got[2][0]) == "resumed"
-    assert after == {"opened": before["opened"], "resumed": before["resumed"] + 1}
+    assert (after["opened"], after["resumed"]) == (before["opened"], before["resumed"] + 1)
     assert not [line for line in logs if line["event"] == "upstream.lost"]
 
 
@@ -264,3 +264,54 @@ def test_an_unset_variable_in_a_header_is_a_config_error(bad_url: str) -> None:
                           cwd=venvs.REPO_ROOT)
     assert proc.returncode == 78
     assert b"${ROSETTA_TEST_TOKEN} is not set" in proc.stderr
+
+
+def test_an_idle_legacy_session_that_expired_is_replaced_unnoticed(bad_legacy_url: str) -> None:
+    # The session's GET stream ends with it, and its reopening meets the 404: the bridge
+    # opens a new session before the client asks anything, and the client hears only
+    # list_changed (what it has and does stays valid).
+    bridge = Bridge(bad_legacy_url)
+    try:
+        bridge.send(INITIALIZE, INITIALIZED, call(1, "sessions"))
+        before = bridge.answers({0, 1})[1][0]["result"]["structuredContent"]
+        bridge.send(call(2, "expire_quietly"))
+        bridge.answers({2})
+        deadline = time.monotonic() + 10.0
+        while not changed_in(bridge.seen) and time.monotonic() < deadline:
+            bridge.answers(set(), timeout=0.2)
+        bridge.send(call(3, "echo"), call(4, "sessions"))
+        got = bridge.answers({2, 3, 4})
+    finally:
+        logs = bridge.stop()
+    assert [m for m in bridge.seen if "error" in m] == []
+    assert text(got[2][0]) == text(got[3][0]) == "ok"
+    assert got[4][0]["result"]["structuredContent"]["opened"] == before["opened"] + 1
+    assert len(changed_in(bridge.seen)) == 1
+    lost = [line for line in logs if line["event"] == "upstream.lost"]
+    assert len(lost) == 1 and "ended the session (HTTP 404" in lost[0]["went"]
+
+
+def test_a_legacy_get_stream_cut_after_an_event_id_is_resumed(bad_legacy_url: str) -> None:
+    bridge = Bridge(bad_legacy_url)
+    try:
+        bridge.send(INITIALIZE, INITIALIZED, call(1, "sessions"))
+        before = bridge.answers({0, 1})[1][0]["result"]["structuredContent"]
+        bridge.send(call(2, "cut_listen"))
+        bridge.answers({2})
+        after = before
+        for request_id in range(3, 30):  # until the GET stream was opened again
+            bridge.send(call(request_id, "sessions"))
+            after = bridge.answers({request_id})[request_id][0]["result"]["structuredContent"]
+            if after["listens_resumed"] > before["listens_resumed"]:
+                break
+            time.sleep(0.2)
+    finally:
+        logs = bridge.stop()
+    assert after["listens_resumed"] == before["listens_resumed"] + 1
+    assert after["opened"] == before["opened"]  # the same session
+    assert not [line for line in logs if line["event"] == "upstream.lost"]
+    assert [line["last_event_id"] for line in logs if line["event"] == "upstream.listen_cut"]
+
+
+def changed_in(seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m for m in seen if m.get("method") == "notifications/tools/list_changed"]

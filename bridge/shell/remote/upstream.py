@@ -96,12 +96,14 @@ class StreamPlace:
     """Where a legacy event stream got to: the last event id, the server's `retry`, and the
     transport error that cut it (None: it ended, or goes on)."""
 
-    __slots__ = ("cut", "last_id", "retry_ms")
+    __slots__ = ("cut", "fed", "last_id", "retry_ms")
 
     def __init__(self) -> None:
         self.last_id = ""
         self.retry_ms: int | None = None
         self.cut: Exception | None = None
+        self.fed = False
+        """Whether the GET stream last opened fed a message (the back-off starts again)."""
 
     def saw(self, event: httpx2.ServerSentEvent) -> None:
         if event.id:
@@ -505,7 +507,10 @@ class HttpUpstream:
 
     async def _listen(self, link: Link) -> None:
         """A legacy session's GET stream: what the server sends outside requests
-        (transports.mdx §Listening for Messages from the Server); 405 means none."""
+        (transports.mdx §Listening for Messages from the Server); 405 means none, 404 that
+        the session ended (§Session Management: the core starts a new one). Reopened with
+        back-off when it ends, or is cut after naming an event id (§Resumability and
+        Redelivery: the reconnection carries Last-Event-ID)."""
         wait, longest = LISTEN_BACKOFF
         place = StreamPlace()  # across reconnections: Last-Event-ID, the server's retry
         with link.guard():
@@ -513,26 +518,41 @@ class HttpUpstream:
                 try:
                     headers = self._resume_headers(link, place)
                     async with self._client.stream("GET", self._url, headers=headers) as response:
-                        if response.status_code == 405:
-                            self._log.info("upstream.no_listen_stream", status=405)
+                        if not await self._listened(link, response, place):
                             return
-                        if response.status_code == 200:
-                            async for event in httpx2.EventSource(response,
-                                                                  max_event_size=self._limit):
-                                place.saw(event)
-                                if event.data:
-                                    wait = LISTEN_BACKOFF[0]
-                                    self._feed(link, event.data.encode())
-                        else:
-                            self._log.warning("upstream.listen_refused",
-                                              status=response.status_code)
                 except (httpx2.HTTPError, httpx2.StreamError) as exc:
-                    problem = transport_problem(exc, self._url)
-                    if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
-                        return
-                    self._log.warning("upstream.listen_failed", error=problem)
+                    if isinstance(exc, CUT) and place.last_id:
+                        self._log.info("upstream.listen_cut", error=repr(exc),
+                                       last_event_id=place.last_id)
+                    else:
+                        if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
+                            return
+                        self._log.warning("upstream.listen_failed",
+                                          error=transport_problem(exc, self._url))
+                if place.fed:
+                    wait = LISTEN_BACKOFF[0]
                 await trio.sleep(place.wait(wait))
                 wait = min(wait * 2, longest)
+
+    async def _listened(self, link: Link, response: httpx2.Response,
+                        place: StreamPlace) -> bool:
+        """Feed one GET stream until it ends; False when it is not to be opened again."""
+        status = response.status_code
+        place.fed = False
+        if status == 405:
+            self._log.info("upstream.no_listen_stream", status=405)
+            return False
+        if status == 404 and link.legacy is not None and link.legacy.session_id is not None:
+            return not self._gone(link, self._session_ended())
+        if status != 200:
+            self._log.warning("upstream.listen_refused", status=status)
+            return True
+        async for event in httpx2.EventSource(response, max_event_size=self._limit):
+            place.saw(event)
+            if event.data:
+                place.fed = True
+                self._feed(link, event.data.encode())
+        return True
 
     # A server that went ----------------------------------------------------------------
 

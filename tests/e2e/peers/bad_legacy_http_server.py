@@ -3,17 +3,21 @@ behaviours in a legacy session, for the tests of `mcp-rosetta --url` against bad
 
 Must not be used as a model of a server. It refuses `server/discover` with HTTP 400 (as a
 legacy endpoint does), opens a session on `initialize` (`Mcp-Session-Id`), answers 404 to a
-request naming a session it does not know, 405 to a GET without `Last-Event-ID` (no stream
-of its own), and for `tools/call` does what the tool's name says: every behaviour of
-bad_http_server.py, and
+request naming a session it does not know, and serves the session's GET stream (chunked: a
+priming event with an id, then a comment every 50 ms, until the session ends). For
+`tools/call` it does what the tool's name says: every behaviour of bad_http_server.py, and
 
   expire    forget every session and answer 404, as a server that restarted or expired the
             session mid-session: the next requests need a new session
+  expire_quietly  forget every session (their GET streams end) and answer: the bridge learns
+            of it on its GET stream's 404 before the next request
   cut       an event stream whose event has an id (and a retry of 0), then the connection cut
             mid-body; a GET with that id as `Last-Event-ID` replays the rest of the stream,
             the call's answer (transports.mdx §Resumability and Redelivery)
+  cut_listen  cut the session's GET streams mid-body (after their priming event's id); a GET
+            with that id as `Last-Event-ID` is counted and served a new stream
   sessions  a correct answer: how many sessions were opened so far, and how many cut streams
-            were resumed
+            (request streams, GET streams) were resumed
 
 Runs under the test's interpreter (the standard library only).
 Usage: python bad_legacy_http_server.py PORT
@@ -25,17 +29,19 @@ import itertools
 import json
 import sys
 import threading
+import time
 import uuid
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from bad_http_server import TOOLS, Handler, progress, tool
+from bad_http_server import POLL, TOOLS, Handler, progress, tool
 
 LEGACY = "2025-11-25"
 INITIALIZED = {"protocolVersion": LEGACY, "capabilities": {"tools": {"listChanged": True}},
                "serverInfo": {"name": "bad-legacy-http-server", "version": "1.0.0"}}
-LEGACY_TOOLS = [*TOOLS, "expire", "sessions"]
+LEGACY_TOOLS = [*TOOLS, "expire", "expire_quietly", "cut_listen", "sessions"]
 CUT_PREFIX = "cut-"
+LISTEN_PREFIX = "listen-"
 
 
 class Sessions:
@@ -48,6 +54,9 @@ class Sessions:
         self.cut: dict[str, object] = {}
         self.opened = 0
         self.resumed = 0
+        self.listens_resumed = 0
+        self.listens_cut = 0
+        """Bumped by `cut_listen`: each GET stream cuts itself when it sees it change."""
         self._ids = itertools.count(1)
 
     def open(self) -> str:
@@ -68,6 +77,12 @@ class Sessions:
             self.resumed += 1
             return self.cut.pop(event_id, None)
 
+    def listen_id(self, resumed_from: str) -> str:
+        with self._lock:
+            if resumed_from.startswith(LISTEN_PREFIX):
+                self.listens_resumed += 1
+            return f"{LISTEN_PREFIX}{next(self._ids)}"
+
 
 SESSIONS = Sessions()
 
@@ -77,13 +92,37 @@ class LegacyHandler(Handler):
         if not self.in_session():
             return
         event_id = self.headers.get("Last-Event-ID", "")
-        request_id = SESSIONS.resume(event_id) if event_id.startswith(CUT_PREFIX) else None
-        if request_id is None:
-            self.plain(405, b"")  # no stream of its own
+        if not event_id.startswith(CUT_PREFIX):
+            self.listen(SESSIONS.listen_id(event_id))
             return
-        answer = {"jsonrpc": "2.0", "id": request_id,
+        answer = {"jsonrpc": "2.0", "id": SESSIONS.resume(event_id),
                   "result": {"content": [{"type": "text", "text": "resumed"}]}}
         self.stream([json.dumps(answer)], close=True)
+
+    def listen(self, event_id: str) -> None:
+        """The session's GET stream, chunked: it ends (the last chunk) with the session, or is
+        cut (no last chunk) by `cut_listen`."""
+        session = self.headers.get("Mcp-Session-Id", "")
+        cuts = SESSIONS.listens_cut
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            self.chunk(f"id: {event_id}\ndata:\n\n")
+            while session in SESSIONS.live and SESSIONS.listens_cut == cuts:
+                time.sleep(POLL)
+                self.chunk(": still listening\n\n")
+            if SESSIONS.listens_cut == cuts:
+                self.wfile.write(b"0\r\n\r\n")  # the session ended: so does its stream
+        except OSError:  # the client closed it
+            pass
+        self.close_connection = True
+
+    def chunk(self, text: str) -> None:
+        data = text.encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
 
     def do_DELETE(self) -> None:
         SESSIONS.live.discard(self.headers.get("Mcp-Session-Id", ""))
@@ -140,12 +179,21 @@ class LegacyHandler(Handler):
         self.json(404, {"jsonrpc": "2.0", "id": None,
                         "error": {"code": -32001, "message": "Session not found"}})
 
+    def call_expire_quietly(self, request_id: object) -> None:
+        SESSIONS.live.clear()
+        self.call_echo(request_id)
+
+    def call_cut_listen(self, request_id: object) -> None:
+        SESSIONS.listens_cut += 1
+        self.call_echo(request_id)
+
     def call_cut(self, request_id: object) -> None:
         event_id = SESSIONS.cut_stream(request_id)
         self.cut_stream(f"id: {event_id}\nretry: 0\ndata: {progress()}\n\n")
 
     def call_sessions(self, request_id: object) -> None:
-        counts = {"opened": SESSIONS.opened, "resumed": SESSIONS.resumed}
+        counts = {"opened": SESSIONS.opened, "resumed": SESSIONS.resumed,
+                  "listens_resumed": SESSIONS.listens_resumed}
         self.answer(request_id, {"content": [{"type": "text", "text": json.dumps(counts)}],
                                  "structuredContent": counts})
 
