@@ -4,7 +4,8 @@
 // Must not be anything but the SDK as a host uses it: its own Client and its own
 // StdioClientTransport, the handlers a host registers, nothing on the wire by hand. The
 // transport is only tapped (a subclass that records what goes out and what comes back), so
-// the test can check that every request got exactly one answer.
+// the test can check that every request got exactly one answer, and every progress
+// notification that arrived (the SDK's own handler may miss the last ones: see the test).
 //
 // Usage: node ts_stdio_client.mjs SCENARIO -- <server command...>
 // Scenarios:
@@ -40,7 +41,7 @@ const ADDED = process.env.ROSETTA_E2E_NEW_TOOL || "zap";  // the tour's new tool
 const out = {
   errors: {}, notifications: [], logs: [], progress: [],
   asked: { elicitation: [], sampling: [], roots: 0 },
-  wire: { sent: [], answered: [] },
+  wire: { sent: [], answered: [], progress: [] },
 };
 let phase = "start";
 
@@ -75,6 +76,8 @@ class TappedStdio extends StdioClientTransport {
     this.onmessage = (message) => {
       if ("id" in message && !("method" in message)) {
         out.wire.answered.push({ id: message.id, phase });
+      } else if (message.method === "notifications/progress") {
+        out.wire.progress.push({ phase, progress: message.params?.progress });
       }
       deliver?.(message);
     };
