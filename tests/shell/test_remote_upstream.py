@@ -137,6 +137,58 @@ async def test_a_cancelled_modern_request_closes_its_stream_and_gets_no_line() -
     assert [m["id"] for m in got.fed] == ["b"]  # "a" was cancelled: nothing for it
 
 
+async def test_a_cancelled_legacy_request_is_posted_then_its_stream_closed() -> None:
+    closed = trio.Event()
+    posted: list[str] = []
+
+    async def endless() -> Any:
+        try:
+            yield b": keep-alive\n\n"
+            await trio.sleep_forever()
+        finally:
+            closed.set()
+
+    def server(request: httpx2.Request) -> httpx2.Response:
+        if request.method == "GET":
+            return httpx2.Response(405)
+        body = json.loads(request.content)
+        posted.append(body.get("method", "a response"))
+        if body.get("method") == "initialize":
+            return answer(request, {"protocolVersion": "2025-11-25"}, {"Mcp-Session-Id": "s"})
+        if "id" not in body:
+            return httpx2.Response(202)
+        return httpx2.Response(200, headers={"Content-Type": "text/event-stream"},
+                               content=endless())
+
+    got = await run(server, [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow"}},
+    ], then=[
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}},
+    ], until=lambda r: closed.is_set())
+    assert posted == ["initialize", "notifications/initialized", "tools/call",
+                      "notifications/cancelled"]  # the cancel is said, not only meant
+    assert [m["id"] for m in got.fed] == [1]
+
+
+async def test_a_legacy_get_streams_404_is_the_session_ending() -> None:
+    def server(request: httpx2.Request) -> httpx2.Response:
+        if request.method == "GET":
+            return httpx2.Response(404, text="Session not found")
+        body = json.loads(request.content)
+        if body.get("method") == "initialize":
+            return answer(request, {"protocolVersion": "2025-11-25"}, {"Mcp-Session-Id": "s"})
+        return httpx2.Response(202)
+
+    got = await run(server, [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ], until=lambda r: any(isinstance(e, ChildExited) for e in r.events))
+    exited = [e for e in got.events if isinstance(e, ChildExited)]
+    assert len(exited) == 1 and "ended the session (HTTP 404" in exited[0].went
+
+
 async def test_a_legacy_sessions_404_is_the_servers_exit_not_an_error_line() -> None:
     def server(request: httpx2.Request) -> httpx2.Response:
         if request.method == "GET":

@@ -99,6 +99,9 @@ QUEUED_HIGH = 1024 * 1024
 # A transport failure that means the server went (killed, restarted, its host gone): once it
 # has answered this link, the core is told it exited, and hands the session over.
 GONE = (httpx2.ConnectError, httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError)
+# A body cut short (the connection lost while it was read): a legacy stream that named an
+# event id is resumed before this counts as the server going.
+CUT = (httpx2.RemoteProtocolError, httpx2.ReadError)
 
 
 RESUMES = 5
@@ -108,13 +111,17 @@ RESUME_WAIT = 1.0
 
 
 class StreamPlace:
-    """Where a legacy event stream got to: the last event id, and the server's `retry`."""
+    """Where a legacy event stream got to: the last event id, the server's `retry`, and the
+    transport error that cut it (None: it ended, or goes on)."""
 
-    __slots__ = ("last_id", "retry_ms")
+    __slots__ = ("cut", "fed", "last_id", "retry_ms")
 
     def __init__(self) -> None:
         self.last_id = ""
         self.retry_ms: int | None = None
+        self.cut: Exception | None = None
+        self.fed = False
+        """Whether the GET stream last opened fed a message (the back-off starts again)."""
 
     def saw(self, event: httpx2.ServerSentEvent) -> None:
         if event.id:
@@ -303,6 +310,11 @@ class HttpUpstream:
                                    reason="the request it cancels is not under way")
                 return
             await self._one_way(link, out)
+            if out.method == "notifications/cancelled":
+                # transports.mdx §Sending Messages: a disconnection is no cancel, so the
+                # notification went first; now nothing more is wanted from the request's
+                # stream, which a server may hold open for ever.
+                link.cancel(out.cancels)
             if out.method == "notifications/initialized" and link.legacy is not None \
                     and not link.listening:
                 link.listening = True
@@ -474,9 +486,11 @@ class HttpUpstream:
     async def _events(self, link: Link, out: Outgoing, response: httpx2.Response) -> bytes | None:
         """Feed the stream's events; its answer ends it (streamable-http.mdx §Receiving
         Messages: "The final JSON-RPC response SHOULD terminate the stream"). A legacy
-        stream that ends first, having named an event id, is resumed with a GET and
+        stream that ends or is cut first, having named an event id, is resumed with a GET and
         Last-Event-ID after the `retry` it asked for (transports.mdx §Resumability and
-        Redelivery; SEP-1699's polling)."""
+        Redelivery: after a disconnection "whether due to network failure or
+        server-initiated closure"; SEP-1699's polling). A cut not resumed is the server
+        going (raised to `_exchange`)."""
         place = StreamPlace()
         answered = await self._read_events(link, out, response, place)
         resumed = 0
@@ -485,33 +499,46 @@ class HttpUpstream:
             await trio.sleep(place.wait(RESUME_WAIT))
             async with self._client.stream("GET", self._url,
                                            headers=self._resume_headers(link, place)) as again:
+                if again.status_code == 404 and link.legacy.session_id is not None \
+                        and self._gone(link, self._session_ended()):
+                    return None  # the session, and the stream with it, is gone
                 if again.status_code != 200 \
                         or media_type(again.headers.get("content-type")) != EVENT_STREAM:
                     break
+                place.cut = None
                 answered = await self._read_events(link, out, again, place)
         if answered:
             return None
+        if place.cut is not None:
+            raise place.cut
         problem = f"{self._url} ended the event stream of {out.method} without answering it"
         self._log.warning("upstream.failed", method=out.method, error=problem)
         return failure_line(out.id, problem)
 
     async def _read_events(self, link: Link, out: Outgoing, response: httpx2.Response,
                            place: StreamPlace) -> bool:
-        """Feed one stream's events until `out`'s answer (True) or its end (False)."""
-        async for event in httpx2.EventSource(response, max_event_size=self._limit):
-            place.saw(event)
-            if not event.data:
-                continue  # a priming event: an id and a retry, no message
-            await self._paced()
-            data = event.data.encode()
-            answered = (b'"result"' in data or b'"error"' in data) \
-                and is_answer(message := decode(data), out.id)
-            if answered:
-                self._learn(link, out, message)
-                data = self._screened(out, message) or data
-            self._feed(link, data)
-            if answered:
-                return True
+        """Feed one stream's events until `out`'s answer (True) or its end (False). A cut
+        (the connection lost mid-body) of a stream that can be resumed is noted in
+        `place.cut`; any other is raised."""
+        try:
+            async for event in httpx2.EventSource(response, max_event_size=self._limit):
+                place.saw(event)
+                if not event.data:
+                    continue  # a priming event: an id and a retry, no message
+                await self._paced()
+                data = event.data.encode()
+                answered = (b'"result"' in data or b'"error"' in data) \
+                    and is_answer(message := decode(data), out.id)
+                if answered:
+                    self._learn(link, out, message)
+                    data = self._screened(out, message) or data
+                self._feed(link, data)
+                if answered:
+                    return True
+        except CUT as exc:
+            if link.legacy is None or not place.last_id:
+                raise
+            place.cut = exc
         return False
 
     def _resume_headers(self, link: Link, place: StreamPlace) -> dict[str, str]:
@@ -605,7 +632,10 @@ class HttpUpstream:
 
     async def _listen(self, link: Link) -> None:
         """A legacy session's GET stream: what the server sends outside requests
-        (transports.mdx §Listening for Messages from the Server); 405 means none."""
+        (transports.mdx §Listening for Messages from the Server); 405 means none, 404 that
+        the session ended (§Session Management: the core starts a new one). Reopened with
+        back-off when it ends, or is cut after naming an event id (§Resumability and
+        Redelivery: the reconnection carries Last-Event-ID)."""
         wait, longest = LISTEN_BACKOFF
         place = StreamPlace()  # across reconnections: Last-Event-ID, the server's retry
         with link.guard():
@@ -613,27 +643,42 @@ class HttpUpstream:
                 try:
                     headers = self._resume_headers(link, place)
                     async with self._client.stream("GET", self._url, headers=headers) as response:
-                        if response.status_code == 405:
-                            self._log.info("upstream.no_listen_stream", status=405)
+                        if not await self._listened(link, response, place):
                             return
-                        if response.status_code == 200:
-                            async for event in httpx2.EventSource(response,
-                                                                  max_event_size=self._limit):
-                                place.saw(event)
-                                if event.data:
-                                    await self._paced()
-                                    wait = LISTEN_BACKOFF[0]
-                                    self._feed(link, event.data.encode())
-                        else:
-                            self._log.warning("upstream.listen_refused",
-                                              status=response.status_code)
                 except (httpx2.HTTPError, httpx2.StreamError) as exc:
-                    problem = transport_problem(exc, self._url, self._network)
-                    if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
-                        return
-                    self._log.warning("upstream.listen_failed", error=problem)
+                    if isinstance(exc, CUT) and place.last_id:
+                        self._log.info("upstream.listen_cut", error=repr(exc),
+                                       last_event_id=place.last_id)
+                    else:
+                        if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
+                            return
+                        self._log.warning("upstream.listen_failed",
+                                          error=transport_problem(exc, self._url, self._network))
+                if place.fed:
+                    wait = LISTEN_BACKOFF[0]
                 await trio.sleep(place.wait(wait))
                 wait = min(wait * 2, longest)
+
+    async def _listened(self, link: Link, response: httpx2.Response,
+                        place: StreamPlace) -> bool:
+        """Feed one GET stream until it ends; False when it is not to be opened again."""
+        status = response.status_code
+        place.fed = False
+        if status == 405:
+            self._log.info("upstream.no_listen_stream", status=405)
+            return False
+        if status == 404 and link.legacy is not None and link.legacy.session_id is not None:
+            return not self._gone(link, self._session_ended())
+        if status != 200:
+            self._log.warning("upstream.listen_refused", status=status)
+            return True
+        async for event in httpx2.EventSource(response, max_event_size=self._limit):
+            place.saw(event)
+            if event.data:
+                await self._paced()
+                place.fed = True
+                self._feed(link, event.data.encode())
+        return True
 
     # A server that went ----------------------------------------------------------------
 
