@@ -336,7 +336,7 @@ def _connect(argv: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit status."""
+    """The command for all but `connect ADDRESS` (bridge/launch.py); returns the exit status."""
     try:
         return _run(sys.argv[1:] if argv is None else argv)
     except BridgeError as exc:
