@@ -31,7 +31,7 @@ from bridge.core.eras import (
     is_log_level,
     is_progress_token,
 )
-from bridge.core.events import CLIENT, SERVER
+from bridge.core.events import CLIENT, SERVER, Spliced
 from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange, served_request
 from bridge.core.handover import (
     ClientSession,
@@ -49,7 +49,7 @@ from bridge.core.normalize import normalize_result
 from bridge.core.probe import Probe, is_discover_result
 from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router
-from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, removed_members, without_members
+from bridge.core.splice import SPLICE_MIN, removed_members, without_members
 from bridge.core.states import IllegalMove
 from bridge.core.timers import Deadline
 
@@ -443,11 +443,9 @@ class ModeA:
         legacy = normalize_result(result, to_era="legacy", method=call.method,
                                   version=self.version)
         bid, message["result"], message["id"] = message["id"], legacy, origin
-        if line is not None and SPLICE_MIN <= len(line) <= SPLICE_MAX:
-            line = _downgraded_line(line, bid, origin, result, legacy)
-        else:
-            line = None
-        self.ctx.send(CLIENT, message, line, origin)
+        spliced = _downgraded_line(line, bid, origin, result, legacy) \
+            if line is not None and len(line) >= SPLICE_MIN else None
+        self.ctx.send(CLIENT, message, spliced, origin)
 
     def relay_error(self, origin: WireId, method: str, message: Message,
                     call: EnvelopedRequest | None = None) -> None:
@@ -536,7 +534,7 @@ def _progress_token(params: object) -> ProgressToken | None:
 
 
 def _downgraded_line(line: bytes, bid: str, origin_id: WireId, result: Message,
-                     legacy: Message) -> bytes | None:
+                     legacy: Message) -> Spliced | None:
     """The server's answer as its line, when the downgrade only took top-level members out
     of its result (resultType, cache hints, a _meta of modern keys only): those members cut
     and the id spliced; None if anything else changed (splice.py)."""

@@ -191,6 +191,10 @@ class HttpUpstream:
         self._send.send_nowait((self._link, data))
         return True
 
+    def write_pieces(self, pieces: list[bytes | memoryview]) -> bool:
+        """As `write`: a POST's body is one bytes object."""
+        return self.write(b"".join(pieces))
+
     def serve(self, child: object = None) -> None:
         """Start: the endpoint is "started" at once (a request finds out if it is there)."""
         self._nursery.start_soon(self._dispatch, name="http-dispatch")
