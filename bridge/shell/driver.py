@@ -115,7 +115,13 @@ class Driver:
             del line
             actions = handle(event, now)
             del event
-            self._run(actions)
+            for action in actions:  # _run, inline: once per message
+                if type(action) is Send:
+                    out = action.line
+                    (self._to_client if action.side == CLIENT else self._to_server).append(
+                        encode(action.message) if out is None else out)
+                else:
+                    self._execute(action)
         self._flush()
 
     def post(self, event: Event) -> None:
