@@ -115,13 +115,7 @@ class Driver:
             del line
             actions = handle(event, now)
             del event
-            for action in actions:  # _run, inline: once per message
-                if type(action) is Send:
-                    out = action.line
-                    (self._to_client if action.side == CLIENT else self._to_server).append(
-                        encode(action.message) if out is None else out)
-                else:
-                    self._execute(action)
+            self._run(actions)  # the HTTP front's driver delivers the client's its own way
         self._flush()
 
     def post(self, event: Event) -> None:
