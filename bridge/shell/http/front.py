@@ -29,10 +29,9 @@ from dataclasses import dataclass
 
 import trio
 
-from bridge.core.codec import encode
 from bridge.core.events import CLIENT, Action, NotifyReady, Send, ShutdownRequested
 from bridge.shell.daemon import GONE_BEFORE_ACCEPT, NO_ROOM, NO_ROOM_WAIT
-from bridge.shell.driver import Core, Driver
+from bridge.shell.driver import Core, Driver, line_of
 from bridge.shell.http import replies
 from bridge.shell.http.address import Address, front_names
 from bridge.shell.http.auth import Tokens
@@ -86,8 +85,7 @@ class FrontDriver(Driver):
                 if action.side == CLIENT:
                     self._deliver(action)
                 else:
-                    line = action.line
-                    self._to_server.append(encode(action.message) if line is None else line)
+                    self._to_server.append(line_of(action))
             else:
                 self._execute(action)
 

@@ -242,6 +242,10 @@ class HttpUpstream:
         self._check_congestion()
         return True
 
+    def write_pieces(self, pieces: list[bytes | memoryview]) -> bool:
+        """As `write`: a POST's body is one bytes object."""
+        return self.write(b"".join(pieces))
+
     def serve(self, child: object = None) -> None:
         """Start: the endpoint is "started" at once (a request finds out if it is there),
         or with `reach_first` once it answers."""
