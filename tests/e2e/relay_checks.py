@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import checks
+import remote_peers
 import venvs
-from remote_peers import free_port, wait_listening
+from remote_peers import free_port
 
-READY_TIMEOUT = 30.0
 TOUR_TIMEOUT = 120
 MODERN_PREFIX = "io.modelcontextprotocol/"
 
@@ -221,17 +220,8 @@ def table(reports: dict[str, Report]) -> dict[str, tuple[bool, str]]:
 # --- the runs ---------------------------------------------------------------------------------
 
 
-@contextmanager
-def serving(command: list[str], port: int) -> Iterator[str]:
-    """`command` (listening on `port`) in a process group of its own; its URL."""
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        wait_listening(port, proc, READY_TIMEOUT)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+serving = contextmanager(remote_peers.serving)
+"""`command` (listening on `port`) in a process group of its own, as a context: its URL."""
 
 
 def modern_server(python: venvs.SdkPython, *, again: bool = False) -> tuple[list[str], int]:
