@@ -34,7 +34,8 @@ from bridge.shell.settings import LEVELS, LOG_FORMATS
 USAGE = """\
 mcp-rosetta [options] -- COMMAND [ARGS...]
        mcp-rosetta [options] --url URL [--header "NAME: VALUE"]...
-       mcp-rosetta serve [options] [--listen ADDRESS] [-- COMMAND [ARGS...] | --url URL]
+       mcp-rosetta serve [options] [--listen ADDRESS] [-- COMMAND [ARGS...]]
+       mcp-rosetta serve [options] [--listen ADDRESS] --url URL
        mcp-rosetta connect unix:PATH
        mcp-rosetta check [--json] [options] -- COMMAND [ARGS...]
        mcp-rosetta demo [--full | --server]"""
@@ -168,8 +169,10 @@ def check_parser() -> argparse.ArgumentParser:
 
 
 def _usage(command: str) -> str:
-    line = next(u for u in USAGE.splitlines() if u.strip().startswith(f"mcp-rosetta {command}"))
-    return line.strip()
+    """`command`'s lines of USAGE (as argparse indents the lines after the first)."""
+    lines = [u.strip() for u in USAGE.splitlines()
+             if u.strip().startswith(f"mcp-rosetta {command}")]
+    return "\n       ".join(lines)
 
 
 def bridge_options(p: argparse.ArgumentParser, check: bool = False,
