@@ -35,6 +35,7 @@ USAGE = """\
 mcp-rosetta [options] -- COMMAND [ARGS...]
        mcp-rosetta [options] --url URL [--header "NAME: VALUE"]...
        mcp-rosetta serve [options] [--listen ADDRESS] [-- COMMAND [ARGS...]]
+       mcp-rosetta serve [options] [--listen ADDRESS] --url URL
        mcp-rosetta connect unix:PATH
        mcp-rosetta check [--json] [options] -- COMMAND [ARGS...]
        mcp-rosetta demo [--full | --server]"""
@@ -73,8 +74,10 @@ EPILOG = COMMANDS + NOTES
 SERVE_DESCRIPTION = """\
 The bridge as a long-running daemon on a Unix socket: every client connection
 is a session of its own, with its own server process started from COMMAND (or
-the config's `command`). Under systemd it takes the socket it is passed;
-SIGHUP reads the config again for new sessions."""
+the config's `command`), or its own session with the remote server at --url.
+With --listen http://... it is a Streamable HTTP front for clients of both
+eras, before COMMAND or --url alike. Under systemd it takes the socket it is
+passed; SIGHUP reads the config again for new sessions."""
 
 CHECK_DESCRIPTION = """\
 Start the server as the bridge would, find its era (server/discover first,
@@ -166,8 +169,10 @@ def check_parser() -> argparse.ArgumentParser:
 
 
 def _usage(command: str) -> str:
-    line = next(u for u in USAGE.splitlines() if u.strip().startswith(f"mcp-rosetta {command}"))
-    return line.strip()
+    """`command`'s lines of USAGE (as argparse indents the lines after the first)."""
+    lines = [u.strip() for u in USAGE.splitlines()
+             if u.strip().startswith(f"mcp-rosetta {command}")]
+    return "\n       ".join(lines)
 
 
 def bridge_options(p: argparse.ArgumentParser, check: bool = False,
@@ -192,6 +197,16 @@ def bridge_options(p: argparse.ArgumentParser, check: bool = False,
                             help="send this header with every request to --url; ${VAR} is "
                                  "read from the environment (values are never logged); "
                                  "repeatable")
+        group.add_argument("--connect-timeout", type=_seconds_flag, metavar="DURATION",
+                            help="fail a request to --url that has no connection after this "
+                                 "long (10s)")
+        group.add_argument("--read-timeout", type=_seconds_flag, metavar="DURATION",
+                            help="fail a JSON answer that stops arriving midway for this long "
+                                 "(30s; waiting for an answer and event streams are bounded "
+                                 "by --request-timeout only)")
+        group.add_argument("--max-upstream-connections", type=_count_flag, metavar="N",
+                            help="requests to --url in flight at once; more wait their turn "
+                                 "(16)")
     p.add_argument("--request-timeout", type=_seconds_flag, metavar="DURATION",
                    help="fail a forwarded request unanswered after this long; 0 = never (0)")
     p.add_argument("--default-log-level", type=str.lower, choices=LOG_LEVELS, metavar="LEVEL",
@@ -220,7 +235,8 @@ def _checked(check: Any) -> Any:
 def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
             "max_message_bytes", "log_level", "log_format", "listen", "max_sessions",
-            "token_file", "max_connections", "url")
+            "token_file", "max_connections", "url", "connect_timeout", "read_timeout",
+            "max_upstream_connections")
     values: dict[str, Any] = {k: getattr(args, k) for k in keys
                               if getattr(args, k, None) is not None}
     for repeated in ("roots", "allowed_hosts", "allowed_origins", "headers"):
@@ -289,10 +305,6 @@ def _bridge(argv: list[str]) -> int:
 
 def _serve(argv: list[str]) -> int:
     settings, reload = _settings(argv, serve=True)
-    if settings.shell.url and (settings.daemon.listen or "").startswith("http://"):
-        raise UsageError("serve --listen http://... with --url (an HTTP front before a "
-                         "remote server) is not built yet: listen on a Unix socket, or run "
-                         "mcp-rosetta --url URL as the client's command")
     from bridge.shell.trio_import import import_trio
 
     import_trio()
@@ -327,7 +339,7 @@ def _connect(argv: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit status."""
+    """The command for all but `connect ADDRESS` (bridge/launch.py); returns the exit status."""
     try:
         return _run(sys.argv[1:] if argv is None else argv)
     except BridgeError as exc:

@@ -342,6 +342,9 @@ SHELL_KEYS: dict[str, Check] = {
     "command": command,
     "url": server_url,
     "headers": header_table,
+    "connect_timeout": seconds,
+    "read_timeout": seconds,
+    "max_upstream_connections": count,
     "log_level": level(*LEVELS),
     "log_format": choice(*LOG_FORMATS),
     "shutdown_grace": seconds,
@@ -369,7 +372,8 @@ DAEMON_KEYS: dict[str, Check] = {
 # Keys both layers read: the core waits drain_timeout for answers it owes once the client has
 # closed its input; the shell then gives a client that stopped reading as long to resume.
 TIMING_KEYS = ("shutdown_grace", "kill_grace", "drain_timeout")
-SHELL_FIELDS = ("command", "url", "headers", "log_format", "max_message_bytes", "env",
+SHELL_FIELDS = ("command", "url", "headers", "connect_timeout", "read_timeout",
+                "max_upstream_connections", "log_format", "max_message_bytes", "env",
                 "pass_env", "cwd", "transcript", "config_file")
 SECRET_KEYS = frozenset({"env", "headers"})
 """Keys whose values are never echoed in an error (they may hold secrets)."""

@@ -12,7 +12,7 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit status."""
+    """What the `mcp-rosetta` command runs (bridge/mcp-rosetta); returns the exit status."""
     args = sys.argv[1:] if argv is None else list(argv)
     # What argparse takes as `connect ADDRESS` when ADDRESS does not look like a flag.
     if len(args) == 2 and args[0] == "connect" and not args[1].startswith("-"):

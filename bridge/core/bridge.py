@@ -390,7 +390,9 @@ class Bridge:
                 and self._overturned(inbound):
             return
         elif self.handler is not None:
-            if self.probe.is_late_answer(inbound):
+            probe_id = self.probe.id  # Probe.is_late_answer, inline: every server message
+            if probe_id is not None and inbound.kind == "response" \
+                    and inbound.message["id"] == probe_id:
                 self.ctx.log("info", "probe.late_answer")
             else:
                 self.handler.on_server(inbound)

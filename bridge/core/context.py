@@ -10,7 +10,7 @@ from collections.abc import Callable
 from bridge.core.codec import Message
 from bridge.core.config import CoreConfig
 from bridge.core.errors import OwnError, invalid_message
-from bridge.core.events import Action, Log, Send, Side
+from bridge.core.events import Action, Log, Send, Side, Spliced
 from bridge.core.jsonrpc import Inbound, WireId, error_response, result_response
 from bridge.core.timers import Deadline, Timers
 
@@ -44,8 +44,8 @@ class Context:
         self.now = 0.0
         self.log_enabled = config.debug_logs
 
-    def send(self, side: Side, message: Message | list[Message], line: bytes | None = None,
-             request: WireId | None = None) -> None:
+    def send(self, side: Side, message: Message | list[Message],
+             line: bytes | Spliced | None = None, request: WireId | None = None) -> None:
         """`line`: `message` already encoded, if the caller has it; `request`: the client
         request a message to the client belongs to (see Send)."""
         self.actions.append(Send(side, message, line, request))

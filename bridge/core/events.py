@@ -103,12 +103,25 @@ Event = (MessageReceived | MessageTooLarge | ChildStarted | ChildExited | PeerCl
 # Actions ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Spliced:
+    """A peer's line with a few edits made (splice.py), as the pieces that make it up: views
+    of that line and the edited bytes, the newline last. The shell writes them with one
+    writev, so a spliced line of any size costs no copy; `joined` is the line itself."""
+
+    pieces: tuple[bytes | memoryview, ...]
+
+    def joined(self) -> bytes:
+        return b"".join(self.pieces)
+
+
 @dataclass(slots=True)
 class Send:
     """Write `message` (a JSON-RPC object, or a list for a 2025-03-26 batch) to `side`.
 
-    `line`, when the core has it, is `message` already encoded as one newline-terminated line
-    (a peer's line with only its id spliced, codec.with_id): the shell writes it as it is.
+    `line`, when the core has it, is `message` already encoded as one newline-terminated line:
+    bytes, or a peer's line with only its id spliced in (and members cut) as a `Spliced`,
+    whose pieces the shell writes as they are.
 
     `request`, on a message to the client, is the id of the client request it belongs to (as
     the client spelled it): its answer, its progress and logs, a question asked on its behalf,
@@ -120,7 +133,7 @@ class Send:
 
     side: Side
     message: Message | list[Message]
-    line: bytes | None = None
+    line: bytes | Spliced | None = None
     request: WireId | None = None
 
 

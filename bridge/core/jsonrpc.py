@@ -124,9 +124,14 @@ def parse_inbound(line: bytes | str, *, batching: bool = False) -> Inbound:
         return _too_deep(line, exc.value, batching)
     except DecodeError as exc:
         return _not_json(line, exc)
-    if _has_float_id(message):
-        message = _spell_ids(line, message)
-    inbound = classify(message, batching=batching)
+    if type(message) is dict:  # nearly every line: classified with no call in between
+        if type(message.get("id")) is float:
+            message = _spelled_object(line, message)
+        inbound = _classify_object(message)
+    else:
+        if _has_float_id(message):
+            message = _spell_ids(line, message)
+        inbound = classify(message, batching=batching)
     if type(line) is bytes:
         inbound.line = line
     return inbound
@@ -168,6 +173,14 @@ def _spell_ids(line: bytes | str, value: object) -> object:
     if type(value) is not list or type(spelled) is not list or len(spelled) != len(value):
         return value
     return [_with_id_of(item, original) for item, original in zip(value, spelled, strict=True)]
+
+
+def _spelled_object(line: bytes | str, message: Message) -> Message:
+    """One message's float id as its text (see `_spell_ids`)."""
+    original = decode_spelled(line)
+    if type(original) is dict and type(original.get("id")) is RawNumber:
+        return {**message, "id": original["id"]}
+    return message
 
 
 def _with_id_of(message: object, original: object) -> object:
@@ -271,43 +284,52 @@ def _classify_element(message: object) -> Inbound:
 def _classify_object(message: Message) -> Inbound:
     # Response-shaped (result or error, no method): never answered, even when malformed.
     # Every other malformed object is an Invalid Request, answered under its id if it has one.
-    if "method" not in message and ("result" in message or "error" in message):
+    method = message.get("method", _NO_ID)
+    if method is _NO_ID:
+        if "result" in message or "error" in message:
+            if message.get("jsonrpc") != "2.0":
+                return _bad_response(message, 'missing "jsonrpc": "2.0"')
+            return _classify_response(message)
         if message.get("jsonrpc") != "2.0":
-            return _bad_response(message, 'missing "jsonrpc": "2.0"')
-        return _classify_response(message)
+            return _invalid(message, 'missing "jsonrpc": "2.0"')
+        return _invalid(message, "neither method nor result nor error")
     if message.get("jsonrpc") != "2.0":
         return _invalid(message, 'missing "jsonrpc": "2.0"')
-    if "method" not in message:
-        return _invalid(message, "neither method nor result nor error")
-    return _classify_call(message)
+    return _classify_call(message, method)
 
 
-def _classify_call(message: Message) -> Inbound:
-    if not isinstance(message["method"], str):
+def _classify_call(message: Message, method: object) -> Inbound:
+    if type(method) is not str:
         return _invalid(message, "method must be a string")
     params = message.get("params", _NO_ID)
-    if params is not _NO_ID and not isinstance(params, dict):
+    if params is not _NO_ID and type(params) is not dict:
         # JSON-RPC allows an array, MCP only an object: invalid params; else invalid request.
         code = INVALID_PARAMS if isinstance(params, list) else INVALID_REQUEST
         return _invalid(message, "params must be an object", code)
-    if "id" not in message:
+    id_ = message.get("id", _NO_ID)
+    if id_ is _NO_ID:
         return Inbound("notification", message)
-    if not is_request_id(message["id"]):
+    kind = type(id_)
+    if kind is not str and kind is not int and not is_request_id(id_):
         return _invalid(message, "id must be a string or an integer (a number with no fraction)")
-    return Inbound("request", message, id=message["id"])
+    return Inbound("request", message, id=id_)
 
 
 def _classify_response(message: Message) -> Inbound:
-    has_result = "result" in message
-    if has_result and "error" in message:
-        return _bad_response(message, "a response needs exactly one of result, error")
-    if "id" not in message:
+    result = message.get("result", _NO_ID)
+    if result is not _NO_ID:
+        if "error" in message:
+            return _bad_response(message, "a response needs exactly one of result, error")
+        if type(result) is not dict:
+            return _bad_response(message, "result must be an object") if "id" in message \
+                else _bad_response(message, "a response needs an id")
+    elif not _is_error_object(message["error"]):
+        return _bad_response(message, "error must be an object with an integer code") \
+            if "id" in message else _bad_response(message, "a response needs an id")
+    id_ = message.get("id", _NO_ID)
+    if id_ is _NO_ID:
         return _bad_response(message, "a response needs an id")
-    if not has_result and not _is_error_object(message["error"]):
-        return _bad_response(message, "error must be an object with an integer code")
-    if has_result and not isinstance(message["result"], dict):
-        return _bad_response(message, "result must be an object")
-    return Inbound("response", message, id=message["id"])
+    return Inbound("response", message, id=id_)
 
 
 def _bad_response(message: Message, reason: str) -> Inbound:

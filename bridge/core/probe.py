@@ -1,7 +1,8 @@
 """The server's era, found by the stdio probe: `server/discover` first, with a timeout.
 
 Must not decide the bridge's mode: it only answers "modern or legacy" and keeps the
-DiscoverResult (or the modern error) it got. Rules: stdio.mdx §Backward Compatibility.
+DiscoverResult (or the modern error) it got. Rules: stdio.mdx §Backward Compatibility, and
+versioning.mdx §Protocol Version Negotiation for a probe the server refuses with -32022.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from bridge.core.codec import Message, encode
 from bridge.core.config import CoreConfig
 from bridge.core.context import Context
 from bridge.core.envelope import build_request
-from bridge.core.eras import Era, is_modern_error
+from bridge.core.eras import (
+    LEGACY_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSION,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Era,
+    is_modern_error,
+)
 from bridge.core.events import SERVER
 from bridge.core.jsonrpc import Inbound
 from bridge.core.provisional import Overturn, names_modern_version
@@ -22,6 +29,9 @@ from bridge.core.timers import Deadline, Timers
 
 # How much of an answer a log line or an error quotes.
 QUOTE_CHARS = 200
+# How many times a probe refused with -32022 naming the modern version is sent again: a
+# server that keeps refusing the version it lists is not asked forever.
+RETRIES_AT_MOST = 1
 
 
 def is_discover_result(result: object) -> TypeGuard[Message]:
@@ -74,7 +84,8 @@ class Probe:
 
     TIMER: Final = Deadline(None, ProbeDue.ANSWER)
 
-    __slots__ = ("contradiction", "ctx", "discover", "era", "error", "id", "state", "timers")
+    __slots__ = ("contradiction", "ctx", "discover", "era", "error", "id", "retries", "state",
+                 "timers")
 
     def __init__(self, ctx: Context, timers: Timers) -> None:
         self.ctx = ctx
@@ -84,6 +95,7 @@ class Probe:
         self.discover: Message | None = None
         self.error: Message | None = None
         self.id: str | None = None
+        self.retries = 0
         # Set when server_era is pinned to modern and the server answered like a legacy one:
         # what it answered, and how to fix the pin.
         self.contradiction: str | None = None
@@ -102,9 +114,12 @@ class Probe:
             self._settle("legacy", "the server before it failed on the probe" if skip
                          else "pinned")
             return
+        self._send()
+        self._move(ProbeState.WAITING)
+
+    def _send(self) -> None:
         self.id = self.ctx.mint_id()
         self.ctx.send(SERVER, discover_request(self.id, self.ctx.config))
-        self._move(ProbeState.WAITING)
         self.timers.schedule(self.TIMER, self.ctx.now + self.ctx.config.probe_timeout)
 
     def on_server(self, inbound: Inbound) -> None:
@@ -112,11 +127,19 @@ class Probe:
         if inbound.kind != "response" or message.get("id") != self.id:
             self.ctx.log("info", "message.dropped", side=SERVER, reason="before the probe's answer")
             return
+        supported = versions_supported(message.get("error"))
+        if MODERN_PROTOCOL_VERSION in supported and self.retries < RETRIES_AT_MOST:
+            self._retry(supported)
+            return
         self._move(ProbeState.ANSWERED)
         self.timers.cancel(self.TIMER)
         if "result" in message and is_discover_result(message["result"]):
             self.discover = message["result"]
             self._settle("modern", "DiscoverResult")
+        elif self._falls_back(supported):
+            self.error = message["error"]
+            self._settle("legacy", f"it refused {MODERN_PROTOCOL_VERSION} and supports "
+                                   f"{supported}")
         elif "error" in message and is_modern_error(message["error"]):
             self.error = message["error"]
             self._settle("modern", f"modern error {message['error'].get('code')}")
@@ -128,14 +151,36 @@ class Probe:
             self.error = message.get("error")
             self._settle("legacy", "not a DiscoverResult")
 
+    # versioning.mdx §Protocol Version Negotiation: on -32022 "the client SHOULD select a
+    # mutually supported version from the `supported` list and retry the request, or surface
+    # an error to the user if no compatible version exists". mcp-rosetta speaks one modern
+    # version and, through `initialize`, the legacy ones.
+
+    def _retry(self, supported: list[str]) -> None:
+        """Refused, yet the modern version is listed (a server may refuse a first request
+        whatever its version): the probe again, with a new id, still waiting."""
+        self.retries += 1
+        self.ctx.log("info", "probe.retried", side=SERVER, supported=supported,
+                     version=MODERN_PROTOCOL_VERSION)
+        self._send()
+
+    def _falls_back(self, supported: list[str]) -> bool:
+        """Refused, and only legacy versions mcp-rosetta speaks are listed (not the modern
+        one): the era is legacy, and `initialize` negotiates one of them. Not when the era is
+        pinned to modern; with nothing it speaks listed, the modern error stands and the
+        client is told what the server speaks."""
+        return (MODERN_PROTOCOL_VERSION not in supported
+                and self.ctx.config.server_era != "modern"
+                and any(version in LEGACY_PROTOCOL_VERSIONS for version in supported))
+
     def late(self, message: Message) -> Overturn | None:
         """What an answer to this probe that came after the fallback to legacy shows: that
         the server is modern after all, or (None) nothing new."""
         result, error = message.get("result"), message.get("error")
         if is_discover_result(result):
             return Overturn("a DiscoverResult arrived after the probe's timeout", discover=result)
-        if not is_modern_error(error):
-            return None
+        if not is_modern_error(error) or self._falls_back(versions_supported(error)):
+            return None  # the legacy verdict stands
         assert isinstance(error, dict)
         code = error.get("code")
         if names_modern_version(error):  # supported, yet refused: ask again to learn more
@@ -169,6 +214,15 @@ class Probe:
     def _settle(self, era: Era, reason: str, level: str = "info") -> None:
         self.era = era
         self.ctx.log(level, "era.detected", side=SERVER, era=era, reason=reason)
+
+
+def versions_supported(error: object) -> list[str]:
+    """The versions a -32022 with a well-formed `data.supported` lists (else none)."""
+    if not isinstance(error, dict) or error.get("code") != UNSUPPORTED_PROTOCOL_VERSION \
+            or not is_modern_error(error):
+        return []
+    supported: list[str] = error["data"]["supported"]
+    return supported
 
 
 def pin_contradicted(answer: Message) -> str:

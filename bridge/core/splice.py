@@ -15,15 +15,12 @@ from __future__ import annotations
 from itertools import pairwise
 
 from bridge.core.codec import Message, encode
+from bridge.core.events import Spliced
 from bridge.core.jsonrpc import WireId
 
 SPLICE_MIN = 16384
 """The shortest line worth splicing: below it, encoding the decoded message costs less than
 proving the edits (tests/benchmarks/README.md, "Big messages")."""
-SPLICE_MAX = 16 * 1024 * 1024
-"""The longest: the spliced line is made while the line and its decoded form are still held,
-one copy more at the peak than encoding after the line is let go (64 MiB results peaked 64 MiB
-higher), for a saving that is small next to the decoding at that size."""
 # How many strings are walked, one memchr to each quote, before the line is searched whole for
 # each token instead: a text result has a handful; many small strings are cheaper to search.
 _STRINGS_WALKED = 64
@@ -33,7 +30,7 @@ Edit = tuple[int, int, bytes]
 """Replace line[start:end] with the bytes."""
 
 
-def with_id(line: bytes, old: str, new: WireId) -> bytes | None:
+def with_id(line: bytes, old: str, new: WireId) -> Spliced | None:
     """`line` (one decoded message whose top-level id is the string `old`) with that id
     replaced by `new`, as one newline-terminated line; None when that is not proved safe.
     The id is a string the message holds: occurring once, that occurrence is it."""
@@ -43,7 +40,7 @@ def with_id(line: bytes, old: str, new: WireId) -> bytes | None:
     return None if found is None else _apply(line, [_id_edit(found[0], old, new)])
 
 
-def without_members(line: bytes, old: str, new: WireId, removed: Message) -> bytes | None:
+def without_members(line: bytes, old: str, new: WireId, removed: Message) -> Spliced | None:
     """`line` with its id replaced as `with_id` does and the members `removed` (key: decoded
     value) taken out of the one object that has them; None when that is not proved safe.
 
@@ -192,8 +189,9 @@ def _skip_back(line: bytes, at: int) -> int:
     return at
 
 
-def _apply(line: bytes, edits: list[Edit]) -> bytes:
-    """`line` with `edits` (sorted, apart) made, newline-terminated: one copy."""
+def _apply(line: bytes, edits: list[Edit]) -> Spliced:
+    """`line` with `edits` (sorted, apart) made, newline-terminated, as pieces: views of the
+    line between the edits, never a copy of it (the shell writes them with one writev)."""
     view = memoryview(line)
     parts: list[bytes | memoryview] = []
     at = 0
@@ -201,4 +199,4 @@ def _apply(line: bytes, edits: list[Edit]) -> bytes:
         parts += (view[at:start], text)
         at = end
     parts += (view[at:], b"\n")
-    return b"".join(parts)
+    return Spliced(tuple(parts))

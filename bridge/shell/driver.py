@@ -25,6 +25,7 @@ from bridge.core.events import (
     RestartChild,
     Send,
     Side,
+    Spliced,
     Status,
     Stop,
 )
@@ -44,6 +45,8 @@ class Peer(Protocol):
     """Where the driver writes one peer's bytes (an Outlet, or the supervisor for the server)."""
 
     def write(self, data: bytes) -> bool: ...
+    def write_pieces(self, pieces: list[bytes | memoryview]) -> bool:
+        """Write the pieces in order as if joined (a spliced line's: one writev, no copy)."""
 
 
 class Server(Peer, Protocol):
@@ -76,8 +79,9 @@ class Driver:
         self.client: Peer | None = None
         self.server: Server | None = None
         self.clock: Clock | None = None
-        self._to_client: list[bytes] = []  # this batch's writes: one write per peer
-        self._to_server: list[bytes] = []
+        # This batch's writes, one write per peer: encoded lines, and spliced ones (big).
+        self._to_client: list[bytes | Spliced] = []
+        self._to_server: list[bytes | Spliced] = []
         self._client_closed: PeerClosed | None = None
         self.stop_code: int | None = None
         self.stopped = trio.Event()
@@ -111,7 +115,7 @@ class Driver:
             del line
             actions = handle(event, now)
             del event
-            self._run(actions)
+            self._run(actions)  # the HTTP front's driver delivers the client's its own way
         self._flush()
 
     def post(self, event: Event) -> None:
@@ -165,12 +169,31 @@ class Driver:
         if self.clock is not None:
             self.clock.watch(self._core.next_deadline())
 
-    def _write(self, peer: Peer, side: Side, parts: list[bytes]) -> None:
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
+    def _write(self, peer: Peer, side: Side, parts: list[bytes | Spliced]) -> None:
+        whole = [part for part in parts if isinstance(part, bytes)]
+        if len(whole) < len(parts):
+            self._write_pieces(peer, side, parts)
+            return
+        data = whole[0] if len(whole) == 1 else b"".join(whole)
         if self._debug:
             self._log.debug("message.sent", side=side, messages=len(parts), bytes=len(data))
         parts.clear()
         peer.write(data)
+
+    def _write_pieces(self, peer: Peer, side: Side, parts: list[bytes | Spliced]) -> None:
+        """A batch with a spliced line in it: the pieces of every line, in one writev (a
+        spliced line is at least SPLICE_MIN long: joining would copy it whole)."""
+        pieces: list[bytes | memoryview] = []
+        for part in parts:
+            if isinstance(part, bytes):
+                pieces.append(part)
+            else:
+                pieces += part.pieces
+        if self._debug:
+            self._log.debug("message.sent", side=side, messages=len(parts),
+                            bytes=sum(len(piece) for piece in pieces))
+        parts.clear()
+        peer.write_pieces(pieces)
 
 
     # With a transcript ---------------------------------------------------------------------
@@ -185,11 +208,12 @@ class Driver:
                 self.transcript.record(leg, None, line.size)  # type: ignore[union-attr]
         Driver.lines(self, side, lines, source)
 
-    def _recorded_write(self, peer: Peer, side: Side, parts: list[bytes]) -> None:
+    def _recorded_write(self, peer: Peer, side: Side, parts: list[bytes | Spliced]) -> None:
         assert self.transcript is not None
         leg = CLIENT_OUT if side == CLIENT else SERVER_OUT
         for part in parts:
-            self.transcript.record(leg, part.removesuffix(b"\n"))
+            line = part if isinstance(part, bytes) else part.joined()
+            self.transcript.record(leg, line.removesuffix(b"\n"))
         Driver._write(self, peer, side, parts)
 
     def _recorded_flush(self) -> None:
@@ -200,3 +224,11 @@ class Driver:
 
 def _size(line: Line) -> int:
     return len(line) if type(line) is bytes else line.size  # type: ignore[union-attr]
+
+
+def line_of(send: Send) -> bytes:
+    """What `send` writes, as one line (for a transport that needs it whole: HTTP bodies)."""
+    line = send.line
+    if line is None:
+        return encode(send.message)
+    return line if isinstance(line, bytes) else line.joined()

@@ -13,6 +13,7 @@ import os
 import select
 import socket
 import stat
+from collections.abc import Sequence
 
 import trio
 
@@ -73,7 +74,7 @@ def write_now(fd: int, data: bytes | memoryview) -> int:
         return 0
 
 
-def writev_now(fd: int, buffers: list[memoryview]) -> int:
+def writev_now(fd: int, buffers: Sequence[bytes | memoryview]) -> int:
     """Like write_now, for several buffers in one call."""
     try:
         return os.writev(fd, buffers)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import trio
 
@@ -64,6 +64,29 @@ class Outlet:
             self._queue(memoryview(data)[written:])
         else:
             self._queue(memoryview(data))
+        return True
+
+    def write_pieces(self, pieces: list[bytes | memoryview]) -> bool:
+        """As `write`, for bytes given in pieces (a spliced line's views of the line it came
+        as): written with writev, and only what the pipe does not take is queued, as views."""
+        if self.closing or self.broken:
+            return False
+        if self._backlog:
+            for piece in pieces:
+                self._queue(memoryview(piece))
+            return True
+        try:
+            written = fdio.writev_now(self._fd, pieces[:fdio.WRITEV_MAX])
+            rest = _after(pieces, written)
+            if rest and not self._widened and written + _size(rest) > fdio.READ_SIZE:
+                self._widened = True  # longer than the pipe holds: widen it (once), go on
+                fdio.widen(self._fd)
+                rest = _after(rest, fdio.writev_now(self._fd, rest[:fdio.WRITEV_MAX]))
+        except OSError:
+            self._break()
+            return False
+        for view in rest:
+            self._queue(view)
         return True
 
     def _widen(self, data: bytes, written: int) -> int:
@@ -183,6 +206,23 @@ class Outlet:
 
 async def _call(function: Callable[[], object]) -> None:
     function()
+
+
+def _after(pieces: Sequence[bytes | memoryview], written: int) -> list[memoryview]:
+    """What `pieces` hold past their first `written` bytes, as views."""
+    rest: list[memoryview] = []
+    for piece in pieces:
+        size = len(piece)
+        if written >= size:
+            written -= size
+            continue
+        rest.append(memoryview(piece)[written:])
+        written = 0
+    return rest
+
+
+def _size(views: list[memoryview]) -> int:
+    return sum(len(view) for view in views)
 
 
 def _messages(backlog: deque[memoryview]) -> int:

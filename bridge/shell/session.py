@@ -29,7 +29,7 @@ from bridge.shell.driver import Core, Driver
 from bridge.shell.logs import Logger
 from bridge.shell.orphans import Orphans
 from bridge.shell.outlet import Outlet
-from bridge.shell.pump import pump
+from bridge.shell.pump import Throttle, pump
 from bridge.shell.settings import Timing
 from bridge.shell.supervisor import Spawn, Supervisor
 from bridge.shell.transcript import Transcript
@@ -55,6 +55,7 @@ class Upstream(Protocol):
     def congested(self) -> bool: ...
     async def relieved(self) -> None: ...
     def write(self, data: bytes) -> bool: ...
+    def write_pieces(self, pieces: list[bytes | memoryview]) -> bool: ...
     def restart(self) -> None: ...
     def serve(self, child: Child | ServerUnavailable | None = None) -> None: ...
     def hurry(self) -> None: ...
@@ -62,8 +63,9 @@ class Upstream(Protocol):
     def kill_all(self) -> None: ...
 
 
-OpenUpstream = Callable[[Driver, trio.Nursery], Upstream]
-"""Builds a session's upstream once its nursery is open (None: the child supervisor)."""
+OpenUpstream = Callable[[Driver, trio.Nursery, Throttle], Upstream]
+"""Builds a session's upstream once its nursery is open (None: the child supervisor); the
+throttle is the client's outlet, which paces the reading of the server."""
 
 
 class Clock:
@@ -101,6 +103,11 @@ class FirstWrite:
         self._driver.client = self._outlet
         self._told.set()
         return self._outlet.write(data)
+
+    def write_pieces(self, pieces: list[bytes | memoryview]) -> bool:
+        self._driver.client = self._outlet
+        self._told.set()
+        return self._outlet.write_pieces(pieces)
 
 
 class Session:
@@ -174,7 +181,7 @@ class Session:
                         on_broken=lambda: driver.post(PeerClosed(CLIENT, gone=True)))
         supervisor: Upstream
         if self._open_upstream is not None:
-            supervisor = self._open_upstream(driver, nursery)
+            supervisor = self._open_upstream(driver, nursery, client)
         else:
             supervisor = Supervisor(self._spawn, driver, nursery, settings.timing, self._log,
                                     limit=settings.max_message_bytes, feeds=client)

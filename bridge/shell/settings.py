@@ -33,6 +33,14 @@ class ShellConfig:
     headers: tuple[tuple[str, str], ...] = ()
     """(Name, value) sent with every request to `url`; values may hold ${VAR}, read from the
     environment at start. Never logged."""
+    connect_timeout: float = 10.0
+    """Seconds to open a connection to `url` (DNS, TCP and TLS) before the request fails."""
+    read_timeout: float = 30.0
+    """Seconds a JSON answer from `url`, once begun, may go without a byte (or a request's
+    body without being taken); not the wait for an answer, nor an event stream's."""
+    max_upstream_connections: int = 16
+    """Requests to `url` in flight at once (each holds a connection while it is answered);
+    the next ones wait their turn, in order."""
     log_level: str = "info"
     """debug, info, warning, error or critical."""
     log_format: str = "auto"

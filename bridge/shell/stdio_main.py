@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -24,12 +25,14 @@ from bridge.shell.driver import Driver
 from bridge.shell.early_log import EarlyLog
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
-from bridge.shell.remote.endpoint import Endpoint
 from bridge.shell.session import Session, SessionSettings
 from bridge.shell.settings import ShellConfig
 from bridge.shell.stdio import ProtocolFds
 from bridge.shell.supervisor import Spawn
 from bridge.shell.transcript import Transcript
+
+if TYPE_CHECKING:  # --url only: its modules are imported by _run_remote's path
+    from bridge.shell.remote.endpoint import Endpoint
 
 ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 LOG_WAIT = 1.0

@@ -93,6 +93,13 @@ class Supervisor:
         inc.early.append(data)
         return True
 
+    def write_pieces(self, pieces: list[bytes | memoryview]) -> bool:
+        """As `write`, for the pieces of spliced lines (kept whole only for a child to come)."""
+        outlet = self._current.outlet
+        if outlet is not None:
+            return outlet.write_pieces(pieces)
+        return self.write(b"".join(pieces))
+
     def serve(self, child: Child | ServerUnavailable | None = None) -> None:
         """Start serving with `child` (already spawned, or the reason it could not be), or
         spawn one. A server that cannot start is reported to the core as its exit."""

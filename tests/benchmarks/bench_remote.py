@@ -1,15 +1,22 @@
 """A legacy stdio client to a modern-only Streamable HTTP server: `mcp-rosetta --url` beside
-`mcp-remote --protocol auto`, in one run, interleaved.
+`mcp-remote --protocol auto --transport http-only`, in one run.
 
-Must not be taken for the e2e tests (tests/e2e/test_remote.py): it measures, and says which
-of a few checks each relay passes. The server is the modern SDK's own HTTP server
-(tests/e2e/peers/modern_server.py --http); the client is this script writing legacy JSON-RPC
-lines to the relay's stdin. Per relay: initialize, tools/list, N sequential `echo` calls (the
-per-call latency: p50, p90), a call with progress, and the relay's RSS (VmRSS of its process
-tree, sampled after the calls).
+Must not be taken for the e2e tests (tests/e2e/test_remote_vs_mcp_remote.py asserts the same
+check table): it measures, and prints which checks each relay passes.
 
-Usage: python tests/benchmarks/bench_remote.py [--calls N] [--rounds R]
-Needs the e2e caches (tests/e2e/venvs.py: the modern SDK, and mcp-remote from npm).
+1. Timings, interleaved rounds (mcp-rosetta, mcp-remote, mcp-rosetta, ...): the server is the
+   Python 2.x SDK's own HTTP server (tests/e2e/peers/modern_server.py --http); the client is
+   this script writing legacy JSON-RPC lines to the relay's stdin. Per relay and round:
+   initialize (its first answer, the relay's start included), tools/list, N sequential `echo`
+   calls (per-call latency: p50, p90), a call with progress, and the RSS of the relay's process
+   tree (VmRSS, sampled after the calls). Medians over the rounds.
+2. The check table (tests/e2e/relay_checks.py): the legacy SDK client (mcp 1.x) runs the e2e
+   cells' scenarios (basic, inputs, notify, restart) and a host's tour of the TypeScript v2
+   SDK's server through each relay, against fresh servers.
+
+Usage: python tests/benchmarks/bench_remote.py [--calls N] [--rounds R] [--no-checks]
+Needs the e2e caches (tests/e2e/venvs.py: both SDKs, mcp-remote from npm, the conformance
+project for the TypeScript server); installs them on first use.
 """
 
 from __future__ import annotations
@@ -29,19 +36,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "e2e"))
 
+import relay_checks  # noqa: E402
 import venvs  # noqa: E402
-from remote_peers import INITIALIZE, INITIALIZED, free_port, wait_listening  # noqa: E402
-
-MCP_REMOTE = ("mcp-remote@0.15.1",)
-
-
-def mcp_remote() -> str:
-    home = venvs.cache_root() / "npm-client-mcp-remote-0.15.1"
-    program = home / "node_modules" / ".bin" / "mcp-remote"
-    with venvs.file_lock(venvs.cache_root() / f"{home.name}.lock"):
-        if not venvs.is_ready(home, " ".join(MCP_REMOTE), program):
-            venvs.build_npm(home, *MCP_REMOTE)
-    return str(program)
+from remote_peers import INITIALIZE, INITIALIZED  # noqa: E402
 
 
 class Relay:
@@ -136,41 +133,63 @@ def run(command: list[str], calls: int) -> dict[str, Any]:
     return out
 
 
+def timings(relays: dict[str, relay_checks.Relay], calls: int, rounds: int
+            ) -> dict[str, list[dict[str, Any]]]:
+    """Each relay's rounds, interleaved, against one server."""
+    command, port = relay_checks.modern_server(venvs.sdk_python("modern"))
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in relays}
+    with relay_checks.serving(command, port) as url:
+        for _ in range(rounds):
+            for name, relay in relays.items():
+                results[name].append(run(relay(url), calls))
+    return results
+
+
+def summary(name: str, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    good = [r for r in rounds if "p50_ms" in r]
+    checks = {k: all(r["checks"].get(k) for r in rounds)
+              for k in ("initialize", "tools/list", "tools/call", "progress")}
+    line: dict[str, Any] = {"relay": name, "checks": checks,
+                            "failed": [r["failed"] for r in rounds if "failed" in r]}
+    if good:
+        line |= {"p50_ms": round(statistics.median(r["p50_ms"] for r in good), 2),
+                 "p90_ms": round(statistics.median(r["p90_ms"] for r in good), 2),
+                 "initialize_ms": round(statistics.median(r["initialize_ms"] for r in good)),
+                 "rss_mib": round(statistics.median(r["rss_kib"] for r in good) / 1024, 1)}
+    return line
+
+
+def check_table(relays: dict[str, relay_checks.Relay]) -> str:
+    """The check table as Markdown: one column per relay, ✓ or ✗ (and the first failure's
+    words below the table)."""
+    legacy, modern = venvs.sdk_python("legacy"), venvs.sdk_python("modern")
+    outcomes = {name: relay_checks.table(relay_checks.run_all(relay, legacy, modern))
+                for name, relay in relays.items()}
+    rows = ["| check | " + " | ".join(relays) + " |", "|---|" + "---|" * len(relays)]
+    notes = []
+    for check in relay_checks.CHECKS:
+        cells = []
+        for name in relays:
+            passed, why = outcomes[name][check.name]
+            cells.append("✓" if passed else "✗")
+            if not passed:
+                notes.append(f"- {name}, {check.name}: {why}")
+        rows.append(f"| {check.name} | " + " | ".join(cells) + " |")
+    return "\n".join([*rows, "", *notes])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-checks", action="store_true", help="timings only")
     args = parser.parse_args()
-    port = free_port()
-    server = subprocess.Popen(venvs.sdk_python("modern").peer("modern_server", "--http",
-                                                              str(port)),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
-    url = f"http://127.0.0.1:{port}/mcp"
-    relays = {"mcp-rosetta": [sys.executable, "-m", "bridge", "--url", url],
-              "mcp-remote": [mcp_remote(), url, "--protocol", "auto", "--transport",
-                             "http-only"]}
-    try:
-        wait_listening(port, server, 30.0)
-        results: dict[str, list[dict[str, Any]]] = {name: [] for name in relays}
-        for _ in range(args.rounds):
-            for name, command in relays.items():
-                results[name].append(run(command, args.calls))
-    finally:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
-    for name, rounds in results.items():
-        good = [r for r in rounds if "p50_ms" in r]
-        checks = {k: all(r["checks"].get(k) for r in rounds)
-                  for k in ("initialize", "tools/list", "tools/call", "progress")}
-        line = {"relay": name, "checks": checks,
-                "failed": [r["failed"] for r in rounds if "failed" in r]}
-        if good:
-            line |= {"p50_ms": round(statistics.median(r["p50_ms"] for r in good), 2),
-                     "p90_ms": round(statistics.median(r["p90_ms"] for r in good), 2),
-                     "initialize_ms": round(statistics.median(r["initialize_ms"] for r in good)),
-                     "rss_mib": round(statistics.median(r["rss_kib"] for r in good) / 1024, 1)}
-        print(json.dumps(line))
+    relays = {"mcp-rosetta": relay_checks.mcp_rosetta(sys.executable),
+              "mcp-remote": relay_checks.mcp_remote()}
+    for name, rounds in timings(relays, args.calls, args.rounds).items():
+        print(json.dumps(summary(name, rounds)), flush=True)
+    if not args.no_checks:
+        print(check_table(relays))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ has its server running), and how long a new session takes to answer its first re
 raw socket (the daemon's own share) and through `mcp-rosetta connect` (what a client pays,
 the relay's own start-up included), interleaved; and, for scale, how long this interpreter
 takes to run nothing (an editable install's import hook, run by site, is part of it).
+`--connect PROGRAM` (repeatable) times another `connect` too, in the same rounds: an installed
+`mcp-rosetta` (e.g. a wheel's, or another commit's, in a venv of its own).
 """
 
 from __future__ import annotations
@@ -52,9 +54,9 @@ def open_session(path: str) -> tuple[socket.socket, float]:
     return sock, time.perf_counter() - started
 
 
-def through_connect(path: str) -> float:
+def through_connect(path: str, program: list[str]) -> float:
     started = time.perf_counter()
-    relay = subprocess.Popen([sys.executable, "-m", "bridge", "connect", path],
+    relay = subprocess.Popen([*program, "connect", path],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert relay.stdin is not None and relay.stdout is not None
     relay.stdin.write(INIT)
@@ -76,6 +78,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10)
     parser.add_argument("--starts", type=int, default=10, help="new sessions timed")
+    parser.add_argument("--connect", action="append", default=[], metavar="PROGRAM",
+                        help="another mcp-rosetta to time `connect` with; repeatable")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "cost.sock")
@@ -92,11 +96,14 @@ def main(argv: list[str]) -> int:
             time.sleep(0.5)
             busy = rss_mib(daemon.pid)
             raw, relayed, bare = [], [], []
+            others: dict[str, list[float]] = {program: [] for program in args.connect}
             for _ in range(args.starts):
                 sock, elapsed = open_session(path)
                 raw.append(elapsed)
                 sock.close()
-                relayed.append(through_connect(path))
+                relayed.append(through_connect(path, [sys.executable, "-m", "bridge"]))
+                for program, times in others.items():
+                    times.append(through_connect(path, [program]))
                 bare.append(interpreter_start())
             for sock in held:
                 sock.close()
@@ -109,6 +116,10 @@ def main(argv: list[str]) -> int:
           f"socket, {statistics.median(relayed) * 1e3:.0f} ms through mcp-rosetta connect "
           f"(medians of {args.starts}); python itself runs nothing in "
           f"{statistics.median(bare) * 1e3:.0f} ms")
+    for program, times in others.items():
+        excess = statistics.median(t - r for t, r in zip(times, raw, strict=True))
+        print(f"  {program} connect: {statistics.median(times) * 1e3:.0f} ms, "
+              f"+{excess * 1e3:.0f} ms over the socket (median of each round's difference)")
     return 0
 
 

@@ -27,6 +27,7 @@ from bridge.core.events import (
     RestartChild,
     Send,
     ShutdownRequested,
+    Spliced,
     TimerFired,
 )
 from bridge.core.jsonrpc import parse_inbound
@@ -216,8 +217,9 @@ class Harness:
         assert not errors, errors
         for action in actions:  # a line the shell writes as it is must say what the message says
             if isinstance(action, Send) and action.line is not None:
-                assert action.line.endswith(b"\n") and action.line.count(b"\n") == 1
-                assert decode(action.line) == decode(encode(action.message)), action.message
+                line = whole(action.line)
+                assert line.endswith(b"\n") and line.count(b"\n") == 1
+                assert decode(line) == decode(encode(action.message)), action.message
             if isinstance(action, Send) and action.side == "server":
                 self._note_requests(action.message)
             elif isinstance(action, Send):
@@ -280,7 +282,13 @@ def restarted(h: Harness) -> Message | None:
 
 def lines(actions: list[Action], side: str) -> list[bytes | None]:
     """The pre-encoded line of each message sent to `side` (None: the shell encodes it)."""
-    return [a.line for a in actions if isinstance(a, Send) and a.side == side]
+    return [None if a.line is None else whole(a.line)
+            for a in actions if isinstance(a, Send) and a.side == side]
+
+
+def whole(line: bytes | Spliced) -> bytes:
+    """A pre-encoded line as the peer reads it (a spliced one's pieces joined)."""
+    return line if isinstance(line, bytes) else line.joined()
 
 
 def sent(actions: list[Action], side: str) -> list[Any]:

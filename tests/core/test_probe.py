@@ -68,6 +68,93 @@ def test_unsupported_version_error_with_data_means_modern() -> None:
     assert "2027-01-01" in reply["error"]["message"]
 
 
+# A probe refused with -32022 (versioning.mdx §Protocol Version Negotiation: retry with a
+# version the server lists) ---------------------------------------------------------------
+
+REFUSED_MODERN = {"supported": ["2026-07-28"], "requested": "2026-07-28"}
+
+
+def retried(h: Harness) -> list[dict]:
+    return [log.fields for log in h.logs if log.event == "probe.retried"]
+
+
+@pytest.mark.parametrize("client", ["legacy", "modern"])
+def test_a_probe_refused_with_the_modern_version_listed_is_sent_once_more(client: str) -> None:
+    # The conformance suite's request-metadata server refuses the first request whatever it
+    # names, listing the version it wants: the bridge asks again, and serves.
+    h = Harness(CoreConfig(probe_timeout=5.0))
+    probe = one(h.start(), "server")
+    first = initialize() if client == "legacy" else request("a", "tools/list",
+                                                            {"_meta": modern_meta()})
+    h.client(first)
+    h.now = 1.0
+    actions = h.server(fail(probe, -32022, "Unsupported protocol version", REFUSED_MODERN))
+    again = one(actions, "server")
+    assert sent(actions, "client") == [] and h.bridge.mode is None
+    assert again["method"] == "server/discover" and again["id"] != probe["id"]
+    assert again["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    assert retried(h) == [{"side": "server", "supported": ["2026-07-28"],
+                           "version": "2026-07-28"}]
+    assert h.bridge.next_deadline() == 6.0  # the retry's own probe_timeout
+    actions = h.server(answer(again, DISCOVER_RESULT))
+    if client == "legacy":
+        assert h.bridge.mode == "A"
+        assert one(actions, "client")["result"]["serverInfo"]["name"] == "ModernSrv"
+    else:
+        assert h.bridge.mode == "P" and one(actions, "server")["method"] == "tools/list"
+
+
+def test_a_probe_refused_twice_is_not_sent_a_third_time() -> None:
+    h = Harness()
+    probe = one(h.start(), "server")
+    h.client(initialize())
+    again = one(h.server(fail(probe, -32022, "Unsupported protocol version", REFUSED_MODERN)),
+                "server")
+    actions = h.server(fail(again, -32022, "Unsupported protocol version", REFUSED_MODERN))
+    assert sent(actions, "server") == []
+    assert h.bridge.mode == "A" and len(retried(h)) == 1
+    reply = one(actions, "client")  # the client is told, as for any modern refusal
+    assert reply["id"] == 0 and "2026-07-28" in reply["error"]["message"]
+
+
+def test_a_probe_refused_with_only_legacy_versions_listed_falls_back_to_initialize() -> None:
+    # A dual-era server that does not (or no longer) speak 2026-07-28: a version both speak
+    # is a legacy one, so the session is a legacy one.
+    h = Harness()
+    probe = one(h.start(), "server")
+    h.client(initialize("2025-06-18"))
+    actions = h.server(fail(probe, -32022, "Unsupported protocol version",
+                            {"supported": ["2025-11-25", "2025-06-18"],
+                             "requested": "2026-07-28"}))
+    forwarded = one(actions, "server")
+    assert forwarded["method"] == "initialize"
+    assert forwarded["params"]["protocolVersion"] == "2025-06-18"
+    assert h.bridge.mode == "P" and retried(h) == []
+    assert [log.fields["reason"] for log in h.logs
+            if log.event == "era.detected" and log.fields["side"] == "server"] == [
+        "it refused 2026-07-28 and supports ['2025-11-25', '2025-06-18']"]
+
+
+def test_a_probe_refused_with_only_legacy_versions_listed_stays_modern_when_pinned() -> None:
+    h = Harness(CoreConfig(server_era="modern"))
+    probe = one(h.start(), "server")
+    h.client(initialize())
+    h.server(fail(probe, -32022, "Unsupported protocol version", {"supported": ["2025-11-25"]}))
+    assert h.bridge.mode == "A"
+
+
+def test_a_late_refusal_listing_only_legacy_versions_leaves_the_fallback_as_it_was() -> None:
+    h = Harness(CoreConfig(probe_timeout=5.0))
+    probe = one(h.start(), "server")
+    h.client(initialize())
+    assert one(h.advance(5.0), "server")["method"] == "initialize"
+    actions = h.server(fail(probe, -32022, "Unsupported protocol version",
+                            {"supported": ["2025-11-25"]}))
+    assert sent(actions, "server") == [] and sent(actions, "client") == []
+    assert h.bridge.mode == "P" and not [log for log in h.logs
+                                         if log.event == "era.corrected"]
+
+
 def test_a_server_exiting_cleanly_on_the_probe_is_started_once_more_unprobed_as_legacy() -> None:
     h = Harness()
     one(h.start(), "server")

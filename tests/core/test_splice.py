@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from bridge.core.codec import RawNumber, decode, encode
-from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, with_id, without_members
+from bridge.core.events import Send, Spliced
+from bridge.core.splice import SPLICE_MIN, with_id, without_members
 from tests.core.harness import (
     Harness,
     answer,
@@ -139,8 +140,17 @@ def test_a_big_answer_in_a_batch_comes_back_in_the_array() -> None:
 
 def test_with_id_splices_the_one_plain_occurrence() -> None:
     line = b'{"jsonrpc":"2.0","id":"rosetta-1","result":{"a":"rosetta-12","b":"rosetta-"}}'
-    assert with_id(line, "rosetta-1", RawNumber("1.50")) == line.replace(
+    assert joined(with_id(line, "rosetta-1", RawNumber("1.50"))) == line.replace(
         b'"rosetta-1"', b"1.50") + b"\n"
+
+
+def test_a_spliced_line_is_views_of_the_line_not_a_copy() -> None:
+    line = b'{"jsonrpc":"2.0","id":"rosetta-1","result":{"text":"' + b"x" * 100 + b'"}}'
+    spliced = with_id(line, "rosetta-1", 7)
+    assert spliced is not None
+    views = [piece for piece in spliced.pieces if isinstance(piece, memoryview)]
+    assert views and all(view.obj is line for view in views)
+    assert sum(len(view) for view in views) == len(line) - len(b'"rosetta-1"')
 
 
 @pytest.mark.parametrize("line", [
@@ -157,7 +167,7 @@ def test_with_id_refuses_what_it_cannot_prove(line: bytes) -> None:
 def test_with_id_walks_many_strings_then_searches_the_rest() -> None:
     items = [f"s{i}" for i in range(200)]
     clean = encode({"id": "rosetta-1", "result": {"items": items}}).rstrip(b"\n")
-    assert decode(with_id(clean, "rosetta-1", 3) or b"") == {"id": 3, "result": {"items": items}}
+    assert decode(joined(with_id(clean, "rosetta-1", 3))) == {"id": 3, "result": {"items": items}}
     late = encode({"id": "rosetta-1", "result": {"items": [*items, "rosetta-1"]}}).rstrip(b"\n")
     assert with_id(late, "rosetta-1", 3) is None
 
@@ -244,12 +254,21 @@ def test_a_modern_member_that_cannot_be_cut_provably_falls_back(case: str) -> No
 ])
 def test_without_members_cuts_whole_members_only(line: bytes, removed: dict[str, Any],
                                                   expected: bytes | None) -> None:
-    assert without_members(line, "rosetta-1", 7, removed) == expected
+    spliced = without_members(line, "rosetta-1", 7, removed)
+    assert (None if spliced is None else spliced.joined()) == expected
 
 
-def test_a_huge_answer_is_encoded_so_its_peak_stays_as_before() -> None:
+def test_a_huge_answer_is_spliced_too_with_no_copy_of_it() -> None:
     h, _ = legacy_pair()
     forwarded = forwarded_call(h, 7)
-    actions = h.server(line_of(answer(forwarded, big_result("x" * SPLICE_MAX))))
-    assert lines(actions, "client") == [None]
-    assert one(actions, "client")["id"] == 7
+    raw = line_of(answer(forwarded, big_result("x" * (32 << 20))))
+    (send,) = [a for a in h.server(raw) if isinstance(a, Send) and a.side == "client"]
+    assert isinstance(send.line, Spliced)
+    token = b'"' + forwarded["id"].encode() + b'"'
+    assert send.line.joined() == raw.replace(token, b"7") + b"\n"
+    assert [piece.obj for piece in send.line.pieces if isinstance(piece, memoryview)] == [raw, raw]
+
+
+def joined(spliced: Spliced | None) -> bytes:
+    assert spliced is not None, "not spliced"
+    return spliced.joined()

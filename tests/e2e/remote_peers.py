@@ -1,5 +1,5 @@
-"""Helpers of the `--url` tests: free ports, a server's readiness, and the bridge driven by raw
-JSON-RPC lines (a client that is this test)."""
+"""Helpers of the `--url` tests: free ports, the SDKs' HTTP servers on them and their
+readiness, and the bridge driven by raw JSON-RPC lines (a client that is this test)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import venvs
@@ -20,6 +21,16 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
                          "clientInfo": {"name": "raw", "version": "1"}}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 ANSWER_TIMEOUT = 20.0
+READY_TIMEOUT = 30.0
+
+
+PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy", "no_proxy"})
+"""Left out of the bridge's environment unless a test sets them: a proxy the machine names
+must not stand between the bridge and a loopback server."""
+
+
+def without_proxies(environ: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in environ.items() if k.lower() not in PROXY_VARIABLES}
 
 
 def free_port() -> int:
@@ -41,6 +52,28 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float) -> 
     raise AssertionError(f"nothing listens on port {port} after {timeout}s")
 
 
+def http_server(python: venvs.SdkPython, script: str, *, again: bool = False) -> Iterator[str]:
+    """Run `script` with --http on a free port, in a process group of its own; its URL.
+    `again`: started again on the same port whenever it exits (a server that is restarted)."""
+    port = free_port()
+    command = python.peer(script, "--http", str(port))
+    if again:
+        command = ["sh", "-c", 'while :; do "$@"; sleep 0.1; done', "again", *command]
+    yield from serving(command, port)
+
+
+def serving(command: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, **(env or {})})
+    try:
+        wait_listening(port, proc, READY_TIMEOUT)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 class Bridge:
     """The bridge as a subprocess; its stdout read line by line, its stderr kept."""
 
@@ -48,7 +81,8 @@ class Bridge:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bridge", "--url", url, "--log-format", "json", *options],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=venvs.REPO_ROOT, start_new_session=True, env={**os.environ, **(env or {})})
+            cwd=venvs.REPO_ROOT, start_new_session=True,
+            env={**without_proxies(dict(os.environ)), **(env or {})})
         self.seen: list[dict[str, Any]] = []
         self._buffer = b""
 

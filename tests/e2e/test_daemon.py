@@ -130,10 +130,12 @@ def test_the_daemon_serves_several_clients_reloads_and_stops_clean(
     write_config(config, modern_python.peer("modern_server"))  # a modern-only server
     sock = tmp_path / "weather.sock"
     notify = NotifySocket(tmp_path / "notify")
-    daemon = subprocess.Popen(
-        [activate, "-l", str(sock), "-E", f"NOTIFY_SOCKET={notify.path}",
-         sys.executable, "-m", "bridge", "serve", "--config", str(config)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = tmp_path / "daemon.log"  # a file, not a pipe: a pipe nobody reads would stop the daemon
+    with log.open("wb") as stderr_file:  # the daemon keeps its own copy of the descriptor
+        daemon = subprocess.Popen(
+            [activate, "-l", str(sock), "-E", f"NOTIFY_SOCKET={notify.path}",
+             sys.executable, "-m", "bridge", "serve", "--config", str(config)],
+            stdout=subprocess.DEVNULL, stderr=stderr_file)
     connect = [sys.executable, "-m", "bridge", "connect", str(sock)]
     holder = None
     try:
@@ -179,11 +181,12 @@ def test_the_daemon_serves_several_clients_reloads_and_stops_clean(
         running = descendants(daemon.pid)
         assert running, "the holder's server should be running"
         daemon.send_signal(signal.SIGTERM)
-        _, stderr = daemon.communicate(timeout=WAIT)
-        assert daemon.returncode == 0, stderr.decode()[-3000:]
+        daemon.wait(timeout=WAIT)
+        stderr = log.read_text()
+        assert daemon.returncode == 0, stderr[-3000:]
         notify.wait_for("STOPPING=1")
         assert [pid for pid in running if alive(pid)] == []
-        events = [json.loads(line)["event"] for line in stderr.decode().splitlines()
+        events = [json.loads(line)["event"] for line in stderr.splitlines()
                   if line.startswith("{")]  # systemd-socket-activate says a few words too
         assert events.count("session.started") == 5 and events.count("session.ended") == 5
         assert "daemon.reloaded" in events and "session.crashed" not in events

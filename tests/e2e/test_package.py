@@ -76,3 +76,24 @@ def test_the_wheel_alone_in_an_empty_venv_runs_demo_check_and_help(
         "mcp-rosetta-http@.service", "mcp-rosetta-http@.socket"}
     version = run(["mcp-rosetta", "--version"], cwd=tmp_path, env=clean).stdout
     assert version == f"mcp-rosetta {__version__}\n"
+    assert_the_command_imports_only_the_relay(bin_dir, tmp_path, clean)
+
+
+def assert_the_command_imports_only_the_relay(bin_dir: Path, cwd: Path,
+                                              env: dict[str, str]) -> None:
+    """The installed command is the script (its first line the environment's python), and
+    `connect` imports nothing between the interpreter's start and bridge.launch: not the re
+    that a generated console script imports, nor trio, structlog, argparse or orjson after."""
+    command = bin_dir / "mcp-rosetta"
+    assert command.read_bytes().startswith(f"#!{bin_dir / 'python'}".encode())
+    timed = {**env, "PYTHONPROFILEIMPORTTIME": "1"}
+    done = subprocess.run(["mcp-rosetta", "connect", f"unix:{cwd / 'no-daemon.sock'}"],
+                          cwd=cwd, env=timed, capture_output=True, text=True,
+                          timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    assert done.returncode == 69, done.stderr  # no daemon there: EX_UNAVAILABLE
+    assert "mcp-rosetta: cannot connect to" in done.stderr
+    imported = [line.split("|")[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:") and not line.endswith("package")]
+    after_site = imported[imported.index("site") + 1:]
+    assert after_site[:3] == ["bridge", "__future__", "bridge.launch"], after_site
+    assert not {"re", "trio", "structlog", "argparse", "orjson"} & set(imported)

@@ -16,38 +16,24 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import checks
 import pytest
 import venvs
-from remote_peers import INITIALIZE, INITIALIZED, Bridge, free_port, wait_listening
+from remote_peers import (
+    INITIALIZE,
+    INITIALIZED,
+    READY_TIMEOUT,
+    Bridge,
+    free_port,
+    http_server,
+    serving,
+)
 
 MODERN_INPUT_TOOLS = ("ask_name", "ask_model", "list_roots", "ask_two", "wizard", "patience")
 LEGACY_INPUT_TOOLS = ("ask_name", "ask_model", "list_roots", "ask_two", "wizard")
-READY_TIMEOUT = 30.0
 PARAM_REGIONS = ("eu-west1", "Zürich")  # plain, and sent in the Base64 sentinel form
-
-
-def http_server(python: venvs.SdkPython, script: str, *, again: bool = False) -> Iterator[str]:
-    """Run `script` with --http on a free port, in a process group of its own; its URL.
-    `again`: started again on the same port whenever it exits (a server that is restarted)."""
-    port = free_port()
-    command = python.peer(script, "--http", str(port))
-    if again:
-        command = ["sh", "-c", 'while :; do "$@"; sleep 0.1; done', "again", *command]
-    yield from serving(command, port)
-
-
-def serving(command: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True,
-                            env={**os.environ, **(env or {})})
-    try:
-        wait_listening(port, proc, READY_TIMEOUT)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +47,19 @@ def legacy_url(legacy_python: venvs.SdkPython) -> Iterator[str]:
 
 
 @pytest.fixture
+def unchanged_legacy_url(legacy_python: venvs.SdkPython) -> Iterator[str]:
+    """A legacy server whose tools no other test changed (its added tools are global)."""
+    yield from http_server(legacy_python, "legacy_server")
+
+
+# Each restart test kills the server once; the loop starts another on the same port for the
+# next test (which so begins with a fresh one).
+@pytest.fixture(scope="module")
 def restarted_modern_url(modern_python: venvs.SdkPython) -> Iterator[str]:
     yield from http_server(modern_python, "modern_server", again=True)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def restarted_legacy_url(legacy_python: venvs.SdkPython) -> Iterator[str]:
     yield from http_server(legacy_python, "legacy_server", again=True)
 
@@ -107,6 +101,14 @@ def test_legacy_client_hears_changes_of_a_modern_http_server(
 ):
     report = run_client(legacy_python, "notify", through(modern_url))
     checks.check_legacy_notify(report)
+
+
+def test_legacy_client_sets_the_log_level_of_a_modern_http_server(
+    legacy_python, run_client, modern_url
+):
+    # logging/setLevel has no modern twin: the level rides on each later request's _meta.
+    report = run_client(legacy_python, "logs", through(modern_url))
+    checks.check_legacy_logs(report)
 
 
 # --- mode B: modern client, legacy HTTP server ------------------------------------------------
@@ -170,11 +172,44 @@ def test_modern_client_uses_server_everything_over_http(modern_python, run_clien
 def test_modern_client_uses_a_modern_http_server(modern_python, run_client, modern_url):
     report = run_client(modern_python, "basic", through(modern_url))
     checks.check_modern_basic(report)
+    checks.check_modern_logs(report)
+
+
+def test_modern_client_answers_a_modern_http_servers_input_requests(
+    modern_python, run_client, modern_url
+):
+    report = run_client(modern_python, "inputs", through(modern_url))
+    checks.check_inputs(report, MODERN_INPUT_TOOLS)
+    checks.check_elicited_prompt_and_resource(report)
+    checks.check_manual_rounds(report)
+
+
+def test_modern_client_hears_changes_of_a_modern_http_server(
+    modern_python, run_client, modern_url
+):
+    report = run_client(modern_python, "notify", through(modern_url))
+    checks.check_modern_notify(report)
 
 
 def test_legacy_client_uses_a_legacy_http_server(legacy_python, run_client, legacy_url):
     report = run_client(legacy_python, "basic", through(legacy_url))
     checks.check_legacy_basic(report)
+
+
+def test_legacy_client_answers_a_legacy_http_servers_input_requests(
+    legacy_python, run_client, legacy_url
+):
+    report = run_client(legacy_python, "inputs", through(legacy_url))
+    checks.check_inputs(report, LEGACY_INPUT_TOOLS)
+    checks.check_elicited_prompt_and_resource(report)
+
+
+def test_legacy_client_hears_changes_of_a_legacy_http_server(
+    legacy_python, run_client, unchanged_legacy_url
+):
+    # Subscriptions, list_changed and logs at the level set, on the session's GET stream.
+    report = run_client(legacy_python, "notify", through(unchanged_legacy_url))
+    checks.check_legacy_notify(report)
 
 
 # --- the HTTP server restarted mid-session ------------------------------------------------------
@@ -198,6 +233,23 @@ def test_a_modern_client_survives_a_legacy_http_servers_restart(
     # `initialize`, subscriptions and log level replayed, as for a restarted child.
     report = run_client(modern_python, "restart", through(restarted_legacy_url))
     checks.check_modern_restart(report)
+
+
+def test_a_modern_client_survives_a_modern_http_servers_restart(
+    modern_python, run_client, restarted_modern_url
+):
+    # Pass-through: the client's listen streams are the bridge's to reopen on the new server.
+    report = run_client(modern_python, "restart", through(restarted_modern_url))
+    checks.check_modern_restart(report)
+
+
+def test_a_legacy_client_survives_a_legacy_http_servers_restart(
+    legacy_python, run_client, restarted_legacy_url
+):
+    # Pass-through: the bridge's new session replays the client's initialize, subscriptions
+    # and level; the client hears only list_changed.
+    report = run_client(legacy_python, "restart", through(restarted_legacy_url))
+    checks.check_legacy_restart(report)
 
 
 # --- request metadata headers ------------------------------------------------------------------
@@ -261,6 +313,97 @@ def test_legacy_client_tours_the_typescript_v2_sdks_http_server(legacy_python, t
     report = json.loads(proc.stdout.splitlines()[-1])
     assert {step: report.get(step) for step in TS_TOUR_OK} == dict.fromkeys(TS_TOUR_OK, "ok")
     assert report["tools/call test_error_handling"] == {"isError": True}  # as the tool means
+
+
+# --- the TypeScript SDK 1.x as a legacy stdio client -----------------------------------------
+
+TS_ADDED_TOOL = "ts_zap"  # not "zap": the Python clients' notify runs expect a server without it
+
+
+def run_ts_stdio(scenario: str, url: str) -> dict[str, Any]:
+    """peers/ts_stdio_client.mjs (the SDK's own Client and StdioClientTransport) starting
+    `python -m bridge --url URL` itself; its report."""
+    import conformance_suite
+
+    script = venvs.npm_peer("ts-clients", "ts_stdio_client.mjs")
+    proc = subprocess.run([conformance_suite.node(), str(script), scenario, "--", *through(url)],
+                          capture_output=True, text=True, timeout=120, cwd=venvs.REPO_ROOT,
+                          stdin=subprocess.DEVNULL,
+                          env={**os.environ, "ROSETTA_E2E_NEW_TOOL": TS_ADDED_TOOL})
+    lines = proc.stdout.splitlines()
+    assert lines, f"no report (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
+    report: dict[str, Any] = json.loads(lines[-1])
+    report["_stderr"] = proc.stderr[-4000:]
+    return report
+
+
+def check_ts_progress(report: dict[str, Any], phase: str, sent: list[int]) -> None:
+    """Every progress notification of the call in `phase` reached the client, in order (the
+    tapped transport saw them). The SDK 1.x runs notification handlers a tick after it
+    reads them but drops a call's progress handler as it reads the answer: what comes in one
+    read with the answer (the last progress, or more on a loaded machine) misses the
+    handler, which so sees a prefix."""
+    arrived = [p["progress"] for p in report["wire"]["progress"] if p["phase"] == phase]
+    assert arrived == sent
+    handled = [p["progress"] for p in report["progress"] if p["phase"] == phase]
+    assert handled == sent[:len(handled)]
+
+
+def check_ts_tour_steps(report: dict[str, Any]) -> None:
+    checks.no_errors(report)
+    checks.check_one_answer_each(report)
+    assert report["initialize"]["protocolVersion"] == "2025-11-25"
+    assert "logging" in report["initialize"]["capabilities"]
+
+
+def test_typescript_1x_stdio_client_uses_a_modern_only_http_server(modern_url):
+    report = run_ts_stdio("tour", modern_url)
+    check_ts_tour_steps(report)
+    assert report["initialize"]["serverInfo"]["name"] == "rosetta-modern-server"
+    assert checks.text_of(report["call:echo"]) == "hi"
+    check_ts_progress(report, "call:slow", [1, 2, 3])
+    assert [log["level"] for log in report["logs"] if log["phase"] == "chatty"] == [
+        "warning", "error"]
+    for tool in ("ask_name", "ask_model"):
+        assert checks.text_of(report[f"call:{tool}"]) == checks.INPUT_TOOL_TEXT[tool]
+    assert report["call:list_roots"]["structuredContent"]["roots"] == [checks.ROOT_URI]
+    assert [e["message"] for e in report["asked"]["elicitation"]] == ["What is your name?"]
+    assert len(report["asked"]["sampling"]) == 1 and report["asked"]["roots"] >= 1
+    updated = checks.notifications_in(report, "touch", "notifications/resources/updated")
+    assert [note["params"]["uri"] for note in updated] == ["memo://greeting"]
+    assert checks.notifications_in(report, "add_tool", "notifications/tools/list_changed")
+    assert TS_ADDED_TOOL in report["tools:after:names"]
+    assert checks.text_of(report["call:added"]) == f"{TS_ADDED_TOOL} says hi"
+
+
+def test_typescript_1x_stdio_client_uses_the_typescript_v2_sdks_http_server(ts_modern_url):
+    # Sampling, elicitation and roots come as input_required rounds of the v2 server, which
+    # the bridge turns into the 1.x client's own requests.
+    report = run_ts_stdio("fixture", ts_modern_url)
+    check_ts_tour_steps(report)
+    assert report["initialize"]["serverInfo"]["name"] == "mcp-conformance-test-server"
+    assert checks.text_of(report["call:test_simple_text"]) == (
+        "This is a simple text response for testing.")
+    check_ts_progress(report, "call:test_tool_with_progress", [0, 50, 100])
+    assert [log["data"] for log in report["logs"]
+            if log["phase"] == "call:test_tool_with_logging"] == [
+        "Tool execution started", "Tool processing data", "Tool execution completed"]
+    assert checks.text_of(report["call:test_sampling"]) == f"LLM response: {checks.SAMPLING_TEXT}"
+    assert "action=accept" in checks.text_of(report["call:test_elicitation"])
+    assert checks.text_of(report["call:test_input_required_result_list_roots"]) == (
+        f"Client exposed 1 root(s): {checks.ROOT_URI}")
+    assert [e["message"] for e in report["asked"]["elicitation"]] == ["What is your name?"]
+    assert len(report["asked"]["sampling"]) == 1 and report["asked"]["roots"] == 1
+    assert report["subscribe"] == {}
+    assert checks.notifications_in(report, "trigger", "notifications/tools/list_changed")
+
+
+def test_typescript_1x_stdio_client_survives_a_modern_http_servers_restart(
+    restarted_modern_url
+):
+    report = run_ts_stdio("restart", restarted_modern_url)
+    checks.check_legacy_restart(report)
+    assert restarted_modern_url in report["kill:slow"]["error"]["message"]
 
 
 # --- the daemon in front of a remote server --------------------------------------------------

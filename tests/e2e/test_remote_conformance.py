@@ -31,6 +31,7 @@ SCENARIOS = (
     "http-invalid-tool-headers",
     "json-schema-ref-no-deref",
     "sse-retry",
+    "request-metadata",
 )
 SCENARIO_TIMEOUT = 120
 

@@ -1,5 +1,6 @@
 """The stdio bridge starts fast: up to its first answer it imports no structlog (so no
-structlog.stdlib and no asyncio) and runs no `ldconfig`; its log lines still all come.
+structlog.stdlib and no asyncio), no ssl, hashlib or idna, and runs no `ldconfig`; its log
+lines still all come.
 
 The bridge runs under an audit hook that writes every module import and every process spawn to
 fd 2, and its stdout and stderr are one pipe: what was imported before the first answer is
@@ -94,6 +95,10 @@ def test_nothing_but_the_first_answer_is_imported_before_it(server_era: str) -> 
     early = imports(before)
     assert {"trio", "bridge.core.bridge", "bridge.shell.session"} <= set(early)  # the hook works
     assert not [name for name in early if name.split(".")[0] in ("structlog", "asyncio", "rich")]
+    # TLS, DTLS, hostnames and hashes (OpenSSL's libraries), ctypes.util's tempfile, --url's
+    # modules: imported by trio or the core, used by nothing before the first answer
+    assert not {"_ssl", "_hashlib", "idna.core", "tempfile", "ctypes.util",
+                "bridge.shell.remote"} & set(early)
     everything = early + imports(after)
     assert "structlog" in everything  # loaded after the answer, for the log lines
     assert "structlog.stdlib" in everything  # (so the check above would have seen it)

@@ -138,6 +138,16 @@ def npm_client(name: str) -> Path:
     return installed(f"client-{name}", client)[0]
 
 
+def npm_peer(client: str, script: str) -> Path:
+    """peers/`script` copied beside the npm client `client`'s node_modules (an ES module
+    resolves its imports from where it lies), atomically: another run may be starting it."""
+    target = npm_client(client) / script
+    tmp = target.with_name(f".{script}.tmp")
+    tmp.write_bytes((PEERS_DIR / script).read_bytes())
+    os.replace(tmp, target)
+    return target
+
+
 def installed(name: str, server: Published) -> tuple[Path, Path]:
     """`server` installed under `name` once: its home (prefix or venv) and its program (or
     checked file)."""

@@ -65,8 +65,33 @@ def test_the_first_log_line_names_the_url_and_header_names_only() -> None:
     assert "s3cret" not in repr(fields)
 
 
-def test_the_http_front_before_a_remote_server_is_refused_for_now(
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_http_front_before_a_remote_server_reads_its_headers_before_it_listens(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # `serve --listen http://... --url` is served (no longer refused); a header naming an
+    # unset variable is a config error at start, before anything listens or is imported.
+    monkeypatch.delenv("ROSETTA_UNSET_TOKEN", raising=False)
     assert main(["serve", "--listen", "http://127.0.0.1:8808/mcp", "--url",
-                 "http://127.0.0.1:9/mcp"]) == EX_USAGE
-    assert "not built yet" in capsys.readouterr().err
+                 "http://127.0.0.1:9/mcp", "--header",
+                 "Authorization: Bearer ${ROSETTA_UNSET_TOKEN}"]) == EX_CONFIG
+    assert "${ROSETTA_UNSET_TOKEN} is not set" in capsys.readouterr().err
+
+
+def test_network_settings_from_flags_and_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('url = "http://h/mcp"\nconnect_timeout = "3s"\nread_timeout = 0\n'
+                    'max_upstream_connections = 8\n')
+    settings, _ = _settings(["--config", str(path), "--read-timeout", "250ms"], False)
+    assert (settings.shell.connect_timeout, settings.shell.read_timeout,
+            settings.shell.max_upstream_connections) == (3.0, 0.25, 8)
+    defaults, _ = _settings(["--url", "http://h/mcp"], False)
+    assert (defaults.shell.connect_timeout, defaults.shell.read_timeout,
+            defaults.shell.max_upstream_connections) == (10.0, 30.0, 16)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--url", "http://h/mcp", "--connect-timeout", "soon"],
+    ["--url", "http://h/mcp", "--max-upstream-connections", "0"],
+])
+def test_bad_network_flags_exit_64(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == EX_USAGE
+    assert capsys.readouterr().err.startswith("mcp-rosetta: ")

@@ -34,6 +34,7 @@ from bridge.core.events import (
 from bridge.shell import logs
 from bridge.shell.http.address import Address
 from bridge.shell.http.front import Front, bind
+from bridge.shell.http.server_side import children
 from bridge.shell.session import SessionSettings
 from tests.shell.fakes import WAIT, FakeChild, Spawner
 
@@ -220,9 +221,9 @@ async def running(**options: Any) -> AsyncIterator[Running]:
     listener = bind(Address("127.0.0.1", 0, "/mcp"))
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
     with capture_logs() as captured, listener:
-        front = Front(core, spawner, Address("127.0.0.1", 0, "/mcp"), logs.logger(),
-                      settings=SessionSettings(max_message_bytes=options.pop("body", 1 << 20)),
-                      **options)
+        settings = SessionSettings(max_message_bytes=options.pop("body", 1 << 20))
+        front = Front(core, children(spawner, settings), Address("127.0.0.1", 0, "/mcp"),
+                      logs.logger(), settings=settings, **options)
         async with trio.open_nursery() as nursery:
             spawner.nursery = nursery
             nursery.start_soon(front.run, listener)

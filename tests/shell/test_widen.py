@@ -48,3 +48,29 @@ async def test_an_outlet_widens_its_pipe_for_a_message_longer_than_it() -> None:
             outlet.abandon()
     finally:
         os.close(reader)
+
+
+async def test_an_outlet_writes_pieces_as_one_stretch_and_queues_what_the_pipe_leaves() -> None:
+    reader, writer = os.pipe()
+    line = b'{"id":"rosetta-1","result":"' + b"z" * 3_000_000 + b'"}'
+    view = memoryview(line)
+    cut = line.index(b'"rosetta-1"')
+    pieces: list[bytes | memoryview] = [b"small\n", view[:cut], b"7", view[cut + 11:], b"\n"]
+    expected = b"small\n" + line.replace(b'"rosetta-1"', b"7") + b"\n"
+    received = bytearray()
+    try:
+        async with trio.open_nursery() as nursery:
+            outlet = Outlet(writer, nursery, "client")
+            assert outlet.write_pieces(pieces)
+            # Widened to a MiB and filled; the rest waits, as views of the line (no copy).
+            assert pipe_size(writer) == fdio.PIPE_SIZE
+            assert outlet.queued == len(expected) - fdio.PIPE_SIZE
+            assert outlet.write(b"after\n")  # in order, behind the backlog
+            while len(received) < len(expected) + 6:
+                await trio.lowlevel.wait_readable(reader)
+                received += os.read(reader, 1 << 20)
+            assert bytes(received) == expected + b"after\n"
+            assert outlet.queued == 0
+            outlet.close()
+    finally:
+        os.close(reader)

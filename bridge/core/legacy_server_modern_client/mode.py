@@ -16,8 +16,8 @@ from bridge.core.capabilities import client_caps_to_modern, has_flag
 from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.dispatch import from_server
-from bridge.core.downgrade import progress_for_legacy
-from bridge.core.envelope import build_request, stamp_envelope
+from bridge.core.downgrade import progress_for_legacy, result_for_legacy
+from bridge.core.envelope import stamp_envelope
 from bridge.core.eras import (
     BATCHING_VERSION,
     INVALID_PARAMS,
@@ -31,7 +31,7 @@ from bridge.core.eras import (
     is_log_level,
     is_progress_token,
 )
-from bridge.core.events import CLIENT, SERVER
+from bridge.core.events import CLIENT, SERVER, Spliced
 from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange, served_request
 from bridge.core.handover import (
     ClientSession,
@@ -45,11 +45,10 @@ from bridge.core.jsonrpc import Inbound, TypedId, WireId
 from bridge.core.legacy_server_modern_client.inputs import InputLoop
 from bridge.core.legacy_server_modern_client.listen import UpstreamListener
 from bridge.core.methods import ELIGIBLE
-from bridge.core.normalize import normalize_result
 from bridge.core.probe import Probe, is_discover_result
 from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router
-from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, removed_members, without_members
+from bridge.core.splice import SPLICE_MIN, removed_members, without_members
 from bridge.core.states import IllegalMove
 from bridge.core.timers import Deadline
 
@@ -225,8 +224,10 @@ class ModeA:
 
     def modern_request(self, id: WireId, method: str, params: Message | None) -> Message:
         """The client's request as the modern server needs it: the envelope stamped on."""
-        return build_request(id, method, params, era="modern", client_info=self.client_info,
-                             client_capabilities=self.client_caps, log_level=self.log_level)
+        # As envelope.build_request builds it for the modern era, one call less per request.
+        return {"jsonrpc": "2.0", "id": id, "method": method, "params": stamp_envelope(
+            params, client_capabilities=self.client_caps, client_info=self.client_info,
+            log_level=self.log_level)}
 
     def local_result(self, method: str) -> Message:
         """The result of a request the modern era removed, answered here (§4.1)."""
@@ -440,14 +441,11 @@ class ModeA:
                      line: bytes | None) -> None:
         """A complete result, downgraded for the client's revision under the client's id."""
         origin = call.origin
-        legacy = normalize_result(result, to_era="legacy", method=call.method,
-                                  version=self.version)
+        legacy = result_for_legacy(result, call.method, self.version)
         bid, message["result"], message["id"] = message["id"], legacy, origin
-        if line is not None and SPLICE_MIN <= len(line) <= SPLICE_MAX:
-            line = _downgraded_line(line, bid, origin, result, legacy)
-        else:
-            line = None
-        self.ctx.send(CLIENT, message, line, origin)
+        spliced = _downgraded_line(line, bid, origin, result, legacy) \
+            if line is not None and len(line) >= SPLICE_MIN else None
+        self.ctx.send(CLIENT, message, spliced, origin)
 
     def relay_error(self, origin: WireId, method: str, message: Message,
                     call: EnvelopedRequest | None = None) -> None:
@@ -536,7 +534,7 @@ def _progress_token(params: object) -> ProgressToken | None:
 
 
 def _downgraded_line(line: bytes, bid: str, origin_id: WireId, result: Message,
-                     legacy: Message) -> bytes | None:
+                     legacy: Message) -> Spliced | None:
     """The server's answer as its line, when the downgrade only took top-level members out
     of its result (resultType, cache hints, a _meta of modern keys only): those members cut
     and the id spliced; None if anything else changed (splice.py)."""

@@ -13,7 +13,6 @@ lets the parking table enforce single use (mrtr.mdx warns the digest alone does 
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 import json
 
@@ -31,7 +30,7 @@ def request_digest(method: str, params: object) -> str:
         if isinstance(params, dict) else {}
     canonical = json.dumps([method, salient], sort_keys=True, separators=(",", ":"),
                            ensure_ascii=True, default=_number_text)
-    return _b64(hashlib.sha256(canonical.encode("ascii")).digest())
+    return _b64(_sha256(canonical.encode("ascii")))
 
 
 def _number_text(value: object) -> str:
@@ -73,7 +72,15 @@ def _well_formed(payload: object) -> bool:
 
 
 def _mac(secret: bytes, body: str) -> bytes:
-    return hmac.new(secret, _LABEL + body.encode("ascii"), hashlib.sha256).digest()
+    return hmac.new(secret, _LABEL + body.encode("ascii"), "sha256").digest()
+
+
+def _sha256(data: bytes) -> bytes:
+    """SHA-256 of `data`, hashlib imported at the first call: it loads OpenSSL's libcrypto,
+    which mode A's first answer does not need (the stdio bridge's start)."""
+    import hashlib
+
+    return hashlib.sha256(data).digest()
 
 
 def _b64(raw: bytes) -> str:

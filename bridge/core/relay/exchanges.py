@@ -27,7 +27,7 @@ from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange
 from bridge.core.handover import LegacySession, ListenStream
 from bridge.core.jsonrpc import WireId
 from bridge.core.relay.revision_gap import RevisionGap
-from bridge.core.splice import SPLICE_MAX, SPLICE_MIN, with_id
+from bridge.core.splice import SPLICE_MIN, with_id
 
 # A progress token as a dict key that keeps its JSON type (1 and "1" differ).
 ProgressKey = tuple[type, ProgressToken]
@@ -78,7 +78,7 @@ class RelayedCall(ClientRequest):
         if relay.gap is not None and "result" in message:
             message["result"] = relay.gap.result(self.method, message["result"])
             line = None
-        if line is not None and SPLICE_MIN <= len(line) <= SPLICE_MAX:
+        if line is not None and len(line) >= SPLICE_MIN:
             relay.ctx.send(CLIENT, message, with_id(line, bid, origin), origin)
         else:
             relay.ctx.send(CLIENT, message, None, origin)
@@ -255,7 +255,7 @@ class RelayedServerRequest(Exchange):
     def answered(self, message: Message, line: bytes | None) -> None:
         bid = message["id"]
         origin = message["id"] = self.origin
-        if line is not None and SPLICE_MIN <= len(line) <= SPLICE_MAX:
+        if line is not None and len(line) >= SPLICE_MIN:
             self.relay.ctx.send(SERVER, message, with_id(line, bid, origin))
         else:
             self.relay.ctx.send(SERVER, message)

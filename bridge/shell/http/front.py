@@ -3,8 +3,10 @@ that owns every task of both.
 
 Must not hold protocol logic (the shared core decides) nor touch the process (signals,
 systemd's environment: `main.py`). Every modern request, whatever connection carries it, is
-a client message of the one session, so the server child is started once, not per request.
-Each legacy session (`legacy.py`) has a core and a child of its own, as a daemon session has.
+a client message of the one session, so its server is started once, not per request.
+Each legacy session (`legacy.py`) has a core and a server of its own, as a daemon session
+has. A server is a child or a session with a remote endpoint (`server_side.py`): the tasks
+below are a child's; a remote one's are `http-dispatch`, one per request, `http-listen-N`.
 
     front ─┬─ read-server-N / wait-server-N / read-stderr-N   the shared server (supervisor)
            ├─ clock                                            the core's next deadline
@@ -27,10 +29,9 @@ from dataclasses import dataclass
 
 import trio
 
-from bridge.core.codec import encode
 from bridge.core.events import CLIENT, Action, NotifyReady, Send, ShutdownRequested
 from bridge.shell.daemon import GONE_BEFORE_ACCEPT, NO_ROOM, NO_ROOM_WAIT
-from bridge.shell.driver import Core, Driver
+from bridge.shell.driver import Core, Driver, line_of
 from bridge.shell.http import replies
 from bridge.shell.http.address import Address, front_names
 from bridge.shell.http.auth import Tokens
@@ -40,9 +41,9 @@ from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.modern import Mapping
 from bridge.shell.http.route import STREAM_BACKLOG
 from bridge.shell.http.router import Endpoint, Router
+from bridge.shell.http.server_side import ServerSide
 from bridge.shell.logs import Logger
-from bridge.shell.session import Clock, SessionSettings
-from bridge.shell.supervisor import Spawn, Supervisor
+from bridge.shell.session import Clock, SessionSettings, Upstream
 
 MAX_HEADER = 16 * 1024
 IDLE_TIMEOUT = 60.0
@@ -84,8 +85,7 @@ class FrontDriver(Driver):
                 if action.side == CLIENT:
                     self._deliver(action)
                 else:
-                    line = action.line
-                    self._to_server.append(encode(action.message) if line is None else line)
+                    self._to_server.append(line_of(action))
             else:
                 self._execute(action)
 
@@ -98,17 +98,6 @@ class FrontDriver(Driver):
     def feed(self, line: bytes) -> None:
         """One client message (a POST's request, renamed, or its cancellation)."""
         self.lines(CLIENT, [line])
-
-
-class NeverFull:
-    """The client side as the server's reader sees it: HTTP answers are queued per POST,
-    each within its own bound (`route.py`), so one slow client never holds the shared
-    server's reader back for the others."""
-
-    congested = False
-
-    async def relieved(self) -> None:  # pragma: no cover - never congested
-        return
 
 
 def bind(address: Address) -> socket.socket:
@@ -127,7 +116,7 @@ def bind(address: Address) -> socket.socket:
 class Front:
     """Serves one listening socket until the core stops or `stop` is called."""
 
-    def __init__(self, core: Core, spawn: Spawn, address: Address, log: Logger, *,
+    def __init__(self, core: Core, servers: ServerSide, address: Address, log: Logger, *,
                  settings: SessionSettings | None = None,
                  notify: Callable[[str], None] = lambda _: None,
                  idle_timeout: float = IDLE_TIMEOUT, max_header: int = MAX_HEADER,
@@ -136,11 +125,13 @@ class Front:
                  view: ServerView | None = None, stream_backlog: int = STREAM_BACKLOG,
                  make_core: Callable[[], Core] | None = None, max_sessions: int = 16,
                  session_idle: float = 1800.0) -> None:
-        """`make_core`: a legacy session's own core (None: legacy sessions are refused, as
+        """`servers`: where each session's server side comes from (a child per session, or
+        a session with the remote endpoint per session: `server_side.py`); `make_core`: a
+        legacy session's own core (None: legacy sessions are refused, as
         over `max_sessions`); `session_idle`: seconds after which an idle one ends;
         `stream_backlog`: the bound of every stream's route (`route.py`)."""
         self._core = core
-        self._spawn = spawn
+        self._servers = servers
         self._address = address
         self._log = log
         self._settings = settings = settings or SessionSettings()
@@ -184,10 +175,10 @@ class Front:
         self._router = router = Router(self._endpoint(), self.mapping, driver.feed, self._log,
                                        self._health, self.sessions, self._open_session,
                                        settings.timing.shutdown_grace)
-        supervisor: Supervisor | None = None
+        server: Upstream | None = None
         try:
             async with trio.open_nursery() as nursery:
-                supervisor = self._serve_core(nursery, driver, self._core, self._log)
+                server = self._serve_core(nursery, driver, self._core, self._log, shared=True)
                 await nursery.start(self._hold_sessions, name="sessions")
                 nursery.start_soon(self._accept, trio.socket.from_stdlib_socket(listener),
                                    router, name="accept")
@@ -197,26 +188,24 @@ class Front:
                 await driver.stopped.wait()
                 self.mapping.abandon_all()
                 self.sessions.end_all(settings.timing.shutdown_grace)
-                await supervisor.stop()
+                await server.stop()
                 await self.sessions.wait_empty()
                 nursery.cancel_scope.cancel()
         finally:
-            if supervisor is not None:
-                supervisor.kill_all()
+            if server is not None:
+                server.kill_all()
         assert driver.stop_code is not None
         self._log.info("http.stopped", code=driver.stop_code)
         return driver.stop_code
 
     def _serve_core(self, nursery: trio.Nursery, driver: FrontDriver, core: Core,
-                    log: Logger) -> Supervisor:
-        """A core's server child (its supervisor's tasks in `nursery`) and its clock."""
-        settings = self._settings
-        supervisor = Supervisor(self._spawn, driver, nursery, settings.timing, log,
-                                limit=settings.max_message_bytes, feeds=NeverFull())
-        driver.server, driver.clock = supervisor, Clock(driver, core)
-        supervisor.serve()
+                    log: Logger, *, shared: bool = False) -> Upstream:
+        """A core's server side (its tasks in `nursery`), started, and its clock."""
+        server = self._servers(driver, nursery, log, shared=shared)
+        driver.server, driver.clock = server, Clock(driver, core)
+        server.serve()
         nursery.start_soon(driver.clock.run, name="clock")
-        return supervisor
+        return server
 
     # Legacy sessions ------------------------------------------------------------------------
 

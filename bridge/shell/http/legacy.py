@@ -29,6 +29,7 @@ import trio
 
 from bridge.core.codec import Message, encode
 from bridge.core.events import Event, Send, ShutdownRequested
+from bridge.shell.driver import line_of
 from bridge.shell.http import sse
 from bridge.shell.http.auth import Credential
 from bridge.shell.http.modern import Exchange, open_exchange
@@ -190,7 +191,7 @@ class LegacySession:
             del self._routes[request]
         route = exchange.route
         # Ids pass as they are (one client per session): the core's line is the client's.
-        line = encode(message) if send.line is None else send.line
+        line = line_of(send)
         if not route.put(Outgoing(line, is_answer)) and route.state is RouteState.CLOSED:
             self._log.warning("http.dropped", session=self.number, method=message.get("method"),
                               request=request, reason="the POST's stream is gone")

@@ -22,7 +22,7 @@ from bridge.core.eras import (
     META_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSION,
 )
-from bridge.core.events import Send
+from bridge.core.events import Send, Spliced
 from bridge.shell.http import replies
 from bridge.shell.http.replies import Reply
 from bridge.shell.http.route import STREAM_BACKLOG, Outgoing, Route
@@ -269,7 +269,7 @@ class Mapping:
         driver calls it, so it must not wait: a POST whose client does not read gives up
         past its bound (`route.py`) instead."""
         message = send.message
-        line = send.line
+        line: bytes | None = send.line.joined() if isinstance(send.line, Spliced) else send.line
         request = send.request
         if not isinstance(message, dict):
             self._log.warning("http.dropped", reason="a batch has no place on a 2026-07-28 "

@@ -198,8 +198,13 @@ def json_answer(out: Outgoing, body: bytes, url: str) -> bytes:
                       f"{quote(body)}; check that the URL is an MCP endpoint")
 
 
+GIVE_CREDENTIALS: Final = ('give the credentials it asks for with --header '
+                           '"Authorization: Bearer ${TOKEN}"')
+"""The fix a 401/403 names when no auth provider says better (auth.py's `remedy`)."""
+
+
 def status_answer(out: Outgoing, status: int, content_type: str, body: bytes, url: str,
-                  challenge: str | None = None) -> bytes:
+                  challenge: str | None = None, remedy: str = GIVE_CREDENTIALS) -> bytes:
     """The line for request `out` answered with HTTP `status` (not 200), or for a 200 that
     is neither JSON nor an event stream.
 
@@ -215,17 +220,16 @@ def status_answer(out: Outgoing, status: int, content_type: str, body: bytes, ur
         return error_line(out.id, METHOD_NOT_FOUND,
                           f"server/discover: {url} answered HTTP {status} (a legacy endpoint)")
     return error_line(out.id, SERVER_ERROR, status_problem(status, content_type, body, url,
-                                                           challenge),
+                                                           challenge, remedy),
                       {"httpStatus": status})
 
 
 def status_problem(status: int, content_type: str, body: bytes, url: str,
-                   challenge: str | None) -> str:
+                   challenge: str | None, remedy: str = GIVE_CREDENTIALS) -> str:
     """What HTTP `status` means for the user, and what to do about it (also the log line's)."""
     if status in (401, 403):
         told = f" (WWW-Authenticate: {challenge})" if challenge else ""
-        return (f"{url} refused the request with HTTP {status}{told}: give the credentials it "
-                f"asks for with --header \"Authorization: Bearer ${{TOKEN}}\"")
+        return f"{url} refused the request with HTTP {status}{told}: {remedy}"
     if status >= 500:
         return f"{url} failed with HTTP {status}: the server is in trouble; try again later"
     if status == 200:

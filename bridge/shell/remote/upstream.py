@@ -8,17 +8,23 @@ tasks live in the session's nursery; each belongs to one `Link`, and retiring th
 core restarted the server, or the session ends) cancels them all.
 
     dispatch   the core's lines in order → one POST each; a request in a task of its own
-               (but `initialize`, whose session id every later POST needs); a notification
-               or a response awaited before the next line (ordered, as on a pipe)
+               (but `initialize`, whose session id every later POST needs), at most
+               `Network.connections` at once, the others waiting their turn in order; a
+               notification or a response awaited before the next line (ordered, as on a pipe)
     request-N  its POST; a JSON answer or the events of its stream → lines to the core
     listen     legacy only: the GET stream, reopened with back-off while the session lasts
+
+Back-pressure, as for a child on a pipe: too many requests waiting (or lines not yet taken)
+make the upstream `congested`, so the client's reader stops until it is `relieved`; and the
+reading of answers and events waits while the client's outlet (`feeds`) is congested.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -30,7 +36,8 @@ from bridge.core.eras import HEADER_MISMATCH
 from bridge.core.events import SERVER, ChildExited, ChildStarted
 from bridge.shell.http.modern import ParamHeaders
 from bridge.shell.logs import Logger
-from bridge.shell.remote.endpoint import Endpoint
+from bridge.shell.remote.auth import AuthProvider, StaticHeaders
+from bridge.shell.remote.endpoint import Endpoint, Network
 from bridge.shell.remote.mapping import (
     EVENT_STREAM,
     JSON,
@@ -52,6 +59,7 @@ if TYPE_CHECKING:
     from bridge.core.events import Event, Side
     from bridge.shell.driver import Source
     from bridge.shell.lines import Line
+    from bridge.shell.pump import Throttle
     from bridge.shell.session import OpenUpstream
 
 
@@ -61,8 +69,6 @@ class Feed(Protocol):
     def lines(self, side: Side, lines: list[Line], source: Source | None = None) -> None: ...
     def post(self, event: Event) -> None: ...
 
-CONNECT_TIMEOUT = 10.0
-"""Seconds to open a connection (DNS and TLS included) before the request fails."""
 ONE_WAY_TIMEOUT = 10.0
 """Seconds a notification's or a response's POST may take: the next line waits for it."""
 CLOSE_TIMEOUT = 2.0
@@ -78,9 +84,24 @@ REACH_BACKOFF = (0.25, 5.0)
 REACH_AT_MOST = 60.0
 """Seconds a new session waits for the server to be reachable again; then it starts anyway
 (and its requests fail, each with its error, until the server is back)."""
+SPARE_CONNECTIONS = 4
+"""Idle connections the pool keeps alive beyond the slots. The pool itself is not bounded:
+the slots bound the requests, and what takes no slot is few (the GET stream, the one-way
+POST under way, a reachability check, the DELETE, the `subscriptions/listen` streams) and
+must not queue behind them (a response the server waits for, behind the requests it holds
+up; a listen, which lasts the session, would hold a slot for good)."""
+WAITING_HIGH = 4
+"""Requests waiting for a slot, per slot, past which the upstream is congested (the client's
+reader stops); it is relieved once they are back to one per slot."""
+QUEUED_HIGH = 1024 * 1024
+"""Bytes written but not yet taken by the dispatcher past which the upstream is congested
+(a notification's POST is awaited before the next line); relieved at a quarter of it."""
 # A transport failure that means the server went (killed, restarted, its host gone): once it
 # has answered this link, the core is told it exited, and hands the session over.
 GONE = (httpx2.ConnectError, httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError)
+# A body cut short (the connection lost while it was read): a legacy stream that named an
+# event id is resumed before this counts as the server going.
+CUT = (httpx2.RemoteProtocolError, httpx2.ReadError)
 
 
 RESUMES = 5
@@ -90,13 +111,17 @@ RESUME_WAIT = 1.0
 
 
 class StreamPlace:
-    """Where a legacy event stream got to: the last event id, and the server's `retry`."""
+    """Where a legacy event stream got to: the last event id, the server's `retry`, and the
+    transport error that cut it (None: it ended, or goes on)."""
 
-    __slots__ = ("last_id", "retry_ms")
+    __slots__ = ("cut", "fed", "last_id", "retry_ms")
 
     def __init__(self) -> None:
         self.last_id = ""
         self.retry_ms: int | None = None
+        self.cut: Exception | None = None
+        self.fed = False
+        """Whether the GET stream last opened fed a message (the back-off starts again)."""
 
     def saw(self, event: httpx2.ServerSentEvent) -> None:
         if event.id:
@@ -161,39 +186,76 @@ class HttpUpstream:
     """The server side of a session when the server is a URL: what the driver writes to."""
 
     def __init__(self, endpoint: Endpoint, driver: Feed, nursery: trio.Nursery, log: Logger,
-                 *, limit: int, transport: httpx2.AsyncBaseTransport | None = None) -> None:
+                 *, limit: int, feeds: Throttle | None = None, auth: AuthProvider | None = None,
+                 transport: httpx2.AsyncBaseTransport | None = None,
+                 reach_first: bool = False) -> None:
+        """`reach_first`: every session with the endpoint, the first one and those after it
+        went, waits until it answers (a service that outlives the server's outages; its
+        readiness stays red meanwhile), instead of starting at once, or after REACH_AT_MOST
+        (a client waits: each request gets its error while the server is not there)."""
         self._url = endpoint.url
+        self._reach_first = reach_first
         self._driver = driver
         self._nursery = nursery
         self._log = log.bind(url=endpoint.url)
         self._limit = limit
+        self._feeds = feeds
+        """The client's outlet: answers and events are read only while it is not congested."""
+        self._network = network = endpoint.network
+        self._auth = auth or StaticHeaders(endpoint.headers)
         self._link = Link(1)
         self._hurried = False
         self._param_headers = ParamHeaders()
         """The tools' `x-mcp-header` annotations, learned from the tools/list answers."""
         self._send, self._receive = trio.open_memory_channel[tuple[Link, bytes]](math.inf)
+        self._queued = 0
+        """Bytes written and not yet taken by the dispatcher."""
+        self._in_flight = 0
+        self._waiting: deque[tuple[Link, Outgoing]] = deque()
+        """Requests waiting for a slot (one of `network.connections`), in order."""
+        self._congested = False
+        self._relieved = trio.Event()
         self._client = httpx2.AsyncClient(
-            headers=dict(endpoint.headers),
-            timeout=httpx2.Timeout(None, connect=CONNECT_TIMEOUT),  # answers may take long
+            auth=self._auth.auth(), timeout=client_timeout(network),
+            limits=httpx2.Limits(max_connections=None,
+                                 max_keepalive_connections=network.connections
+                                 + SPARE_CONNECTIONS),
             follow_redirects=False, transport=transport)  # a transport: only tests give one
 
     # What the session and the driver call ------------------------------------------------
 
-    congested = False  # no pipe to fill: see DESIGN.md §The HTTP upstream on back-pressure
+    @property
+    def congested(self) -> bool:
+        return self._congested
 
     async def relieved(self) -> None:
-        pass
+        """Return once the upstream takes lines again (at once if it does)."""
+        while self._congested:
+            await self._relieved.wait()
 
     def write(self, data: bytes) -> bool:
         """Send the lines in `data` (whole lines, as the driver writes them), in order."""
         if self._link.retired:
             return False
         self._send.send_nowait((self._link, data))
+        self._queued += len(data)
+        self._check_congestion()
         return True
 
+    def write_pieces(self, pieces: list[bytes | memoryview]) -> bool:
+        """As `write`: a POST's body is one bytes object."""
+        return self.write(b"".join(pieces))
+
     def serve(self, child: object = None) -> None:
-        """Start: the endpoint is "started" at once (a request finds out if it is there)."""
+        """Start: the endpoint is "started" at once (a request finds out if it is there),
+        or with `reach_first` once it answers."""
         self._nursery.start_soon(self._dispatch, name="http-dispatch")
+        if self._reach_first:
+            self._nursery.start_soon(self._first_reached, self._link, name="http-reach")
+            return
+        self._started()
+
+    def _started(self) -> None:
         self._log.info("upstream.started", gen=self._link.gen)
         self._driver.post(ChildStarted())
 
@@ -222,6 +284,8 @@ class HttpUpstream:
 
     async def _dispatch(self) -> None:
         async for link, data in self._receive:
+            self._queued -= len(data)
+            self._check_congestion()
             for line in data.splitlines():
                 if link.retired:
                     break
@@ -236,9 +300,13 @@ class HttpUpstream:
             if out.method == "initialize":  # every later POST needs its session id
                 link.legacy = LegacySession()
                 await self._request(link, out)
+            elif out.method == "subscriptions/listen":  # a stream for the session, not work:
+                self._nursery.start_soon(self._request, link, out, name="http-listen")
             else:
-                self._nursery.start_soon(self._request, link, out, name=f"http-{out.method}")
+                self._take_turn(link, out)
         elif out.kind is Kind.NOTIFICATION:
+            if out.method == "notifications/cancelled" and self._unqueue(link, out.cancels):
+                return  # the server never saw the request: nothing to cancel there
             if out.method == "notifications/cancelled" and link.legacy is None:
                 # streamable-http.mdx §Cancellation: closing the stream is the cancel message.
                 if not link.cancel(out.cancels):
@@ -246,6 +314,11 @@ class HttpUpstream:
                                    reason="the request it cancels is not under way")
                 return
             await self._one_way(link, out)
+            if out.method == "notifications/cancelled":
+                # transports.mdx §Sending Messages: a disconnection is no cancel, so the
+                # notification went first; now nothing more is wanted from the request's
+                # stream, which a server may hold open for ever.
+                link.cancel(out.cancels)
             if out.method == "notifications/initialized" and link.legacy is not None \
                     and not link.listening:
                 link.listening = True
@@ -254,6 +327,63 @@ class HttpUpstream:
             self._log.warning("upstream.dropped", reason="a response to a modern server")
         else:
             await self._one_way(link, out)
+
+    # Requests in flight, and back-pressure --------------------------------------------------
+
+    def _take_turn(self, link: Link, out: Outgoing) -> None:
+        """Start request `out` if a slot is free, else queue it behind those waiting."""
+        if self._in_flight < self._network.connections and not self._waiting:
+            self._start(link, out)
+        else:
+            self._waiting.append((link, out))
+            self._check_congestion()
+
+    def _start(self, link: Link, out: Outgoing) -> None:
+        self._in_flight += 1
+        self._nursery.start_soon(self._in_slot, link, out, name=f"http-{out.method}")
+
+    async def _in_slot(self, link: Link, out: Outgoing) -> None:
+        try:
+            await self._request(link, out)
+        finally:
+            self._in_flight -= 1
+            self._next_turn()
+
+    def _next_turn(self) -> None:
+        """Start the requests waiting, in order, while slots are free (a retired link's are
+        dropped: the core answered them when the server went)."""
+        waiting = self._waiting
+        while waiting and self._in_flight < self._network.connections:
+            link, out = waiting.popleft()
+            if not link.retired:
+                self._start(link, out)
+        self._check_congestion()
+
+    def _unqueue(self, link: Link, request_id: object) -> bool:
+        """Drop the waiting request `request_id` (cancelled before its turn); whether it was."""
+        for entry in self._waiting:
+            if entry[0] is link and entry[1].id == request_id:
+                self._waiting.remove(entry)
+                self._check_congestion()
+                return True
+        return False
+
+    def _check_congestion(self) -> None:
+        waiting, slots = len(self._waiting), self._network.connections
+        if not self._congested:
+            if waiting > WAITING_HIGH * slots or self._queued > QUEUED_HIGH:
+                self._congested = True
+                self._relieved = trio.Event()
+                self._log.debug("upstream.congested", waiting=waiting, queued=self._queued)
+        elif waiting <= slots and self._queued <= QUEUED_HIGH // 4:
+            self._congested = False
+            self._relieved.set()
+
+    async def _paced(self) -> None:
+        """Wait while the client does not read what it was sent (its outlet is congested)."""
+        feeds = self._feeds
+        if feeds is not None and feeds.congested:
+            await feeds.relieved()
 
     def _headers(self, link: Link, out: Outgoing) -> dict[str, str]:
         headers = post_headers(out, link.legacy)
@@ -310,7 +440,7 @@ class HttpUpstream:
                         return message
         except (httpx2.HTTPError, httpx2.StreamError) as exc:
             self._log.info("upstream.failed", method=out.method,
-                           error=transport_problem(exc, self._url))
+                           error=transport_problem(exc, self._url, self._network))
         return None
 
     async def _exchange(self, link: Link, out: Outgoing) -> bytes | None:
@@ -327,7 +457,7 @@ class HttpUpstream:
                         return await self._answer(link, out, response)
                 url, hops = target, hops + 1
         except (httpx2.HTTPError, httpx2.StreamError) as exc:
-            problem = transport_problem(exc, self._url)
+            problem = transport_problem(exc, self._url, self._network)
             if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
                 return None  # the core answers what the server took, as for a crash
             self._log.warning("upstream.failed", method=out.method, error=problem)
@@ -350,17 +480,21 @@ class HttpUpstream:
                 and self._gone(link, self._session_ended()):
             return None  # transports.mdx §Session Management: start a new session
         challenge = response.headers.get("www-authenticate")
+        remedy = self._auth.remedy(status)
         if out.method != "server/discover":  # the probe's refusal is how a legacy server says so
             self._log.warning("upstream.refused", method=out.method, status=status,
-                              error=status_problem(status, kind, body, self._url, challenge))
-        return status_answer(out, status, kind, body, self._url, challenge)
+                              error=status_problem(status, kind, body, self._url, challenge,
+                                                   remedy))
+        return status_answer(out, status, kind, body, self._url, challenge, remedy)
 
     async def _events(self, link: Link, out: Outgoing, response: httpx2.Response) -> bytes | None:
         """Feed the stream's events; its answer ends it (streamable-http.mdx §Receiving
         Messages: "The final JSON-RPC response SHOULD terminate the stream"). A legacy
-        stream that ends first, having named an event id, is resumed with a GET and
+        stream that ends or is cut first, having named an event id, is resumed with a GET and
         Last-Event-ID after the `retry` it asked for (transports.mdx §Resumability and
-        Redelivery; SEP-1699's polling)."""
+        Redelivery: after a disconnection "whether due to network failure or
+        server-initiated closure"; SEP-1699's polling). A cut not resumed is the server
+        going (raised to `_exchange`)."""
         place = StreamPlace()
         answered = await self._read_events(link, out, response, place)
         resumed = 0
@@ -369,32 +503,46 @@ class HttpUpstream:
             await trio.sleep(place.wait(RESUME_WAIT))
             async with self._client.stream("GET", self._url,
                                            headers=self._resume_headers(link, place)) as again:
+                if again.status_code == 404 and link.legacy.session_id is not None \
+                        and self._gone(link, self._session_ended()):
+                    return None  # the session, and the stream with it, is gone
                 if again.status_code != 200 \
                         or media_type(again.headers.get("content-type")) != EVENT_STREAM:
                     break
+                place.cut = None
                 answered = await self._read_events(link, out, again, place)
         if answered:
             return None
+        if place.cut is not None:
+            raise place.cut
         problem = f"{self._url} ended the event stream of {out.method} without answering it"
         self._log.warning("upstream.failed", method=out.method, error=problem)
         return failure_line(out.id, problem)
 
     async def _read_events(self, link: Link, out: Outgoing, response: httpx2.Response,
                            place: StreamPlace) -> bool:
-        """Feed one stream's events until `out`'s answer (True) or its end (False)."""
-        async for event in httpx2.EventSource(response, max_event_size=self._limit):
-            place.saw(event)
-            if not event.data:
-                continue  # a priming event: an id and a retry, no message
-            data = event.data.encode()
-            answered = (b'"result"' in data or b'"error"' in data) \
-                and is_answer(message := decode(data), out.id)
-            if answered:
-                self._learn(link, out, message)
-                data = self._screened(out, message) or data
-            self._feed(link, data)
-            if answered:
-                return True
+        """Feed one stream's events until `out`'s answer (True) or its end (False). A cut
+        (the connection lost mid-body) of a stream that can be resumed is noted in
+        `place.cut`; any other is raised."""
+        try:
+            async for event in httpx2.EventSource(response, max_event_size=self._limit):
+                place.saw(event)
+                if not event.data:
+                    continue  # a priming event: an id and a retry, no message
+                await self._paced()
+                data = event.data.encode()
+                answered = (b'"result"' in data or b'"error"' in data) \
+                    and is_answer(message := decode(data), out.id)
+                if answered:
+                    self._learn(link, out, message)
+                    data = self._screened(out, message) or data
+                self._feed(link, data)
+                if answered:
+                    return True
+        except CUT as exc:
+            if link.legacy is None or not place.last_id:
+                raise
+            place.cut = exc
         return False
 
     def _resume_headers(self, link: Link, place: StreamPlace) -> dict[str, str]:
@@ -441,14 +589,22 @@ class HttpUpstream:
         return encode({**answer, "result": {**result, "tools": kept}})
 
     async def _body(self, response: httpx2.Response) -> bytes:
-        """The whole body, but no more than a message may be: the rest is not read."""
+        """The whole body, but no more than a message may be: the rest is not read. A gap
+        of `read_timeout` between its bytes is httpx2's ReadTimeout."""
+        await self._paced()
         parts: list[bytes] = []
         size = 0
-        async for chunk in response.aiter_bytes():
-            parts.append(chunk)
-            size += len(chunk)
-            if size > self._limit:
-                break
+        gap = self._network.read_timeout or math.inf
+        async with aclosing(response.aiter_bytes()) as chunks:
+            while size <= self._limit:
+                with trio.move_on_after(gap) as timer:
+                    chunk = await anext(chunks, None)
+                if timer.cancelled_caught:
+                    raise httpx2.ReadTimeout("no byte of the body", request=response.request)
+                if chunk is None:
+                    break
+                parts.append(chunk)
+                size += len(chunk)
         return b"".join(parts)[:self._limit]
 
     async def _one_way(self, link: Link, out: Outgoing) -> None:
@@ -458,7 +614,7 @@ class HttpUpstream:
                 response = await self._client.post(self._url, content=out.body,
                                                    headers=self._headers(link, out))
             except httpx2.HTTPError as exc:
-                problem = transport_problem(exc, self._url)
+                problem = transport_problem(exc, self._url, self._network)
                 if not (isinstance(exc, GONE) and self._gone(link, self._went_away(exc))):
                     self._log.warning("upstream.failed", method=out.method, error=problem)
                 return
@@ -480,7 +636,10 @@ class HttpUpstream:
 
     async def _listen(self, link: Link) -> None:
         """A legacy session's GET stream: what the server sends outside requests
-        (transports.mdx §Listening for Messages from the Server); 405 means none."""
+        (transports.mdx §Listening for Messages from the Server); 405 means none, 404 that
+        the session ended (§Session Management: the core starts a new one). Reopened with
+        back-off when it ends, or is cut after naming an event id (§Resumability and
+        Redelivery: the reconnection carries Last-Event-ID)."""
         wait, longest = LISTEN_BACKOFF
         place = StreamPlace()  # across reconnections: Last-Event-ID, the server's retry
         with link.guard():
@@ -488,26 +647,42 @@ class HttpUpstream:
                 try:
                     headers = self._resume_headers(link, place)
                     async with self._client.stream("GET", self._url, headers=headers) as response:
-                        if response.status_code == 405:
-                            self._log.info("upstream.no_listen_stream", status=405)
+                        if not await self._listened(link, response, place):
                             return
-                        if response.status_code == 200:
-                            async for event in httpx2.EventSource(response,
-                                                                  max_event_size=self._limit):
-                                place.saw(event)
-                                if event.data:
-                                    wait = LISTEN_BACKOFF[0]
-                                    self._feed(link, event.data.encode())
-                        else:
-                            self._log.warning("upstream.listen_refused",
-                                              status=response.status_code)
                 except (httpx2.HTTPError, httpx2.StreamError) as exc:
-                    problem = transport_problem(exc, self._url)
-                    if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
-                        return
-                    self._log.warning("upstream.listen_failed", error=problem)
+                    if isinstance(exc, CUT) and place.last_id:
+                        self._log.info("upstream.listen_cut", error=repr(exc),
+                                       last_event_id=place.last_id)
+                    else:
+                        if isinstance(exc, GONE) and self._gone(link, self._went_away(exc)):
+                            return
+                        self._log.warning("upstream.listen_failed",
+                                          error=transport_problem(exc, self._url, self._network))
+                if place.fed:
+                    wait = LISTEN_BACKOFF[0]
                 await trio.sleep(place.wait(wait))
                 wait = min(wait * 2, longest)
+
+    async def _listened(self, link: Link, response: httpx2.Response,
+                        place: StreamPlace) -> bool:
+        """Feed one GET stream until it ends; False when it is not to be opened again."""
+        status = response.status_code
+        place.fed = False
+        if status == 405:
+            self._log.info("upstream.no_listen_stream", status=405)
+            return False
+        if status == 404 and link.legacy is not None and link.legacy.session_id is not None:
+            return not self._gone(link, self._session_ended())
+        if status != 200:
+            self._log.warning("upstream.listen_refused", status=status)
+            return True
+        async for event in httpx2.EventSource(response, max_event_size=self._limit):
+            place.saw(event)
+            if event.data:
+                await self._paced()
+                place.fed = True
+                self._feed(link, event.data.encode())
+        return True
 
     # A server that went ----------------------------------------------------------------
 
@@ -531,28 +706,43 @@ class HttpUpstream:
     def _went_away(self, exc: Exception) -> str:
         return f"at {self._url} went away ({exc or type(exc).__name__})"
 
-    async def _reachable(self) -> None:
-        """Until the server answers anything (any status), or REACH_AT_MOST."""
+    async def _reachable(self, at_most: float = REACH_AT_MOST) -> None:
+        """Until the server answers anything (any status), or `at_most` seconds. The first
+        failure is logged (`upstream.unreachable`), and the first answer after one."""
         wait, longest = REACH_BACKOFF
-        with trio.move_on_after(REACH_AT_MOST):
+        failed = False
+        with trio.move_on_after(at_most):
             while True:
                 try:
                     await self._client.request("GET", self._url, headers={"Accept": EVENT_STREAM},
-                                               timeout=CONNECT_TIMEOUT)
+                                               timeout=self._network.connect_timeout or None)
+                    if failed:
+                        self._log.info("upstream.reachable")
                     return
-                except httpx2.HTTPError:
+                except httpx2.HTTPError as exc:
+                    if not failed:
+                        failed = True
+                        self._log.warning("upstream.unreachable",
+                                          error=transport_problem(exc, self._url, self._network),
+                                          retry_s=f"{wait:g} to {longest:g}")
                     await trio.sleep(wait)
                     wait = min(wait * 2, longest)
+
+    async def _first_reached(self, link: Link) -> None:
+        """`reach_first`: ChildStarted once the endpoint answers, however long that takes
+        (requests wait in the core meanwhile, as for a child still starting)."""
+        with link.guard():
+            await self._reachable(math.inf)
+            self._started()
 
     # Ending ------------------------------------------------------------------------------
 
     async def _restarted(self, old: Link) -> None:
-        if old.lost:
-            await self._reachable()
+        if old.lost:  # `reach_first`: a service waits for its server however long it is out
+            await self._reachable(math.inf if self._reach_first else REACH_AT_MOST)
         else:
             await self._end_session(old)
-        self._log.info("upstream.started", gen=self._link.gen)
-        self._driver.post(ChildStarted())
+        self._started()
 
     async def _end_session(self, link: Link) -> None:
         """DELETE a legacy session (transports.mdx §Session Management), if it had one."""
@@ -567,10 +757,13 @@ class HttpUpstream:
                 self._log.info("upstream.session_not_ended", error=repr(exc))
 
 
-def opener(where: Endpoint, log: Logger, *, limit: int) -> OpenUpstream:
-    """How a session opens its upstream to `where` once its nursery is open."""
-    def open_upstream(driver: Feed, nursery: trio.Nursery) -> HttpUpstream:
-        return HttpUpstream(where, driver, nursery, log, limit=limit)
+def opener(where: Endpoint, log: Logger, *, limit: int,
+           reach_first: bool = False) -> OpenUpstream:
+    """How a session opens its upstream to `where` once its nursery is open; `feeds` is the
+    client's outlet, which paces the reading of answers and events."""
+    def open_upstream(driver: Feed, nursery: trio.Nursery, feeds: Throttle) -> HttpUpstream:
+        return HttpUpstream(where, driver, nursery, log, limit=limit, feeds=feeds,
+                            reach_first=reach_first)
 
     return open_upstream
 
@@ -588,17 +781,48 @@ def same_origin_redirect(response: httpx2.Response) -> httpx2.URL | None:
     return there if same else None
 
 
+def is_certificate_error(exc: BaseException) -> bool:
+    """Whether a connect error is a TLS certificate the bridge does not trust (or that does
+    not name the host)."""
+    import ssl
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return "CERTIFICATE_VERIFY_FAILED" in str(exc)
+
+
 def is_header_mismatch(line: bytes) -> bool:
     message = decode(line) if b"-32020" in line else None
     error = message.get("error") if isinstance(message, dict) else None
     return isinstance(error, dict) and error.get("code") == HEADER_MISMATCH
 
 
-def transport_problem(exc: Exception, url: str) -> str:
+def client_timeout(network: Network) -> httpx2.Timeout:
+    """httpx2's timeouts: connecting, and writing a body the server does not take. No read
+    timeout: an answer may rightly take long and a stream may rightly be quiet (the core's
+    request_timeout bounds a request); a JSON body once begun is bounded by `_body`. No pool
+    timeout either: the upstream's own slots bound what waits for a connection. 0: never."""
+    return httpx2.Timeout(None, connect=network.connect_timeout or None,
+                          write=network.read_timeout or None)
+
+
+def transport_problem(exc: Exception, url: str, network: Network) -> str:
     """What a failed exchange means for the user, and the fix."""
     if isinstance(exc, httpx2.ConnectTimeout):
-        return (f"no connection to {url} within {CONNECT_TIMEOUT:g}s: check that the server "
-                "runs and can be reached")
+        return (f"no connection to {url} within {network.connect_timeout:g}s "
+                "(connect_timeout): check that the server runs and can be reached")
+    if isinstance(exc, httpx2.ReadTimeout):
+        return (f"{url} stopped sending its answer midway: no byte in "
+                f"{network.read_timeout:g}s (read_timeout)")
+    if isinstance(exc, httpx2.WriteTimeout):
+        return (f"{url} stopped taking the request: nothing taken in "
+                f"{network.read_timeout:g}s (read_timeout)")
+    if isinstance(exc, httpx2.ConnectError) and is_certificate_error(exc):
+        return (f"cannot connect to {url}: its TLS certificate is not trusted ({exc}); if it "
+                "comes from a private CA, trust that CA: SSL_CERT_FILE=/path/to/ca.pem")
     if isinstance(exc, httpx2.ConnectError):
         return (f"cannot connect to {url} ({exc}): check that the server runs and the URL "
                 "(host, port) is right")

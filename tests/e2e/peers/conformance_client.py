@@ -11,7 +11,9 @@ step's failure is printed to stderr and the tour goes on; at the end one JSON li
 gives each step's outcome.
 
 Runs under mcp 1.x. Usage (the suite appends the URL):
-  conformance_client.py URL   with $ROSETTA_BRIDGE (the bridge command, JSON array)
+  conformance_client.py URL   with $ROSETTA_BRIDGE (the bridge command, JSON array; `--url URL`
+                              is appended, unless an argument is "{url}": the URL goes there,
+                              for another relay such as mcp-remote)
 """
 
 from __future__ import annotations
@@ -91,10 +93,16 @@ async def step(what: str, action: Any) -> Any:
     return result
 
 
+def relay_command(url: str) -> list[str]:
+    command = json.loads(os.environ["ROSETTA_BRIDGE"])
+    if "{url}" in command:
+        return [url if arg == "{url}" else arg for arg in command]
+    return [*command, "--url", url]
+
+
 async def tour(url: str) -> None:
-    bridge = json.loads(os.environ["ROSETTA_BRIDGE"])
-    params = StdioServerParameters(command=bridge[0], args=[*bridge[1:], "--url", url],
-                                   env=dict(os.environ))
+    command = relay_command(url)
+    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     async with stdio_client(params) as (read, write), ClientSession(
             read, write, elicitation_callback=on_elicit, sampling_callback=on_sample) as session:
         await session.initialize()

@@ -44,6 +44,7 @@ import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from peer_common import (
     FILE_TEXT,
@@ -482,12 +483,19 @@ def make_client(server_cmd: list[str], rec: Recorder, scenario: str) -> Client:
             if name not in DECLARED[scenario]:
                 del hooks[name]
     return Client(
-        tapped(stdio_client(params), rec) if scenario == "restart" else params,
+        tapped(transport_of(params), rec) if scenario == "restart" else params,
         mode=MODERN,  # adopt 2026-07-28 directly: no probe-then-initialize fallback
         cache=None,  # every list goes to the wire, so change notifications are observable
         read_timeout_seconds=SCENARIO_TIMEOUT,
         **hooks,
     )
+
+
+def transport_of(params: StdioServerParameters | str) -> Any:
+    """The transport `Client(params)` would open itself (to tap it)."""
+    if isinstance(params, str):
+        return streamable_http_client(params)
+    return stdio_client(params)
 
 
 async def run(scenario: str, server_cmd: list[str], rec: Recorder) -> int:

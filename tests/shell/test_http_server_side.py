@@ -1,0 +1,141 @@
+"""Where the front's sessions get their server (bridge/shell/http/server_side.py): the shared
+session and every legacy session open theirs from the one `ServerSide` the front was given,
+each with its own log, and stop it when they end; `remote` opens an HTTP upstream that waits
+for its endpoint only for the shared session (a real refused connection on loopback)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+import trio
+import trio.testing
+from structlog.testing import capture_logs
+
+from bridge.core.events import ChildStarted
+from bridge.shell import logs
+from bridge.shell.driver import Driver
+from bridge.shell.http.address import Address
+from bridge.shell.http.front import Front, bind
+from bridge.shell.http.server_side import ServerSide, children, remote
+from bridge.shell.logs import Logger
+from bridge.shell.remote.endpoint import Endpoint
+from bridge.shell.remote.upstream import HttpUpstream
+from bridge.shell.session import SessionSettings, Upstream
+from tests.shell import test_http_front as modern
+from tests.shell.fakes import WAIT, FakeChild, Spawner
+from tests.shell.test_http_front import ScriptedCore
+from tests.shell.test_http_legacy import SESSION, LegacyCore, initialized, post, rpc
+from tests.shell.test_remote_upstream import Recorder
+
+
+@dataclass
+class Opened:
+    shared: bool
+    server: Upstream
+    stopped: bool = False
+
+
+@dataclass
+class Recording:
+    """A `ServerSide` that opens children as the front's own would, and says what it opened:
+    for which session (its log line carries the session's fields) and whether it stopped."""
+
+    inner: ServerSide
+    opened: list[Opened] = field(default_factory=list)
+
+    def __call__(self, driver: Driver, nursery: trio.Nursery, log: Logger, *,
+                 shared: bool = False) -> Upstream:
+        server = self.inner(driver, nursery, log, shared=shared)
+        record = Opened(shared, server)
+        self.opened.append(record)
+        log.info("test.server_opened", shared=shared)
+        stop = server.stop
+
+        async def stopping() -> None:
+            record.stopped = True
+            await stop()
+
+        server.stop = stopping  # type: ignore[method-assign]
+        return server
+
+
+@asynccontextmanager
+async def running() -> AsyncIterator[tuple[Front, Recording, list[Any]]]:
+    spawner = Spawner(lambda nursery: FakeChild(nursery, serving=True))
+    settings = SessionSettings()
+    servers = Recording(children(spawner, settings))
+    listener = bind(Address("127.0.0.1", 0, "/mcp"))
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
+    with capture_logs() as captured, listener:
+        front = Front(ScriptedCore(), servers, Address("127.0.0.1", 0, "/mcp"), logs.logger(),
+                      settings=settings, make_core=LegacyCore)
+        async with trio.open_nursery() as nursery:
+            spawner.nursery = nursery
+            nursery.start_soon(front.run, listener)
+            with trio.fail_after(WAIT):
+                await front.listening.wait()
+            modern.HOST = f"127.0.0.1:{front.port}"
+            yield front, servers, captured
+            front.stop()
+            nursery.cancel_scope.cancel()
+
+
+async def test_the_shared_session_and_each_legacy_session_open_their_own_server_side(
+        autojump_clock: Any) -> None:
+    async with running() as (front, servers, captured):
+        assert [o.shared for o in servers.opened] == [True]  # the shared session's, at once
+        client = modern.Client(await trio.open_tcp_stream("127.0.0.1", front.port))
+        first = await initialized(client)
+        second = await initialized(client)
+        assert [o.shared for o in servers.opened] == [True, False, False]
+        opened = [(e.get("session"), e["shared"]) for e in captured
+                  if e["event"] == "test.server_opened"]
+        assert opened == [(None, True), (1, False), (2, False)]
+        await client.send("DELETE", headers={SESSION: first})
+        assert (await client.whole()).status == 204
+        with trio.fail_after(WAIT):
+            while not servers.opened[1].stopped:
+                await trio.sleep(0.01)
+        assert not servers.opened[2].stopped and not servers.opened[0].stopped
+        assert (await post(client, rpc(1, "tools/list"), second)).status == 200
+        front.stop()
+        with trio.fail_after(WAIT):
+            while not all(o.stopped for o in servers.opened):
+                await trio.sleep(0.01)
+
+
+async def test_remote_opens_an_upstream_that_waits_for_its_server_only_when_shared() -> None:
+    # Nothing listens on the port: a legacy session's upstream starts at once (its client is
+    # told per request); the shared session's waits, saying so once.
+    side = remote(Endpoint(f"http://127.0.0.1:{closed_port()}/mcp"), SessionSettings())
+    own, shared = Recorder(), Recorder()
+    with capture_logs() as captured:
+        async with trio.open_nursery() as nursery:
+            servers = [side(own, nursery, logs.logger()),  # type: ignore[arg-type]
+                       side(shared, nursery, logs.logger(), shared=True)]  # type: ignore[arg-type]
+            assert all(isinstance(server, HttpUpstream) for server in servers)
+            for server in servers:
+                server.serve()
+            with trio.fail_after(WAIT):
+                while not any(e["event"] == "upstream.unreachable" for e in captured):
+                    await trio.sleep(0.01)
+            await trio.sleep(0.5)
+            for server in servers:
+                server.kill_all()
+            nursery.cancel_scope.cancel()
+    assert [type(e) for e in own.events] == [ChildStarted]
+    assert shared.events == []
+    assert [e["event"] for e in captured].count("upstream.unreachable") == 1
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
