@@ -114,7 +114,8 @@ class EnvelopedRequest(ClientRequest):
             return
         kind = result.get("resultType", "complete")
         if kind == "complete":
-            self._end_progress()
+            if self.token is not None:  # most requests want no progress: no call for them
+                host.forget_progress_token(self.token)
             host.relay_result(self, message, result, line)
         elif kind == "input_required" and self.method in ELIGIBLE:
             # From now on an input loop: progress keeps its high-water mark over its rounds.
