@@ -301,7 +301,13 @@ class Bridge:
         if self._phase is PHASE_STOPPED:
             return actions
         try:
-            self._dispatch(event)
+            if type(event) is MessageReceived:  # nearly every event: no frame in between
+                if event.side == CLIENT:
+                    self._on_client_line(event.message)
+                else:
+                    self._on_server(parse_inbound(event.message))
+            else:
+                self._dispatch(event)
         except Exception as exc:  # a bug must cost one message, not the bridge
             ctx.log("error", "bridge.error", error=repr(exc), during=type(event).__name__)
         if self._detour and not self._stopped():
@@ -315,12 +321,8 @@ class Bridge:
     # Events -----------------------------------------------------------------------------
 
     def _dispatch(self, event: Event) -> None:
-        if type(event) is MessageReceived:
-            if event.side == CLIENT:
-                self._on_client_line(event.message)
-            else:
-                self._on_server(parse_inbound(event.message))
-        elif type(event) is TimerFired:
+        """Every event but a message (handle takes those itself)."""
+        if type(event) is TimerFired:
             self._on_timers()
         elif type(event) is MessageTooLarge:
             self._on_too_large(event)

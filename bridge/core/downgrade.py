@@ -128,7 +128,7 @@ def _call_tool_result(result: Message, version: str) -> Message:
         if not any(isinstance(b, dict) and b.get("type") == "text" for b in blocks):
             blocks.append({"type": "text", "text": encode(structured).decode().rstrip("\n")})
         result["content"] = blocks
-    if "content" in result:
+    if "content" in result and version < V2025_06_18:  # later revisions take every block
         result["content"] = _contents_for(result["content"], version)
     return result
 

@@ -62,19 +62,21 @@ class Inbound:
         self,
         kind: Kind,
         message: Any,
+        id: Any = None,
+        line: bytes | None = None,
         *,
         reason: str = "",
-        id: Any = None,
         code: int | None = INVALID_REQUEST,
         items: list[Inbound] | None = None,
     ) -> None:
+        # `id` and `line` positional: parse_inbound's common case passes nothing by keyword.
         self.kind = kind
         self.message = message
-        self.reason = reason
         self.id = id
+        self.line = line
+        self.reason = reason
         self.code = code
         self.items = items
-        self.line: bytes | None = None
 
     def __repr__(self) -> str:
         return f"Inbound({self.kind!r}, {self.message!r}, reason={self.reason!r})"
@@ -125,8 +127,28 @@ def parse_inbound(line: bytes | str, *, batching: bool = False) -> Inbound:
     except DecodeError as exc:
         return _not_json(line, exc)
     if type(message) is dict:  # nearly every line: classified with no call in between
-        if type(message.get("id")) is float:
+        id_ = message.get("id", _NO_ID)
+        id_kind = type(id_)
+        if id_kind is float:
             message = _spelled_object(line, message)
+        elif message.get("jsonrpc") == "2.0":
+            # The three shapes nearly every line has, each given the verdict _classify_object
+            # would give it: a call whose method is a string, whose params (if any) are an
+            # object and whose id (if any) a string or an integer (a bool's type is not int);
+            # a result (an object) with an id and no method or error. Anything else goes
+            # the whole way below.
+            method = message.get("method", _NO_ID)
+            if type(method) is str:
+                params = message.get("params", _NO_ID)
+                if params is _NO_ID or type(params) is dict:
+                    bytes_line = line if type(line) is bytes else None
+                    if id_kind is str or id_kind is int:
+                        return Inbound("request", message, id_, bytes_line)
+                    if id_ is _NO_ID:
+                        return Inbound("notification", message, None, bytes_line)
+            elif method is _NO_ID and id_ is not _NO_ID and type(message.get("result")) is dict \
+                    and "error" not in message:
+                return Inbound("response", message, id_, line if type(line) is bytes else None)
         inbound = _classify_object(message)
     else:
         if _has_float_id(message):

@@ -114,7 +114,8 @@ class EnvelopedRequest(ClientRequest):
             return
         kind = result.get("resultType", "complete")
         if kind == "complete":
-            self._end_progress()
+            if self.token is not None:  # most requests want no progress: no call for them
+                host.forget_progress_token(self.token)
             host.relay_result(self, message, result, line)
         elif kind == "input_required" and self.method in ELIGIBLE:
             # From now on an input loop: progress keeps its high-water mark over its rounds.
@@ -171,6 +172,7 @@ class ModeA:
         self.probe_error = probe.error
         self.contradiction = probe.contradiction  # server_era pinned to modern, wrongly
         self.version = LATEST_LEGACY_VERSION
+        self.client_batching = False  # set with version: read for every client line
         self.initialization = InitializeStep.NEW
         self.initialize_id: WireId | None = None  # while WAITING: the id the initialize came with
         self.initialize_params: Message = {}
@@ -197,10 +199,6 @@ class ModeA:
         self._on_due: dict[Enum, Callable[[Deadline], None]] = {
             Due.REQUEST_TIMEOUT: self.router.on_deadline, **self.inputs.timers(),
             **self.listener.timers()}
-
-    @property
-    def client_batching(self) -> bool:
-        return self.version == BATCHING_VERSION
 
     @property
     def initializing(self) -> bool:
@@ -320,6 +318,7 @@ class ModeA:
         """The client's initialize params, and the revision it is answered with."""
         self.initialize_params = params
         self.version = version
+        self.client_batching = version == BATCHING_VERSION
         caps = params.get("capabilities")
         self.client_caps_legacy = caps if isinstance(caps, dict) else {}
         self.client_caps = client_caps_to_modern(caps)

@@ -86,7 +86,11 @@ class ParkedCall(Exchange):
                  "round_ids", "shipped", "stage", "timed", "token", "url")
 
     def __init__(self, parking: CallOwner, key: str, message: Message, meta: RequestMeta) -> None:
-        Exchange.__init__(self, NO_REQUEST, message["method"])  # one per call: no super()
+        # Exchange's members set directly, not through Exchange.__init__: one call less per call.
+        self.origin = NO_REQUEST
+        self.method = message["method"]
+        self.id = ""
+        self.sent = 0.0
         self.parking = parking
         self.key = key  # names the call in its requestState and its deadlines
         self.stage = CALL_QUEUED

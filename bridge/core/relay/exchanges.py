@@ -45,7 +45,7 @@ class RelayHost(Protocol):
     ctx: Context
     gap: RevisionGap | None
     legacy: LegacySession | None
-    batching: bool
+    client_batching: bool
 
     def untrace(self, call: RelayedTracedCall) -> None:
         """Forget a call's progress token and log level: it is no longer in flight."""
@@ -141,7 +141,7 @@ class RelayedInitialize(_SessionCall):
     def settled(self, result: Message) -> None:
         relay = self.relay
         version = result.get("protocolVersion")
-        relay.batching = version == BATCHING_VERSION
+        relay.client_batching = version == BATCHING_VERSION
         caps = result.get("capabilities")
         relay.legacy = LegacySession(self.params, version if isinstance(version, str) else "",
                                      caps if isinstance(caps, dict) else {})

@@ -74,7 +74,7 @@ class PassThrough:
         self.ctx = ctx
         self.era = era
         self.router = Router(ctx)
-        self.batching = False
+        self.client_batching = False  # a plain attribute: read for every client line
         self.legacy: LegacySession | None = None  # once the client's initialize is answered
         # A restarted legacy server that negotiated a newer revision than the client's: what
         # it sends is shaped for the client's (revision_gap.py).
@@ -98,10 +98,6 @@ class PassThrough:
             Due.REQUEST_TIMEOUT: self.router.expire,
             RelayDue.RESUME: self._resume_unanswered,
         }
-
-    @property
-    def client_batching(self) -> bool:
-        return self.batching
 
     @property
     def resuming(self) -> bool:
@@ -332,7 +328,7 @@ class PassThrough:
     def _resume_legacy(self, session: LegacySession) -> None:
         """Replay the client's own initialize; the rest follows its answer."""
         self.legacy = session
-        self.batching = session.version == BATCHING_VERSION  # as the client negotiated
+        self.client_batching = session.version == BATCHING_VERSION  # as the client negotiated
         self._resuming = True
         self.router.issue(SERVER, "initialize", session.initialize, ReplayedInitialize(self))
         self.ctx.schedule(Deadline(None, RelayDue.RESUME), self.ctx.config.handshake_timeout)
