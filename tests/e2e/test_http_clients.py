@@ -49,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -109,19 +110,28 @@ def front(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     log = tmp_path_factory.mktemp(f"front-{server}") / "front.log"
     cmd = [sys.executable, "-m", "bridge", "serve", "--listen", url, "--",
            *python.peer(f"{server}_server")]
+    with running_front(cmd, port, log):
+        yield Front(url, server, log)
+
+
+@contextlib.contextmanager
+def running_front(cmd: list[str], port: int, log: Path,
+                  env: dict[str, str] | None = None) -> Iterator[None]:
+    """`cmd` (a `serve --listen` on `port`) in a process group of its own, its output in
+    `log`, until it listens; ended with SIGTERM, then SIGKILL for the group."""
     with open(log, "wb") as sink:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink,
                                 stderr=subprocess.STDOUT, cwd=venvs.REPO_ROOT,
-                                start_new_session=True)
+                                start_new_session=True, env={**os.environ, **(env or {})})
     try:
         wait_listening(proc, port, log)
-        yield Front(url, server, log)
+        yield
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 
 

@@ -22,9 +22,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -37,7 +34,8 @@ import pytest
 import venvs
 from remote_peers import free_port, http_server, serving
 from test_daemon import NotifySocket
-from test_http_clients import Front, assert_whole_tour, python_tour, run_peer, wait_listening
+from test_http_clients import Front, assert_whole_tour, python_tour, run_peer, running_front
+from test_http_front import until
 
 ERAS = ("legacy", "modern")
 WAIT = 60.0
@@ -65,20 +63,8 @@ def front_before(url: str, log: Path, *options: str,
     listen = f"http://127.0.0.1:{port}/mcp"
     cmd = [sys.executable, "-m", "bridge", "serve", "--listen", listen, "--url", url,
            "--log-format", "json", *options]
-    with open(log, "wb") as sink:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink,
-                                stderr=subprocess.STDOUT, cwd=venvs.REPO_ROOT,
-                                start_new_session=True, env={**os.environ, **(env or {})})
-    try:
-        wait_listening(proc, port, log)
+    with running_front(cmd, port, log, env):
         yield Front(listen, url, log)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 @pytest.fixture(scope="module", params=ERAS)
@@ -169,13 +155,6 @@ def readiness(front: Front) -> tuple[int, str]:
         return response.status, json.loads(response.read())["status"]
     finally:
         conn.close()
-
-
-def until(predicate: Any, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not predicate():
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.1)
 
 
 def modern_call(front: Front, tool: str, token: str | None = None,
