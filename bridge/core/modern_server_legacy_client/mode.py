@@ -164,7 +164,10 @@ class ModeB:
         if not isinstance(meta, RequestMeta):
             self.ctx.fail(CLIENT, message["id"], meta)
         elif self.phase is _PHASE_READY:
-            self._serve(message, meta)
+            if message["method"] in ELIGIBLE:  # _serve's first case, without its frame
+                self.parking.call(message, meta)
+            else:
+                self._serve(message, meta)
         elif self.phase is HandshakePhase.FAILED:
             self._refuse_unavailable(message["id"])
         else:
