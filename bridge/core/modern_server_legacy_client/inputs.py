@@ -142,7 +142,8 @@ class Parking:
 
     def forget_round(self, request_id: WireId) -> None:
         """A new request reuses `request_id`: it no longer names an earlier round."""
-        self.rounds.pop(typed(request_id), None)
+        # typed(), inline: with calls in flight this runs for every request.
+        self.rounds.pop((type(request_id), request_id), None)
 
     def pump(self) -> None:
         """Start queued calls in order while attribution stays unambiguous."""

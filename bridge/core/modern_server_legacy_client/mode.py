@@ -143,7 +143,14 @@ class ModeB:
         kind = inbound.kind
         message = inbound.message
         if kind == "request":
-            self._on_request(message)
+            if self.parking.rounds:  # no live call, no round to forget: skip the call
+                self.parking.forget_round(message["id"])
+            meta = read_meta(message)
+            if type(meta) is RequestMeta and self.phase is _PHASE_READY \
+                    and message["method"] in ELIGIBLE:
+                self.parking.call(message, meta)  # nearly every request: no frame in between
+            else:
+                self._on_request(message, meta)
         elif kind == "notification":
             if message["method"] == "notifications/cancelled":
                 self._cancel(message.get("params") or {})
@@ -157,17 +164,12 @@ class ModeB:
         else:
             self.ctx.reject(CLIENT, inbound)
 
-    def _on_request(self, message: Message) -> None:
-        if self.parking.rounds:  # no live call, no round to forget: skip the call
-            self.parking.forget_round(message["id"])
-        meta = read_meta(message)
+    def _on_request(self, message: Message, meta: RequestMeta | errors.OwnError) -> None:
+        """A request on_client did not hand to the parking itself, its envelope read."""
         if not isinstance(meta, RequestMeta):
             self.ctx.fail(CLIENT, message["id"], meta)
         elif self.phase is _PHASE_READY:
-            if message["method"] in ELIGIBLE:  # _serve's first case, without its frame
-                self.parking.call(message, meta)
-            else:
-                self._serve(message, meta)
+            self._serve(message, meta)
         elif self.phase is HandshakePhase.FAILED:
             self._refuse_unavailable(message["id"])
         else:
