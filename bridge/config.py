@@ -10,11 +10,11 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from bridge.core.config import CoreConfig
 from bridge.core.eras import LOG_LEVELS
+from bridge.core.record import record
 from bridge.errors import BridgeError, ConfigError
 from bridge.shell.settings import LEVELS, LOG_FORMATS, DaemonConfig, ShellConfig, Timing
 
@@ -22,7 +22,7 @@ Check = Callable[[Any], Any]
 """Returns the value to use, or raises ValueError with what was expected."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Settings:
     core: CoreConfig
     shell: ShellConfig

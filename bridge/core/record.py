@@ -3,20 +3,23 @@ and `dataclass(frozen=True, slots=True)` make them, for a fraction of the cost o
 
 Must not grow into a second `dataclasses`: it takes what the bridge's state types use (fields
 with or without a default, `dataclasses.field(default=...)` or `(default_factory=...)`, methods
-of the class's own), refuses the rest with a TypeError, and makes what they rely on: `__init__`
-with the same positional-or-keyword signature, `__repr__` as dataclasses writes it, `__eq__`
-between instances of the same class, `__slots__`, `__match_args__`; frozen, a `__setattr__`
-and `__delattr__` raising dataclasses.FrozenInstanceError and a `__hash__` of the fields;
-with `__getstate__` and `__setstate__` for copy and pickle; otherwise `__hash__ = None`, as
-dataclasses' `eq=True` gives. A class whose code calls dataclasses' `fields`, `replace` or
-`asdict` on it (or that orjson is to serialize, or that subclasses another) stays a dataclass.
+of the class's own, no base with fields), refuses the rest with a TypeError, and makes what
+they rely on: `__init__` with the same positional-or-keyword signature, `__repr__` as
+dataclasses writes it, `__eq__` between instances of the same class, `__slots__`,
+`__match_args__`; frozen, a `__setattr__` and `__delattr__` raising
+dataclasses.FrozenInstanceError, a `__hash__` of the fields, and `__getstate__` and
+`__setstate__` for copy and pickle; otherwise `__hash__ = None`, as dataclasses' `eq=True`
+gives. `__dataclass_fields__` is made at its first lookup, by dataclasses itself, so
+`dataclasses.fields`, `replace`, `asdict`, `is_dataclass` and orjson take a record as the
+dataclass it stands for (the daemon's reload compares the config types field by field).
 
 Why: in Python 3.11 `dataclasses` generates every method's source and compiles and execs each
 on its own, about six per class: 0.5 ms a slotted class, 1 ms a frozen one on this project's
-machine, and the stdio bridge makes about 25 of them before its first answer. Here only
-`__init__` is compiled (its signature and its stores are the class's own, and it runs for every
-message); the other methods are closures over the class's field names, made without a compile.
-A frozen `__init__` stores through the slots' own descriptors, not `object.__setattr__`.
+machine (4M instructions), and the stdio bridge made about 28 before its first answer. Here
+only `__init__` is compiled (its signature and its stores are the class's own, and it runs for
+every message); the other methods are closures over the class's field names, made without a
+compile. A frozen `__init__` stores through the slots' own descriptors, not
+`object.__setattr__` (0.7-0.8x its instructions).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ def _made(cls: type[T], frozen: bool) -> type[T]:
         namespace["__getstate__"], namespace["__setstate__"] = _state(names, key)
     else:
         namespace["__hash__"] = None
+    namespace["__dataclass_fields__"] = _DataclassFields(frozen)
     metaclass: Any = type(cls)
     made: type[T] = metaclass(cls.__name__, cls.__bases__, namespace)
     made.__qualname__ = cls.__qualname__
@@ -71,6 +75,42 @@ def _made(cls: type[T], frozen: bool) -> type[T]:
     init.__annotations__ = {**{name: own[name] for name in names}, "return": None}
     type.__setattr__(made, "__init__", init)  # a frozen class's own __setattr__ refuses
     return made
+
+
+class _DataclassFields:
+    """A record's `__dataclass_fields__`, made at its first lookup: the fields of a dataclass
+    of the same annotations and defaults (made by dataclasses, then kept on the record), so
+    dataclasses' `fields`, `replace`, `asdict` and `is_dataclass` (and orjson) treat the
+    record as that dataclass, and a record nobody asks about pays nothing for it."""
+
+    def __init__(self, frozen: bool) -> None:
+        self._frozen = frozen
+
+    def __get__(self, instance: object, owner: type) -> dict[str, dataclasses.Field[Any]]:
+        names, defaults = _fields_of_record(owner)
+        own = owner.__dict__["__init__"].__annotations__
+        body: dict[str, Any] = {"__annotations__": {name: own[name] for name in names}}
+        for name, default in defaults.items():
+            body[name] = (dataclasses.field(default_factory=default.default_factory)
+                          if isinstance(default, dataclasses.Field) else default)
+        twin: Any = dataclasses.dataclass(frozen=self._frozen)(type(owner.__name__, (), body))
+        fields: dict[str, dataclasses.Field[Any]] = twin.__dataclass_fields__
+        type.__setattr__(owner, "__dataclass_fields__", fields)  # made once
+        return fields
+
+
+def _fields_of_record(made: type) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """A made record's fields and defaults, from its `__init__`'s signature."""
+    init = made.__dict__["__init__"]
+    names: tuple[str, ...] = made.__dict__["__slots__"]
+    values = init.__defaults__ or ()
+    defaulted = names[len(names) - len(values):]
+    defaults: dict[str, Any] = {}
+    for name, value in zip(defaulted, values, strict=True):
+        factory = init.__globals__.get(f"_factory_{name}")
+        defaults[name] = (dataclasses.field(default_factory=factory) if value is _FACTORY
+                          else value)
+    return names, defaults
 
 
 def _fields(cls: type) -> tuple[tuple[str, ...], dict[str, Any]]:

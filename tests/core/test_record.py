@@ -8,10 +8,13 @@ import inspect
 import pickle
 from dataclasses import FrozenInstanceError, field
 
+import orjson
 import pytest
 
 from bridge.core import events
+from bridge.core.config import CoreConfig
 from bridge.core.record import record
+from bridge.shell.settings import ShellConfig, Timing
 
 
 def twins(frozen: bool) -> tuple[type, type]:
@@ -99,6 +102,26 @@ def test_the_state_types_are_records() -> None:
     assert send == events.Send(side="client", message={"id": 1}, line=None, request=None)
     assert repr(events.Stop(0)) == "Stop(code=0)"
     assert events.ChildStarted() == events.ChildStarted()
-    assert not dataclasses.is_dataclass(events.Send)  # nothing asks dataclasses about it
     exited = events.ChildExited(1, cause="gone", stderr_tail=("a",))
     assert copy.copy(exited) == pickle.loads(pickle.dumps(exited)) == exited
+
+
+def test_dataclasses_and_orjson_take_a_record_as_the_dataclass() -> None:
+    log = events.Log("info", "bridge.started")
+    assert dataclasses.is_dataclass(log)
+    assert [(f.name, f.type) for f in dataclasses.fields(events.Log)] == [
+        ("level", "str"), ("event", "str"), ("fields", "dict[str, object]")]
+    changed = dataclasses.replace(log, event="bridge.stopped")
+    assert changed == events.Log("info", "bridge.stopped") and changed.fields is log.fields
+    assert dataclasses.asdict(events.ChildExited(1)) == {
+        "code": 1, "cause": "", "stderr_tail": (), "went": ""}
+    assert orjson.dumps(events.Stop(3)) == b'{"code":3}'
+
+
+def test_the_config_types_are_records_that_replace_and_fields_still_take() -> None:
+    core = CoreConfig()
+    assert "request_timeout" in {f.name for f in dataclasses.fields(core)}
+    assert dataclasses.replace(core, request_timeout=5.0).request_timeout == 5.0
+    shell = ShellConfig(command=("server",))
+    assert dataclasses.replace(shell, url="http://x/").command == ("server",)
+    assert shell.timing == Timing() and hash(shell) == hash(ShellConfig(command=("server",)))
