@@ -105,6 +105,12 @@ def test_nothing_but_the_first_answer_is_imported_before_it(server_era: str) -> 
     # modules: imported by trio or the core, used by nothing before the first answer
     assert not {"_ssl", "_hashlib", "idna.core", "tempfile", "ctypes.util",
                 "bridge.shell.remote"} & set(early)
+    # the other modes' cores, the daemon's, the HTTP front's and --url's modules
+    modes = ["bridge.core.legacy_server_modern_client.mode", "bridge.core.relay.mode"]
+    own_mode, other_mode = modes if server_era == "modern" else modes[::-1]  # A, or P
+    assert own_mode in early
+    assert not {other_mode, "bridge.core.modern_server_legacy_client", "bridge.shell.daemon",
+                "bridge.shell.http", "bridge.shell.remote", "bridge.check_report"} & set(early)
     everything = early + imports(after)
     assert "structlog" in everything  # loaded after the answer, for the log lines
     assert "structlog.stdlib" in everything  # (so the check above would have seen it)
