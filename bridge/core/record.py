@@ -31,6 +31,7 @@ from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
 
+
 class _Factory:
     def __repr__(self) -> str:
         return "<factory>"  # as dataclasses shows it in a signature
