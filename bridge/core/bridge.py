@@ -11,7 +11,6 @@ from the record the lost one handed over. `handle` never raises; a bug is logged
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final, Literal, Protocol
 
@@ -44,6 +43,7 @@ from bridge.core.jsonrpc import Inbound, parse_inbound, too_long
 from bridge.core.limits import event_for, settle
 from bridge.core.probe import PROBE_WAITING, Probe, ProbeDue
 from bridge.core.provisional import Overturn, Provisional, refused_initialize
+from bridge.core.record import record
 from bridge.core.restarts import Outage, Restarts
 from bridge.core.router import Router
 from bridge.core.states import IllegalMove
@@ -152,7 +152,7 @@ class LifecycleDue(Enum):
     DRAIN = "the drain"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Failure:
     """Why a server that never served cannot be used: every request is answered with it."""
 
