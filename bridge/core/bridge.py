@@ -309,7 +309,21 @@ class Bridge:
             if type(event) is MessageReceived:  # nearly every event: no frame in between
                 lane = self._lane
                 if lane is not None and not self._detour and not self.batches.open:
-                    self._on_lane(lane, event)
+                    # Mode P's steady state: the lane relays what the full path would, with
+                    # no step of the full path's in between, or hands back what it does not
+                    # take. A server's line also waits for no abandoned id and no probe.
+                    if event.side == CLIENT:
+                        inbound = lane.from_client(event.message)
+                        if inbound is not None:
+                            self._to_handler(inbound)
+                    elif self._abandoned or self.probe.state is PROBE_WAITING:
+                        self._on_server(parse_inbound(event.message))
+                    else:
+                        inbound = lane.from_server(event.message, self.probe.id)
+                        if inbound is None:
+                            self._record = RECORD_SERVED
+                        else:
+                            self._on_server(inbound)
                 elif event.side == CLIENT:
                     self._on_client_line(event.message)
                 else:
@@ -343,23 +357,6 @@ class Bridge:
             self._on_peer_closed(event.side, event.gone)
         elif type(event) is ShutdownRequested:
             self._on_shutdown_requested(event.grace)
-
-    def _on_lane(self, lane: RelayLane, event: MessageReceived) -> None:
-        """Mode P's steady state (no detour, no open batch): the lane relays what the full
-        path would with no step of the full path's in between, or hands back what it does
-        not take. A server's message also waits for no abandoned id and no probe."""
-        if event.side == CLIENT:
-            inbound = lane.from_client(event.message)
-            if inbound is not None:
-                self._to_handler(inbound)
-        elif self._abandoned or self.probe.state is PROBE_WAITING:
-            self._on_server(parse_inbound(event.message))
-        else:
-            inbound = lane.from_server(event.message, self.probe.id)
-            if inbound is None:
-                self._record = RECORD_SERVED
-            else:
-                self._on_server(inbound)
 
     def _on_client_line(self, line: bytes) -> None:
         handler = self.handler

@@ -18,19 +18,18 @@ from collections.abc import Callable
 from typing import Protocol
 
 from bridge.core.codec import DecodeError, Message, decode
-from bridge.core.context import Context
 from bridge.core.events import SERVER, Send
 from bridge.core.exchange import Exchange
 from bridge.core.jsonrpc import ABSENT, Inbound, classified, parse_inbound
+from bridge.core.relay.exchanges import RelayedCall, RelayHost
 from bridge.core.router import Router
 
 
-class LaneHost(Protocol):
-    """The relay (`PassThrough`) as its lane sees it: the per-kind methods of its full path."""
+class LaneHost(RelayHost, Protocol):
+    """The relay (`PassThrough`) as its lane sees it: the per-kind methods of its full path
+    (and, as a RelayHost, what its exchanges see)."""
 
-    ctx: Context
     router: Router
-    client_batching: bool
     tracked: dict[str, Callable[[Message], Exchange]]
 
     def call(self, message: Message) -> Exchange:
@@ -42,9 +41,13 @@ class LaneHost(Protocol):
 
 
 class RelayLane:
-    """The steady-state route of one `PassThrough`'s messages."""
+    """The steady-state route of one `PassThrough`'s messages.
 
-    __slots__ = ("ctx", "relay", "router", "to_server")
+    One method per peer, its hot shapes inlined (no call per step): this is the path every
+    relayed call and answer takes, where each Python call costs more than the step it makes.
+    """
+
+    __slots__ = ("ctx", "inline", "relay", "router", "to_server")
 
     def __init__(self, relay: LaneHost) -> None:
         self.relay = relay
@@ -52,6 +55,9 @@ class RelayLane:
         self.router = relay.router
         # The router keeps this dict for its whole life (fail_all empties it in place).
         self.to_server = relay.router.pending[SERVER]
+        # Whether the router's forward and take may be inlined: with no request timeout to
+        # schedule or cancel and no debug line to log (both fixed by the configuration).
+        self.inline = not (relay.router.timed or relay.ctx.log_enabled)
 
     def from_client(self, line: bytes) -> Inbound | None:
         """Relay a client's line; None when done, else its classification, for the full path
@@ -68,7 +74,25 @@ class RelayLane:
                 if params is ABSENT or type(params) is dict:
                     id_kind = type(id_)
                     if id_kind is str or id_kind is int:
-                        self._forward(message, method)
+                        # PassThrough.on_client_request, Router.forward inlined if it may be.
+                        relay = self.relay
+                        track = relay.tracked.get(method)
+                        if track is not None:
+                            exchange = track(message)
+                        elif type(params) is not dict or type(params.get("_meta")) is not dict:
+                            exchange = RelayedCall(id_, method, relay)  # as relay.call makes it
+                        else:
+                            exchange = relay.call(message)
+                        if not self.inline:
+                            self.router.forward(SERVER, message, exchange)
+                            return None
+                        ctx = self.ctx
+                        bid = ctx.mint_id()
+                        exchange.id = bid
+                        exchange.sent = ctx.now
+                        self.to_server[bid] = exchange
+                        message["id"] = bid
+                        ctx.actions.append(Send(SERVER, message, None, None))
                         return None
                     if id_ is ABSENT:
                         self.relay.on_client_notification(message)
@@ -78,21 +102,6 @@ class RelayLane:
                 self.relay.on_client_response(message, line)
                 return None
         return classified(line, message, self.relay.client_batching)
-
-    def _forward(self, message: Message, method: str) -> None:
-        """PassThrough.on_client_request, with Router.forward inlined for the common case."""
-        relay, router, ctx = self.relay, self.router, self.ctx
-        track = relay.tracked.get(method)
-        exchange = relay.call(message) if track is None else track(message)
-        if router.timed or ctx.log_enabled:
-            router.forward(SERVER, message, exchange)
-            return
-        bid = ctx.mint_id()
-        exchange.id = bid
-        exchange.sent = ctx.now
-        self.to_server[bid] = exchange
-        message["id"] = bid
-        ctx.actions.append(Send(SERVER, message, None, None))
 
     def from_server(self, line: bytes, probe_id: str | None) -> Inbound | None:
         """Relay a server's line (`probe_id`: the probe's id, whose late answer is the
@@ -107,7 +116,13 @@ class RelayLane:
             if method is ABSENT:
                 if type(id_) is str and id_ != probe_id \
                         and type(message.get("result")) is dict and "error" not in message:
-                    self._answer(message, id_, line)
+                    # dispatch.from_server's response, Router.take inlined if it may be: an
+                    # id not found (unmatched, or cancelled) is the router's to log.
+                    exchange = self.to_server.pop(id_, None) if self.inline else None
+                    if exchange is None:
+                        exchange = self.router.take(SERVER, message)
+                    if exchange is not None:
+                        exchange.answered(message, line)
                     return None
             elif type(method) is str:
                 params = message.get("params", ABSENT)
@@ -120,15 +135,3 @@ class RelayLane:
                         self.relay.on_server_notification(message)
                         return None
         return classified(line, message)
-
-    def _answer(self, message: Message, id_: str, line: bytes) -> None:
-        """dispatch.from_server's response, with Router.take inlined for the common case."""
-        router = self.router
-        exchange = None
-        if not (router.timed or self.ctx.log_enabled):
-            exchange = self.to_server.pop(id_, None)
-        if exchange is None:  # timed, logged, or unmatched (which take logs)
-            exchange = router.take(SERVER, message)
-            if exchange is None:
-                return
-        exchange.answered(message, line)
