@@ -62,6 +62,8 @@ class RelayLane:
     def from_client(self, line: bytes) -> Inbound | None:
         """Relay a client's line; None when done, else its classification, for the full path
         (not one of the shapes taken here)."""
+        if type(line) is not bytes:  # text (no shell sends it): kept as no Inbound.line
+            return parse_inbound(line, batching=self.relay.client_batching)
         try:
             message = decode(line)
         except DecodeError:
@@ -106,6 +108,8 @@ class RelayLane:
     def from_server(self, line: bytes, probe_id: str | None) -> Inbound | None:
         """Relay a server's line (`probe_id`: the probe's id, whose late answer is the
         lifecycle's); None when done, else its classification, for the full path."""
+        if type(line) is not bytes:  # text (no shell sends it): kept as no Inbound.line
+            return parse_inbound(line)
         try:
             message = decode(line)
         except DecodeError:
