@@ -10,11 +10,11 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from bridge.core.config import CoreConfig
 from bridge.core.eras import LOG_LEVELS
+from bridge.core.record import record
 from bridge.errors import BridgeError, ConfigError
 from bridge.shell.settings import LEVELS, LOG_FORMATS, DaemonConfig, ShellConfig, Timing
 
@@ -22,7 +22,7 @@ Check = Callable[[Any], Any]
 """Returns the value to use, or raises ValueError with what was expected."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Settings:
     core: CoreConfig
     shell: ShellConfig
@@ -42,7 +42,10 @@ def choice(*options: str) -> Check:
 _SECONDS_PER = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _BYTES_PER = {"": 1, "b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3,
               "kb": 1000, "mb": 1000**2, "gb": 1000**3}
-_AMOUNT = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", re.IGNORECASE)
+# The patterns of this module are strings, compiled (and cached) by `re` at their first use:
+# most starts read no duration, size or header, and each compile at import is about 1M
+# instructions of the start.
+_AMOUNT = r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*"
 DURATIONS = "seconds >= 0 as a number or with a unit: 5, 1.5s, 250ms, 2m, 1h"
 SIZES = "bytes as an integer >= 1 or with a unit: 1000000, 512KiB, 64MiB, 1GiB (or kB, MB, GB)"
 
@@ -53,7 +56,7 @@ def _amount(value: Any, units: Mapping[str, float], bare: str) -> float | None:
         return None
     if isinstance(value, int | float):
         return float(value)
-    match = _AMOUNT.fullmatch(value) if isinstance(value, str) else None
+    match = re.fullmatch(_AMOUNT, value, re.IGNORECASE) if isinstance(value, str) else None
     if match is None:
         return None
     per = units.get(match[2].lower() or bare)
@@ -184,12 +187,12 @@ def server_url(value: Any) -> str:
     return str(value)
 
 
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §5.6.2: a token
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_HEADER_NAME = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"  # RFC 9110 §5.6.2: a token (compiled at first use)
+_VARIABLE = r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}"
 
 
 def header_name(value: Any) -> str:
-    if not isinstance(value, str) or not _HEADER_NAME.fullmatch(value):
+    if not isinstance(value, str) or not re.fullmatch(_HEADER_NAME, value):
         raise ValueError("expected a header name (letters, digits, '-')")
     return value
 
@@ -227,7 +230,7 @@ def with_environment(headers: tuple[tuple[str, str], ...],
                                   f"environment; export it, or give the value itself")
             return found
 
-        return _VARIABLE.sub(variable, text)
+        return re.sub(_VARIABLE, variable, text)
 
     return tuple((name, value(name, text)) for name, text in headers)
 

@@ -4,16 +4,27 @@ bridge.cli.
 Must not import anything before it knows the command (a client config launches `connect` for
 every session, which pays each import at its start), nor parse more than `connect ADDRESS`:
 every other form of connect (--help, a flag, no address) goes to bridge.cli's parser as before.
+The garbage collector is paused for the start-up from here (bridge/collector.py), and on again
+whatever way the command ends.
 """
 
 from __future__ import annotations
 
 import sys
 
+from bridge import collector
+
 
 def main(argv: list[str] | None = None) -> int:
     """What the `mcp-rosetta` command runs (bridge/mcp-rosetta); returns the exit status."""
-    args = sys.argv[1:] if argv is None else list(argv)
+    collector.pause()
+    try:
+        return _command(sys.argv[1:] if argv is None else list(argv))
+    finally:  # an error, an early exit, a command that never resumed it
+        collector.resume()
+
+
+def _command(args: list[str]) -> int:
     # What argparse takes as `connect ADDRESS` when ADDRESS does not look like a flag.
     if len(args) == 2 and args[0] == "connect" and not args[1].startswith("-"):
         return _connect(args[1])
@@ -26,6 +37,7 @@ def _connect(address: str) -> int:
     from bridge.errors import BridgeError
     from bridge.shell.connect import run_connect
 
+    collector.resume()
     try:
         return run_connect(address)
     except BridgeError as exc:  # told as bridge.cli.main tells it

@@ -11,9 +11,8 @@ from the record the lost one handed over. `handle` never raises; a bug is logged
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from bridge.core import errors
 from bridge.core.batch import Batches
@@ -44,11 +43,15 @@ from bridge.core.jsonrpc import Inbound, parse_inbound, too_long
 from bridge.core.limits import event_for, settle
 from bridge.core.probe import PROBE_WAITING, Probe, ProbeDue
 from bridge.core.provisional import Overturn, Provisional, refused_initialize
+from bridge.core.record import record
 from bridge.core.restarts import Outage, Restarts
 from bridge.core.router import Router
 from bridge.core.states import IllegalMove
 from bridge.core.timers import Deadline, Timers
 from bridge.core.waiting import HeldDue, Waiting
+
+if TYPE_CHECKING:
+    from bridge.core.relay.lane import RelayLane
 
 EX_OK = 0
 EX_UNAVAILABLE = 69
@@ -152,7 +155,7 @@ class LifecycleDue(Enum):
     DRAIN = "the drain"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Failure:
     """Why a server that never served cannot be used: every request is answered with it."""
 
@@ -229,6 +232,8 @@ class Bridge:
         # way (not OPEN, held for a resuming handler, or a provisional verdict keeping a copy
         # of each).
         self._detour = False
+        # Mode P's one-step route (relay/lane.py), while its PassThrough is the handler.
+        self._lane: RelayLane | None = None
         # By the deadline's kind; each handler takes its owner (a held request's number, or
         # None for the deadlines that exist once).
         self._on_due: dict[Enum, Callable[[Any], None]] = {
@@ -302,7 +307,24 @@ class Bridge:
             return actions
         try:
             if type(event) is MessageReceived:  # nearly every event: no frame in between
-                if event.side == CLIENT:
+                lane = self._lane
+                if lane is not None and not self._detour and not self.batches.open:
+                    # Mode P's steady state: the lane relays what the full path would, with
+                    # no step of the full path's in between, or hands back what it does not
+                    # take. A server's line also waits for no abandoned id and no probe.
+                    if event.side == CLIENT:
+                        inbound = lane.from_client(event.message)
+                        if inbound is not None:
+                            self._to_handler(inbound)
+                    elif self._abandoned or self.probe.state is PROBE_WAITING:
+                        self._on_server(parse_inbound(event.message))
+                    else:
+                        inbound = lane.from_server(event.message, self.probe.id)
+                        if inbound is None:
+                            self._record = RECORD_SERVED
+                        else:
+                            self._on_server(inbound)
+                elif event.side == CLIENT:
                     self._on_client_line(event.message)
                 else:
                     self._on_server(parse_inbound(event.message))
@@ -342,6 +364,14 @@ class Bridge:
         if handler is not None and inbound.kind in _SINGLE and not self.batches.open \
                 and not self._detour:
             handler.on_client(inbound)  # nearly every message: one call, no detour
+        else:
+            self._on_client(inbound)
+
+    def _to_handler(self, inbound: Inbound) -> None:
+        """A client message the lane handed back (as `_on_client_line` routes it)."""
+        if inbound.kind in _SINGLE:
+            assert self.handler is not None
+            self.handler.on_client(inbound)
         else:
             self._on_client(inbound)
 
@@ -584,6 +614,7 @@ class Bridge:
     def _drop_handler(self) -> None:
         """The handler goes, and its timers with it; client messages are held again."""
         self.handler = None
+        self._lane = None
         self._move_intake(Intake.HELD)
         self.ctx.timers = Timers()
 
@@ -773,7 +804,9 @@ class Bridge:
         if client_era == server_era:
             from bridge.core.relay.mode import PassThrough
 
-            return PassThrough(self.ctx, server_era)
+            relay = PassThrough(self.ctx, server_era)
+            self._lane = relay.lane
+            return relay
         if client_era == "legacy":
             from bridge.core.legacy_server_modern_client.mode import ModeA
 

@@ -140,7 +140,7 @@ _MOST_NEGATIVE = -float(2**63)
 def decode(line: bytes | str) -> object:
     """Parse one JSON value, raising DecodeError (only) when it is not valid JSON, or TooDeep
     (a DecodeError) when it nests deeper than MAX_DEPTH."""
-    if orjson is None or not isinstance(line, bytes):
+    if type(line) is not bytes or orjson is None:  # a type test: no call, every line
         return _stdlib_loads(line)
     try:
         value = orjson.loads(line)

@@ -5,11 +5,12 @@ Must not read files or the environment: bridge/config.py builds this from TOML a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from bridge import __version__
 from bridge.core.codec import Message
+from bridge.core.record import record
 
 ServerEra = Literal["auto", "modern", "legacy"]
 
@@ -19,7 +20,7 @@ def default_bridge_info() -> Message:
     return {"name": "mcp-rosetta", "version": __version__}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class CoreConfig:
     server_era: ServerEra = "auto"
     """auto: probe with server/discover (stdio.mdx §Backward Compatibility); else pin it."""

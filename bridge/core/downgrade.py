@@ -9,25 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bridge.core.codec import Message, encode
-from bridge.core.envelope import drop_meta_keys
 from bridge.core.eras import MODERN_RESULT_META_KEYS, V2025_03_26, V2025_06_18, V2025_11_25
-
-# Fields only a modern result carries (basic/index.mdx §ResultType, caching.mdx).
-MODERN_RESULT_FIELDS = ("resultType", "ttlMs", "cacheScope")
-
-
-def strip_modern_result(result: Message) -> Message:
-    """`result` without resultType, cache hints and modern `_meta` keys (a shallow copy).
-
-    The copy is made only of the top level, so the per-result cost stays small.
-    """
-    out = dict(result)
-    for key in MODERN_RESULT_FIELDS:
-        out.pop(key, None)
-    meta = out.get("_meta")
-    if isinstance(meta, dict) and not MODERN_RESULT_META_KEYS.isdisjoint(meta):
-        drop_meta_keys(out, MODERN_RESULT_META_KEYS)
-    return out
 
 
 def implementation_for(info: Message, version: str) -> Message:
@@ -157,8 +139,30 @@ _BY_METHOD: dict[str, Callable[[Message, str], Message]] = {
 
 
 def result_for_legacy(result: Message, method: str | None, version: str) -> Message:
-    """A modern result as a legacy server of revision `version` would have sent it."""
-    out = strip_modern_result(result)
+    """A modern result as a legacy server of revision `version` would have sent it: without
+    resultType, cache hints and modern `_meta` keys, and with the method's own fields fit
+    for `version`. One shallow copy of the top level, from which the few members that can
+    be modern are deleted (a `_meta` copied only if it keeps keys of its own): the result's
+    bulk, its content, is never rebuilt unless the revision needs it changed."""
+    out = result.copy()
+    # The fields only a modern result carries (basic/index.mdx §ResultType, caching.mdx),
+    # one test each: a copy and three pops cost twice as much.
+    if "resultType" in out:
+        del out["resultType"]
+    if "ttlMs" in out:
+        del out["ttlMs"]
+    if "cacheScope" in out:
+        del out["cacheScope"]
+    meta = out.get("_meta")
+    if isinstance(meta, dict) and not MODERN_RESULT_META_KEYS.isdisjoint(meta):
+        if MODERN_RESULT_META_KEYS.issuperset(meta):  # most often serverInfo alone
+            del out["_meta"]
+        else:  # the original `_meta` is never changed
+            out["_meta"] = {k: v for k, v in meta.items() if k not in MODERN_RESULT_META_KEYS}
+    if method == "tools/call":  # the common result: shaped only if it can need it
+        if "structuredContent" in out or version < V2025_06_18:
+            return _call_tool_result(out, version)
+        return out
     by_method = _BY_METHOD.get(method) if method is not None else None
     return by_method(out, version) if by_method is not None else out
 

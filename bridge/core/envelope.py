@@ -7,6 +7,8 @@ by shallow copy, so fields the bridge does not know pass through unchanged.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from bridge.core.codec import Message
 from bridge.core.eras import (
     ENVELOPE_KEYS,
@@ -26,6 +28,54 @@ MRTR_PARAMS = ("inputResponses", "requestState")
 _REPLACED = ENVELOPE_KEYS | {"progressToken"}
 
 
+@dataclass(frozen=True, slots=True)
+class EnvelopeStamp:
+    """The modern envelope one session stamps on its requests, built once: the protocol
+    version, capabilities, client info and log level a legacy session sends are the same for
+    each of its requests until the session changes them (basic/index.mdx §_meta "Per-request
+    protocol fields"), so each request costs one copy of `members`, not a `_meta` built key by
+    key. Build one with `envelope_stamp`."""
+
+    members: Message  # the envelope's `_meta` members, in the order they are stamped
+    keeps_level: bool  # whether a log level is stamped; if not, a client's own one goes
+
+    def stamp(self, params: Message | None) -> Message:
+        """`params` (created if absent, never changed) with a `_meta` that carries the envelope.
+
+        The client's own `_meta` keys (progressToken, trace context) are kept; envelope keys it
+        sent are replaced, since the bridge is the modern client here (basic/index.mdx §_meta).
+        """
+        if params is None:
+            return {"_meta": self.members.copy()}
+        new_params = params.copy()
+        old_meta = params.get("_meta")
+        if isinstance(old_meta, dict):  # an envelope key the client sent keeps its place
+            meta = {**old_meta, **self.members}
+            if not self.keeps_level:
+                meta.pop(META_LOG_LEVEL, None)
+            new_params["_meta"] = meta
+        else:  # most legacy requests carry no `_meta`
+            new_params["_meta"] = self.members.copy()
+        return new_params
+
+
+def envelope_stamp(
+    *,
+    client_capabilities: Message,
+    client_info: Message | None = None,
+    log_level: str | None = None,
+    version: str = MODERN_PROTOCOL_VERSION,
+) -> EnvelopeStamp:
+    """The envelope of requests from a client with these capabilities, info and log level."""
+    members: Message = {META_PROTOCOL_VERSION: version,
+                        META_CLIENT_CAPABILITIES: client_capabilities}
+    if client_info is not None:
+        members[META_CLIENT_INFO] = client_info
+    if log_level is not None:
+        members[META_LOG_LEVEL] = log_level
+    return EnvelopeStamp(members, log_level is not None)
+
+
 def stamp_envelope(
     params: Message | None,
     *,
@@ -34,24 +84,10 @@ def stamp_envelope(
     log_level: str | None = None,
     version: str = MODERN_PROTOCOL_VERSION,
 ) -> Message:
-    """`params` (created if absent) with a `_meta` that carries the modern envelope.
-
-    The client's own `_meta` keys (progressToken, trace context) are kept; envelope keys it
-    sent are replaced, since the bridge is the modern client here (basic/index.mdx §_meta).
-    """
-    new_params = {} if params is None else dict(params)
-    old_meta = new_params.get("_meta")
-    meta = dict(old_meta) if isinstance(old_meta, dict) else {}
-    meta[META_PROTOCOL_VERSION] = version
-    meta[META_CLIENT_CAPABILITIES] = client_capabilities
-    if client_info is not None:
-        meta[META_CLIENT_INFO] = client_info
-    if log_level is not None:
-        meta[META_LOG_LEVEL] = log_level
-    else:
-        meta.pop(META_LOG_LEVEL, None)
-    new_params["_meta"] = meta
-    return new_params
+    """`params` (created if absent) with a `_meta` that carries the modern envelope, as
+    `EnvelopeStamp.stamp` gives it (for a request whose session keeps no stamp)."""
+    return envelope_stamp(client_capabilities=client_capabilities, client_info=client_info,
+                          log_level=log_level, version=version).stamp(params)
 
 
 def legacy_context(
@@ -75,7 +111,7 @@ def legacy_context(
         for key in MRTR_PARAMS:
             new_params.pop(key, None)
     meta = new_params.get("_meta")
-    if isinstance(meta, dict):  # drop_meta_keys, inline: a modern request always has one
+    if isinstance(meta, dict):  # a modern request always has one
         dropped = ENVELOPE_KEYS if progress_token is None else _REPLACED
         if dropped.issuperset(meta):  # most often the envelope alone: no copy to build
             del new_params["_meta"]
@@ -90,16 +126,6 @@ def legacy_context(
     if method == "completion/complete" and version < "2025-06-18":
         new_params.pop("context", None)  # TRANSLATION.md §10.2
     return new_params
-
-
-def drop_meta_keys(message: Message, keys: frozenset[str]) -> None:
-    """Give `message` (the caller's own copy) a `_meta` without `keys`, or none if that
-    leaves it empty; the original `_meta` dict is never changed."""
-    kept = {k: v for k, v in message["_meta"].items() if k not in keys}
-    if kept:
-        message["_meta"] = kept
-    else:
-        del message["_meta"]
 
 
 def build_request(

@@ -7,8 +7,6 @@ Codes: JSON-RPC 2.0 §5.1 and the revision's `schema.ts` (`eras.py` names them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from bridge.core.codec import Message
 from bridge.core.eras import (
     INTERNAL_ERROR,
@@ -20,12 +18,13 @@ from bridge.core.eras import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from bridge.core.jsonrpc import WireId
+from bridge.core.record import record
 
 # The `data` of an error the bridge makes itself (TRANSLATION.md §3.4).
 SOURCE: Message = {"source": "mcp-rosetta"}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class OwnError:
     """A JSON-RPC error object of the bridge's own making."""
 

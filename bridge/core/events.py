@@ -5,11 +5,12 @@ Must not contain behaviour: these are plain records passed between the shell and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from bridge.core.codec import Message
 from bridge.core.jsonrpc import WireId
+from bridge.core.record import record
 
 Side = Literal["client", "server"]
 CLIENT: Side = "client"
@@ -22,7 +23,7 @@ SERVER: Side = "server"
 # The two records made for every message (MessageReceived in, Send out) are not frozen: a
 # frozen dataclass's __init__ costs twice as much (object.__setattr__ per field), on the
 # hottest path there is. Nothing mutates them either way.
-@dataclass(slots=True)
+@record()
 class MessageReceived:
     """A peer wrote one line (raw bytes, without the newline)."""
 
@@ -30,7 +31,7 @@ class MessageReceived:
     message: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class MessageTooLarge:
     """A peer wrote a line longer than `limit` bytes; the shell discarded it as it streamed in.
 
@@ -44,12 +45,12 @@ class MessageTooLarge:
     tail: bytes = b""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ChildStarted:
     """The server process is running and its pipes are open."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ChildExited:
     """The server process ended with `code` (negative: killed by that signal), or could not
     be started at all (126 not executable, 127 not found, as a shell reports them).
@@ -68,7 +69,7 @@ class ChildExited:
     went: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class PeerClosed:
     """A peer closed its output: the client's stdin or the server's stdout reached EOF.
 
@@ -80,12 +81,12 @@ class PeerClosed:
     gone: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class TimerFired:
     """The deadline `next_deadline()` gave has passed."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ShutdownRequested:
     """A signal (SIGTERM, SIGINT) asked the bridge to stop.
 
@@ -103,7 +104,7 @@ Event = (MessageReceived | MessageTooLarge | ChildStarted | ChildExited | PeerCl
 # Actions ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Spliced:
     """A peer's line with a few edits made (splice.py), as the pieces that make it up: views
     of that line and the edited bytes, the newline last. The shell writes them with one
@@ -115,7 +116,7 @@ class Spliced:
         return b"".join(self.pieces)
 
 
-@dataclass(slots=True)
+@record()
 class Send:
     """Write `message` (a JSON-RPC object, or a list for a 2025-03-26 batch) to `side`.
 
@@ -137,7 +138,7 @@ class Send:
     request: WireId | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Log:
     """Emit a structured log event named `subject.verb`."""
 
@@ -146,24 +147,24 @@ class Log:
     fields: dict[str, object] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class RestartChild:
     """Stop the server process if it runs and start a fresh one; ChildStarted follows."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class NotifyReady:
     """Tell the service manager the bridge is serving (systemd READY=1)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Status:
     """Tell the service manager what the bridge is doing (systemd STATUS=)."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Stop:
     """Shut down: close the child's stdin, wait, SIGTERM, SIGKILL; then exit with `code`."""
 

@@ -9,7 +9,7 @@ keeps nothing but its open listen streams (each request carries the rest).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from bridge.core.capabilities import LIST_CHANGES, has_flag
 from bridge.core.codec import Message
@@ -17,9 +17,10 @@ from bridge.core.context import Context
 from bridge.core.eras import META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT
 from bridge.core.jsonrpc import Inbound, WireId, notification
+from bridge.core.record import record
 
 
-@dataclass(slots=True)
+@record()
 class LegacySession:
     """What a legacy client settled with the server it had (lifecycle.mdx)."""
 
@@ -37,7 +38,7 @@ class LegacySession:
     """The URIs of its resources/subscribe that succeeded and were not unsubscribed."""
 
 
-@dataclass(slots=True)
+@record()
 class ListenStream:
     """A modern client's open subscriptions/listen request (subscriptions.mdx)."""
 
@@ -47,7 +48,7 @@ class ListenStream:
     """The filter its acknowledgement named, once the client has one (it gets only one)."""
 
 
-@dataclass(slots=True)
+@record()
 class ModernSession:
     """What a modern client keeps open at the server."""
 
@@ -57,7 +58,7 @@ class ModernSession:
 ClientSession = LegacySession | ModernSession
 
 
-@dataclass(slots=True)
+@record()
 class Handover:
     """What a handler leaves when its server is lost."""
 

@@ -33,7 +33,8 @@ TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels (mcp-rosetta's limit)"
 # for any id written before the params, and a bounded cost whatever the line's length.
 _SALVAGE_BYTES = 65536
 
-_NO_ID: Final = object()
+# A member's default in `message.get`, told apart from any JSON value (null included).
+ABSENT: Final = object()
 
 
 class Inbound:
@@ -127,28 +128,35 @@ def parse_inbound(line: bytes | str, *, batching: bool = False) -> Inbound:
     except DecodeError as exc:
         return _not_json(line, exc)
     if type(message) is dict:  # nearly every line: classified with no call in between
-        id_ = message.get("id", _NO_ID)
+        id_ = message.get("id", ABSENT)
         id_kind = type(id_)
-        if id_kind is float:
-            message = _spelled_object(line, message)
-        elif message.get("jsonrpc") == "2.0":
+        if id_kind is not float and message.get("jsonrpc") == "2.0":
             # The three shapes nearly every line has, each given the verdict _classify_object
             # would give it: a call whose method is a string, whose params (if any) are an
             # object and whose id (if any) a string or an integer (a bool's type is not int);
             # a result (an object) with an id and no method or error. Anything else goes
-            # the whole way below.
-            method = message.get("method", _NO_ID)
+            # the whole way (`classified`). relay/lane.py reads the same shapes.
+            method = message.get("method", ABSENT)
             if type(method) is str:
-                params = message.get("params", _NO_ID)
-                if params is _NO_ID or type(params) is dict:
+                params = message.get("params", ABSENT)
+                if params is ABSENT or type(params) is dict:
                     bytes_line = line if type(line) is bytes else None
                     if id_kind is str or id_kind is int:
                         return Inbound("request", message, id_, bytes_line)
-                    if id_ is _NO_ID:
+                    if id_ is ABSENT:
                         return Inbound("notification", message, None, bytes_line)
-            elif method is _NO_ID and id_ is not _NO_ID and type(message.get("result")) is dict \
+            elif method is ABSENT and id_ is not ABSENT and type(message.get("result")) is dict \
                     and "error" not in message:
                 return Inbound("response", message, id_, line if type(line) is bytes else None)
+    return classified(line, message, batching)
+
+
+def classified(line: bytes | str, message: object, batching: bool = False) -> Inbound:
+    """The whole classification of `message`, decoded from `line` (parse_inbound's verdict
+    on any value, common shape or not)."""
+    if type(message) is dict:
+        if type(message.get("id")) is float:
+            message = _spelled_object(line, message)
         inbound = _classify_object(message)
     else:
         if _has_float_id(message):
@@ -306,8 +314,8 @@ def _classify_element(message: object) -> Inbound:
 def _classify_object(message: Message) -> Inbound:
     # Response-shaped (result or error, no method): never answered, even when malformed.
     # Every other malformed object is an Invalid Request, answered under its id if it has one.
-    method = message.get("method", _NO_ID)
-    if method is _NO_ID:
+    method = message.get("method", ABSENT)
+    if method is ABSENT:
         if "result" in message or "error" in message:
             if message.get("jsonrpc") != "2.0":
                 return _bad_response(message, 'missing "jsonrpc": "2.0"')
@@ -323,13 +331,13 @@ def _classify_object(message: Message) -> Inbound:
 def _classify_call(message: Message, method: object) -> Inbound:
     if type(method) is not str:
         return _invalid(message, "method must be a string")
-    params = message.get("params", _NO_ID)
-    if params is not _NO_ID and type(params) is not dict:
+    params = message.get("params", ABSENT)
+    if params is not ABSENT and type(params) is not dict:
         # JSON-RPC allows an array, MCP only an object: invalid params; else invalid request.
         code = INVALID_PARAMS if isinstance(params, list) else INVALID_REQUEST
         return _invalid(message, "params must be an object", code)
-    id_ = message.get("id", _NO_ID)
-    if id_ is _NO_ID:
+    id_ = message.get("id", ABSENT)
+    if id_ is ABSENT:
         return Inbound("notification", message)
     kind = type(id_)
     if kind is not str and kind is not int and not is_request_id(id_):
@@ -338,8 +346,8 @@ def _classify_call(message: Message, method: object) -> Inbound:
 
 
 def _classify_response(message: Message) -> Inbound:
-    result = message.get("result", _NO_ID)
-    if result is not _NO_ID:
+    result = message.get("result", ABSENT)
+    if result is not ABSENT:
         if "error" in message:
             return _bad_response(message, "a response needs exactly one of result, error")
         if type(result) is not dict:
@@ -348,8 +356,8 @@ def _classify_response(message: Message) -> Inbound:
     elif not _is_error_object(message["error"]):
         return _bad_response(message, "error must be an object with an integer code") \
             if "id" in message else _bad_response(message, "a response needs an id")
-    id_ = message.get("id", _NO_ID)
-    if id_ is _NO_ID:
+    id_ = message.get("id", ABSENT)
+    if id_ is ABSENT:
         return _bad_response(message, "a response needs an id")
     return Inbound("response", message, id=id_)
 

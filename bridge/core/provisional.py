@@ -9,20 +9,19 @@ is only slow to start answers the probe later, and then its era is known for cer
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from bridge.core.codec import Message
 from bridge.core.eras import MODERN_PROTOCOL_VERSION, UNSUPPORTED_PROTOCOL_VERSION
 from bridge.core.events import CLIENT, Action, Send
 from bridge.core.handover import ClientSession
 from bridge.core.jsonrpc import Inbound, TypedId, is_request_id, typed_id
+from bridge.core.record import record
 
 # Client messages kept at most; past it the verdict is taken as final (a server silent for
 # that long while a client talks to it is not a slow modern server).
 KEEP_AT_MOST = 1024
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Overturn:
     """A late answer showed the server is modern: with its DiscoverResult or modern error,
     or with neither (only a -32022 naming the modern version: ask server/discover again)."""

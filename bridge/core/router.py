@@ -165,7 +165,8 @@ class Router:
     def fail_all(self, reason: str, data: Message | None = None) -> None:
         """The server is gone: every exchange waiting on it is `lost`, so whoever waits gets
         `reason` (`data`, default: the bridge as the source, gains the method)."""
-        exchanges = self.pending[SERVER]
-        self.pending[SERVER] = {}
-        for exchange in exchanges.values():
+        pending = self.pending[SERVER]
+        exchanges = list(pending.values())
+        pending.clear()  # in place: relay/lane.py holds this dict
+        for exchange in exchanges:
             exchange.lost(self.ctx, reason, data)

@@ -32,7 +32,7 @@ def result_for_modern(result: Message, method: str | None,
     bridge's values replace them, and cache hints go from results of methods that have none
     (server/utilities/caching.mdx names the six that do).
     """
-    out = dict(result)
+    out = result.copy()
     out["resultType"] = "complete"  # a legacy result is always whole (basic/index.mdx)
     if method in CACHEABLE:
         out["ttlMs"] = ttl_ms

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 
 import trio
 
+from bridge import collector
 from bridge.config import Settings
 from bridge.errors import BridgeError
 from bridge.shell import logs
@@ -40,6 +41,7 @@ def run_daemon(settings: Settings, reload: Reload) -> int:
     with listening(settings.daemon) as listener:
         daemon = Daemon(settings, log, Notifier(log), watchdog=watchdog_interval())
         trio.run(_main, daemon, listener, reload, orphans, log)
+    log.debug("collector.reported", **collector.state())
     return 0
 
 

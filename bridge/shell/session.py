@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 from typing import Protocol
 
 import trio
 
 from bridge.core.events import CLIENT, PeerClosed, ShutdownRequested, TimerFired
+from bridge.core.record import record
 from bridge.errors import ServerUnavailable
 from bridge.shell.child import Child
 from bridge.shell.driver import Core, Driver
@@ -35,7 +36,7 @@ from bridge.shell.supervisor import Spawn, Supervisor
 from bridge.shell.transcript import Transcript
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class SessionSettings:
     timing: Timing = field(default_factory=Timing)
     max_message_bytes: int = 64 * 1024 * 1024

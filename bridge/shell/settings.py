@@ -6,14 +6,16 @@ cheap to import: the command line reads it before the server is started.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from bridge.core.record import record
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 """The bridge's own log levels, by their structlog/stdlib numbers."""
 LOG_FORMATS = ("auto", "json", "console")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Timing:
     shutdown_grace: float = 2.0
     """Seconds from closing the child's stdin to SIGTERM."""
@@ -24,7 +26,7 @@ class Timing:
     is dropped (as long as it keeps reading, everything is delivered)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ShellConfig:
     command: tuple[str, ...] = ()
     """The server command and its arguments."""
@@ -62,7 +64,7 @@ class ShellConfig:
     """The configuration file these settings came from, if any (named in the first log line)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class DaemonConfig:
     """What only `mcp-rosetta serve` reads: where it listens, and how many sessions it takes."""
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+
+from bridge.core.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ProtocolFds:
     """Private duplicates of the original stdin and stdout (not inherited by children)."""
 

@@ -1,4 +1,5 @@
-"""The benchmark command: `python tests/benchmarks/bench.py [--quick] [--reps N] [--uplift CLI]`.
+"""The benchmark command: `python tests/benchmarks/bench.py [--quick] [--reps N] [--uplift CLI]
+[--installed VENV]`.
 
 Must not assert anything or run under pytest: it runs every configuration once per
 repetition, interleaved (rotating the order) so a noisy machine spreads its noise evenly,
@@ -40,9 +41,26 @@ def server(era: str) -> list[str]:
     return [PY, SERVER, era]
 
 
+def installed(venv: str) -> None:
+    """Spawn everything with `venv`'s interpreter, and the bridge as its `mcp-rosetta`: what a
+    user runs. In the checkout's own venv every interpreter (the server's too) first imports
+    the editable install's finder, which an installed bridge does not."""
+    global PY, BRIDGE
+    PY = os.path.join(venv, "bin", "python")
+    BRIDGE = [os.path.join(venv, "bin", "mcp-rosetta")]
+    for path in (PY, BRIDGE[0]):
+        if not os.access(path, os.X_OK):
+            raise SystemExit(f"bench.py: {path} is not there: make the venv with "
+                             "`python -m venv VENV && VENV/bin/pip install .`")
+
+
+BRIDGE = [PY, "-m", "bridge"]
+"""How the bridge is started: this checkout's, unless --installed names a venv."""
+
+
 def configurations(uplift: list[str] | None = None) -> dict[str, tuple[list[str], str]]:
     """name -> (command to spawn, the client's era); `uplift` runs beside B if given."""
-    bridge = [PY, "-m", "bridge", "--log-level", "warning", "--"]
+    bridge = [*BRIDGE, "--log-level", "warning", "--"]
     configs: dict[str, tuple[list[str], str]] = {}
     for era in ("legacy", "modern"):
         configs[f"direct-{era}"] = (server(era), era)
@@ -148,15 +166,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--uplift", metavar="CLI", default=os.environ.get(
         "MCP_ROSETTA_BENCH_UPLIFT"), help="mcp-uplift's src/cli.js, to run beside B "
         "(default: $MCP_ROSETTA_BENCH_UPLIFT; skipped without it)")
+    parser.add_argument("--installed", metavar="VENV", help="run the servers, relays and "
+                        "bridge of VENV, where `pip install .` put the bridge (default: this "
+                        "checkout's, with this interpreter)")
     args = parser.parse_args(argv)
     reps = args.reps or (3 if args.quick else 7)
+    if args.installed:
+        installed(args.installed)
     compile_bridge()
     uplift, said = uplift_command(args.uplift)
     print(said, file=sys.stderr, flush=True)
     runs = run_all(reps, QUICK if args.quick else FULL, uplift)
     rows = {name: pool(figures) for name, figures in runs.items()}
     print(f"mcp-rosetta benchmark: {reps} interleaved repetitions, {os.cpu_count()} cores, "
-          f"Python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d')}\n")
+          f"Python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d')}"
+          + (f", installed in {args.installed}" if args.installed else "") + "\n")
     print(table(rows))
     print(f"\n{said}")
     results = checks(rows)

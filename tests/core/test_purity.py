@@ -31,9 +31,16 @@ def test_core_imports_nothing_impure() -> None:
     assert offenders == {}
 
 
+GENERATES_CODE = {"record.py": {"exec"}}
+"""What one module may call beside: record.py execs the `__init__` it compiles for each state
+type, as dataclasses does (its source is made of the class's field names, nothing else)."""
+
+
 def test_core_calls_no_builtin_io() -> None:
     core = pathlib.Path(bridge.core.__file__).parent
     for path in core.rglob("*.py"):
         calls = {n.func.id for n in ast.walk(ast.parse(path.read_text()))
                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-        assert not calls & {"open", "print", "input", "exec", "eval"}, path.name
+        forbidden = {"open", "print", "input", "exec", "eval"} - GENERATES_CODE.get(path.name,
+                                                                                    set())
+        assert not calls & forbidden, path.name

@@ -22,6 +22,8 @@ FACE = {
     "bridge.core.codec": "encode/decode: the one way a message becomes a line and back",
     "bridge.core.refusal": "the daemon's answer to a client it cannot serve",
     "bridge.core.eras": "the eras' vocabulary: protocol versions, log levels, error codes",
+    "bridge.core.record": "record, how the state types on the start path are made (slotted, "
+                          "frozen or not: a dataclass for a fraction of its making)",
 }
 
 # Beyond the face: what one importer needs, and why. An entry that is no longer used fails

@@ -5,15 +5,21 @@ lines still all come.
 The bridge runs under an audit hook that writes every module import and every process spawn to
 fd 2, and its stdout and stderr are one pipe: what was imported before the first answer is
 what the pipe holds before that answer's line, whatever the timing.
+
+The garbage collector, paused for the start-up, runs again once it is over, in the stdio bridge
+and the daemon alike: each says so in its last debug line (`collector.reported`).
 """
 
 from __future__ import annotations
 
 import json
 import select
+import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +105,12 @@ def test_nothing_but_the_first_answer_is_imported_before_it(server_era: str) -> 
     # modules: imported by trio or the core, used by nothing before the first answer
     assert not {"_ssl", "_hashlib", "idna.core", "tempfile", "ctypes.util",
                 "bridge.shell.remote"} & set(early)
+    # the other modes' cores, the daemon's, the HTTP front's and --url's modules
+    modes = ["bridge.core.legacy_server_modern_client.mode", "bridge.core.relay.mode"]
+    own_mode, other_mode = modes if server_era == "modern" else modes[::-1]  # A, or P
+    assert own_mode in early
+    assert not {other_mode, "bridge.core.modern_server_legacy_client", "bridge.shell.daemon",
+                "bridge.shell.http", "bridge.shell.remote", "bridge.check_report"} & set(early)
     everything = early + imports(after)
     assert "structlog" in everything  # loaded after the answer, for the log lines
     assert "structlog.stdlib" in everything  # (so the check above would have seen it)
@@ -129,3 +141,64 @@ def test_without_an_answer_the_lines_still_come() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def reported_collector(stderr: bytes) -> dict[str, Any]:
+    """The fields of the process's last log line, `collector.reported` (--log-level debug)."""
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith(b"{")]
+    reported = [line for line in lines if line["event"] == "collector.reported"]
+    assert len(reported) == 1, f"no collector.reported line in {stderr!r}"
+    return reported[0]
+
+
+def assert_collector_ran(fields: dict[str, Any]) -> None:
+    assert fields["gc_enabled"] is True
+    assert fields["gc_collections"] > 0  # it ran while the process served, not only at its end
+    assert fields["gc_frozen"] > 10_000  # the imports' objects, frozen when start-up ended
+
+
+def test_the_stdio_bridge_collects_garbage_after_its_start() -> None:
+    """Paused for the start-up (bridge/collector.py), the collector runs once it is over."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bridge", "--log-level", "debug", "--",
+         sys.executable, str(SERVERS), "legacy"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        send(proc, INITIALIZE)
+        until_answer(proc, 1)
+        send(proc, INITIALIZED)
+        for id_ in range(2, 12):
+            send(proc, {**TOOLS, "id": id_})
+            until_answer(proc, id_)
+        _, stderr = proc.communicate(timeout=60)  # stdin closed: the session ends
+        assert proc.returncode == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert_collector_ran(reported_collector(stderr))
+
+
+def test_the_daemon_collects_garbage_while_it_serves(tmp_path: Path) -> None:
+    path = tmp_path / "bridge.sock"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bridge", "serve", "--listen", f"unix:{path}",
+         "--log-level", "debug", "--", sys.executable, str(SERVERS), "legacy"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        for _ in range(600):
+            if path.exists():
+                break
+            assert proc.poll() is None, "the daemon ended before it listened"
+            time.sleep(0.1)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(path))
+            sock.sendall(json.dumps(INITIALIZE).encode() + b"\n")
+            answer = sock.makefile("rb").readline()
+        assert json.loads(answer)["id"] == 1
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert_collector_ran(reported_collector(stderr))

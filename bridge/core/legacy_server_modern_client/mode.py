@@ -17,7 +17,7 @@ from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.dispatch import from_server
 from bridge.core.downgrade import progress_for_legacy, result_for_legacy
-from bridge.core.envelope import stamp_envelope
+from bridge.core.envelope import EnvelopeStamp, envelope_stamp
 from bridge.core.eras import (
     BATCHING_VERSION,
     INVALID_PARAMS,
@@ -184,7 +184,8 @@ class ModeA:
         self.client_caps: Message = {}
         self.client_info: Message | None = None
         self.client_level: str | None = None  # set by the client's logging/setLevel
-        self.log_level = ctx.config.default_log_level  # the level stamped on each request
+        self._log_level = ctx.config.default_log_level
+        self.stamp = self._restamped()  # the envelope of every request: see _restamped
         # (type, token) -> the watermark of a live token: 1 and True are different tokens.
         self.progress_seen: dict[TypedId, ProgressWatermark] = {}
         self.inputs = InputLoop(self)
@@ -211,21 +212,35 @@ class ModeA:
         self.initialization = step
 
     @property
+    def log_level(self) -> str | None:
+        """The level stamped on each request (logging.mdx, 2026-07-28)."""
+        return self._log_level
+
+    @log_level.setter
+    def log_level(self, level: str | None) -> None:
+        self._log_level = level
+        self.stamp = self._restamped()
+
+    def _restamped(self) -> EnvelopeStamp:
+        """The envelope for the session as it is now. Everything in it is the session's
+        (capabilities and info from initialize, the level from logging/setLevel), so it is
+        built when one of those is set, not for every request."""
+        return envelope_stamp(client_capabilities=self.client_caps,
+                              client_info=self.client_info, log_level=self._log_level)
+
+    @property
     def server_caps(self) -> Message:
         caps = self.discover.get("capabilities") if self.discover else None
         return caps if isinstance(caps, dict) else {}
 
     def envelope(self, params: Message | None) -> Message:
         """`params` as the modern server needs them: the per-request `_meta` stamped on."""
-        return stamp_envelope(params, client_capabilities=self.client_caps,
-                              client_info=self.client_info, log_level=self.log_level)
+        return self.stamp.stamp(params)
 
     def modern_request(self, id: WireId, method: str, params: Message | None) -> Message:
         """The client's request as the modern server needs it: the envelope stamped on."""
         # As envelope.build_request builds it for the modern era, one call less per request.
-        return {"jsonrpc": "2.0", "id": id, "method": method, "params": stamp_envelope(
-            params, client_capabilities=self.client_caps, client_info=self.client_info,
-            log_level=self.log_level)}
+        return {"jsonrpc": "2.0", "id": id, "method": method, "params": self.stamp.stamp(params)}
 
     def local_result(self, method: str) -> Message:
         """The result of a request the modern era removed, answered here (§4.1)."""
@@ -259,12 +274,19 @@ class ModeA:
 
     def forward(self, message: Message) -> None:
         params = message.get("params")
-        token = _progress_token(params)
+        origin = message["id"]
+        # Most legacy requests carry no `_meta`, so no progress token: no call for them.
+        token = _progress_token(params) if isinstance(params, dict) and "_meta" in params \
+            else None
         if token is not None:
             # Only tokens of live requests may carry progress to the client: once a request
             # ends or is cancelled, nothing more for it reaches the client (stdio.mdx).
-            self.progress_seen.setdefault((type(token), token), ProgressWatermark(message["id"]))
-        self._send_call(message["id"], message["method"], params, token, False)
+            self.progress_seen.setdefault((type(token), token), ProgressWatermark(origin))
+        method = message["method"]
+        # _send_call, inline: one frame less for every request forwarded.
+        self.router.forward(SERVER, {"jsonrpc": "2.0", "id": origin, "method": method,
+                                     "params": self.stamp.stamp(params)},
+                            EnvelopedRequest(self, origin, method, params, token, False))
 
     def _send_call(self, origin: WireId, method: str, params: Message | None,
                    token: ProgressToken | None, retried: bool) -> None:
@@ -324,6 +346,7 @@ class ModeA:
         self.client_caps = client_caps_to_modern(caps)
         info = params.get("clientInfo")
         self.client_info = info if isinstance(info, dict) else None
+        self.stamp = self._restamped()
 
     def _unservable(self, asked: object) -> errors.OwnError | None:
         """Why the server cannot be offered to a legacy client at all, if it cannot."""

@@ -142,7 +142,8 @@ class Parking:
 
     def forget_round(self, request_id: WireId) -> None:
         """A new request reuses `request_id`: it no longer names an earlier round."""
-        self.rounds.pop(typed(request_id), None)
+        # typed(), inline: with calls in flight this runs for every request.
+        self.rounds.pop((type(request_id), request_id), None)
 
     def pump(self) -> None:
         """Start queued calls in order while attribution stays unambiguous."""
@@ -211,13 +212,17 @@ class Parking:
             return
         if call.questions:  # most calls never ask anything
             self._abandon_questions(call, "the call ended")
+        owner = call.owner
         if error is not None:
-            self.mode.relay_error(call.owner, error)
+            self.mode.relay_error(owner, error)
         else:
-            # caching.mdx: results of MRTR retries must not be cached (ttlMs 0).
-            self.ctx.reply(CLIENT, call.owner,
-                           self.mode.modern_result(call.method, message["result"],
-                                                   retried=call.retried))
+            # caching.mdx: results of MRTR retries must not be cached (ttlMs 0). The legacy
+            # answer, ours since it was decoded, carries it under the round's id, as ctx.reply
+            # would send it (the answer belongs to the request it answers).
+            message["result"] = self.mode.modern_result(call.method, message["result"],
+                                                        retried=call.retried)
+            message["id"] = owner
+            self.ctx.send(CLIENT, message, None, owner)
         self._drop(call)
 
     # Questions from the legacy server -----------------------------------------------------
@@ -561,9 +566,10 @@ class Parking:
     def _drop(self, call: ParkedCall) -> None:
         call.move(CALL_ENDED)  # a call is dropped once: only live calls are in calls and rounds
         self.calls.pop(call.key, None)
+        rounds = self.rounds
         for round_id in call.round_ids:
-            if self.rounds.get(round_id) is call:
-                del self.rounds[round_id]
+            if rounds.get(round_id) is call:
+                del rounds[round_id]
         if call.questions:
             for question in list(call.questions.values()):
                 self._forget(call, question)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from enum import Enum
+from functools import partial
 from typing import Literal
 
 from bridge.core import dispatch, errors
@@ -112,6 +113,8 @@ class ModeB:
         # A session handed over from a lost server: its streams, until the handshake is done.
         self.restoring: list[ListenStream] | None = None
         self.version = LATEST_LEGACY_VERSION
+        # Every message from the server (Handler.on_server): set with the version.
+        self.on_server: Callable[[Inbound], None] = self._server_face()
         self.server_caps: Message = {}
         self.server_info: Message | None = None
         self.instructions: str | None = None
@@ -143,7 +146,14 @@ class ModeB:
         kind = inbound.kind
         message = inbound.message
         if kind == "request":
-            self._on_request(message)
+            if self.parking.rounds:  # no live call, no round to forget: skip the call
+                self.parking.forget_round(message["id"])
+            meta = read_meta(message)
+            if type(meta) is RequestMeta and self.phase is _PHASE_READY \
+                    and message["method"] in ELIGIBLE:
+                self.parking.call(message, meta)  # nearly every request: no frame in between
+            else:
+                self._on_request(message, meta)
         elif kind == "notification":
             if message["method"] == "notifications/cancelled":
                 self._cancel(message.get("params") or {})
@@ -157,10 +167,8 @@ class ModeB:
         else:
             self.ctx.reject(CLIENT, inbound)
 
-    def _on_request(self, message: Message) -> None:
-        if self.parking.rounds:  # no live call, no round to forget: skip the call
-            self.parking.forget_round(message["id"])
-        meta = read_meta(message)
+    def _on_request(self, message: Message, meta: RequestMeta | errors.OwnError) -> None:
+        """A request on_client did not hand to the parking itself, its envelope read."""
         if not isinstance(meta, RequestMeta):
             self.ctx.fail(CLIENT, message["id"], meta)
         elif self.phase is _PHASE_READY:
@@ -248,6 +256,7 @@ class ModeB:
 
     def _adopt(self, result: Message) -> None:
         self.version = result["protocolVersion"]
+        self.on_server = self._server_face()
         caps = result.get("capabilities")
         self.server_caps = caps if isinstance(caps, dict) else {}
         info = result.get("serverInfo")
@@ -327,9 +336,17 @@ class ModeB:
 
     # From the server ----------------------------------------------------------------------
 
-    def on_server(self, inbound: Inbound) -> None:
+    def _server_face(self) -> Callable[[Inbound], None]:
+        """What `on_server` is for the server's revision: dispatch.from_server itself, called
+        from C with no frame of the mode's own (every answer passes here), unless the revision
+        may batch."""
+        if self.version == BATCHING_VERSION:
+            return self._on_batching_server
+        return partial(dispatch.from_server, self)
+
+    def _on_batching_server(self, inbound: Inbound) -> None:
         message = inbound.message
-        if isinstance(message, list) and self.version == BATCHING_VERSION:
+        if isinstance(message, list):
             # 2025-03-26 basic §Batching: that revision may batch; the elements are handled
             # one by one, and answered one by one (the bridge never sends batches, §10.3).
             for item in classify(message, batching=True).items or []:

@@ -22,7 +22,7 @@ from bridge.core.eras import (
     is_progress_token,
 )
 from bridge.core.errors import server_lost
-from bridge.core.events import CLIENT, SERVER
+from bridge.core.events import CLIENT, SERVER, Send
 from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange
 from bridge.core.handover import LegacySession, ListenStream
 from bridge.core.jsonrpc import WireId
@@ -78,10 +78,10 @@ class RelayedCall(ClientRequest):
         if relay.gap is not None and "result" in message:
             message["result"] = relay.gap.result(self.method, message["result"])
             line = None
-        if line is not None and len(line) >= SPLICE_MIN:
-            relay.ctx.send(CLIENT, message, with_id(line, bid, origin), origin)
-        else:
-            relay.ctx.send(CLIENT, message, None, origin)
+        # Send made here, not through ctx.send: every relayed answer takes this path.
+        spliced = with_id(line, bid, origin) if line is not None and len(line) >= SPLICE_MIN \
+            else None
+        relay.ctx.actions.append(Send(CLIENT, message, spliced, origin))
 
 
 class RelayedTracedCall(RelayedCall):

@@ -53,6 +53,7 @@ from bridge.core.relay.exchanges import (
     ReplayedSubscribe,
     progress_key,
 )
+from bridge.core.relay.lane import RelayLane
 from bridge.core.relay.revision_gap import RevisionGap, needs_shaping
 from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router, other
@@ -87,7 +88,7 @@ class PassThrough:
         self._logging: set[RelayedTracedCall] = set()
         # The client requests that shape its session, relayed as exchanges that keep what
         # they settle; every other request passes with nothing kept.
-        self._tracked: dict[str, Callable[[Message], Exchange]] = {
+        self.tracked: dict[str, Callable[[Message], Exchange]] = {
             "initialize": self._initialize,
             "logging/setLevel": self._set_level,
             "resources/subscribe": self._subscription,
@@ -98,6 +99,9 @@ class PassThrough:
             Due.REQUEST_TIMEOUT: self.router.expire,
             RelayDue.RESUME: self._resume_unanswered,
         }
+        # The steady state's one-step route, which the Bridge takes while nothing else may
+        # see a message first.
+        self.lane = RelayLane(self)
 
     @property
     def resuming(self) -> bool:
@@ -107,27 +111,35 @@ class PassThrough:
 
     def on_client(self, inbound: Inbound) -> None:
         kind = inbound.kind
-        message = inbound.message
         if kind == "request":
-            track = self._tracked.get(message["method"])
-            self.router.forward(SERVER, message,
-                                self._call(message) if track is None else track(message))
+            self.on_client_request(inbound.message)
         elif kind == "response":
-            exchange = self.router.take(CLIENT, message)
-            if exchange is not None:
-                exchange.answered(message, inbound.line)
+            self.on_client_response(inbound.message, inbound.line)
         elif kind == "notification":
-            method = message["method"]
-            if method == "notifications/cancelled":
-                self._relay_cancel(CLIENT, message)
-                return
-            if method == "notifications/initialized" and self.legacy is not None:
-                self.legacy.initialized = True
-            self.ctx.send(SERVER, message)
+            self.on_client_notification(inbound.message)
         else:
             self.ctx.reject(CLIENT, inbound)
 
-    def _call(self, message: Message) -> RelayedCall:
+    def on_client_request(self, message: Message) -> None:
+        track = self.tracked.get(message["method"])
+        exchange = self.call(message) if track is None else track(message)
+        self.router.forward(SERVER, message, exchange)
+
+    def on_client_response(self, message: Message, line: bytes | None) -> None:
+        exchange = self.router.take(CLIENT, message)
+        if exchange is not None:
+            exchange.answered(message, line)
+
+    def on_client_notification(self, message: Message) -> None:
+        method = message["method"]
+        if method == "notifications/cancelled":
+            self._relay_cancel(CLIENT, message)
+            return
+        if method == "notifications/initialized" and self.legacy is not None:
+            self.legacy.initialized = True
+        self.ctx.send(SERVER, message)
+
+    def call(self, message: Message) -> RelayedCall:
         """The exchange of a request relayed as it is: traced if it names a progress token
         or (modern) a logLevel, so what the server sends for it can name it."""
         params = message.get("params")
@@ -274,13 +286,13 @@ class PassThrough:
     def _set_level(self, message: Message) -> Exchange:
         level = (message.get("params") or {}).get("level")
         if not isinstance(level, str):
-            return self._call(message)
+            return self.call(message)
         return RelayedSetLevel(message["id"], self, level)
 
     def _subscription(self, message: Message) -> Exchange:
         uri = (message.get("params") or {}).get("uri")
         if not isinstance(uri, str):
-            return self._call(message)
+            return self.call(message)
         if message["method"] == "resources/subscribe":
             return RelayedSubscribe(message["id"], self, uri)
         return RelayedUnsubscribe(message["id"], self, uri)
