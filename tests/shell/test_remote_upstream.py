@@ -77,6 +77,19 @@ def answer(request: httpx2.Request, result: dict[str, Any],
                            headers=headers)
 
 
+def endless(closed: trio.Event) -> Any:
+    """An SSE body that never ends: `closed` is set once the client lets go of it."""
+
+    async def body() -> Any:
+        try:
+            yield b": keep-alive\n\n"
+            await trio.sleep_forever()
+        finally:
+            closed.set()
+
+    return body()
+
+
 async def test_a_legacy_session_carries_its_id_and_version_after_initialize() -> None:
     seen: list[httpx2.Request] = []
 
@@ -111,20 +124,13 @@ async def test_a_legacy_session_carries_its_id_and_version_after_initialize() ->
 async def test_a_cancelled_modern_request_closes_its_stream_and_gets_no_line() -> None:
     closed = trio.Event()
 
-    async def endless() -> Any:
-        try:
-            yield b": keep-alive\n\n"
-            await trio.sleep_forever()
-        finally:
-            closed.set()
-
     def server(request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
         if body["method"] == "tools/call":
             assert request.headers["mcp-method"] == "tools/call"
             assert request.headers["mcp-name"] == "slow"
             return httpx2.Response(200, headers={"Content-Type": "text/event-stream"},
-                                   content=endless())
+                                   content=endless(closed))
         return answer(request, {"ok": True})
 
     got = await run(server, [
@@ -141,13 +147,6 @@ async def test_a_cancelled_legacy_request_is_posted_then_its_stream_closed() -> 
     closed = trio.Event()
     posted: list[str] = []
 
-    async def endless() -> Any:
-        try:
-            yield b": keep-alive\n\n"
-            await trio.sleep_forever()
-        finally:
-            closed.set()
-
     def server(request: httpx2.Request) -> httpx2.Response:
         if request.method == "GET":
             return httpx2.Response(405)
@@ -158,7 +157,7 @@ async def test_a_cancelled_legacy_request_is_posted_then_its_stream_closed() -> 
         if "id" not in body:
             return httpx2.Response(202)
         return httpx2.Response(200, headers={"Content-Type": "text/event-stream"},
-                               content=endless())
+                               content=endless(closed))
 
     got = await run(server, [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
