@@ -25,6 +25,7 @@ one file costs about 1 ms (tests/benchmarks/README.md, "Start-up, fourth pass").
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import marshal
 import os
@@ -38,7 +39,6 @@ except ImportError:  # pragma: no cover (another implementation)
 
 TYPE_CHECKING = False  # typing itself is not imported: `connect` ends start-up here too
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
 Key = tuple[str, str, str, int]
@@ -209,26 +209,25 @@ def state() -> dict[str, object]:
     return {"codecache_hits": _CACHE.hits, "codecache_misses": _CACHE.misses}
 
 
-def _patch_attrs(make: ModuleType, cache: CodeCache) -> bool:
-    """Route `attr._make._compile_and_eval` (attrs 23.1 and later: every generated method
-    goes through it) through `cache`; an attrs without it is left alone."""
-    original: Callable[..., None] | None = getattr(make, "_compile_and_eval", None)
-    code = getattr(original, "__code__", None)
-    if code is None or code.co_varnames[:4] != ("script", "globs", "locs", "filename"):
-        return False
-    flags = future_flags(vars(make))
+def _patch_attrs(make: ModuleType, cache: CodeCache) -> None:
+    """Give `attr._make` a `compile` of its own that reads `cache`: every method attrs
+    generates is compiled by that module's calls to the builtin, found by name in its
+    globals first, including those its own body makes for attrs' classes as it runs."""
+    flags: list[int] = []  # its __future__ imports, once its body has run them
 
-    def compile_and_eval(script: str, globs: dict[str, Any] | None,
-                         locs: Any = None, filename: str = "") -> None:
-        eval(cache.compile(script, filename, "exec", flags), globs, locs)
+    def compile(source: Any, filename: Any, mode: Any, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs or type(source) is not str or type(filename) is not str:
+            return builtins.compile(source, filename, mode, *args, **kwargs)
+        if not flags:
+            flags.append(future_flags(vars(make)))
+        return cache.compile(source, filename, mode, flags[0])
 
-    make._compile_and_eval = compile_and_eval  # type: ignore[attr-defined]
-    return True
+    make.compile = compile  # type: ignore[attr-defined]
 
 
 class _AttrsFinder:
-    """Waits on sys.meta_path for `attr._make` to be imported, and patches it once it has
-    run, before attrs' own modules build their classes with it; then leaves."""
+    """Waits on sys.meta_path for `attr._make` to be imported, and patches it before its
+    body runs; then leaves."""
 
     def __init__(self, cache: CodeCache) -> None:
         self._cache = cache
@@ -251,8 +250,8 @@ class _AttrsFinder:
         cache = self._cache
 
         def exec_module(module: ModuleType) -> None:
-            run(module)
             _patch_attrs(module, cache)
+            run(module)
 
         loader.exec_module = exec_module
         return spec
