@@ -47,9 +47,10 @@ Entry = tuple[CodeType, int | None]
 """The code, and the salt its source had (None: no salt)."""
 
 _SALT_AFTER = "hash((\n"
-_MOST_ENTRIES = 4096
-"""Far more than all the commands' starts compile (about 100 each): a process that used more
-is taken for one whose sources differ every run, and writes nothing."""
+_MOST_ENTRIES = 256
+"""More than the commands' starts compile together (about 110 for the stdio bridge, a few
+more for `serve` and `check`), and few enough to read in about 2 ms (108 entries: 0.8 ms): a
+process that used more is taken for one whose sources differ every run, and writes nothing."""
 
 
 class CodeCache:

@@ -163,6 +163,35 @@ def test_what_other_starts_compiled_is_kept(tmp_path: Path) -> None:
     assert (both.hits, both.misses) == (2, 0)
 
 
+def test_past_the_cap_only_what_this_start_used_is_kept(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entries of an older attrs (sources nobody compiles any more) make way, at the cap."""
+    monkeypatch.setattr(codecache, "_MOST_ENTRIES", 3)
+    path = str(tmp_path / "cache.marshal")
+    old = CodeCache(path)
+    for name in ("<old-1>", "<old-2>"):
+        old.compile(SOURCE, name)
+    old.save()
+    new = CodeCache(path)
+    for name in ("<new-1>", "<new-2>"):
+        new.compile(SOURCE, name)
+    new.save()
+    after = CodeCache(path)
+    after.compile(SOURCE, "<old-1>")
+    after.compile(SOURCE, "<new-1>")
+    assert (after.hits, after.misses) == (1, 1)
+
+
+def test_a_start_that_compiles_past_the_cap_writes_nothing(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codecache, "_MOST_ENTRIES", 1)
+    cache = CodeCache(str(tmp_path / "cache.marshal"))
+    cache.compile(SOURCE, "<one>")
+    cache.compile(SOURCE, "<two>")
+    cache.save()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_default_place_is_beside_the_bridges_bytecode() -> None:
     path = Path(codecache.default_path())
     assert path.parent == Path(codecache.__file__).parent / "__pycache__" \
