@@ -19,8 +19,8 @@ stop it: that variable is about the `.pyc` of imported modules, which `pip insta
 anyway, and container images commonly set it, where this cache then would never be kept.
 
 Why: `compile` was about 13% of the stdio bridge's CPU to its first answer (attrs' methods for
-about 65 classes, 24-29 ms; the records' `__init__`s, about 4 ms); loading the same code from
-one file costs about 1 ms (tests/benchmarks/README.md, "Start-up, fourth pass").
+about 80 classes, 24-29 ms; the records' `__init__`s, about 4 ms); reading the same code from
+one file costs 0.8 ms (tests/benchmarks/README.md, "Start-up, fourth pass").
 """
 
 from __future__ import annotations
