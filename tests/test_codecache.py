@@ -147,19 +147,22 @@ def test_nothing_is_written_when_nothing_was_compiled(tmp_path: Path) -> None:
     assert path.stat().st_mtime_ns == 1 != written
 
 
+def start(path: str, *filenames: str) -> CodeCache:
+    """One start: SOURCE compiled under each filename, then the cache saved."""
+    cache = CodeCache(path)
+    for filename in filenames:
+        cache.compile(SOURCE, filename)
+    cache.save()
+    return cache
+
+
 def test_what_other_starts_compiled_is_kept(tmp_path: Path) -> None:
     """`serve` and the stdio bridge compile different records: neither's start evicts the
     other's."""
     path = str(tmp_path / "cache.marshal")
-    serve = CodeCache(path)
-    serve.compile(SOURCE, "<serve>")
-    serve.save()
-    stdio = CodeCache(path)
-    stdio.compile(SOURCE, "<stdio>")
-    stdio.save()
-    both = CodeCache(path)
-    both.compile(SOURCE, "<serve>")
-    both.compile(SOURCE, "<stdio>")
+    start(path, "<serve>")
+    start(path, "<stdio>")
+    both = start(path, "<serve>", "<stdio>")
     assert (both.hits, both.misses) == (2, 0)
 
 
@@ -168,27 +171,16 @@ def test_past_the_cap_only_what_this_start_used_is_kept(tmp_path: Path,
     """Entries of an older attrs (sources nobody compiles any more) make way, at the cap."""
     monkeypatch.setattr(codecache, "_MOST_ENTRIES", 3)
     path = str(tmp_path / "cache.marshal")
-    old = CodeCache(path)
-    for name in ("<old-1>", "<old-2>"):
-        old.compile(SOURCE, name)
-    old.save()
-    new = CodeCache(path)
-    for name in ("<new-1>", "<new-2>"):
-        new.compile(SOURCE, name)
-    new.save()
-    after = CodeCache(path)
-    after.compile(SOURCE, "<old-1>")
-    after.compile(SOURCE, "<new-1>")
+    start(path, "<old-1>", "<old-2>")
+    start(path, "<new-1>", "<new-2>")
+    after = start(path, "<old-1>", "<new-1>")
     assert (after.hits, after.misses) == (1, 1)
 
 
 def test_a_start_that_compiles_past_the_cap_writes_nothing(tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(codecache, "_MOST_ENTRIES", 1)
-    cache = CodeCache(str(tmp_path / "cache.marshal"))
-    cache.compile(SOURCE, "<one>")
-    cache.compile(SOURCE, "<two>")
-    cache.save()
+    start(str(tmp_path / "cache.marshal"), "<one>", "<two>")
     assert list(tmp_path.iterdir()) == []
 
 
