@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from bridge import __version__, collector
+from bridge import __version__, startup
 from bridge.config import (
     Settings,
     count,
@@ -261,7 +261,7 @@ def _run(argv: Sequence[str]) -> int:
     if command == "demo":
         from bridge.demo.run import main as demo
 
-        collector.resume()
+        startup.over()
         return demo(rest)
     if command == "connect":
         return _connect(rest)
@@ -311,7 +311,7 @@ def _serve(argv: list[str]) -> int:
     import_trio()
     from bridge.shell.daemon_main import run_daemon
 
-    collector.resume()  # before the daemon's weeks of serving
+    startup.over()  # before the daemon's weeks of serving
     return run_daemon(settings, reload)
 
 
@@ -322,7 +322,7 @@ def _check(argv: list[str]) -> int:
     import_trio()
     from bridge.shell.check import run_check
 
-    collector.resume()
+    startup.over()
     return run_check(settings, as_json="--json" in _split(argv)[0])  # no abbreviations
 
 
@@ -338,7 +338,7 @@ def _connect(argv: list[str]) -> int:
     address = p.parse_args(argv).address
     from bridge.shell.connect import run_connect
 
-    collector.resume()
+    startup.over()
     return run_connect(address)
 
 

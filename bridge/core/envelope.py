@@ -7,8 +7,6 @@ by shallow copy, so fields the bridge does not know pass through unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from bridge.core.codec import Message
 from bridge.core.eras import (
     ENVELOPE_KEYS,
@@ -21,6 +19,7 @@ from bridge.core.eras import (
     Era,
 )
 from bridge.core.jsonrpc import WireId
+from bridge.core.record import record
 
 # mrtr.mdx §Client Requirements: retries carry these beside the method's own params.
 MRTR_PARAMS = ("inputResponses", "requestState")
@@ -28,7 +27,7 @@ MRTR_PARAMS = ("inputResponses", "requestState")
 _REPLACED = ENVELOPE_KEYS | {"progressToken"}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class EnvelopeStamp:
     """The modern envelope one session stamps on its requests, built once: the protocol
     version, capabilities, client info and log level a legacy session sends are the same for

@@ -20,9 +20,9 @@ cut off by the end of the bytes."""
 
 # One token, after optional whitespace: a whole string, a structural mark, or a bare literal
 # (number, true, false, null). An unterminated string matches nothing, which ends the scan.
-_TOKEN = re.compile(
-    rb'[ \t\n\r]*(?:("[^"\\]*(?:\\.[^"\\]*)*")|([{}\[\]:,])|([^ \t\n\r"{}\[\]:,]+))', re.DOTALL
-)
+# The patterns are compiled (and cached) by `re` at their first use, not at import: the start
+# of every session imports this module, and only a broken or oversized line reads one.
+_TOKEN = rb'(?s)[ \t\n\r]*(?:("[^"\\]*(?:\\.[^"\\]*)*")|([{}\[\]:,])|([^ \t\n\r"{}\[\]:,]+))'
 _OPENS = frozenset((b"{", b"["))
 _CLOSES = frozenset((b"}", b"]"))
 _KINDS = ("method", "result", "error")
@@ -45,7 +45,8 @@ def top_level(data: bytes) -> Message:
     key: str | None = None  # the member whose value comes next
     expect = "{"  # at depth <= 1, what comes next: "{", "key", ":", "value" or ","
     pos = 0
-    while (match := _TOKEN.match(data, pos)) is not None:
+    scan = re.compile(_TOKEN).match
+    while (match := scan(data, pos)) is not None:
         pos = match.end()
         string, mark, bare = match.groups()
         if depth > 1:  # inside a member's object or array: only its nesting matters
@@ -102,7 +103,7 @@ def _plain(token: bytes) -> object:
 
 
 _WHITESPACE = b" \t\n\r"
-_LITERAL = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null")
+_LITERAL = rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null"
 _LITERAL_BYTES = frozenset(b"0123456789+-.eEtruefalsn")
 
 
@@ -160,7 +161,7 @@ def _value_start(data: bytes, end: int) -> int | None:
     start = end
     while start > 0 and data[start - 1] in _LITERAL_BYTES:
         start -= 1
-    return start if start < end and _LITERAL.fullmatch(data, start, end) else None
+    return start if start < end and re.compile(_LITERAL).fullmatch(data, start, end) else None
 
 
 def _string_start(data: bytes, end: int) -> int | None:

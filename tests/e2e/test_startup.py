@@ -13,6 +13,7 @@ and the daemon alike: each says so in its last debug line (`collector.reported`)
 from __future__ import annotations
 
 import json
+import os
 import select
 import signal
 import socket
@@ -176,6 +177,45 @@ def test_the_stdio_bridge_collects_garbage_after_its_start() -> None:
         proc.kill()
         proc.wait()
     assert_collector_ran(reported_collector(stderr))
+
+
+def one_session(env: dict[str, str]) -> bytes:
+    """A stdio session that answers initialize and ends; its stderr (--log-level debug)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bridge", "--log-level", "debug", "--",
+         sys.executable, str(SERVERS), "legacy"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+        env=env)
+    try:
+        send(proc, INITIALIZE)
+        until_answer(proc, 1)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    return stderr
+
+
+def reported_cache(stderr: bytes) -> dict[str, Any]:
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith(b"{")]
+    reported = [line for line in lines if line["event"] == "codecache.reported"]
+    assert len(reported) == 1, f"no codecache.reported line in {stderr!r}"
+    return reported[0]
+
+
+def test_a_second_session_starts_with_nothing_to_compile(tmp_path: Path) -> None:
+    """The first session keeps the code its start generated (bridge/codecache.py): trio's
+    attrs classes and the records. Its own place here, under PYTHONPYCACHEPREFIX, so that no
+    other test's sessions write it meanwhile."""
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "pycache")}
+    first = reported_cache(one_session(env))
+    assert first["codecache_misses"] > 60
+    [written] = (tmp_path / "pycache").rglob("codegen.*.marshal")
+    second = reported_cache(one_session(env))
+    assert second == {**second, "codecache_hits": first["codecache_misses"],
+                      "codecache_misses": 0}
+    assert written.exists()
 
 
 def test_the_daemon_collects_garbage_while_it_serves(tmp_path: Path) -> None:

@@ -1,0 +1,258 @@
+"""The code start-up writes and compiles afresh every time, compiled once and kept: the methods
+attrs generates for trio's classes (and its own), and @record's `__init__`s.
+
+Must not change what runs. An entry is the code object `compile` made from the same source,
+filename, mode and optimization level, in an interpreter with the same bytecode (the file is
+named by `sys.implementation.cache_tag` and begins with the magic number, as a `.pyc` does).
+One part of a source is not the same from run to run: the salt attrs writes into a hashable
+class's `__hash__` (the hash of a string, so it follows PYTHONHASHSEED). It is left out of the
+key and put back: the code of a hit gets this process's salt, as compiling would have given.
+
+Must not fail a start. A file that is missing, unreadable, cut short or from another
+interpreter is an empty cache, and one that cannot be written (a read-only install) stays
+unwritten. The file sits with the bridge's own bytecode (`bridge/__pycache__`, or under
+`sys.pycache_prefix`), is replaced whole (a concurrent start reads the old one or the new one),
+and keeps what every command's start compiled (the stdio bridge's, `serve`'s, `check`'s) up to
+_MOST_ENTRIES, past which it keeps only what the last start used: entries nobody asks for any
+more (an upgraded attrs, a removed class) make way then. PYTHONDONTWRITEBYTECODE does not
+stop it: that variable is about the `.pyc` of imported modules, which `pip install` writes
+anyway, and container images commonly set it, where this cache then would never be kept.
+
+Why: `compile` was about 13% of the stdio bridge's CPU to its first answer (attrs' methods for
+about 80 classes, 24-29 ms; the records' `__init__`s, about 4 ms); reading the same code from
+one file costs 0.8 ms (tests/benchmarks/README.md, "Start-up, fourth pass").
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import marshal
+import os
+import sys
+from types import CodeType, ModuleType
+
+try:  # what a .pyc starts with; CPython's import system, loaded with the interpreter
+    from _frozen_importlib_external import MAGIC_NUMBER
+except ImportError:  # pragma: no cover (another implementation)
+    from importlib.util import MAGIC_NUMBER
+
+TYPE_CHECKING = False  # typing itself is not imported: `connect` ends start-up here too
+if TYPE_CHECKING:
+    from typing import Any
+
+Key = tuple[str, str, str, int]
+"""(source with the salt left out, filename, mode, the __future__ flags it is compiled with)."""
+Entry = tuple[CodeType, int | None]
+"""The code, and the salt its source had (None: no salt)."""
+
+_SALT_AFTER = "hash((\n"
+_MOST_ENTRIES = 256
+"""More than the commands' starts compile together (about 110 for the stdio bridge, a few
+more for `serve` and `check`), and few enough to read in about 2 ms (108 entries: 0.8 ms): a
+process that used more is taken for one whose sources differ every run, and writes nothing."""
+
+
+class CodeCache:
+    """Compiled code by source, read from one file and written back when it gained entries."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.hits = 0
+        self.misses = 0
+        self._learnt = False
+        self._kept: dict[Key, Entry] = _read(path) if path is not None else {}
+        self._used: dict[Key, Entry] = {}
+
+    def compile(self, source: str, filename: str, mode: str = "exec", flags: int = 0) -> CodeType:
+        """What `compile(source, filename, mode, flags, dont_inherit=True)` returns (`flags`:
+        the __future__ features of the module that would have compiled it), from the cache
+        when it has it."""
+        unsalted, salt = _unsalted(source)
+        key = (unsalted, filename, mode, flags)
+        entry = self._kept.get(key)
+        if entry is None:
+            self.misses += 1
+            self._learnt = True
+            entry = (compile(source, filename, mode, flags, dont_inherit=True), salt)
+        else:
+            self.hits += 1
+        self._used[key] = entry
+        code, kept_salt = entry
+        return code if kept_salt == salt else _resalted(code, kept_salt, salt)
+
+    def save(self) -> None:
+        """Write the cache, if this process compiled anything; a failure writes nothing."""
+        path = self.path
+        if path is None or not self._learnt or len(self._used) > _MOST_ENTRIES:
+            return
+        kept = {**self._kept, **self._used}  # what other commands' starts compile stays too
+        if len(kept) > _MOST_ENTRIES:  # old entries (an upgraded attrs) make way
+            kept = self._used
+        data = MAGIC_NUMBER + marshal.dumps(kept)
+        partial = f"{path}.{os.getpid()}"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(partial, "wb") as out:
+                out.write(data)
+            os.replace(partial, path)
+        except OSError:
+            _remove_quietly(partial)
+            return
+        self._kept = kept
+        self._learnt = False
+
+
+def _read(path: str) -> dict[Key, Entry]:
+    try:
+        with open(path, "rb") as cached:
+            data = cached.read()
+    except OSError:
+        return {}
+    if not data.startswith(MAGIC_NUMBER):
+        return {}
+    try:
+        entries = marshal.loads(memoryview(data)[len(MAGIC_NUMBER):])
+    except (EOFError, ValueError, TypeError):
+        return {}
+    if type(entries) is not dict or not all(
+            type(entry) is tuple and len(entry) == 2 and type(entry[0]) is CodeType
+            for entry in entries.values()):
+        return {}
+    return entries
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(path)
+
+
+def _unsalted(source: str) -> tuple[str, int | None]:
+    """`source` with attrs' hash salt (the first item of the tuple its `__hash__` hashes, a
+    literal on its own line) taken out, and the salt; the source itself if it has none."""
+    at = source.find(_SALT_AFTER)
+    if at < 0:
+        return source, None
+    start = at + len(_SALT_AFTER)
+    end = source.find(",", start)
+    text = source[start:end].strip()
+    if not text.lstrip("-").isdigit():
+        return source, None
+    return source[:start] + source[end:], int(text)
+
+
+def _resalted(code: CodeType, old: int | None, new: int | None) -> CodeType:
+    """`code` with the salt `old` replaced by `new` in every `__hash__` it defines."""
+    consts = tuple(
+        _resalted(const, old, new) if type(const) is CodeType
+        else new if code.co_name == "__hash__" and type(const) is int and const == old
+        else const
+        for const in code.co_consts)
+    return code.replace(co_consts=consts)
+
+
+def future_flags(namespace: dict[str, object]) -> int:
+    """The compiler flags of the __future__ features a module's namespace imported: what its
+    own `compile` calls inherit."""
+    import __future__
+
+    features: dict[str, __future__._Feature] = {
+        name: getattr(__future__, name) for name in __future__.all_feature_names}
+    return sum(feature.compiler_flag for name, feature in features.items()
+               if namespace.get(name) is feature)
+
+
+def default_path() -> str:
+    """Where the cache of this interpreter and optimization level lives: beside the bridge's
+    bytecode, as `importlib.util.cache_from_source` would place it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    tag = sys.implementation.cache_tag or "none"
+    level = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
+    name = f"codegen.{tag}{level}.marshal"
+    prefix = sys.pycache_prefix
+    if prefix:
+        return os.path.join(prefix, here.lstrip(os.sep), name)
+    return os.path.join(here, "__pycache__", name)
+
+
+_CACHE: CodeCache | None = None
+
+
+def install(path: str | None = None) -> CodeCache:
+    """Compile attrs' generated methods and @record's `__init__`s through one cache (`path`:
+    default_path()) from now on; the cache installed already, if any."""
+    global _CACHE
+    if _CACHE is not None:
+        return _CACHE
+    cache = _CACHE = CodeCache(path or default_path())
+    from bridge.core.record import use_compiler
+
+    flags = future_flags(use_compiler.__globals__)  # record.py's own
+    use_compiler(lambda source, filename: cache.compile(source, filename, "exec", flags))
+    make = sys.modules.get("attr._make")
+    if make is not None:
+        _patch_attrs(make, cache)
+    else:
+        sys.meta_path.insert(0, _AttrsFinder(cache))
+    return cache
+
+
+def save() -> None:
+    """Start-up is over: write the cache if it learnt anything."""
+    if _CACHE is not None:
+        _CACHE.save()
+
+
+def state() -> dict[str, object]:
+    """Log fields: how many compiled sources the cache had and had not."""
+    if _CACHE is None:
+        return {"codecache": "off"}
+    return {"codecache_hits": _CACHE.hits, "codecache_misses": _CACHE.misses}
+
+
+def _patch_attrs(make: ModuleType, cache: CodeCache) -> None:
+    """Give `attr._make` a `compile` of its own that reads `cache`: every method attrs
+    generates is compiled by that module's calls to the builtin, found by name in its
+    globals first, including those its own body makes for attrs' classes as it runs."""
+    flags: list[int] = []  # its __future__ imports, once its body has run them
+
+    def compile(source: Any, filename: Any, mode: Any, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs or type(source) is not str or type(filename) is not str:
+            return builtins.compile(source, filename, mode, *args, **kwargs)
+        if not flags:
+            flags.append(future_flags(vars(make)))
+        return cache.compile(source, filename, mode, flags[0])
+
+    make.compile = compile  # type: ignore[attr-defined]
+
+
+class _AttrsFinder:
+    """Waits on sys.meta_path for `attr._make` to be imported, and patches it before its
+    body runs; then leaves."""
+
+    def __init__(self, cache: CodeCache) -> None:
+        self._cache = cache
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != "attr._make":
+            return None
+        sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        run = getattr(loader, "exec_module", None)
+        if run is None:
+            return spec
+        cache = self._cache
+
+        def exec_module(module: ModuleType) -> None:
+            _patch_attrs(module, cache)
+            run(module)
+
+        loader.exec_module = exec_module
+        return spec
