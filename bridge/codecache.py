@@ -8,15 +8,16 @@ One part of a source is not the same from run to run: the salt attrs writes into
 class's `__hash__` (the hash of a string, so it follows PYTHONHASHSEED). It is left out of the
 key and put back: the code of a hit gets this process's salt, as compiling would have given.
 
-Must not fail a start. A file that is missing, unreadable, cut short or from another
-interpreter is an empty cache, and one that cannot be written (a read-only install) stays
-unwritten. The file sits with the bridge's own bytecode (`bridge/__pycache__`, or under
-`sys.pycache_prefix`), is replaced whole (a concurrent start reads the old one or the new one),
-and keeps what every command's start compiled (the stdio bridge's, `serve`'s, `check`'s) up to
+Must not fail a start, nor leave anything in the installation. A file that is missing,
+unreadable, cut short or from another interpreter is an empty cache, and one that cannot be
+written (no home, a read-only one) stays unwritten. The file is in the user's cache directory
+(`~/.cache/mcp-rosetta/`, one per installation; under `sys.pycache_prefix` if one is set: see
+`default_path`), is replaced whole (a concurrent start reads the old one or the new one), and
+keeps what every command's start compiled (the stdio bridge's, `serve`'s, `check`'s) up to
 _MOST_ENTRIES, past which it keeps only what the last start used: entries nobody asks for any
-more (an upgraded attrs, a removed class) make way then. PYTHONDONTWRITEBYTECODE does not
-stop it: that variable is about the `.pyc` of imported modules, which `pip install` writes
-anyway, and container images commonly set it, where this cache then would never be kept.
+more (an upgraded attrs, a removed class) make way then. PYTHONDONTWRITEBYTECODE does not stop
+it: that variable is about the `.pyc` of imported modules, which `pip install` writes anyway,
+and container images commonly set it, where this cache then would never be kept.
 
 Why: `compile` was about 13% of the stdio bridge's CPU to its first answer (attrs' methods for
 about 80 classes, 24-29 ms; the records' `__init__`s, about 4 ms); reading the same code from
@@ -30,6 +31,7 @@ import contextlib
 import marshal
 import os
 import sys
+import zlib
 from types import CodeType, ModuleType
 
 try:  # what a .pyc starts with; CPython's import system, loaded with the interpreter
@@ -162,17 +164,30 @@ def future_flags(namespace: dict[str, object]) -> int:
                if namespace.get(name) is feature)
 
 
-def default_path() -> str:
-    """Where the cache of this interpreter and optimization level lives: beside the bridge's
-    bytecode, as `importlib.util.cache_from_source` would place it."""
+def default_path() -> str | None:
+    """Where this installation's cache lives for this interpreter and optimization level:
+    under `sys.pycache_prefix` if one is set (as `.pyc`s are), else in the user's cache
+    directory (`$XDG_CACHE_HOME`, or `~/.cache`), one file per installation (its directory's
+    path, hashed, names it); None with no home to put it in.
+
+    Never inside the package: a file there outlives `pip uninstall`, which removes only what it
+    installed, and the directory it keeps alive is then a namespace package `bridge` that
+    hides the next install of the bridge (an editable one, found after the path).
+    """
     here = os.path.dirname(os.path.abspath(__file__))
     tag = sys.implementation.cache_tag or "none"
     level = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
-    name = f"codegen.{tag}{level}.marshal"
     prefix = sys.pycache_prefix
     if prefix:
-        return os.path.join(prefix, here.lstrip(os.sep), name)
-    return os.path.join(here, "__pycache__", name)
+        return os.path.join(prefix, here.lstrip(os.sep), f"codegen.{tag}{level}.marshal")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset, or relative: the XDG spec says to ignore it then
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    installation = zlib.crc32(here.encode(errors="surrogateescape"))
+    return os.path.join(base, "mcp-rosetta", f"codegen-{installation:08x}.{tag}{level}.marshal")
 
 
 _CACHE: CodeCache | None = None
@@ -184,7 +199,7 @@ def install(path: str | None = None) -> CodeCache:
     global _CACHE
     if _CACHE is not None:
         return _CACHE
-    cache = _CACHE = CodeCache(path or default_path())
+    cache = _CACHE = CodeCache(path if path is not None else default_path())
     from bridge.core.record import use_compiler
 
     flags = future_flags(use_compiler.__globals__)  # record.py's own

@@ -184,11 +184,33 @@ def test_a_start_that_compiles_past_the_cap_writes_nothing(tmp_path: Path,
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_default_place_is_beside_the_bridges_bytecode() -> None:
-    path = Path(codecache.default_path())
-    assert path.parent == Path(codecache.__file__).parent / "__pycache__" \
-        or sys.pycache_prefix is not None
-    assert path.name == f"codegen.{sys.implementation.cache_tag}.marshal"
+def test_the_default_place_is_the_users_cache_one_file_per_installation(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Never inside the package: left there after `pip uninstall`, it would keep a `bridge`
+    directory that hides the next install as a namespace package."""
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    path = Path(codecache.default_path() or "")
+    assert path.parent == tmp_path / "xdg" / "mcp-rosetta"
+    assert path.name.startswith("codegen-")
+    assert path.name.endswith(f".{sys.implementation.cache_tag}.marshal")
+    assert Path(codecache.__file__).parent not in path.parents
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/xdg")  # the XDG spec: ignored
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert Path(codecache.default_path() or "").parent == tmp_path / "home/.cache/mcp-rosetta"
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "prefix"))
+    assert str(tmp_path / "prefix") in (codecache.default_path() or "")
+
+
+def test_with_no_home_there_is_no_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # "~": no home found
+    assert codecache.default_path() is None
+    cache = CodeCache(None)
+    cache.compile(SOURCE, "<double>")
+    cache.save()  # nowhere to write: nothing happens
+    assert (cache.hits, cache.misses) == (0, 1)
 
 
 # Real interpreters: trio's and attrs' classes built through the cache ----------------------

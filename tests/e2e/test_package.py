@@ -56,6 +56,7 @@ def test_the_wheel_alone_in_an_empty_venv_runs_demo_check_and_help(
         cwd=tmp_path)
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     clean["PATH"] = os.pathsep.join((str(bin_dir), "/usr/bin", "/bin"))
+    clean["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # bridge/codecache.py's file: here
     where = run([str(bin_dir / "python"), "-c", "import bridge; print(bridge.__file__)"],
                 cwd=tmp_path, env=clean).stdout.strip()
     assert Path(where).is_relative_to(env_dir)  # not this checkout
@@ -77,6 +78,13 @@ def test_the_wheel_alone_in_an_empty_venv_runs_demo_check_and_help(
     version = run(["mcp-rosetta", "--version"], cwd=tmp_path, env=clean).stdout
     assert version == f"mcp-rosetta {__version__}\n"
     assert_the_command_imports_only_the_relay(bin_dir, tmp_path, clean)
+
+    # The starts kept their compiled code in the user's cache, and left nothing in the
+    # package: once uninstalled, no `bridge` directory is left to hide another install.
+    assert [p.name.split(".")[-1] for p in (tmp_path / "cache" / "mcp-rosetta").iterdir()] \
+        == ["marshal"]
+    run([str(bin_dir / "pip"), "uninstall", "--quiet", "--yes", "mcp-rosetta"], cwd=tmp_path)
+    assert not Path(where).parent.exists()
 
 
 def assert_the_command_imports_only_the_relay(bin_dir: Path, cwd: Path,
