@@ -257,3 +257,19 @@ def test_trio_imported_through_the_cache_is_the_trio_compiled_afresh(tmp_path: P
         assert cached[name] == uncached[name], name
     assert cached["equal"] is True and cached["pair_hash"] is True
     assert cached["pair"] == "Pair(left=1, right='r')"
+
+
+def test_starts_at_the_same_moment_leave_one_whole_file(tmp_path: Path) -> None:
+    """A client that starts several servers at once, the first time: every start compiles and
+    writes; each replaces the file whole, so the next start reads one of them, complete."""
+    cache = str(tmp_path / "cache.marshal")
+    starts = [subprocess.Popen([sys.executable, "-c", PROBE, cache], stdout=subprocess.PIPE,
+                               env={**os.environ, "PYTHONHASHSEED": str(seed)})
+              for seed in range(6)]
+    outputs = [start.communicate(timeout=120)[0] for start in starts]
+    assert [start.returncode for start in starts] == [0] * 6
+    reports = [json.loads(output) for output in outputs]  # hits or misses: as they raced
+    assert len({report["codecache_hits"] + report["codecache_misses"] for report in reports}) == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["cache.marshal"]  # no partial file left
+    after = probe(cache, seed=7)
+    assert after["codecache_misses"] == 0
