@@ -8,8 +8,9 @@ One part of a source is not the same from run to run: the salt attrs writes into
 class's `__hash__` (the hash of a string, so it follows PYTHONHASHSEED). It is left out of the
 key and put back: the code of a hit gets this process's salt, as compiling would have given.
 
-Must not fail a start, nor leave anything in the installation. A file that is missing,
-unreadable, cut short or from another interpreter is an empty cache, and one that cannot be
+Must not fail a start, nor leave anything in the installation, nor run code another user
+wrote. A file that is missing, unreadable, cut short, from another interpreter, or owned or
+writable by anyone else is an empty cache, and one that cannot be
 written (no home, a read-only one) stays unwritten. The file is in the user's cache directory
 (`~/.cache/mcp-rosetta/`, one per installation; under `sys.pycache_prefix` if one is set: see
 `default_path`), is replaced whole (a concurrent start reads the old one or the new one), and
@@ -95,7 +96,9 @@ class CodeCache:
         partial = f"{path}.{os.getpid()}"
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(partial, "wb") as out:
+            # Writable by its owner only, whatever the umask: _trusted reads nothing else.
+            with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+                           "wb") as out:
                 out.write(data)
             os.replace(partial, path)
         except OSError:
@@ -108,6 +111,8 @@ class CodeCache:
 def _read(path: str) -> dict[Key, Entry]:
     try:
         with open(path, "rb") as cached:
+            if not _trusted(os.fstat(cached.fileno())):
+                return {}
             data = cached.read()
     except OSError:
         return {}
@@ -122,6 +127,16 @@ def _read(path: str) -> dict[Key, Entry]:
             for entry in entries.values()):
         return {}
     return entries
+
+
+def _trusted(status: os.stat_result) -> bool:
+    """Whether code read from the file `status` describes may run: a file this process's user
+    owns and nobody else may write, as ssh asks of its keys (a cache directory set to a shared
+    place, such as XDG_CACHE_HOME=/tmp, must not let another user's file in). Checked on the
+    open file itself, so no file swapped in after the check is what is read."""
+    getuid = getattr(os, "geteuid", None)
+    owned = getuid is None or status.st_uid == getuid()
+    return owned and not status.st_mode & 0o022
 
 
 def _remove_quietly(path: str) -> None:

@@ -124,6 +124,41 @@ def test_a_bad_file_is_an_empty_cache_and_is_written_again(tmp_path: Path,
     assert CodeCache(str(path)).compile(SOURCE, "<double>") == fresh(SOURCE, "<double>")
 
 
+def test_a_file_others_may_write_is_not_read(tmp_path: Path) -> None:
+    """Code another user could have written must not run: such a file is an empty cache."""
+    path = tmp_path / "cache.marshal"
+    start(str(path), "<double>")
+    path.chmod(0o666)
+    cache = CodeCache(str(path))
+    cache.compile(SOURCE, "<double>")
+    assert (cache.hits, cache.misses) == (0, 1)
+    path.chmod(0o644)
+    again = CodeCache(str(path))
+    again.compile(SOURCE, "<double>")
+    assert (again.hits, again.misses) == (1, 0)
+
+
+def test_the_file_is_written_for_its_owner_alone_whatever_the_umask(tmp_path: Path) -> None:
+    path = tmp_path / "cache.marshal"
+    before = os.umask(0o002)  # a user-private-group system's usual umask
+    try:
+        start(str(path), "<double>")
+    finally:
+        os.umask(before)
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert start(str(path), "<double>").hits == 1
+
+
+def test_a_file_another_user_owns_is_not_read(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "cache.marshal"
+    start(str(path), "<double>")
+    monkeypatch.setattr(os, "geteuid", lambda: path.stat().st_uid + 1)
+    cache = CodeCache(str(path))
+    cache.compile(SOURCE, "<double>")
+    assert (cache.hits, cache.misses) == (0, 1)
+
+
 def test_a_place_that_cannot_be_written_stays_unwritten(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
