@@ -244,14 +244,15 @@ def _patch_attrs(make: ModuleType, cache: CodeCache) -> None:
     """Give `attr._make` a `compile` of its own that reads `cache`: every method attrs
     generates is compiled by that module's calls to the builtin, found by name in its
     globals first, including those its own body makes for attrs' classes as it runs."""
-    flags: list[int] = []  # its __future__ imports, once its body has run them
+    flags: int | None = None  # its __future__ imports, read once its body has run them
 
     def compile(source: Any, filename: Any, mode: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal flags
         if args or kwargs or type(source) is not str or type(filename) is not str:
             return builtins.compile(source, filename, mode, *args, **kwargs)
-        if not flags:
-            flags.append(future_flags(vars(make)))
-        return cache.compile(source, filename, mode, flags[0])
+        if flags is None:
+            flags = future_flags(vars(make))
+        return cache.compile(source, filename, mode, flags)
 
     make.compile = compile  # type: ignore[attr-defined]
 

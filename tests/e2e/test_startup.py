@@ -144,12 +144,13 @@ def test_without_an_answer_the_lines_still_come() -> None:
         proc.wait()
 
 
-def reported_collector(stderr: bytes) -> dict[str, Any]:
-    """The fields of the process's last log line, `collector.reported` (--log-level debug)."""
+def reported(stderr: bytes, event: str) -> dict[str, Any]:
+    """The fields of the process's one `event` line (`collector.reported`,
+    `codecache.reported`: its last lines, at --log-level debug)."""
     lines = [json.loads(line) for line in stderr.splitlines() if line.startswith(b"{")]
-    reported = [line for line in lines if line["event"] == "collector.reported"]
-    assert len(reported) == 1, f"no collector.reported line in {stderr!r}"
-    return reported[0]
+    found = [line for line in lines if line["event"] == event]
+    assert len(found) == 1, f"no {event} line in {stderr!r}"
+    return found[0]
 
 
 def assert_collector_ran(fields: dict[str, Any]) -> None:
@@ -158,29 +159,9 @@ def assert_collector_ran(fields: dict[str, Any]) -> None:
     assert fields["gc_frozen"] > 10_000  # the imports' objects, frozen when start-up ended
 
 
-def test_the_stdio_bridge_collects_garbage_after_its_start() -> None:
-    """Paused for the start-up (bridge/collector.py), the collector runs once it is over."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bridge", "--log-level", "debug", "--",
-         sys.executable, str(SERVERS), "legacy"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
-    try:
-        send(proc, INITIALIZE)
-        until_answer(proc, 1)
-        send(proc, INITIALIZED)
-        for id_ in range(2, 12):
-            send(proc, {**TOOLS, "id": id_})
-            until_answer(proc, id_)
-        _, stderr = proc.communicate(timeout=60)  # stdin closed: the session ends
-        assert proc.returncode == 0
-    finally:
-        proc.kill()
-        proc.wait()
-    assert_collector_ran(reported_collector(stderr))
-
-
-def one_session(env: dict[str, str]) -> bytes:
-    """A stdio session that answers initialize and ends; its stderr (--log-level debug)."""
+def stdio_session(calls: int = 0, env: dict[str, str] | None = None) -> bytes:
+    """A stdio session that answers initialize, then `calls` tools/list, and ends (its stdin
+    closed); its stderr (--log-level debug)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "bridge", "--log-level", "debug", "--",
          sys.executable, str(SERVERS), "legacy"],
@@ -189,6 +170,11 @@ def one_session(env: dict[str, str]) -> bytes:
     try:
         send(proc, INITIALIZE)
         until_answer(proc, 1)
+        if calls:
+            send(proc, INITIALIZED)
+        for id_ in range(2, 2 + calls):
+            send(proc, {**TOOLS, "id": id_})
+            until_answer(proc, id_)
         _, stderr = proc.communicate(timeout=60)
         assert proc.returncode == 0
     finally:
@@ -197,11 +183,9 @@ def one_session(env: dict[str, str]) -> bytes:
     return stderr
 
 
-def reported_cache(stderr: bytes) -> dict[str, Any]:
-    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith(b"{")]
-    reported = [line for line in lines if line["event"] == "codecache.reported"]
-    assert len(reported) == 1, f"no codecache.reported line in {stderr!r}"
-    return reported[0]
+def test_the_stdio_bridge_collects_garbage_after_its_start() -> None:
+    """Paused for the start-up (bridge/collector.py), the collector runs once it is over."""
+    assert_collector_ran(reported(stdio_session(calls=10), "collector.reported"))
 
 
 def test_a_second_session_starts_with_nothing_to_compile(tmp_path: Path) -> None:
@@ -209,10 +193,10 @@ def test_a_second_session_starts_with_nothing_to_compile(tmp_path: Path) -> None
     attrs classes and the records. Its own place here, under PYTHONPYCACHEPREFIX, so that no
     other test's sessions write it meanwhile."""
     env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "pycache")}
-    first = reported_cache(one_session(env))
+    first = reported(stdio_session(env=env), "codecache.reported")
     assert first["codecache_misses"] > 60
     [written] = (tmp_path / "pycache").rglob("codegen.*.marshal")
-    second = reported_cache(one_session(env))
+    second = reported(stdio_session(env=env), "codecache.reported")
     assert second == {**second, "codecache_hits": first["codecache_misses"],
                       "codecache_misses": 0}
     assert written.exists()
@@ -241,4 +225,4 @@ def test_the_daemon_collects_garbage_while_it_serves(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
-    assert_collector_ran(reported_collector(stderr))
+    assert_collector_ran(reported(stderr, "collector.reported"))
