@@ -16,9 +16,11 @@ written (no home, a read-only one) stays unwritten. The file is in the user's ca
 `default_path`), is replaced whole (a concurrent start reads the old one or the new one), and
 keeps what every command's start compiled (the stdio bridge's, `serve`'s, `check`'s) up to
 _MOST_ENTRIES, past which it keeps only what the last start used: entries nobody asks for any
-more (an upgraded attrs, a removed class) make way then. PYTHONDONTWRITEBYTECODE does not stop
-it: that variable is about the `.pyc` of imported modules, which `pip install` writes anyway,
-and container images commonly set it, where this cache then would never be kept.
+more (an upgraded attrs, a removed class) make way then. A file names the installation that
+wrote it: whenever one is written in the user's cache directory, the files there of
+installations that are gone (a deleted virtual environment) go too. PYTHONDONTWRITEBYTECODE
+does not stop it: that variable is about the `.pyc` of imported modules, which `pip install`
+writes anyway, and container images commonly set it, where this cache then would never be kept.
 
 Why: `compile` was about 13% of the stdio bridge's CPU to its first answer (attrs' methods for
 about 80 classes, 24-29 ms; the records' `__init__`s, about 4 ms); reading the same code from
@@ -50,6 +52,10 @@ Entry = tuple[CodeType, int | None]
 """The code, and the salt its source had (None: no salt)."""
 
 _SALT_AFTER = "hash((\n"
+_INSTALLATION = os.path.dirname(os.path.abspath(__file__))
+"""The package's directory: what names the installation a file belongs to."""
+_NAMED = 4096
+"""Bytes of a file read to find the installation it names (a path is shorter)."""
 _MOST_ENTRIES = 256
 """More than the commands' starts compile together (about 110 for the stdio bridge, a few
 more for `serve` and `check`), and few enough to read in about 2 ms (108 entries: 0.8 ms): a
@@ -59,8 +65,9 @@ process that used more is taken for one whose sources differ every run, and writ
 class CodeCache:
     """Compiled code by source, read from one file and written back when it gained entries."""
 
-    def __init__(self, path: str | None) -> None:
+    def __init__(self, path: str | None, *, prune: bool = False) -> None:
         self.path = path
+        self._prune = prune  # the files of gone installations beside `path`, once it is written
         self.hits = 0
         self.misses = 0
         self._learnt = False
@@ -92,7 +99,7 @@ class CodeCache:
         kept = {**self._kept, **self._used}  # what other commands' starts compile stays too
         if len(kept) > _MOST_ENTRIES:  # old entries (an upgraded attrs) make way
             kept = self._used
-        data = MAGIC_NUMBER + marshal.dumps(kept)
+        data = b"".join((MAGIC_NUMBER, _named(_INSTALLATION), marshal.dumps(kept)))
         partial = f"{path}.{os.getpid()}"
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -106,6 +113,8 @@ class CodeCache:
             return
         self._kept = kept
         self._learnt = False
+        if self._prune:
+            _prune_beside(path)
 
 
 def _read(path: str) -> dict[Key, Entry]:
@@ -118,8 +127,11 @@ def _read(path: str) -> dict[Key, Entry]:
         return {}
     if not data.startswith(MAGIC_NUMBER):
         return {}
+    entries_at = data.find(b"\0", len(MAGIC_NUMBER)) + 1  # after the installation's name
+    if not entries_at:
+        return {}
     try:
-        entries = marshal.loads(memoryview(data)[len(MAGIC_NUMBER):])
+        entries = marshal.loads(memoryview(data)[entries_at:])
     except (EOFError, ValueError, TypeError):
         return {}
     if type(entries) is not dict or not all(
@@ -137,6 +149,41 @@ def _trusted(status: os.stat_result) -> bool:
     getuid = getattr(os, "geteuid", None)
     owned = getuid is None or status.st_uid == getuid()
     return owned and not status.st_mode & 0o022
+
+
+def _named(installation: str) -> bytes:
+    """The file's header after the magic number: the installation that writes it, then NUL."""
+    return installation.encode(errors="surrogateescape") + b"\0"
+
+
+def _installation_of(path: str) -> str | None:
+    """The installation the cache file `path` names, if it is a file of ours (one we may
+    trust: we may remove it)."""
+    try:
+        with open(path, "rb") as cached:
+            if not _trusted(os.fstat(cached.fileno())):
+                return None
+            head = cached.read(_NAMED)
+    except OSError:
+        return None
+    end = head.find(b"\0", len(MAGIC_NUMBER))
+    if not head.startswith(MAGIC_NUMBER) or end < 0:
+        return None
+    return head[len(MAGIC_NUMBER):end].decode(errors="surrogateescape")
+
+
+def _prune_beside(path: str) -> None:
+    """Remove the cache files beside `path` whose installation is gone: the user's cache
+    directory gains one file per installation, and nothing else removes them."""
+    directory = os.path.dirname(path)
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            other = os.path.join(directory, name)
+            if other == path or not (name.startswith("codegen-") and name.endswith(".marshal")):
+                continue
+            installation = _installation_of(other)
+            if installation is not None and not os.path.isdir(installation):
+                _remove_quietly(other)
 
 
 def _remove_quietly(path: str) -> None:
@@ -189,7 +236,7 @@ def default_path() -> str | None:
     installed, and the directory it keeps alive is then a namespace package `bridge` that
     hides the next install of the bridge (an editable one, found after the path).
     """
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = _INSTALLATION
     tag = sys.implementation.cache_tag or "none"
     level = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
     prefix = sys.pycache_prefix
@@ -205,6 +252,14 @@ def default_path() -> str | None:
     return os.path.join(base, "mcp-rosetta", f"codegen-{installation:08x}.{tag}{level}.marshal")
 
 
+def default_cache() -> CodeCache:
+    """The cache at default_path(). In the user's cache directory, which every installation
+    shares, its writes remove the files of installations that are gone; under
+    `sys.pycache_prefix`, whose tree mirrors the installations, they do not (nor does Python
+    remove a `.pyc` there)."""
+    return CodeCache(default_path(), prune=not sys.pycache_prefix)
+
+
 _CACHE: CodeCache | None = None
 
 
@@ -214,7 +269,7 @@ def install(path: str | None = None) -> CodeCache:
     global _CACHE
     if _CACHE is not None:
         return _CACHE
-    cache = _CACHE = CodeCache(path if path is not None else default_path())
+    cache = _CACHE = CodeCache(path) if path is not None else default_cache()
     from bridge.core.record import use_compiler
 
     flags = future_flags(use_compiler.__globals__)  # record.py's own

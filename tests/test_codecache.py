@@ -112,7 +112,10 @@ def test_future_flags_reads_a_modules_future_imports() -> None:
     MAGIC_NUMBER + marshal.dumps({("x", "y", "exec", 0): 1})[:5],
     b"\x00\x00\r\n" + marshal.dumps({}),  # another interpreter's magic
     MAGIC_NUMBER + marshal.dumps(["a list"]),
-], ids=["empty", "garbage", "magic-only", "cut-short", "other-magic", "not-a-dict"])
+    MAGIC_NUMBER + b"/no/end/to/the/installation's/name",
+    MAGIC_NUMBER + marshal.dumps({("x", "y", "exec", 0): (fresh(SOURCE, "<double>"), None)}),
+], ids=["empty", "garbage", "magic-only", "cut-short", "other-magic", "not-a-dict",
+        "unnamed-installation", "no-installation-named"])
 def test_a_bad_file_is_an_empty_cache_and_is_written_again(tmp_path: Path,
                                                           content: bytes) -> None:
     path = tmp_path / "cache.marshal"
@@ -189,6 +192,45 @@ def start(path: str, *filenames: str) -> CodeCache:
         cache.compile(SOURCE, filename)
     cache.save()
     return cache
+
+
+def cache_file(directory: Path, name: str, installation: Path, mode: int = 0o644) -> Path:
+    """A cache file another installation wrote, naming `installation`."""
+    path = directory / name
+    path.write_bytes(MAGIC_NUMBER + os.fsencode(installation) + b"\0" + marshal.dumps({}))
+    path.chmod(mode)
+    return path
+
+
+def test_a_write_removes_the_files_of_gone_installations_beside_it(tmp_path: Path) -> None:
+    """One file per installation: a deleted virtual environment's goes when another
+    installation next writes its own; nothing else beside it is touched."""
+    (tmp_path / "venv-kept").mkdir()
+    gone = cache_file(tmp_path, "codegen-0000000a.cpython-311.marshal", tmp_path / "venv-gone")
+    kept = cache_file(tmp_path, "codegen-0000000b.cpython-311.marshal", tmp_path / "venv-kept")
+    shared = cache_file(tmp_path, "codegen-0000000c.cpython-311.marshal",
+                        tmp_path / "venv-gone-too", mode=0o666)  # not ours to judge
+    other = cache_file(tmp_path, "notes.marshal", tmp_path / "venv-gone")
+    path = tmp_path / "codegen-0000000d.cpython-311.marshal"
+    unpruned = CodeCache(str(path))
+    unpruned.compile(SOURCE, "<double>")
+    unpruned.save()
+    assert gone.exists()
+    cache = CodeCache(str(path), prune=True)
+    cache.compile(SOURCE, "<triple>")
+    cache.save()
+    assert not gone.exists()
+    assert kept.exists() and shared.exists() and other.exists() and path.exists()
+    assert CodeCache(str(path)).compile(SOURCE, "<triple>") == fresh(SOURCE, "<triple>")
+
+
+def test_the_default_cache_is_pruned_but_under_a_pycache_prefix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert codecache.default_cache()._prune
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "prefix"))  # mirrors the install
+    assert not codecache.default_cache()._prune
 
 
 def test_what_other_starts_compiled_is_kept(tmp_path: Path) -> None:
