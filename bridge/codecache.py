@@ -118,20 +118,11 @@ class CodeCache:
 
 
 def _read(path: str) -> dict[Key, Entry]:
-    try:
-        with open(path, "rb") as cached:
-            if not _trusted(os.fstat(cached.fileno())):
-                return {}
-            data = cached.read()
-    except OSError:
-        return {}
-    if not data.startswith(MAGIC_NUMBER):
-        return {}
-    entries_at = data.find(b"\0", len(MAGIC_NUMBER)) + 1  # after the installation's name
-    if not entries_at:
+    parts = _parts(_trusted_bytes(path))
+    if parts is None:
         return {}
     try:
-        entries = marshal.loads(memoryview(data)[entries_at:])
+        entries = marshal.loads(parts[1])
     except (EOFError, ValueError, TypeError):
         return {}
     if type(entries) is not dict or not all(
@@ -139,6 +130,29 @@ def _read(path: str) -> dict[Key, Entry]:
             for entry in entries.values()):
         return {}
     return entries
+
+
+def _trusted_bytes(path: str, size: int = -1) -> bytes | None:
+    """The first `size` bytes (-1: all) of the file `path`, if it is one we may trust."""
+    try:
+        with open(path, "rb") as cached:
+            if not _trusted(os.fstat(cached.fileno())):
+                return None
+            return cached.read(size)
+    except OSError:
+        return None
+
+
+def _parts(data: bytes | None) -> tuple[str, memoryview] | None:
+    """A file's installation and its marshalled entries, after the magic number and the
+    installation's name (ended by NUL); None if the file does not start so."""
+    if data is None or not data.startswith(MAGIC_NUMBER):
+        return None
+    end = data.find(b"\0", len(MAGIC_NUMBER))
+    if end < 0:
+        return None
+    installation = data[len(MAGIC_NUMBER):end].decode(errors="surrogateescape")
+    return installation, memoryview(data)[end + 1:]
 
 
 def _trusted(status: os.stat_result) -> bool:
@@ -159,17 +173,8 @@ def _named(installation: str) -> bytes:
 def _installation_of(path: str) -> str | None:
     """The installation the cache file `path` names, if it is a file of ours (one we may
     trust: we may remove it)."""
-    try:
-        with open(path, "rb") as cached:
-            if not _trusted(os.fstat(cached.fileno())):
-                return None
-            head = cached.read(_NAMED)
-    except OSError:
-        return None
-    end = head.find(b"\0", len(MAGIC_NUMBER))
-    if not head.startswith(MAGIC_NUMBER) or end < 0:
-        return None
-    return head[len(MAGIC_NUMBER):end].decode(errors="surrogateescape")
+    parts = _parts(_trusted_bytes(path, _NAMED))
+    return None if parts is None else parts[0]
 
 
 def _prune_beside(path: str) -> None:
