@@ -359,17 +359,18 @@ def test_input_responses_without_request_state_start_a_fresh_call() -> None:
         "sampling.context"])
 def test_an_exclusive_calls_undeclared_question_fails_the_call_with_32021(
         caps: Any, question: Any, error: Any, required: Any) -> None:
-    """§5.8.3: the server's question gets the answer of a legacy client without the
-    capability (so the tool unwinds), the call's round -32021 naming what was asked for, and
-    the legacy call is cancelled; its late answer is absorbed."""
+    """§5.8.3: the legacy call is cancelled, then the server's question gets the answer of a
+    legacy client without the capability (the cancel first: the handler stops while it
+    waits, and no result of its own races the cancel); the call's round gets -32021 naming
+    what was asked for, and the call's late answer is absorbed."""
     h, _ = mode_b()
     legacy = one(h.client(call(1, caps=caps)), "server")
     actions = h.server(question)
     need = ".".join([*required, *next(iter(required.values()))])  # one path in these cases
     assert sent(actions, "server") == [
-        {"jsonrpc": "2.0", "id": 5, "error": error},
         {"jsonrpc": "2.0", "method": "notifications/cancelled",
-         "params": {"requestId": legacy["id"], "reason": f"the request did not declare {need}"}}]
+         "params": {"requestId": legacy["id"], "reason": f"the request did not declare {need}"}},
+        {"jsonrpc": "2.0", "id": 5, "error": error}]
     assert one(actions, "client") == {"jsonrpc": "2.0", "id": 1, "error": {
         "code": -32021, "message": f"The server requires the {need} capability for this request",
         "data": {"requiredCapabilities": required}}}
@@ -385,11 +386,11 @@ def test_an_undeclared_question_while_gathering_ends_the_round_and_its_other_que
     assert sent(h.server(request(4, "elicitation/create", ELICIT)), "client") == []
     actions = h.server(request(5, "sampling/createMessage", SAMPLE))
     assert sent(actions, "server") == [
-        {"jsonrpc": "2.0", "id": 5, "error": {
-            "code": -32601, "message": "Method not found: the request did not declare sampling"}},
         {"jsonrpc": "2.0", "method": "notifications/cancelled",
          "params": {"requestId": legacy["id"], "reason": "the request did not declare sampling"}},
-        {"jsonrpc": "2.0", "id": 4, "result": {"action": "cancel"}}]
+        {"jsonrpc": "2.0", "id": 4, "result": {"action": "cancel"}},
+        {"jsonrpc": "2.0", "id": 5, "error": {
+            "code": -32601, "message": "Method not found: the request did not declare sampling"}}]
     assert one(actions, "client")["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
     assert sent(h.advance(1), "client") == []  # no round ships after the park window
 
@@ -400,10 +401,10 @@ def test_the_one_shared_call_at_the_server_owns_the_question_and_gets_32021() ->
     assert one(h.client(modern(2, "tools/list")), "server")["method"] == "tools/list"
     actions = h.server(request(5, "sampling/createMessage", SAMPLE))
     assert sent(actions, "server") == [
-        {"jsonrpc": "2.0", "id": 5, "error": {
-            "code": -32601, "message": "Method not found: the request did not declare sampling"}},
         {"jsonrpc": "2.0", "method": "notifications/cancelled",
-         "params": {"requestId": legacy["id"], "reason": "the request did not declare sampling"}}]
+         "params": {"requestId": legacy["id"], "reason": "the request did not declare sampling"}},
+        {"jsonrpc": "2.0", "id": 5, "error": {
+            "code": -32601, "message": "Method not found: the request did not declare sampling"}}]
     assert one(actions, "client") == {"jsonrpc": "2.0", "id": 1, "error": {
         "code": -32021, "message": "The server requires the sampling capability for this request",
         "data": {"requiredCapabilities": {"sampling": {}}}}}
@@ -454,13 +455,13 @@ def test_a_retry_declaring_less_than_the_server_asked_fails_with_32021() -> None
     assert one(actions, "server") == {"jsonrpc": "2.0", "id": 1, "result": ACCEPT}
     actions = h.advance(0.05)
     assert sent(actions, "server") == [
+        {"jsonrpc": "2.0", "method": "notifications/cancelled",
+         "params": {"requestId": legacy["id"],
+                    "reason": "the request did not declare roots, sampling"}},
         {"jsonrpc": "2.0", "id": 2, "error": {
             "code": -32601, "message": "Method not found: the request did not declare sampling"}},
         {"jsonrpc": "2.0", "id": 3, "error": {
-            "code": -32601, "message": "Method not found: the request did not declare roots"}},
-        {"jsonrpc": "2.0", "method": "notifications/cancelled",
-         "params": {"requestId": legacy["id"],
-                    "reason": "the request did not declare roots, sampling"}}]
+            "code": -32601, "message": "Method not found: the request did not declare roots"}}]
     assert one(actions, "client") == {"jsonrpc": "2.0", "id": 2, "error": {
         "code": -32021,
         "message": "The server requires the roots and sampling capabilities for this request",

@@ -278,10 +278,10 @@ def test_with_no_roots_known_a_call_that_declares_none_fails_with_32021(caps: Me
     legacy = forwarded(h.client(call(1, caps=caps)))
     actions = h.server(request(13, "roots/list"))
     assert sent(actions, "server") == [
-        {"jsonrpc": "2.0", "id": 13, "error": {
-            "code": -32601, "message": "Method not found: the request did not declare roots"}},
         {"jsonrpc": "2.0", "method": "notifications/cancelled",
-         "params": {"requestId": legacy["id"], "reason": "the request did not declare roots"}}]
+         "params": {"requestId": legacy["id"], "reason": "the request did not declare roots"}},
+        {"jsonrpc": "2.0", "id": 13, "error": {
+            "code": -32601, "message": "Method not found: the request did not declare roots"}}]
     assert one(actions, "client") == {"jsonrpc": "2.0", "id": 1, "error": {
         "code": -32021, "message": "The server requires the roots capability for this request",
         "data": {"requiredCapabilities": {"roots": {}}}}}

@@ -291,6 +291,19 @@ def test_an_idle_legacy_session_that_expired_is_replaced_unnoticed(bad_legacy_ur
     assert len(lost) == 1 and "ended the session (HTTP 404" in lost[0]["went"]
 
 
+def test_a_legacy_get_stream_is_open_before_the_first_request(bad_legacy_url: str) -> None:
+    # The GET stream is opened beside notifications/initialized and the next request waits
+    # for its answer: what the server sends there about that request reaches the client.
+    bridge = Bridge(bad_legacy_url)
+    try:
+        bridge.send(INITIALIZE, INITIALIZED, call(1, "sessions"))
+        counts = bridge.answers({0, 1})[1][0]["result"]["structuredContent"]
+    finally:
+        logs = bridge.stop()
+    assert counts["listening"] == 1
+    assert not [line for line in logs if line["event"] == "upstream.listen_slow"]
+
+
 def test_a_legacy_get_stream_cut_after_an_event_id_is_resumed(bad_legacy_url: str) -> None:
     bridge = Bridge(bad_legacy_url)
     try:

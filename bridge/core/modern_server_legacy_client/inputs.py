@@ -66,6 +66,8 @@ from bridge.core.timers import Deadline
 
 # Read for every call: a global, since an Enum class attribute costs five times as much.
 _RESYNC_IDLE = Resync.IDLE
+_UNOWNED = ""
+"""The inputRequests key of a question no call owns: it is refused, never asked."""
 
 
 class ParkingHost(Protocol):
@@ -236,13 +238,12 @@ class Parking:
             return
         if call is None:
             if self.shared:  # shared calls declared no input capability at all
-                need = self.local.refuse_or_answer(message["id"], message["method"],
-                                                   message.get("params"), {})
                 # §5.8.3: one shared call at the server is the one that asked; of several,
                 # none can be named, so the refusal alone answers.
-                lone = self._lone_shared() if need is not None and self.shared == 1 else None
-                if need is not None and lone is not None:
-                    self._capability_missing(lone, [need])
+                lone = self._lone_shared() if self.shared == 1 else None
+                self._undeclared(lone, [Question.asked(_UNOWNED, message["id"],
+                                                       message["method"],
+                                                       message.get("params"))], {})
             else:
                 self.local.unsolicited(message)
             return
@@ -250,10 +251,7 @@ class Parking:
                                   message.get("params"))
         parked = call.stage is CallStage.PARKED
         if not parked and not allowed(call.meta.capabilities, question):
-            need = self.local.refuse_or_answer(question.legacy_id, question.method,
-                                               question.raw_params, call.meta.capabilities)
-            if need is not None:
-                self._capability_missing(call, [need])
+            self._undeclared(call, [question], call.meta.capabilities)
             return
         call.questions[question.key] = question
         self.asked[typed(question.legacy_id)] = (call, question.key)
@@ -303,16 +301,27 @@ class Parking:
         """Refuse what the current round did not declare (asked while parked, or the retry
         declared less than the round before); if anything was refused, the call ends with
         -32021 naming all of it (§5.8.3)."""
-        needs: list[tuple[str, ...]] = []
-        for question in list(call.questions.values()):
-            if question.legacy_id is not None and not allowed(call.meta.capabilities, question):
-                self._forget(call, question)
-                need = self.local.refuse_or_answer(question.legacy_id, question.method,
-                                                   question.raw_params, call.meta.capabilities)
-                if need is not None:
-                    needs.append(need)
-        if needs:
-            self._capability_missing(call, needs)
+        undeclared = [question for question in call.questions.values()
+                      if question.legacy_id is not None
+                      and not allowed(call.meta.capabilities, question)]
+        for question in undeclared:
+            self._forget(call, question)
+        if undeclared:
+            self._undeclared(call, undeclared, call.meta.capabilities)
+
+    def _undeclared(self, call: ParkedCall | None, questions: list[Question],
+                    caps: Message) -> None:
+        """Answer questions `caps` did not declare: roots/list from the known roots, the
+        rest refused; `call` (when it can be named) then ends with -32021 naming what was
+        refused. Its cancel reaches the server before the refusals: the handler, still
+        waiting for its answer, stops there, while a refusal sent first ends it with a
+        result that races the cancel (an mcp 1.x server crashes when the cancel lands between
+        its handler's return and its answer: python-sdk issue 2416)."""
+        refused = [question for question in questions if not self.local.answers_locally(question)]
+        if refused and call is not None:
+            self._capability_missing(call, [question.need() for question in refused])
+        for question in refused:
+            self.local.refuse(question, caps)
 
     def _capability_missing(self, call: ParkedCall, needs: list[tuple[str, ...]]) -> None:
         """The call's legacy server needs what its round did not declare, and was refused it:

@@ -40,6 +40,10 @@ class Question:
         return cls(key, legacy_id, method, params, _modern_input_params(params),
                    eid if isinstance(eid, str) else None)
 
+    def need(self) -> tuple[str, ...]:
+        """The capability path the question needs the client to have declared."""
+        return input_capability(self.method, self.raw_params)
+
     def input_request(self) -> Message:
         request: Message = {"method": self.method}
         if self.params:
@@ -55,7 +59,7 @@ def _modern_input_params(params: object) -> Message:
 
 def allowed(caps: Message, question: Question) -> bool:
     """mrtr.mdx: never send an input request the current request did not declare (§5.6)."""
-    return declares(caps, input_capability(question.method, question.raw_params))
+    return declares(caps, question.need())
 
 
 def legacy_answer(method: str, response: Message, version: str) -> Message | str:
@@ -98,32 +102,27 @@ class LocalAnswers:
         else:
             self.ctx.fail(SERVER, message["id"], errors.sampling_unavailable())
 
-    def refuse_or_answer(self, legacy_id: WireId | None, method: str, params: object,
-                         caps: Message) -> tuple[str, ...] | None:
-        """A question the call did not declare: roots/list is answered from the roots the
-        bridge knows (nobody is asked, so the call's capabilities are not overstepped, and a
-        refusal would only withhold what the server was given before); the rest is refused.
-        Returns the capability path a refusal named (the call's -32021 names it too,
-        inputs.py), or None if the question was answered."""
-        if method == "roots/list" and self.roots.any_known():
-            self.ctx.log("info", "input.answered_locally", method=method,
-                         reason="the request did not declare roots; the known roots")
-            self.ctx.reply(SERVER, legacy_id, self.roots.answer())
-            return None
-        return self._refuse(legacy_id, method, params, caps)
+    def answers_locally(self, question: Question) -> bool:
+        """Whether an undeclared question is answered without a refusal: roots/list, from
+        the roots the bridge knows (nobody is asked, so the call's capabilities are not
+        overstepped, and a refusal would only withhold what the server was given before)."""
+        if question.method != "roots/list" or not self.roots.any_known():
+            return False
+        self.ctx.log("info", "input.answered_locally", method=question.method,
+                     reason="the request did not declare roots; the known roots")
+        self.ctx.reply(SERVER, question.legacy_id, self.roots.answer())
+        return True
 
-    def _refuse(self, legacy_id: WireId | None, method: str, params: object,
-                caps: Message) -> tuple[str, ...]:
+    def refuse(self, question: Question, caps: Message) -> None:
         """The call did not declare what the question needs: answer as such a client would.
 
         A whole capability missing is an unknown method to a legacy client (-32601); a missing
         sub-capability (an elicitation mode, sampling tools) is invalid params (-32602, as
         2025-11-25 client/elicitation.mdx §Error Handling says for modes).
         """
-        need = input_capability(method, params)
-        self.ctx.log("info", "input.refused", method=method, needs=".".join(need))
+        need = question.need()
+        self.ctx.log("info", "input.refused", method=question.method, needs=".".join(need))
         if declares(caps, need[:1]):
-            self.ctx.fail(SERVER, legacy_id, errors.capability_part_undeclared(need))
+            self.ctx.fail(SERVER, question.legacy_id, errors.capability_part_undeclared(need))
         else:
-            self.ctx.fail(SERVER, legacy_id, errors.capability_undeclared(need[0]))
-        return need
+            self.ctx.fail(SERVER, question.legacy_id, errors.capability_undeclared(need[0]))

@@ -79,6 +79,9 @@ TOOL_PAGES = 20
 """Pages of tools/list read at most to learn the tools' annotations after a HeaderMismatch."""
 LISTEN_BACKOFF = (1.0, 30.0)
 """First and longest wait before the GET stream is opened again after it ended."""
+LISTEN_OPEN_WAIT = 1.0
+"""Seconds the lines after `notifications/initialized` wait for the GET stream's first answer
+(its status line) before they go on without it."""
 REACH_BACKOFF = (0.25, 5.0)
 """First and longest wait between tries to reach a server that went, before a new session."""
 REACH_AT_MOST = 60.0
@@ -134,6 +137,15 @@ class StreamPlace:
         return otherwise if self.retry_ms is None else max(otherwise, self.retry_ms / 1000)
 
 
+@contextmanager
+def _setting(event: trio.Event) -> Iterator[None]:
+    """Set `event` however the block ends."""
+    try:
+        yield
+    finally:
+        event.set()
+
+
 class Link:
     """One session with the endpoint (the HTTP twin of a child incarnation). Once `retired`,
     its tasks are cancelled and nothing it receives reaches the core."""
@@ -146,7 +158,8 @@ class Link:
         self.retired = False
         self.legacy: LegacySession | None = None
         """Set once the core sent `initialize`: the server is legacy, this its session."""
-        self.listening = False
+        self.listening: trio.Event | None = None
+        """Once the GET stream was started: set when its first attempt got an answer, or failed."""
         self.served = False
         """Whether the server answered this link over HTTP at all (any status)."""
         self.lost = False
@@ -313,16 +326,16 @@ class HttpUpstream:
                     self._log.info("upstream.dropped", method=out.method,
                                    reason="the request it cancels is not under way")
                 return
+            opened = self._open_listen(link) if out.method == "notifications/initialized" \
+                else None
             await self._one_way(link, out)
             if out.method == "notifications/cancelled":
                 # transports.mdx §Sending Messages: a disconnection is no cancel, so the
                 # notification went first; now nothing more is wanted from the request's
                 # stream, which a server may hold open for ever.
                 link.cancel(out.cancels)
-            if out.method == "notifications/initialized" and link.legacy is not None \
-                    and not link.listening:
-                link.listening = True
-                self._nursery.start_soon(self._listen, link, name=f"http-listen-{link.gen}")
+            if opened is not None:
+                await self._listen_opened(opened)
         elif link.legacy is None:  # streamable-http.mdx §Sending Messages: no responses
             self._log.warning("upstream.dropped", reason="a response to a modern server")
         else:
@@ -634,22 +647,46 @@ class HttpUpstream:
     def _feed(self, link: Link, line: bytes) -> None:
         self._driver.lines(SERVER, [line], link)
 
-    async def _listen(self, link: Link) -> None:
+    def _open_listen(self, link: Link) -> trio.Event | None:
+        """Start a legacy session's GET stream (once per link), beside the POST of its
+        `notifications/initialized`; the event is set once its first attempt is answered."""
+        if link.legacy is None or link.listening is not None:
+            return None
+        link.listening = trio.Event()
+        self._nursery.start_soon(self._listen, link, link.listening,
+                                 name=f"http-listen-{link.gen}")
+        return link.listening
+
+    async def _listen_opened(self, opened: trio.Event) -> None:
+        """Hold the next lines until the GET stream's first attempt is answered (or failed),
+        at most LISTEN_OPEN_WAIT: a request that overtook it would miss what the server sends
+        on it about that request (a list_changed, or an answer a server delivers there, as
+        the conformance suite's sse-retry server does)."""
+        with trio.move_on_after(LISTEN_OPEN_WAIT):
+            await opened.wait()
+            return
+        self._log.info("upstream.listen_slow", waited_s=LISTEN_OPEN_WAIT,
+                       reason="the GET stream has no answer yet; requests go on without it")
+
+    async def _listen(self, link: Link, opened: trio.Event) -> None:
         """A legacy session's GET stream: what the server sends outside requests
         (transports.mdx §Listening for Messages from the Server); 405 means none, 404 that
         the session ended (§Session Management: the core starts a new one). Reopened with
         back-off when it ends, or is cut after naming an event id (§Resumability and
-        Redelivery: the reconnection carries Last-Event-ID)."""
+        Redelivery: the reconnection carries Last-Event-ID). `opened` is set once the first
+        attempt has its answer, or failed, or the link retired."""
         wait, longest = LISTEN_BACKOFF
         place = StreamPlace()  # across reconnections: Last-Event-ID, the server's retry
-        with link.guard():
+        with link.guard(), _setting(opened):
             while not link.retired:
                 try:
                     headers = self._resume_headers(link, place)
                     async with self._client.stream("GET", self._url, headers=headers) as response:
+                        opened.set()
                         if not await self._listened(link, response, place):
                             return
                 except (httpx2.HTTPError, httpx2.StreamError) as exc:
+                    opened.set()
                     if isinstance(exc, CUT) and place.last_id:
                         self._log.info("upstream.listen_cut", error=repr(exc),
                                        last_event_id=place.last_id)

@@ -16,8 +16,9 @@ priming event with an id, then a comment every 50 ms, until the session ends). F
             the call's answer (transports.mdx §Resumability and Redelivery)
   cut_listen  cut the session's GET streams mid-body (after their priming event's id); a GET
             with that id as `Last-Event-ID` is counted and served a new stream
-  sessions  a correct answer: how many sessions were opened so far, and how many cut streams
-            (request streams, GET streams) were resumed
+  sessions  a correct answer: how many sessions were opened so far, how many cut streams
+            (request streams, GET streams) were resumed, and how many GET streams the
+            caller's session has open
 
 Runs under the test's interpreter (the standard library only).
 Usage: python bad_legacy_http_server.py PORT
@@ -25,6 +26,7 @@ Usage: python bad_legacy_http_server.py PORT
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import sys
@@ -57,6 +59,8 @@ class Sessions:
         self.listens_resumed = 0
         self.listens_cut = 0
         """Bumped by `cut_listen`: each GET stream cuts itself when it sees it change."""
+        self.listening: collections.Counter[str] = collections.Counter()
+        """GET streams open, by session (counted from their request's arrival)."""
         self._ids = itertools.count(1)
 
     def open(self) -> str:
@@ -100,9 +104,18 @@ class LegacyHandler(Handler):
         self.stream([json.dumps(answer)], close=True)
 
     def listen(self, event_id: str) -> None:
-        """The session's GET stream, chunked: it ends (the last chunk) with the session, or is
-        cut (no last chunk) by `cut_listen`."""
+        """The session's GET stream, counted in `SESSIONS.listening` while it lasts."""
         session = self.headers.get("Mcp-Session-Id", "")
+        SESSIONS.listening[session] += 1
+        try:
+            self.listen_stream(session, event_id)
+        finally:
+            SESSIONS.listening[session] -= 1
+        self.close_connection = True
+
+    def listen_stream(self, session: str, event_id: str) -> None:
+        """Chunked: it ends (the last chunk) with the session, or is cut (no last chunk) by
+        `cut_listen`."""
         cuts = SESSIONS.listens_cut
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -117,7 +130,6 @@ class LegacyHandler(Handler):
                 self.wfile.write(b"0\r\n\r\n")  # the session ended: so does its stream
         except OSError:  # the client closed it
             pass
-        self.close_connection = True
 
     def chunk(self, text: str) -> None:
         data = text.encode()
@@ -193,7 +205,8 @@ class LegacyHandler(Handler):
 
     def call_sessions(self, request_id: object) -> None:
         counts = {"opened": SESSIONS.opened, "resumed": SESSIONS.resumed,
-                  "listens_resumed": SESSIONS.listens_resumed}
+                  "listens_resumed": SESSIONS.listens_resumed,
+                  "listening": SESSIONS.listening[self.headers.get("Mcp-Session-Id", "")]}
         self.answer(request_id, {"content": [{"type": "text", "text": json.dumps(counts)}],
                                  "structuredContent": counts})
 
