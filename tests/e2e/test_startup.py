@@ -55,6 +55,23 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                          "clientInfo": {"name": "startup-test", "version": "1"}}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "startup-test", "version": "1"}}
+
+
+def modern_tools(id_: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "method": "tools/list", "params": {"_meta": META}}
+
+
+# mode -> (the server's era, the client's first message, what it sends after the answer)
+OPENINGS: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {
+    "A": ("modern", INITIALIZE, [INITIALIZED, TOOLS]),
+    "P": ("legacy", INITIALIZE, [INITIALIZED, TOOLS]),
+    "B": ("legacy", modern_tools(1), [modern_tools(2)]),
+}
+CORES = {"A": "bridge.core.legacy_server_modern_client.mode", "P": "bridge.core.relay.mode",
+         "B": "bridge.core.modern_server_legacy_client.mode"}
 
 
 def send(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
@@ -79,16 +96,17 @@ def imports(lines: list[bytes]) -> list[str]:
             if line.startswith(b"[import] ")]
 
 
-@pytest.mark.parametrize("server_era", ["modern", "legacy"])  # modes A and P
-def test_nothing_but_the_first_answer_is_imported_before_it(server_era: str) -> None:
+@pytest.mark.parametrize("mode", list(OPENINGS))
+def test_nothing_but_the_first_answer_is_imported_before_it(mode: str) -> None:
+    server_era, first, then = OPENINGS[mode]
     proc = subprocess.Popen(
         [sys.executable, "-c", HOOKED, "--", sys.executable, str(SERVERS), server_era],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
     try:
-        send(proc, INITIALIZE)
+        send(proc, first)
         before = until_answer(proc, 1)
-        send(proc, INITIALIZED)
-        send(proc, TOOLS)
+        for message in then:
+            send(proc, message)
         after = until_answer(proc, 2)
         assert proc.stdin is not None
         proc.stdin.close()
@@ -102,16 +120,16 @@ def test_nothing_but_the_first_answer_is_imported_before_it(server_era: str) -> 
     early = imports(before)
     assert {"trio", "bridge.core.bridge", "bridge.shell.session"} <= set(early)  # the hook works
     assert not [name for name in early if name.split(".")[0] in ("structlog", "asyncio", "rich")]
-    # TLS, DTLS, hostnames and hashes (OpenSSL's libraries), ctypes.util's tempfile, --url's
-    # modules: imported by trio or the core, used by nothing before the first answer
-    assert not {"_ssl", "_hashlib", "idna.core", "tempfile", "ctypes.util",
+    # TLS, DTLS, hostnames and hashes (OpenSSL's libraries; mode B's requestState HMAC),
+    # ctypes.util's tempfile, --url's modules: imported by trio or the core, used by nothing
+    # before the first answer
+    assert not {"_ssl", "_hashlib", "hmac", "base64", "idna.core", "tempfile", "ctypes.util",
                 "bridge.shell.remote"} & set(early)
     # the other modes' cores, the daemon's, the HTTP front's and --url's modules
-    modes = ["bridge.core.legacy_server_modern_client.mode", "bridge.core.relay.mode"]
-    own_mode, other_mode = modes if server_era == "modern" else modes[::-1]  # A, or P
-    assert own_mode in early
-    assert not {other_mode, "bridge.core.modern_server_legacy_client", "bridge.shell.daemon",
-                "bridge.shell.http", "bridge.shell.remote", "bridge.check_report"} & set(early)
+    assert CORES[mode] in early
+    others = {core for other, core in CORES.items() if other != mode}
+    assert not {*others, "bridge.shell.daemon", "bridge.shell.http", "bridge.shell.remote",
+                "bridge.check_report"} & set(early)
     everything = early + imports(after)
     assert "structlog" in everything  # loaded after the answer, for the log lines
     assert "structlog.stdlib" in everything  # (so the check above would have seen it)

@@ -12,8 +12,7 @@ lets the parking table enforce single use (mrtr.mdx warns the digest alone does 
 
 from __future__ import annotations
 
-import base64
-import hmac
+import hmac  # deferred by the shell (trio_import.py): libcrypto loads at the first requestState
 import json
 
 from bridge.core.codec import Message, RawNumber
@@ -84,10 +83,16 @@ def _sha256(data: bytes) -> bytes:
 
 
 def _b64(raw: bytes) -> str:
+    """base64url without padding; base64 (with binascii and struct) is imported at the first
+    requestState, which mode B's first answer does not need."""
+    import base64
+
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
 def _unb64(text: str) -> bytes:
+    import base64
+
     if not text.isascii():
         raise ValueError("not base64url")
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
