@@ -120,10 +120,10 @@ def test_nothing_but_the_first_answer_is_imported_before_it(mode: str) -> None:
     early = imports(before)
     assert {"trio", "bridge.core.bridge", "bridge.shell.session"} <= set(early)  # the hook works
     assert not [name for name in early if name.split(".")[0] in ("structlog", "asyncio", "rich")]
-    # TLS, DTLS, hostnames and hashes (OpenSSL's libraries; mode B's requestState HMAC),
-    # ctypes.util's tempfile, --url's modules: imported by trio or the core, used by nothing
-    # before the first answer
-    assert not {"_ssl", "_hashlib", "hmac", "base64", "idna.core", "tempfile", "ctypes.util",
+    # TLS, DTLS, hostnames and hashes (OpenSSL's libraries: _hashlib is what hmac, deferred,
+    # would load), mode B's requestState codec, ctypes.util's tempfile, --url's modules:
+    # imported by trio or the core, used by nothing before the first answer
+    assert not {"_ssl", "_hashlib", "base64", "idna.core", "tempfile", "ctypes.util",
                 "bridge.shell.remote"} & set(early)
     # the other modes' cores, the daemon's, the HTTP front's and --url's modules
     assert CORES[mode] in early
