@@ -306,8 +306,7 @@ class Parking:
                       and not allowed(call.meta.capabilities, question)]
         for question in undeclared:
             self._forget(call, question)
-        if undeclared:
-            self._undeclared(call, undeclared, call.meta.capabilities)
+        self._undeclared(call, undeclared, call.meta.capabilities)
 
     def _undeclared(self, call: ParkedCall | None, questions: list[Question],
                     caps: Message) -> None:

@@ -159,7 +159,8 @@ class Link:
         self.legacy: LegacySession | None = None
         """Set once the core sent `initialize`: the server is legacy, this its session."""
         self.listening: trio.Event | None = None
-        """Once the GET stream was started: set when its first attempt got an answer, or failed."""
+        """Once the GET stream was started: set when its first attempt got an answer or
+        failed, or the link retired."""
         self.served = False
         """Whether the server answered this link over HTTP at all (any status)."""
         self.lost = False
