@@ -29,6 +29,7 @@ from bridge.core.events import CLIENT, SERVER
 from bridge.core.handover import ClientSession, Handover, ListenStream, ModernSession
 from bridge.core.jsonrpc import Inbound, WireId, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
+from bridge.core.lane import Lane
 from bridge.core.methods import ELIGIBLE, INPUT_METHODS
 from bridge.core.modern_server_legacy_client.exchanges import (
     Housekeeping,
@@ -122,6 +123,7 @@ class ModeB:
         self.progress = ProgressRelay(ctx)
         self.parking = Parking(self)
         self.streams = ClientStreams(self)
+        self.lane = Lane(self)
         self._local: dict[str, Callable[[Message, RequestMeta], None]] = {
             "server/discover": self._discover,
             "subscriptions/listen": self.streams.listen,
@@ -146,14 +148,7 @@ class ModeB:
         kind = inbound.kind
         message = inbound.message
         if kind == "request":
-            if self.parking.rounds:  # no live call, no round to forget: skip the call
-                self.parking.forget_round(message["id"])
-            meta = read_meta(message)
-            if type(meta) is RequestMeta and self.phase is _PHASE_READY \
-                    and message["method"] in ELIGIBLE:
-                self.parking.call(message, meta)  # nearly every request: no frame in between
-            else:
-                self._on_request(message, meta)
+            self.on_client_request(message)
         elif kind == "notification":
             if message["method"] == "notifications/cancelled":
                 self._cancel(message.get("params") or {})
@@ -167,8 +162,18 @@ class ModeB:
         else:
             self.ctx.reject(CLIENT, inbound)
 
+    def on_client_request(self, message: Message) -> None:
+        if self.parking.rounds:  # no live call, no round to forget: skip the call
+            self.parking.forget_round(message["id"])
+        meta = read_meta(message)
+        if type(meta) is RequestMeta and self.phase is _PHASE_READY \
+                and message["method"] in ELIGIBLE:
+            self.parking.call(message, meta)  # nearly every request: no frame in between
+        else:
+            self._on_request(message, meta)
+
     def _on_request(self, message: Message, meta: RequestMeta | errors.OwnError) -> None:
-        """A request on_client did not hand to the parking itself, its envelope read."""
+        """A request on_client_request did not hand to the parking itself, its envelope read."""
         if not isinstance(meta, RequestMeta):
             self.ctx.fail(CLIENT, message["id"], meta)
         elif self.phase is _PHASE_READY:
