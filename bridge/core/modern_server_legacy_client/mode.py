@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from enum import Enum
-from functools import partial
 from typing import Literal
 
 from bridge.core import dispatch, errors
@@ -114,8 +113,6 @@ class ModeB:
         # A session handed over from a lost server: its streams, until the handshake is done.
         self.restoring: list[ListenStream] | None = None
         self.version = LATEST_LEGACY_VERSION
-        # Every message from the server (Handler.on_server): set with the version.
-        self.on_server: Callable[[Inbound], None] = self._server_face()
         self.server_caps: Message = {}
         self.server_info: Message | None = None
         self.instructions: str | None = None
@@ -261,7 +258,6 @@ class ModeB:
 
     def _adopt(self, result: Message) -> None:
         self.version = result["protocolVersion"]
-        self.on_server = self._server_face()
         caps = result.get("capabilities")
         self.server_caps = caps if isinstance(caps, dict) else {}
         info = result.get("serverInfo")
@@ -341,17 +337,10 @@ class ModeB:
 
     # From the server ----------------------------------------------------------------------
 
-    def _server_face(self) -> Callable[[Inbound], None]:
-        """What `on_server` is for the server's revision: dispatch.from_server itself, called
-        from C with no frame of the mode's own (every answer passes here), unless the revision
-        may batch."""
-        if self.version == BATCHING_VERSION:
-            return self._on_batching_server
-        return partial(dispatch.from_server, self)
-
-    def _on_batching_server(self, inbound: Inbound) -> None:
+    def on_server(self, inbound: Inbound) -> None:
+        """A server's message the lane handed back (lane.py takes the common shapes)."""
         message = inbound.message
-        if isinstance(message, list):
+        if isinstance(message, list) and self.version == BATCHING_VERSION:
             # 2025-03-26 basic §Batching: that revision may batch; the elements are handled
             # one by one, and answered one by one (the bridge never sends batches, §10.3).
             for item in classify(message, batching=True).items or []:

@@ -43,8 +43,7 @@ def read_meta(message: Message) -> RequestMeta | OwnError:
     server does not support is -32022 naming the supported ones; logging.mdx: an unknown
     logLevel SHOULD be -32602.
     """
-    # Type tests rather than isinstance (a decoded object is a dict, never a subclass) and
-    # `in` before reading an optional member: no call for what most requests leave out.
+    # Type tests rather than isinstance: a decoded object is a dict, never a subclass.
     params = message.get("params")
     meta = params.get("_meta") if type(params) is dict else None
     if type(meta) is not dict:
@@ -60,10 +59,10 @@ def read_meta(message: Message) -> RequestMeta | OwnError:
     info = meta.get(META_CLIENT_INFO)
     if info is not None and type(info) is not dict:
         return errors.client_info_invalid(META_CLIENT_INFO)
-    level = meta[META_LOG_LEVEL] if META_LOG_LEVEL in meta else None
+    level = meta.get(META_LOG_LEVEL)
     if level is not None and not is_log_level(level):
         return errors.invalid_log_level(level)
-    token = meta["progressToken"] if "progressToken" in meta else None
+    token = meta.get("progressToken")
     if token is not None and not is_progress_token(token):
         return errors.progress_token_invalid()
     return RequestMeta(caps, info, level, token)
