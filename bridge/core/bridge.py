@@ -51,7 +51,7 @@ from bridge.core.timers import Deadline, Timers
 from bridge.core.waiting import HeldDue, Waiting
 
 if TYPE_CHECKING:
-    from bridge.core.relay.lane import RelayLane
+    from bridge.core.lane import Lane
 
 EX_OK = 0
 EX_UNAVAILABLE = 69
@@ -175,6 +175,10 @@ class Handler(Protocol):
     router: Router
 
     @property
+    def lane(self) -> Lane:
+        """The steady state's one-step route (lane.py)."""
+
+    @property
     def client_batching(self) -> bool: ...
     @property
     def resuming(self) -> bool:
@@ -232,8 +236,8 @@ class Bridge:
         # way (not OPEN, held for a resuming handler, or a provisional verdict keeping a copy
         # of each).
         self._detour = False
-        # Mode P's one-step route (relay/lane.py), while its PassThrough is the handler.
-        self._lane: RelayLane | None = None
+        # The handler's one-step route (lane.py), while there is a handler.
+        self._lane: Lane | None = None
         # By the deadline's kind; each handler takes its owner (a held request's number, or
         # None for the deadlines that exist once).
         self._on_due: dict[Enum, Callable[[Any], None]] = {
@@ -309,9 +313,9 @@ class Bridge:
             if type(event) is MessageReceived:  # nearly every event: no frame in between
                 lane = self._lane
                 if lane is not None and not self._detour and not self.batches.open:
-                    # Mode P's steady state: the lane relays what the full path would, with
-                    # no step of the full path's in between, or hands back what it does not
-                    # take. A server's line also waits for no abandoned id and no probe.
+                    # The steady state: the handler's lane routes what the full path would,
+                    # with no step of the full path's in between, or hands back what it does
+                    # not take. A server's line also waits for no abandoned id and no probe.
                     if event.side == CLIENT:
                         inbound = lane.from_client(event.message)
                         if inbound is not None:
@@ -780,6 +784,7 @@ class Bridge:
         if self.handler is not None or self.client_era is None or server_era is None:
             return
         handler = self.handler = self._new_handler(self.client_era, server_era)
+        self._lane = handler.lane
         self.ctx.log("info", "mode.chosen", mode=handler.mode, client_era=self.client_era,
                      server_era=server_era, previous=self._lost_mode)
         if self.ctx.config.roots and handler.mode != "B" and not self._roots_told:
@@ -804,9 +809,7 @@ class Bridge:
         if client_era == server_era:
             from bridge.core.relay.mode import PassThrough
 
-            relay = PassThrough(self.ctx, server_era)
-            self._lane = relay.lane
-            return relay
+            return PassThrough(self.ctx, server_era)
         if client_era == "legacy":
             from bridge.core.legacy_server_modern_client.mode import ModeA
 

@@ -144,6 +144,16 @@ class Router:
         self.ctx.send(to, notification("notifications/cancelled", params))
         return exchange
 
+    def stop_clock(self, bid: str) -> None:
+        """Stop request_timeout for `bid` while its peer waits on the client (a parked call)."""
+        if self.timed:
+            self.ctx.cancel_timer(Deadline(bid, Due.REQUEST_TIMEOUT))
+
+    def start_clock(self, bid: str) -> None:
+        """Give `bid` a whole request_timeout again: its peer is back at work on it."""
+        if self.timed:
+            self.ctx.schedule(Deadline(bid, Due.REQUEST_TIMEOUT), self.ctx.config.request_timeout)
+
     def on_deadline(self, key: Deadline) -> None:
         """The request timeout the router scheduled (`Due.REQUEST_TIMEOUT`) has come."""
         self.expire(cast(str, key.owner))  # a minted id: forward() made the key

@@ -581,6 +581,69 @@ def test_a_parked_call_whose_client_never_retries_is_cancelled_at_the_server() -
     assert one(late, "client")["error"]["data"] == {"reason": "ended"}
 
 
+# request_timeout: the server's time on each round ------------------------------------------
+
+TIMED_OUT = {"code": -32603, "message": "mcp-rosetta: no answer from the server within 5 s",
+             "data": {"source": "mcp-rosetta", "method": "tools/call"}}
+
+
+def test_a_call_the_server_never_answers_times_out_and_the_next_call_starts() -> None:
+    h, _ = mode_b(config=CoreConfig(request_timeout=5.0))
+    legacy = one(h.client(call(1)), "server")
+    queued = h.client(call(2, arguments={"n": 2}))  # exclusive too: waits for the first
+    assert sent(queued, "server") == []
+    assert h.advance(4.9) == []
+    actions = h.advance(0.1)
+    assert sent(actions, "client") == [{"jsonrpc": "2.0", "id": 1, "error": TIMED_OUT}]
+    assert sent(actions, "server") == [
+        {"jsonrpc": "2.0", "method": "notifications/cancelled",
+         "params": {"requestId": legacy["id"], "reason": "mcp-rosetta request timeout"}},
+        {"jsonrpc": "2.0", "id": h.minted("second call"), "method": "tools/call",
+         "params": {"name": "login", "arguments": {"n": 2}}},
+    ]
+    assert sent(h.server(answer(legacy, DONE)), "client") == []  # the late answer is absorbed
+    assert [c.owner for c in _calls(h)] == [2]
+
+
+def test_a_timed_out_call_answers_the_questions_its_server_asked() -> None:
+    h, _ = mode_b(config=CoreConfig(request_timeout=5.0, park_window=10.0))
+    legacy = one(h.client(call(1)), "server")
+    h.server(request(9, "sampling/createMessage", SAMPLE))  # gathering for park_window
+    actions = h.advance(5.0)
+    assert sent(actions, "client") == [{"jsonrpc": "2.0", "id": 1, "error": TIMED_OUT}]
+    assert sent(actions, "server") == [
+        {"jsonrpc": "2.0", "method": "notifications/cancelled",
+         "params": {"requestId": legacy["id"], "reason": "mcp-rosetta request timeout"}},
+        {"jsonrpc": "2.0", "id": 9, "error": {
+            "code": -32603, "message": "mcp-rosetta: the request timed out"}}]
+    assert _calls(h) == []
+    assert sent(h.advance(10.0), "client") == []  # no round is shipped for it
+
+
+def test_the_clock_stops_while_a_call_is_parked_and_restarts_with_the_retry() -> None:
+    h, _ = mode_b(config=CoreConfig(request_timeout=5.0, parked_timeout=60.0))
+    legacy, reply = parked(h, call(1), request(42, "elicitation/create", ELICIT))
+    assert h.advance(30.0) == []  # the user takes their time: nothing times out
+    retry = h.client(call(2, inputResponses={"q1": ACCEPT},
+                          requestState=reply["result"]["requestState"]))
+    assert one(retry, "server") == {"jsonrpc": "2.0", "id": 42, "result": ACCEPT}
+    assert h.advance(4.9) == []
+    actions = h.advance(0.1)
+    assert sent(actions, "client") == [{"jsonrpc": "2.0", "id": 2, "error": TIMED_OUT}]
+    assert one(actions, "server")["params"]["requestId"] == legacy["id"]
+
+
+def test_a_call_answered_in_time_leaves_no_clock_running() -> None:
+    h, _ = mode_b(config=CoreConfig(request_timeout=5.0))
+    legacy = one(h.client(call(1, caps={})), "server")
+    assert one(h.server(answer(legacy, DONE)), "client")["result"]["content"] == DONE["content"]
+    assert h.advance(60.0) == []
+
+
+def _calls(h: Harness) -> list[Any]:
+    return list(h.bridge.handler.parking.calls.values())  # type: ignore[union-attr]
+
+
 # Cancellation of any round (§9.2) ---------------------------------------------------------
 
 

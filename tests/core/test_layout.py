@@ -1,9 +1,12 @@
-"""The core's shape, as DESIGN.md states it: no import cycle, one meaning per name, and every
-error the bridge answers with itself built in one module."""
+"""The core's shape, as DESIGN.md states it: no import cycle, one meaning per name (no slot that
+hides a base class's attribute either), and every error the bridge answers with itself built in
+one module."""
 
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import pathlib
 from collections import Counter
 
@@ -93,6 +96,46 @@ def test_no_class_or_constant_name_means_two_things_in_the_core() -> None:
     names = _core_definitions()
     assert len(names) > 50
     assert {name for name, count in names.items() if count > 1} == set()
+
+
+def _shadowing_slots(classes: list[type]) -> list[str]:
+    """`Class.name` for each slot that hides what a base class defines under its name (a
+    class flag such as Exchange.timed read through an instance meets the slot instead)."""
+    found = []
+    for cls in classes:
+        slots = cls.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if any(slot in base.__dict__ and not inspect.ismemberdescriptor(base.__dict__[slot])
+                   for base in cls.__mro__[1:]):
+                found.append(f"{cls.__name__}.{slot}")
+    return found
+
+
+def _core_classes() -> list[type]:
+    classes = []
+    for name in sorted(_modules()):
+        if name.startswith("bridge.core"):
+            module = importlib.import_module(name)
+            classes += [cls for cls in vars(module).values()
+                        if inspect.isclass(cls) and cls.__module__ == module.__name__]
+    return classes
+
+
+def test_no_slot_of_the_core_hides_a_base_class_attribute() -> None:
+    classes = _core_classes()
+    assert len(classes) > 100
+    assert _shadowing_slots(classes) == []
+
+
+def test_the_shadow_check_finds_a_slot_hiding_a_class_flag() -> None:
+    class Flagged:
+        __slots__ = ("kept",)
+        timed = True
+
+    class Hiding(Flagged):
+        __slots__ = ("own", "timed")
+
+    assert _shadowing_slots([Flagged, Hiding]) == ["Hiding.timed"]
 
 
 def test_the_bridge_answers_its_own_errors_only_through_errors_module() -> None:

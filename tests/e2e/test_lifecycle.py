@@ -142,3 +142,18 @@ def test_a_command_that_is_not_executable_answers_the_initialize_with_the_fix(
     assert answer["error"]["data"]["exitStatus"] == 126
     assert "chmod +x" in answer["error"]["message"], answer
     assert [log for log in logs if log.get("event") == "child.restarted"] == []
+
+
+def test_request_timeout_ends_a_legacy_servers_slow_tool_call_for_a_modern_client(
+    legacy_python, modern_python, run_client, bridge_command
+):
+    """Mode B: a tools/call (a call the bridge parks if the server asks) is bounded by
+    request_timeout like any request: the client gets the error when it passes, and the
+    legacy server is told to stop (its handler counts the cancellation)."""
+    report = run_client(modern_python, "timeout", bridge_command(
+        legacy_python.peer("legacy_server"), "--request-timeout", "1s"))
+    error = report["errors"]["call:slow"]
+    assert "no answer from the server within 1 s" in error["message"], error
+    assert 1.0 <= report["slow_s"] < 5.0, report["slow_s"]  # not the call's own 10 s
+    stats = report["call:stats"]["structuredContent"]
+    assert (stats["slow_started"], stats["slow_cancelled"], stats["slow_completed"]) == (1, 1, 0)

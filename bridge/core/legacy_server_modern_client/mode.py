@@ -42,6 +42,7 @@ from bridge.core.handover import (
 )
 from bridge.core.handshake import legacy_result
 from bridge.core.jsonrpc import Inbound, TypedId, WireId
+from bridge.core.lane import Lane
 from bridge.core.legacy_server_modern_client.inputs import InputLoop
 from bridge.core.legacy_server_modern_client.listen import UpstreamListener
 from bridge.core.methods import ELIGIBLE
@@ -190,6 +191,7 @@ class ModeA:
         self.progress_seen: dict[TypedId, ProgressWatermark] = {}
         self.inputs = InputLoop(self)
         self.listener = UpstreamListener(self)
+        self.lane = Lane(self)
         self._local: dict[str, Callable[[Message], None]] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -255,14 +257,7 @@ class ModeA:
         kind = inbound.kind
         message = inbound.message
         if kind == "request":
-            method = message["method"]
-            local = self._local.get(method)
-            if local is not None:
-                local(message)
-            elif method.startswith("tasks/"):
-                self.ctx.fail(CLIENT, message["id"], errors.method_not_served(method))
-            else:
-                self.forward(message)
+            self.on_client_request(message)
         elif kind == "notification":
             self._on_client_notification(message)
         elif kind == "response":
@@ -271,6 +266,16 @@ class ModeA:
                 exchange.answered(message, inbound.line)
         else:
             self.ctx.reject(CLIENT, inbound)
+
+    def on_client_request(self, message: Message) -> None:
+        method = message["method"]
+        local = self._local.get(method)
+        if local is not None:
+            local(message)
+        elif method.startswith("tasks/"):
+            self.ctx.fail(CLIENT, message["id"], errors.method_not_served(method))
+        else:
+            self.forward(message)
 
     def forward(self, message: Message) -> None:
         params = message.get("params")

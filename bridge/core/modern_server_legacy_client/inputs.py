@@ -207,6 +207,17 @@ class Parking:
         if self.queue:
             self.pump()
 
+    def call_expired(self, call: ParkedCall) -> None:
+        """request_timeout passed while the legacy server worked on the call's round: the
+        router has cancelled its legacy request, and the round gets the timeout error."""
+        self._release(call)
+        if call.owner is not None:
+            self.ctx.fail(CLIENT, call.owner,
+                          errors.timed_out(self.ctx.config.request_timeout, call.method))
+        self._abandon_questions(call, "the request timed out")
+        self._drop(call)
+        self.pump()
+
     def _deliver(self, call: ParkedCall, message: Message) -> None:
         error = message.get("error")
         if error is not None and error.get("code") == LEGACY_URL_ELICITATION_REQUIRED:
@@ -295,6 +306,8 @@ class Parking:
         call.shipped = frozenset(call.questions)
         call.owner = None
         call.move(CallStage.PARKED)
+        if call.legacy_id is not None:  # the server waits on the client now
+            self.router.stop_clock(call.legacy_id)
         self._schedule(call, CallDue.PARKED, parked_timeout)
 
     def _regate(self, call: ParkedCall) -> None:
@@ -370,8 +383,9 @@ class Parking:
         if call.outcome is not None:
             outcome, call.outcome = call.outcome, None
             self._deliver(call, outcome)
-        elif call.at_server:
+        elif call.legacy_id is not None:  # at the server, which has its answers now
             self._relay_answers(call, responses)
+            self.router.start_clock(call.legacy_id)
             self.mode.prepare_logs(call.meta)
             if call.questions:  # unanswered or asked while parked: another round
                 self._gather(call)
@@ -568,7 +582,7 @@ class Parking:
             self.asked.pop(typed(question.legacy_id), None)
 
     def _schedule(self, call: ParkedCall, kind: CallDue, delay: float) -> None:
-        call.timed = True
+        call.scheduled = True
         self.ctx.schedule(Deadline(call.key, kind), delay)
 
     def _drop(self, call: ParkedCall) -> None:
@@ -581,7 +595,7 @@ class Parking:
         if call.questions:
             for question in list(call.questions.values()):
                 self._forget(call, question)
-        if call.timed:
+        if call.scheduled:
             for kind in CallDue:
                 self.ctx.cancel_timer(Deadline(call.key, kind))
         if self.queue and call in self.queue:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from enum import Enum
-from functools import partial
 from typing import Literal
 
 from bridge.core import dispatch, errors
@@ -29,6 +28,7 @@ from bridge.core.events import CLIENT, SERVER
 from bridge.core.handover import ClientSession, Handover, ListenStream, ModernSession
 from bridge.core.jsonrpc import Inbound, WireId, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
+from bridge.core.lane import Lane
 from bridge.core.methods import ELIGIBLE, INPUT_METHODS
 from bridge.core.modern_server_legacy_client.exchanges import (
     Housekeeping,
@@ -113,8 +113,6 @@ class ModeB:
         # A session handed over from a lost server: its streams, until the handshake is done.
         self.restoring: list[ListenStream] | None = None
         self.version = LATEST_LEGACY_VERSION
-        # Every message from the server (Handler.on_server): set with the version.
-        self.on_server: Callable[[Inbound], None] = self._server_face()
         self.server_caps: Message = {}
         self.server_info: Message | None = None
         self.instructions: str | None = None
@@ -122,6 +120,7 @@ class ModeB:
         self.progress = ProgressRelay(ctx)
         self.parking = Parking(self)
         self.streams = ClientStreams(self)
+        self.lane = Lane(self)
         self._local: dict[str, Callable[[Message, RequestMeta], None]] = {
             "server/discover": self._discover,
             "subscriptions/listen": self.streams.listen,
@@ -146,14 +145,7 @@ class ModeB:
         kind = inbound.kind
         message = inbound.message
         if kind == "request":
-            if self.parking.rounds:  # no live call, no round to forget: skip the call
-                self.parking.forget_round(message["id"])
-            meta = read_meta(message)
-            if type(meta) is RequestMeta and self.phase is _PHASE_READY \
-                    and message["method"] in ELIGIBLE:
-                self.parking.call(message, meta)  # nearly every request: no frame in between
-            else:
-                self._on_request(message, meta)
+            self.on_client_request(message)
         elif kind == "notification":
             if message["method"] == "notifications/cancelled":
                 self._cancel(message.get("params") or {})
@@ -167,8 +159,18 @@ class ModeB:
         else:
             self.ctx.reject(CLIENT, inbound)
 
+    def on_client_request(self, message: Message) -> None:
+        if self.parking.rounds:  # no live call, no round to forget: skip the call
+            self.parking.forget_round(message["id"])
+        meta = read_meta(message)
+        if type(meta) is RequestMeta and self.phase is _PHASE_READY \
+                and message["method"] in ELIGIBLE:
+            self.parking.call(message, meta)  # nearly every request: no frame in between
+        else:
+            self._on_request(message, meta)
+
     def _on_request(self, message: Message, meta: RequestMeta | errors.OwnError) -> None:
-        """A request on_client did not hand to the parking itself, its envelope read."""
+        """A request on_client_request did not hand to the parking itself, its envelope read."""
         if not isinstance(meta, RequestMeta):
             self.ctx.fail(CLIENT, message["id"], meta)
         elif self.phase is _PHASE_READY:
@@ -256,7 +258,6 @@ class ModeB:
 
     def _adopt(self, result: Message) -> None:
         self.version = result["protocolVersion"]
-        self.on_server = self._server_face()
         caps = result.get("capabilities")
         self.server_caps = caps if isinstance(caps, dict) else {}
         info = result.get("serverInfo")
@@ -336,17 +337,10 @@ class ModeB:
 
     # From the server ----------------------------------------------------------------------
 
-    def _server_face(self) -> Callable[[Inbound], None]:
-        """What `on_server` is for the server's revision: dispatch.from_server itself, called
-        from C with no frame of the mode's own (every answer passes here), unless the revision
-        may batch."""
-        if self.version == BATCHING_VERSION:
-            return self._on_batching_server
-        return partial(dispatch.from_server, self)
-
-    def _on_batching_server(self, inbound: Inbound) -> None:
+    def on_server(self, inbound: Inbound) -> None:
+        """A server's message the lane handed back (lane.py takes the common shapes)."""
         message = inbound.message
-        if isinstance(message, list):
+        if isinstance(message, list) and self.version == BATCHING_VERSION:
             # 2025-03-26 basic §Batching: that revision may batch; the elements are handled
             # one by one, and answered one by one (the bridge never sends batches, §10.3).
             for item in classify(message, batching=True).items or []:

@@ -8,7 +8,7 @@ each move of it against the table; its legacy answer goes to its `CallOwner`.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from bridge.core.codec import Message
 from bridge.core.exchange import NO_REQUEST, Exchange
@@ -18,6 +18,9 @@ from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
 from bridge.core.modern_server_legacy_client.request_state import request_digest
 from bridge.core.modern_server_legacy_client.url_round import UrlRound
 from bridge.core.states import IllegalMove
+
+if TYPE_CHECKING:
+    from bridge.core.context import Context
 
 _INPUT_CAPABILITIES = frozenset({"roots", "sampling", "elicitation"})  # one C-level test a call
 _NOTHING_SHIPPED: frozenset[str] = frozenset()
@@ -74,6 +77,7 @@ class CallOwner(Protocol):
     """Who a call's legacy answer goes to: the parking."""
 
     def call_answered(self, call: ParkedCall, message: Message) -> None: ...
+    def call_expired(self, call: ParkedCall) -> None: ...
 
 
 class ParkedCall(Exchange):
@@ -83,7 +87,12 @@ class ParkedCall(Exchange):
 
     __slots__ = ("asked", "digest", "exclusive", "gave_roots", "key", "legacy_id", "meta",
                  "nonce", "outcome", "owner", "params", "parking", "questions", "retried",
-                 "round_ids", "shipped", "stage", "timed", "token", "url")
+                 "round_ids", "scheduled", "shipped", "stage", "token", "url")
+
+    # request_timeout covers each round the legacy server works on: the router starts it
+    # when the request goes out, the parking stops it while the call is parked (the client
+    # is answering, not the server) and starts it again when a retry resumes the call.
+    timed = True
 
     def __init__(self, parking: CallOwner, key: str, message: Message, meta: RequestMeta) -> None:
         # Exchange's members set directly, not through Exchange.__init__: one call less per call.
@@ -110,17 +119,13 @@ class ParkedCall(Exchange):
         self.nonce: str | None = None  # the one requestState that may resume the call now
         self.outcome: Message | None = None  # the legacy answer, if it came while parked
         self.url: UrlRound | None = None  # the URL elicitations of a -32042, until re-sent
-        self.timed = False  # whether a deadline was ever set for it (most calls: never)
+        self.scheduled = False  # whether a deadline of its own was ever set (most: never)
         self.gave_roots = False  # the client gave its roots in the bridge's round for it
 
     def move(self, to: CallStage) -> None:
         if to not in _CALL_MOVES[self.stage]:
             raise IllegalMove(f"call {self.key}", self.stage, to)
         self.stage = to
-
-    @property
-    def at_server(self) -> bool:
-        return self.legacy_id is not None
 
     @property
     def serving(self) -> WireId | None:
@@ -140,5 +145,8 @@ class ParkedCall(Exchange):
 
     def answered(self, message: Message, line: bytes | None) -> None:
         self.parking.call_answered(self, message)
+
+    def expired(self, ctx: Context) -> None:
+        self.parking.call_expired(self)
 
     # lost(): nothing here; Parking.fail_all answers every round, at the server or not.

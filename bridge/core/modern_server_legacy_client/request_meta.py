@@ -43,20 +43,21 @@ def read_meta(message: Message) -> RequestMeta | OwnError:
     server does not support is -32022 naming the supported ones; logging.mdx: an unknown
     logLevel SHOULD be -32602.
     """
+    # Type tests rather than isinstance: a decoded object is a dict, never a subclass.
     params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    if not isinstance(meta, dict):
+    meta = params.get("_meta") if type(params) is dict else None
+    if type(meta) is not dict:
         return errors.envelope_missing()
     version = meta.get(META_PROTOCOL_VERSION)
     if version != MODERN_PROTOCOL_VERSION:  # one test for the common case, then which error
-        if not isinstance(version, str):
+        if type(version) is not str:
             return errors.envelope_field_missing(META_PROTOCOL_VERSION)
         return errors.version_unsupported(version)
     caps = meta.get(META_CLIENT_CAPABILITIES)
-    if not isinstance(caps, dict):
+    if type(caps) is not dict:
         return errors.envelope_field_missing(META_CLIENT_CAPABILITIES)
     info = meta.get(META_CLIENT_INFO)
-    if info is not None and not isinstance(info, dict):
+    if info is not None and type(info) is not dict:
         return errors.client_info_invalid(META_CLIENT_INFO)
     level = meta.get(META_LOG_LEVEL)
     if level is not None and not is_log_level(level):

@@ -28,6 +28,7 @@ Scenarios:
   tour    one of each thing a client does, for the HTTP front: list and call tools, progress,
           logs at a level, an elicitation answered, and a tools list_changed heard on a
           listen stream (then the new tool, named by $ROSETTA_E2E_NEW_TOOL, listed and called)
+  timeout a slow call of 10 s (under a bridge's shorter request_timeout), timed, then stats
 
 Prints ONE JSON object on stdout (see peer_common.Recorder); exits 1 if discovery failed,
 0 otherwise (step failures are recorded, not fatal).
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import warnings
 from typing import Any
 
@@ -69,7 +71,7 @@ warnings.simplefilter("ignore", MCPDeprecationWarning)
 MODERN = "2026-07-28"
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 SCENARIOS = ("basic", "inputs", "notify", "restart", "filesystem", "everything", "undeclared",
-             "undeclared_none", "tour")
+             "undeclared_none", "tour", "timeout")
 # What each undeclared scenario's client keeps of callbacks(): the capabilities it declares.
 DECLARED = {"undeclared": ("elicitation_callback",), "undeclared_none": ()}
 INPUT_CALLBACKS = ("elicitation_callback", "sampling_callback", "list_roots_callback")
@@ -269,6 +271,18 @@ async def undeclared(client: Client, rec: Recorder) -> None:
         await rec.step(f"call:{name}", lambda name=name, a=arguments: client.call_tool(name, a))
 
 
+# --- scenario: timeout ----------------------------------------------------------------------
+
+
+async def timeout(client: Client, rec: Recorder) -> None:
+    """A call slower than the bridge's request_timeout, timed; then what the server says."""
+    started = time.monotonic()
+    await rec.step("call:slow", lambda: client.call_tool("slow", {"steps": 100, "delay": 0.1}))
+    rec.out["slow_s"] = time.monotonic() - started
+    await anyio.sleep(0.3)  # the cancellation reaches the server's handler
+    await rec.step("call:stats", lambda: client.call_tool("stats", {}))
+
+
 # --- scenario: notify -----------------------------------------------------------------------
 
 
@@ -457,6 +471,7 @@ SCENARIO_FUNCTIONS = {
     "undeclared": undeclared,
     "undeclared_none": undeclared,
     "tour": tour,
+    "timeout": timeout,
 }
 
 

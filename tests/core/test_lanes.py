@@ -1,13 +1,14 @@
-"""Mode P's lane (relay/lane.py) does what the full path does: on generated scripts of
-messages from both peers, in both eras, with and without a request timeout and debug logs, a
-Bridge that takes the lane and one made to take the full path every time produce the same
-actions at every step and are left with the same requests in flight."""
+"""Every mode's lane (core/lane.py, relay/lane.py) does what the full path does: on generated
+scripts of messages from both peers, in every mode, with and without a request timeout and
+debug logs, a Bridge that takes the lane and one made to take the full path every time produce
+the same actions at every step and are left with the same requests in flight."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +25,7 @@ from bridge.core.events import (
     Spliced,
     TimerFired,
 )
-from tests.core.harness import DISCOVER_RESULT, modern_meta
+from tests.core.harness import DISCOVER_RESULT, LEGACY_INIT_RESULT, modern_meta
 
 Message = dict[str, Any]
 # ("client" | "server", line), ("advance", seconds), or ("reply", (n, result)): the server
@@ -36,9 +37,12 @@ _IDS = st.one_of(st.integers(-3, 9), st.sampled_from(["a", "b", "rosetta-2"]),
 _MINTED = st.builds(lambda n: f"rosetta-{n}", st.integers(1, 6))
 _METHODS = st.sampled_from(["tools/call", "initialize", "logging/setLevel",
                             "resources/subscribe", "resources/unsubscribe",
-                            "subscriptions/listen", "ping"])
+                            "subscriptions/listen", "ping", "tools/list", "resources/read"])
+# A modern envelope (mode B serves only requests with one), declaring sampling or nothing.
+_ENVELOPE = st.builds(modern_meta, st.sampled_from([{}, {"sampling": {}}]))
 _META = st.one_of(st.just({}), st.builds(lambda t: {"progressToken": t}, _IDS),
-                  st.just({META_LOG_LEVEL: "info"}), st.just("not an object"))
+                  st.just({META_LOG_LEVEL: "info"}), st.just("not an object"), _ENVELOPE,
+                  st.builds(lambda meta, t: {**meta, "progressToken": t}, _ENVELOPE, _IDS))
 _PARAMS = st.one_of(
     st.just({"name": "echo", "arguments": {"text": "hi"}}), st.just({"level": "debug"}),
     st.just({"uri": "file:///a"}), st.just(None), st.just([1]),
@@ -70,6 +74,15 @@ def _notification(method: str, params: Message) -> Message:
     return {"jsonrpc": "2.0", "method": method, "params": params}
 
 
+# Requests a lane takes (a request id, object params), a step of their own (see _STEPS);
+# most are calls with a modern envelope, the only requests mode B gives its parking.
+_ENVELOPED = st.builds(lambda meta, token: {"name": "echo", "_meta": {**meta, **token}},
+                       _ENVELOPE, st.one_of(st.just({}), st.builds(
+                           lambda t: {"progressToken": t}, st.integers(0, 3))))
+_REQUEST = st.builds(
+    _call, st.one_of(st.integers(-3, 9), st.sampled_from(["a", "b"])),
+    st.one_of(st.sampled_from(["tools/call", "resources/read"]), _METHODS),
+    st.one_of(_ENVELOPED, _ENVELOPED, _PARAMS.filter(lambda p: type(p) is dict)))
 _CLIENT = st.one_of(
     st.builds(_call, _IDS, _METHODS, _PARAMS),
     st.builds(_call, _IDS, _METHODS, _PARAMS, st.sampled_from(["1.0", None])),
@@ -82,8 +95,8 @@ _CLIENT = st.one_of(
 _SERVER = st.one_of(
     st.builds(_answer, _MINTED, st.one_of(_RESULT, st.none()), st.one_of(_ERROR, st.none())),
     st.builds(_answer, _MINTED, _RESULT, st.none()),
-    st.builds(_call, _IDS, st.sampled_from(["sampling/createMessage", "roots/list"]),
-              st.just({})),
+    st.builds(_call, _IDS, st.sampled_from(["sampling/createMessage", "roots/list",
+                                            "elicitation/create", "ping"]), st.just({})),
     st.builds(lambda token: _notification("notifications/progress",
                                           {"progressToken": token, "progress": 1}), _IDS),
     st.builds(lambda rid: _notification("notifications/cancelled", {"requestId": rid}),
@@ -108,10 +121,11 @@ def _line(value: object) -> bytes | str:
 
 
 _STEPS = st.lists(st.one_of(
+    st.tuples(st.just("client"), _REQUEST.map(_line)),
     st.tuples(st.just("client"), st.one_of(_CLIENT, _RAW).map(_line)),
     st.tuples(st.just("server"), st.one_of(_SERVER, _RAW).map(_line)),
     st.tuples(st.just("reply"), st.tuples(st.integers(0, 3), _RESULT)),
-    st.tuples(st.just("advance"), st.sampled_from([0.5, 3.0]))), max_size=14)
+    st.tuples(st.just("advance"), st.sampled_from([0.5, 3.0]))), max_size=20)
 
 
 def _normal(actions: list[Action]) -> list[tuple[object, ...]]:
@@ -134,12 +148,14 @@ class _Pair:
     def __init__(self, config: CoreConfig) -> None:
         self.lane, self.full = Bridge(config), Bridge(config)
         self.now = 0.0
+        self.told: list[bytes] = []  # every line sent to the client
 
     def feed(self, event: Any) -> list[tuple[object, ...]]:
         self.full._lane = None
         got = _normal(self.lane.handle(event, self.now))
         want = _normal(self.full.handle(event, self.now))
         assert got == want, (event, got, want)
+        self.told += [sent[2] for sent in got if sent[:2] == ("send", "client")]
         return got
 
     def step(self, step: Step) -> None:
@@ -168,47 +184,81 @@ class _Pair:
                 for bid, x in handler.router.pending[side].items()]  # type: ignore[index]
 
 
-def _opened(era: str, config: CoreConfig) -> _Pair:
-    """A pair in mode P of `era`, the client's first request forwarded (rosetta-2)."""
+def _opened(mode: str, config: CoreConfig) -> _Pair:
+    """A pair in `mode` (P-legacy, P-modern, A or B) with the client's first request sent and
+    the server's handshake done (the probe is rosetta-1; mode B's initialize and settling ping
+    rosetta-2 and rosetta-3)."""
     pair = _Pair(config)
-    pair.feed(ChildStarted())  # the probe is rosetta-1
-    if era == "legacy":
+    pair.feed(ChildStarted())
+    method_not_found: Message = {"jsonrpc": "2.0", "id": "rosetta-1",
+                                 "error": {"code": -32601, "message": "Method not found"}}
+    if mode in ("P-legacy", "A"):
         first = _call(0, "initialize", {"protocolVersion": "2025-03-26", "capabilities": {},
                                         "clientInfo": {"name": "c", "version": "1"}})
-        probe_answer: Message = {"jsonrpc": "2.0", "id": "rosetta-1",
-                                 "error": {"code": -32601, "message": "Method not found"}}
     else:
         first = _call("first", "tools/list", {"_meta": modern_meta()})
-        probe_answer = _answer("rosetta-1", DISCOVER_RESULT, None)
+    legacy_server = mode in ("P-legacy", "B")
     pair.feed(MessageReceived("client", orjson.dumps(first)))
-    pair.feed(MessageReceived("server", orjson.dumps(probe_answer)))
-    assert pair.lane.mode == "P" and pair.lane._lane is not None
+    pair.feed(MessageReceived("server", orjson.dumps(
+        method_not_found if legacy_server else _answer("rosetta-1", DISCOVER_RESULT, None))))
+    if mode == "B":
+        pair.feed(MessageReceived("server", orjson.dumps(
+            _answer("rosetta-2", LEGACY_INIT_RESULT, None))))
+        pair.feed(MessageReceived("server", orjson.dumps(_answer("rosetta-3", {}, None))))
+    assert pair.lane.mode == mode[0] and pair.lane._lane is not None
     return pair
 
 
-@settings(max_examples=400, deadline=None)
-@given(era=st.sampled_from(["legacy", "modern"]), timeout=st.sampled_from([0.0, 2.0]),
-       debug=st.booleans(), steps=_STEPS)
-def test_the_lane_acts_as_the_full_path(era: str, timeout: float, debug: bool,
+@settings(max_examples=1000, deadline=None)
+@given(mode=st.sampled_from(["P-legacy", "P-modern", "A", "B"]),
+       timeout=st.sampled_from([0.0, 2.0]), debug=st.booleans(), steps=_STEPS)
+def test_the_lane_acts_as_the_full_path(mode: str, timeout: float, debug: bool,
                                         steps: list[Step]) -> None:
-    pair = _opened(era, CoreConfig(request_timeout=timeout, debug_logs=debug))
+    pair = _opened(mode, CoreConfig(request_timeout=timeout, debug_logs=debug))
     for step in steps:
         pair.step(step)
     assert pair.in_flight(pair.lane) == pair.in_flight(pair.full)
     assert pair.lane._record is pair.full._record
 
 
-def test_a_relayed_call_and_its_answer_take_the_lane() -> None:
-    """The steady state's round trip goes through the lane (else the test above compares the
-    full path with itself)."""
-    pair = _opened("legacy", CoreConfig())
-    pair.lane._on_client_line = pair.lane._on_server = None  # type: ignore[assignment,method-assign]
-    line = b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo"}}'
-    sent = pair.lane.handle(MessageReceived("client", line), 1.0)
-    assert [(type(a), a.side, a.message) for a in sent if type(a) is Send] == [
-        (Send, "server", {"jsonrpc": "2.0", "id": "rosetta-3", "method": "tools/call",
-                          "params": {"name": "echo"}})]
-    answer = b'{"jsonrpc":"2.0","id":"rosetta-3","result":{"content":[]}}'
-    back = pair.lane.handle(MessageReceived("server", answer), 1.1)
-    assert [(a.side, a.message, a.request) for a in back if type(a) is Send] == [
-        ("client", {"jsonrpc": "2.0", "id": 5, "result": {"content": []}}, 5)]
+def _scripted(pair: _Pair, first: Message, question: Message) -> list[Message]:
+    """The steady state's own traffic, step by step: two calls in flight, one answered, a
+    question from the server during the other, progress for it, its answer; then a third
+    call answered with an error. What the client was sent, in order."""
+    told: list[Message] = []
+
+    def step(step: Step) -> None:
+        before = len(pair.told)
+        pair.step(step)
+        told.extend(orjson.loads(line) for line in pair.told[before:])
+
+    step(("client", _line(first)))
+    step(("client", _line({**first, "id": 2})))
+    step(("reply", (1, {"content": [{"type": "text", "text": "hi"}]})))
+    step(("server", _line(question)))
+    step(("advance", 0.5))
+    step(("server", _line(_notification("notifications/progress",
+                                        {"progressToken": "rosetta-9", "progress": 1}))))
+    step(("reply", (1, {"content": [], "isError": False})))
+    step(("client", _line({**first, "id": 3})))
+    *_, bid = [bid for side, bid, *_ in pair.in_flight(pair.lane) if side == "server"]
+    step(("server", _line(_answer(bid, None, {"code": -32000, "message": "no"}))))
+    return told
+
+
+@pytest.mark.parametrize("mode", ["P-legacy", "P-modern", "A", "B"])
+@pytest.mark.parametrize("config", [CoreConfig(), CoreConfig(request_timeout=2.0, debug_logs=True)],
+                         ids=["inline", "timed, debug"])
+def test_the_lane_acts_as_the_full_path_on_the_common_round_trips(
+        mode: str, config: CoreConfig) -> None:
+    pair = _opened(mode, config)
+    envelope = modern_meta({"elicitation": {}}) if mode in ("B", "P-modern") else {}
+    first = _call(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"},
+                                    "_meta": {**envelope, "progressToken": 7}})
+    question = _call(40, "elicitation/create",
+                     {"message": "name?", "requestedSchema": {"type": "object"}})
+    told = _scripted(pair, first, question)
+    answers = {m["id"]: m for m in told if "method" not in m}
+    assert set(answers) >= {1, 3}, told  # each call's round had its answer
+    assert answers[3]["error"]["message"] == "no"
+    assert pair.in_flight(pair.lane) == pair.in_flight(pair.full)
