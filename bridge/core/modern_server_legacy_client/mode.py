@@ -338,7 +338,7 @@ class ModeB:
     # From the server ----------------------------------------------------------------------
 
     def on_server(self, inbound: Inbound) -> None:
-        """A server's message the lane handed back (lane.py takes the common shapes)."""
+        """A server's message on the full path (the lane routes the common shapes itself)."""
         message = inbound.message
         if isinstance(message, list) and self.version == BATCHING_VERSION:
             # 2025-03-26 basic §Batching: that revision may batch; the elements are handled
