@@ -599,6 +599,25 @@ def test_the_loop_time_limit_cancels_the_servers_round() -> None:
     assert sent(h.server(answer(retry, DONE)), "client") == []
 
 
+def test_request_timeout_ends_a_round_the_server_does_not_answer() -> None:
+    h, _ = mode_a(caps=ALL_CAPS, config=CoreConfig(request_timeout=5.0, mrtr_timeout=30.0))
+    original, first = tool_call(h)
+    question = one(h.server(answer(first, input_required({"user": FORM}))), "client")
+    assert h.advance(20.0) == []  # the user takes their time: no round is at the server
+    retry = expect_round(h, h.client(answer(question, ACCEPTED)), original,
+                         responses={"user": ACCEPTED})
+    assert h.advance(4.9) == []
+    actions = h.advance(0.1)
+    assert sent(actions, "server") == [{"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                        "params": {"requestId": retry["id"],
+                                                   "reason": "mcp-rosetta request timeout"}}]
+    assert sent(actions, "client") == [{"jsonrpc": "2.0", "id": 5, "error": {
+        "code": -32603, "message": "mcp-rosetta: no answer from the server within 5 s",
+        "data": {"source": "mcp-rosetta", "method": "tools/call"}}}]
+    assert sent(h.server(answer(retry, DONE)), "client") == []  # the late answer is absorbed
+    assert h.advance(30.0) == []  # the loop's own deadline went with the call
+
+
 # Cancellation -----------------------------------------------------------------------------
 
 

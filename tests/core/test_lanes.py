@@ -82,7 +82,7 @@ _ENVELOPED = st.builds(lambda meta, token: {"name": "echo", "_meta": {**meta, **
 _REQUEST = st.builds(
     _call, st.one_of(st.integers(-3, 9), st.sampled_from(["a", "b"])),
     st.one_of(st.sampled_from(["tools/call", "resources/read"]), _METHODS),
-    st.one_of(_ENVELOPED, _ENVELOPED, _PARAMS.filter(lambda p: type(p) is dict)))
+    st.one_of(_ENVELOPED, _PARAMS.filter(lambda p: type(p) is dict)))
 _CLIENT = st.one_of(
     st.builds(_call, _IDS, _METHODS, _PARAMS),
     st.builds(_call, _IDS, _METHODS, _PARAMS, st.sampled_from(["1.0", None])),

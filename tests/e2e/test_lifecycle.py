@@ -157,3 +157,34 @@ def test_request_timeout_ends_a_legacy_servers_slow_tool_call_for_a_modern_clien
     assert 1.0 <= report["slow_s"] < 5.0, report["slow_s"]  # not the call's own 10 s
     stats = report["call:stats"]["structuredContent"]
     assert (stats["slow_started"], stats["slow_cancelled"], stats["slow_completed"]) == (1, 1, 0)
+
+
+def test_request_timeout_ends_a_modern_servers_slow_input_round_for_a_legacy_client(
+    modern_python,
+):
+    """Mode A: a call the server answers with input_required (a requestState-only round,
+    which the bridge retries itself) is still bounded by request_timeout on its retry: the
+    legacy client gets the error about a second after the server stopped answering, not
+    after the input loop's 600 s."""
+    proc = subprocess.Popen(
+        venvs.bridge_command(modern_python.peer("modern_server"), "--request-timeout", "1s"),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "dawdle", "arguments": {"seconds": 30}}}
+    try:
+        for message in (INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"}):
+            proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 0
+        started = time.monotonic()
+        proc.stdin.write(json.dumps(call).encode() + b"\n")
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())  # the server's own 30 s would fail below
+        elapsed = time.monotonic() - started
+    finally:
+        proc.kill()
+        proc.wait()
+    assert answer["id"] == 1, answer
+    assert answer["error"]["message"] == "mcp-rosetta: no answer from the server within 1 s"
+    assert 1.0 <= elapsed < 10.0, elapsed

@@ -122,13 +122,15 @@ class QueuedElicitation:
 
 class LoopRound(Exchange):
     """A call sent again with `inputResponses`: the client waits on it (so the drain does),
-    but the loop's deadline bounds it, not request_timeout; a lost server is answered by the
-    loop (`InputLoop.fail_all`), not here."""
+    and request_timeout ends it as it ends the call's first round (the loop's deadline
+    bounds the whole loop); a lost server is answered by the loop (`InputLoop.fail_all`),
+    not here."""
 
     __slots__ = ("call", "loop")
 
     origin: WireId  # the call's client id
 
+    timed = True
     awaited = True
 
     def __init__(self, loop: InputLoop, call: LoopedCall) -> None:
@@ -138,6 +140,9 @@ class LoopRound(Exchange):
 
     def answered(self, message: Message, line: bytes | None) -> None:
         self.loop.on_round_answer(self.call, message)
+
+    def expired(self, ctx: Context) -> None:
+        self.loop.on_round_expired(self.call)
 
 
 class LoopQuestion(Exchange):
@@ -207,6 +212,17 @@ class InputLoop:
                 result, to_era="legacy", method=call.method, version=self.mode.version))
         else:
             self._fail(call, f"the server answered with unknown resultType {kind!r}")
+
+    def on_round_expired(self, call: LoopedCall) -> None:
+        """request_timeout passed while the server worked on a round: the router has
+        cancelled it, and the client gets the error its first round would have got."""
+        call.server_id = None
+        if call.ended:
+            return
+        self._finish(call)  # first: withdrawing pumps the elicitation queue (see there)
+        self._withdraw_questions(call)
+        self.ctx.fail(CLIENT, call.origin,
+                      errors.timed_out(self.ctx.config.request_timeout, call.method))
 
     def _on_input_required(self, call: LoopedCall, result: Message) -> None:
         call.round += 1

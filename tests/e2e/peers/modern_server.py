@@ -304,6 +304,16 @@ async def tool_patience(ctx: Any, args: dict[str, Any]) -> dict[str, Any]:
     return text_result("thanks for waiting")
 
 
+async def tool_dawdle(ctx: Any, args: dict[str, Any]) -> dict[str, Any]:
+    # A requestState-only round, then a retry it takes `seconds` to answer.
+    params = raw_params(ctx)
+    if params.get("requestState") is None:
+        return input_required("tools/call:dawdle", {}, None)
+    resume(params, "tools/call:dawdle")
+    await anyio.sleep(float(args.get("seconds", 10)))
+    return text_result("done dawdling")
+
+
 def _added_tool_handler(name: str) -> Handler:
     async def handler(ctx: Any, args: dict[str, Any]) -> dict[str, Any]:
         return text_result(f"{name} says hi")
@@ -349,6 +359,8 @@ TOOLS: dict[str, tuple[dict[str, Any], Handler]] = {
     "ask_two": tool(tool_ask_two, "Elicit and sample in one round", _schema()),
     "wizard": tool(tool_wizard, "Elicit in two rounds", _schema()),
     "patience": tool(tool_patience, "A requestState-only round", _schema()),
+    "dawdle": tool(tool_dawdle, "A requestState-only round, then a slow answer",
+                   _schema(seconds="number")),
 }
 
 
