@@ -210,13 +210,11 @@ class Parking:
     def call_expired(self, call: ParkedCall) -> None:
         """request_timeout passed while the legacy server worked on the call's round: the
         router has cancelled its legacy request, and the round gets the timeout error."""
-        self._release(call)
+        self._release(call)  # first: the legacy request is cancelled already
         if call.owner is not None:
             self.ctx.fail(CLIENT, call.owner,
                           errors.timed_out(self.ctx.config.request_timeout, call.method))
-        self._abandon_questions(call, "the request timed out")
-        self._drop(call)
-        self.pump()
+        self._end(call, "the request timed out")
 
     def _deliver(self, call: ParkedCall, message: Message) -> None:
         error = message.get("error")
