@@ -80,6 +80,12 @@ def test_the_documents_the_readme_links_exist() -> None:
     assert [link for link in links if not (ROOT / link).exists()] == []
 
 
+def test_the_design_document_says_the_design_in_at_most_700_lines() -> None:
+    # Measurements and their history belong in tests/benchmarks/README.md, not here.
+    lines = (ROOT / "bridge" / "DESIGN.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 700
+
+
 def test_the_license_file_is_the_one_pyproject_names() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["license"] == "MIT"
