@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from bridge import __version__, startup
+from bridge import __version__, collector
 from bridge.config import (
     Settings,
     count,
@@ -261,7 +261,7 @@ def _run(argv: Sequence[str]) -> int:
     if command == "demo":
         from bridge.demo.run import main as demo
 
-        startup.over()
+        collector.resume()
         return demo(rest)
     if command == "connect":
         return _connect(rest)
@@ -306,23 +306,17 @@ def _bridge(argv: list[str]) -> int:
 
 def _serve(argv: list[str]) -> int:
     settings, reload = _settings(argv, serve=True)
-    from bridge.shell.trio_import import import_trio
-
-    import_trio()
     from bridge.shell.daemon_main import run_daemon
 
-    startup.over()  # before the daemon's weeks of serving
+    collector.resume()  # before the daemon's weeks of serving
     return run_daemon(settings, reload)
 
 
 def _check(argv: list[str]) -> int:
     settings, _ = _settings(argv, serve=False, p=check_parser())
-    from bridge.shell.trio_import import import_trio
-
-    import_trio()
     from bridge.shell.check import run_check
 
-    startup.over()
+    collector.resume()
     return run_check(settings, as_json="--json" in _split(argv)[0])  # no abbreviations
 
 
@@ -338,7 +332,7 @@ def _connect(argv: list[str]) -> int:
     address = p.parse_args(argv).address
     from bridge.shell.connect import run_connect
 
-    startup.over()
+    collector.resume()
     return run_connect(address)
 
 

@@ -5,8 +5,7 @@ Must not import anything before it knows the command (a client config launches `
 every session, which pays each import at its start), nor parse more than `connect ADDRESS`:
 every other form of connect (--help, a flag, no address) goes to bridge.cli's parser as before.
 The garbage collector is paused for the start-up from here (bridge/collector.py), and on again
-whatever way the command ends; every command but `connect ADDRESS` compiles its start-up's
-generated code through the code cache (bridge/codecache.py).
+whatever way the command ends.
 """
 
 from __future__ import annotations
@@ -17,23 +16,19 @@ from bridge import collector
 
 
 def main(argv: list[str] | None = None) -> int:
-    """What the `mcp-rosetta` command runs (bridge/mcp-rosetta); returns the exit status."""
+    """What the `mcp-rosetta` command runs (pyproject.toml's entry point); returns the exit
+    status."""
     collector.pause()
     try:
         return _command(sys.argv[1:] if argv is None else list(argv))
     finally:  # an error, an early exit, a command whose start-up never ended
-        from bridge import startup  # only now: `connect` imports nothing more to start
-
-        startup.over()
+        collector.resume()
 
 
 def _command(args: list[str]) -> int:
     # What argparse takes as `connect ADDRESS` when ADDRESS does not look like a flag.
     if len(args) == 2 and args[0] == "connect" and not args[1].startswith("-"):
         return _connect(args[1])
-    from bridge import codecache
-
-    codecache.install()
     from bridge.cli import main as cli
 
     return cli(args)

@@ -27,26 +27,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from operator import attrgetter
-from types import CodeType
 from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
-
-
-def _compile_init(source: str, filename: str) -> CodeType:
-    return compile(source, filename, "exec")
-
-
-_compiler: Callable[[str, str], CodeType] = _compile_init
-"""How an `__init__`'s source becomes code: `compile`, unless the command's start-up gave a
-cache of it (bridge/codecache.py: the core does no I/O itself)."""
-
-
-def use_compiler(compiler: Callable[[str, str], CodeType]) -> None:
-    """Compile every later record's `__init__` with `compiler(source, filename)`, which must
-    return what `compile(source, filename, "exec")` would."""
-    global _compiler
-    _compiler = compiler
 
 
 class _Factory:
@@ -190,7 +173,7 @@ def _init(made: type, names: tuple[str, ...], defaults: dict[str, Any],
         else:
             body.append(f"    self.{name} = {value}")
     source = f"def __init__({', '.join(parameters)}):\n" + ("\n".join(body) or "    pass")
-    exec(_compiler(source, f"<record {made.__qualname__}>"), scope)
+    exec(compile(source, f"<record {made.__qualname__}>", "exec"), scope)
     init: Callable[..., None] = scope["__init__"]
     return init
 

@@ -29,9 +29,6 @@ def run_stdio(core_config: CoreConfig, shell: ShellConfig) -> int:
         first = spawn()
     except ServerUnavailable as exc:  # the session tells the client why, and the log
         first = exc
-    from bridge.shell.trio_import import import_trio
-
-    import_trio()  # before anything else imports it: see trio_import.py
     from bridge.shell.stdio_main import serve_stdio
 
     return serve_stdio(core_config, shell, fds, first, spawn)
@@ -46,9 +43,6 @@ def _run_remote(core_config: CoreConfig, shell: ShellConfig) -> int:
     where = resolve(shell, os.environ)  # before fds 0 and 1 are taken: an unset ${VAR} is
     check_transcript(shell.transcript)  # a config error on stderr, as a bad flag is
     fds = take_stdio()
-    from bridge.shell.trio_import import import_trio
-
-    import_trio()
     from bridge.shell.stdio_main import serve_remote
 
     return serve_remote(core_config, shell, fds, where)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from bridge import codecache, collector, startup
+from bridge import collector
 from bridge.core.bridge import Bridge
 from bridge.core.config import CoreConfig
 from bridge.errors import EX_SOFTWARE, ServerUnavailable
@@ -102,7 +102,6 @@ def _run(session: Session, fds: ProtocolFds, first: ProcessChild | ServerUnavail
     finally:  # a session that ended before its first answer still has its lines written
         early.load()
         log.debug("collector.reported", **collector.state())
-        log.debug("codecache.reported", **codecache.state())
 
 
 def _no_spawn() -> ProcessChild:
@@ -133,7 +132,7 @@ async def _load_log(early: EarlyLog, answered: trio.Event, driver: Driver) -> No
     lock with every message for as long as it took (measured: p99 7x the line relay's)."""
     with trio.move_on_after(LOG_WAIT):
         await answered.wait()
-    startup.over()
+    collector.resume()
     until = trio.current_time() + LOG_IDLE_AT_MOST
     while trio.current_time() < until:
         await trio.sleep(LOG_IDLE)

@@ -56,7 +56,6 @@ def test_the_wheel_alone_in_an_empty_venv_runs_demo_check_and_help(
         cwd=tmp_path)
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     clean["PATH"] = os.pathsep.join((str(bin_dir), "/usr/bin", "/bin"))
-    clean["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # bridge/codecache.py's file: here
     where = run([str(bin_dir / "python"), "-c", "import bridge; print(bridge.__file__)"],
                 cwd=tmp_path, env=clean).stdout.strip()
     assert Path(where).is_relative_to(env_dir)  # not this checkout
@@ -79,22 +78,21 @@ def test_the_wheel_alone_in_an_empty_venv_runs_demo_check_and_help(
     assert version == f"mcp-rosetta {__version__}\n"
     assert_the_command_imports_only_the_relay(bin_dir, tmp_path, clean)
 
-    # The starts kept their compiled code in the user's cache, and left nothing in the
-    # package: once uninstalled, no `bridge` directory is left to hide another install.
-    assert [p.name.split(".")[-1] for p in (tmp_path / "cache" / "mcp-rosetta").iterdir()] \
-        == ["marshal"]
+    # The starts left nothing in the package: once uninstalled, no `bridge` directory is left
+    # to hide another install.
     run([str(bin_dir / "pip"), "uninstall", "--quiet", "--yes", "mcp-rosetta"], cwd=tmp_path)
     assert not Path(where).parent.exists()
 
 
 def assert_the_command_imports_only_the_relay(bin_dir: Path, cwd: Path,
                                               env: dict[str, str]) -> None:
-    """The installed command is the script (its first line the environment's python), and
-    `connect` imports nothing between the interpreter's start and bridge.launch (but the
-    collector's switch, which bridge.launch itself imports): not the re
-    that a generated console script imports, nor trio, structlog, argparse or orjson after."""
-    command = bin_dir / "mcp-rosetta"
-    assert command.read_bytes().startswith(f"#!{bin_dir / 'python'}".encode())
+    """The installed command is the console script pip generates for the entry point (its
+    first line the environment's python), and `connect` imports nothing between that script's
+    own `re` and bridge.launch (but the collector's switch, which bridge.launch itself
+    imports), nor trio, structlog, argparse or orjson after."""
+    script = (bin_dir / "mcp-rosetta").read_text()
+    assert script.startswith(f"#!{bin_dir / 'python'}")
+    assert "from bridge.launch import main" in script
     timed = {**env, "PYTHONPROFILEIMPORTTIME": "1"}
     done = subprocess.run(["mcp-rosetta", "connect", f"unix:{cwd / 'no-daemon.sock'}"],
                           cwd=cwd, env=timed, capture_output=True, text=True,
@@ -104,7 +102,9 @@ def assert_the_command_imports_only_the_relay(bin_dir: Path, cwd: Path,
     imported = [line.split("|")[-1].strip() for line in done.stderr.splitlines()
                 if line.startswith("import time:") and not line.endswith("package")]
     after_site = imported[imported.index("site") + 1:]
+    script_imports = after_site[:after_site.index("bridge")]
+    assert script_imports[-1] == "re", after_site  # the generated script's own
     # bridge.launch's one import, the builtin gc's switch (bridge/collector.py), listed first
-    assert after_site[:5] == ["bridge", "__future__", "gc", "bridge.collector",
-                              "bridge.launch"], after_site
-    assert not {"re", "trio", "structlog", "argparse", "orjson"} & set(imported)
+    assert after_site[len(script_imports):][:5] == [
+        "bridge", "__future__", "gc", "bridge.collector", "bridge.launch"], after_site
+    assert not {"trio", "structlog", "argparse", "orjson"} & set(imported)

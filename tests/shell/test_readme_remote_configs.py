@@ -100,6 +100,6 @@ def environment(env: dict[str, str], config: dict[str, Any]) -> dict[str, str]:
 
 
 def test_the_command_the_configs_name_is_the_installed_script() -> None:
-    # Shipped as a script file (see bridge/mcp-rosetta), installed under its own name.
-    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert [Path(script).name for script in scripts["script-files"]] == ["mcp-rosetta"]
+    # Shipped as a console-script entry point, installed under its own name.
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"mcp-rosetta": "bridge.launch:main"}

@@ -12,7 +12,7 @@ lets the parking table enforce single use (mrtr.mdx warns the digest alone does 
 
 from __future__ import annotations
 
-import hmac  # deferred by the shell (trio_import.py): libcrypto loads at the first requestState
+import hmac
 import json
 
 from bridge.core.codec import Message, RawNumber
