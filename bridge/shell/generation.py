@@ -7,7 +7,7 @@ core (the driver drops the lines of a retired source: `retired` is what it reads
 
 The nursery opens in a task of the session's nursery, and a generation is made and given its
 first tasks by synchronous code (a restart runs in the driver, which must not wait): tasks
-started before the nursery is open wait for it, in order.
+started before the nursery is open wait for it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Generation:
         self._scope = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
         self._early: list[tuple[Task, tuple[Any, ...], str]] = []
-        """Tasks started before the nursery was open, in order."""
+        """Tasks started before the nursery was open."""
         self.ended = trio.Event()
         """Set once every task of the generation has returned."""
         parent.start_soon(self._host, name=name)
