@@ -83,7 +83,8 @@ class Incarnation:
         if self.retired:
             return
         if self.child is not None and not self.stdout_eof.is_set():
-            self.kept_stdout = os.dup(self.child.stdout)
+            with contextlib.suppress(OSError):  # out of fds: its stdout closes with the reader
+                self.kept_stdout = os.dup(self.child.stdout)
         self._generation.retire()
 
 
