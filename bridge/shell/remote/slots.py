@@ -94,7 +94,7 @@ class Slots:
 
     def _start(self, link: Link, out: Outgoing) -> None:
         if link.retired:
-            return  # it starts nothing: its slot would never be freed
+            return  # it starts nothing: the slot would never be freed (the core answers)
         self._in_flight += 1
         link.start_soon(self._in_slot, link, out, name=f"http-{out.method}")
 
@@ -109,9 +109,7 @@ class Slots:
         """Start the requests waiting, in order, while slots are free."""
         waiting = self._waiting
         while waiting and self._in_flight < self._slots:
-            link, out = waiting.popleft()
-            if not link.retired:
-                self._start(link, out)
+            self._start(*waiting.popleft())
         self._check()
 
     def _check(self) -> None:

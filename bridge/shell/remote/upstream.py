@@ -164,7 +164,7 @@ class HttpUpstream:
         async for data in link.written():
             self._slots.take(len(data))
             for line in data.splitlines():
-                if link.retired:
+                if link.retired:  # by what the last line's POST told the core (it restarted)
                     return
                 out = read_outgoing(line)
                 if out is None:
