@@ -2,12 +2,19 @@
 
 Must not decide when to restart (the core asks) and must not outlive its children: every
 process it started is stopped and reaped, group included, before the session's nursery
-closes. Its tasks (a reader and a waiter per child) live in the session's nursery.
+closes. Each child is a server generation (`Incarnation`) whose reader (its lines to the
+core) and waiter (its exit to the core) run in its own nursery: retiring it (the core
+restarted the server, or the session ends) cancels them, so nothing it says reaches the core
+any more. Its stop then owns the rest of the process's life: the stdout it still writes,
+read to no one (a child blocked on a full or closed pipe could not end cleanly), and its
+exit. Its stderr reader lives as long as its stderr, in the session's nursery: what a
+server says while it stops is logged too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
@@ -16,7 +23,9 @@ import trio
 
 from bridge.core.events import SERVER, ChildExited, ChildStarted
 from bridge.errors import ServerUnavailable
+from bridge.shell import fdio
 from bridge.shell.child import Child
+from bridge.shell.generation import Generation, Task
 from bridge.shell.logs import Logger
 from bridge.shell.outlet import Outlet
 from bridge.shell.pump import Throttle, pump
@@ -39,18 +48,44 @@ EXIT_NOT_STARTED = NOT_FOUND
 
 
 class Incarnation:
-    """One child process and its pipes. Once `retired`, nothing it says reaches the core."""
+    """One child process and its pipes: a server generation. Once retired, its reader and its
+    waiter are cancelled and nothing it says reaches the core."""
 
-    def __init__(self, gen: int) -> None:
+    def __init__(self, gen: int, parent: trio.Nursery) -> None:
         self.gen = gen
+        self._generation = Generation(parent, f"server-{gen}")
         self.child: Child | None = None
         self.outlet: Outlet | None = None
         self.early: list[bytes] = []
         """What the core sent before this child existed (during a restart), in order."""
-        self.retired = False
-        self.exited = trio.Event()
         self.stdout_eof = trio.Event()
         self.stderr: StderrReader | None = None
+        self.reported = False
+        """Whether its exit reached the core (ChildExited)."""
+        self.kept_stdout: int | None = None
+        """Its stdout, kept open past its reader's cancellation for its stop to read."""
+
+    @property
+    def retired(self) -> bool:
+        return self._generation.retired
+
+    @property
+    def ended(self) -> trio.Event:
+        """Set once its reader and its waiter have returned (after `retire`)."""
+        return self._generation.ended
+
+    def start_soon(self, task: Task, *args: object, name: str) -> None:
+        self._generation.start_soon(task, *args, name=name)
+
+    def retire(self) -> None:
+        """Cancel its reader and waiter. Its stdout is kept open (the reader closes its own
+        end as it unwinds): the child must not find it closed while it stops."""
+        if self.retired:
+            return
+        if self.child is not None and not self.stdout_eof.is_set():
+            with contextlib.suppress(OSError):  # out of fds: its stdout closes with the reader
+                self.kept_stdout = os.dup(self.child.stdout)
+        self._generation.retire()
 
 
 class Supervisor:
@@ -117,7 +152,7 @@ class Supervisor:
         already on the way, must not reach the core as news of the new one.
         """
         old, new = self._current, self._next()
-        old.retired = True
+        old.retire()
         self._current = new
         self._replacing += 1
         self._nursery.start_soon(self._replace, old, new, name=f"restart-{new.gen}")
@@ -130,7 +165,7 @@ class Supervisor:
 
     async def stop(self) -> None:
         """Stop for good: let a restart under way finish, then stop the child gracefully."""
-        self._current.retired = True
+        self._current.retire()
         while self._replacing:
             await self._replaced.wait()
         await self._stop(self._current)
@@ -143,12 +178,15 @@ class Supervisor:
                 inc.child.kill()
             if inc.outlet is not None:
                 inc.outlet.abandon()
+            if inc.kept_stdout is not None:  # its stop never began
+                fdio.close_quietly(inc.kept_stdout)
+                inc.kept_stdout = None
 
     # Starting -----------------------------------------------------------------------------
 
     def _next(self) -> Incarnation:
         self._gen += 1
-        return Incarnation(self._gen)
+        return Incarnation(self._gen, self._nursery)
 
     def _start(self, inc: Incarnation) -> None:
         try:
@@ -176,11 +214,11 @@ class Supervisor:
         early, inc.early = inc.early, []
         for data in early:
             inc.outlet.write(data)
-        self._nursery.start_soon(self._read, inc, child, name=f"read-server-{inc.gen}")
-        if child.stderr is not None:
+        inc.start_soon(self._read, inc, child, name=f"read-server-{inc.gen}")
+        if child.stderr is not None:  # the process's, not the generation's: read to its end
             inc.stderr = StderrReader(child.stderr, self._log.bind(gen=inc.gen))
             self._nursery.start_soon(inc.stderr.run, name=f"read-stderr-{inc.gen}")
-        self._nursery.start_soon(self._wait, inc, child, name=f"wait-server-{inc.gen}")
+        inc.start_soon(self._wait, inc, child, name=f"wait-server-{inc.gen}")
         self._driver.post(ChildStarted())
 
     async def _replace(self, old: Incarnation, new: Incarnation) -> None:
@@ -201,8 +239,10 @@ class Supervisor:
             inc.stdout_eof.set()
 
     async def _wait(self, inc: Incarnation, child: Child) -> None:
+        """Report the child's exit once its output has reached the core. Retired meanwhile,
+        it is cancelled at the wait for that output: an exit that was on its way when the
+        core restarted the server is no news of the new one."""
         code = await child.wait()
-        inc.exited.set()
         stderr = inc.stderr
         with trio.move_on_after(EOF_WAIT):
             await inc.stdout_eof.wait()
@@ -210,30 +250,71 @@ class Supervisor:
                 await stderr.ended.wait()
         if stderr is not None:
             stderr.flush()  # a helper may hold the pipe open: what came so far is logged
-        if inc.retired:
-            self._log.info("child.stopped", pid=child.pid, code=code, gen=inc.gen)
-        else:
-            tail = tuple(stderr.tail) if stderr is not None else ()
-            self._driver.post(ChildExited(code, stderr_tail=tail))
+        tail = tuple(stderr.tail) if stderr is not None else ()
+        inc.reported = True
+        self._driver.post(ChildExited(code, stderr_tail=tail))
 
     # Stopping -----------------------------------------------------------------------------
 
     async def _stop(self, inc: Incarnation) -> None:
-        """stdin EOF, then SIGTERM, then SIGKILL to the group, each after its grace period
-        (stdio.mdx §Shutdown: closing stdin is how a stdio server is asked to exit)."""
-        inc.retired = True
-        child, outlet = inc.child, inc.outlet
-        if child is None or outlet is None:
-            return
-        outlet.close()
-        if not await self._within(self._timing.shutdown_grace, inc.exited):
+        """Retire `inc`, then stdin EOF, then SIGTERM, then SIGKILL to the group, each after
+        its grace period (stdio.mdx §Shutdown: closing stdin is how a stdio server is asked
+        to exit), reading to no one what it still writes."""
+        inc.retire()
+        kept, inc.kept_stdout = inc.kept_stdout, None
+        try:
+            child, outlet = inc.child, inc.outlet
+            if child is None or outlet is None:
+                return
+            outlet.close()
+            await inc.ended.wait()  # its reader let go of stdout: the kept end is read now
+            async with trio.open_nursery() as ending:
+                drained = trio.Event()
+                if kept is None:
+                    drained.set()
+                else:
+                    ending.start_soon(_discard, kept, drained, name=f"drain-server-{inc.gen}")
+                code = await self._exit(ending, child)
+                outlet.abandon()  # whatever a dead child's stdin still had queued
+                await self._end_group(child)
+                await self._stopped(inc, child, code, drained)
+                ending.cancel_scope.cancel()
+        finally:
+            if kept is not None:
+                fdio.close_quietly(kept)
+
+    async def _exit(self, ending: trio.Nursery, child: Child) -> int | None:
+        """The child's exit code, once its stdin is closed: after the grace periods, SIGTERM,
+        then SIGKILL (None if it has not been reaped even then)."""
+        exited = trio.Event()
+        codes: list[int] = []
+
+        async def wait() -> None:
+            codes.append(await child.wait())
+            exited.set()
+
+        ending.start_soon(wait, name=f"reap-server-{child.pid}")
+        if not await self._within(self._timing.shutdown_grace, exited):
             self._log.warning("child.terminating", pid=child.pid, signal="SIGTERM")
             child.signal_group(signal.SIGTERM)
-            if not await self._within(self._timing.kill_grace, inc.exited):
+            if not await self._within(self._timing.kill_grace, exited):
                 self._log.warning("child.killing", pid=child.pid, signal="SIGKILL")
                 child.kill()
-        outlet.abandon()  # whatever a dead child's stdin still had queued
-        await self._end_group(child)
+        return codes[0] if codes else child.poll()
+
+    async def _stopped(self, inc: Incarnation, child: Child, code: int | None,
+                       drained: trio.Event) -> None:
+        """Log the stopped child, once its output has ended (at most EOF_WAIT: a helper may
+        hold its pipes open), unless its exit was reported to the core already."""
+        stderr = inc.stderr
+        with trio.move_on_after(EOF_WAIT):
+            await drained.wait()
+            if stderr is not None:
+                await stderr.ended.wait()
+        if stderr is not None:
+            stderr.flush()
+        if not inc.reported:
+            self._log.info("child.stopped", pid=child.pid, code=code, gen=inc.gen)
 
     async def _end_group(self, child: Child) -> None:
         """After the leader exited: SIGTERM what is left of its group, then SIGKILL it."""
@@ -260,3 +341,13 @@ class Supervisor:
                 yield
             finally:
                 self._waits.discard(scope)
+
+
+async def _discard(fd: int, drained: trio.Event) -> None:
+    """Read `fd` to its end, keeping nothing: a retired child's stdout, which no one hears.
+    The caller closes `fd`."""
+    fdio.make_nonblocking(fd)
+    while (chunk := fdio.read_now(fd)) != b"":
+        if chunk is None:
+            await fdio.wait_readable(fd)
+    drained.set()

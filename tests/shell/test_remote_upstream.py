@@ -12,17 +12,23 @@ import httpx2
 import trio
 from structlog.testing import capture_logs
 
-from bridge.core.events import SERVER, ChildExited, ChildStarted, Event, Side
-from bridge.shell import logs
-from bridge.shell.driver import Source
-from bridge.shell.lines import Line
-from bridge.shell.remote.endpoint import Endpoint, Network
-from bridge.shell.remote.upstream import (
-    REACH_AT_MOST,
-    REACH_BACKOFF,
-    HttpUpstream,
-    client_timeout,
+from bridge.core.events import (
+    SERVER,
+    Action,
+    ChildExited,
+    ChildStarted,
+    Event,
+    MessageReceived,
+    RestartChild,
+    Side,
 )
+from bridge.shell import logs
+from bridge.shell.driver import Driver, Source
+from bridge.shell.lines import Line
+from bridge.shell.remote.conduit import client_timeout
+from bridge.shell.remote.endpoint import Endpoint, Network
+from bridge.shell.remote.reach import REACH_AT_MOST, REACH_BACKOFF
+from bridge.shell.remote.upstream import HttpUpstream
 
 URL = "http://upstream.test/mcp"
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
@@ -454,3 +460,106 @@ def test_the_client_bounds_connections_and_connecting_but_not_waiting() -> None:
     timeout = client_timeout(Network(connect_timeout=3.0, read_timeout=0))
     assert (timeout.connect, timeout.read, timeout.write, timeout.pool) == (3.0, None, None,
                                                                            None)
+
+
+class RestartingCore:
+    """The core's part behind a real driver: records what the server says, and restarts the
+    server on its first message, as the core does when it gives up on a server."""
+
+    def __init__(self) -> None:
+        self.heard: list[dict[str, Any]] = []
+        self.events: list[Event] = []
+
+    def next_deadline(self) -> float | None:
+        return None
+
+    def handle(self, event: Event, now: float) -> list[Action]:
+        self.events.append(event)
+        if isinstance(event, MessageReceived) and event.side == SERVER:
+            assert isinstance(event.message, bytes)
+            self.heard.append(json.loads(event.message))
+            if len(self.heard) == 1:
+                return [RestartChild()]
+        return []
+
+
+async def test_no_line_of_a_retired_link_reaches_the_core_after_a_restart() -> None:
+    # The stream's two events arrive in one read: the first makes the core restart the
+    # server, and the task reading the stream goes on to the second before it meets a
+    # checkpoint, so its cancellation comes too late to hold it back. The driver drops it:
+    # its source, the old link, is retired. The new link serves as the first did.
+    both = (b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\n'
+            b'data: {"jsonrpc":"2.0","id":1,"result":{"content":[]}}\n\n')
+
+    def server(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        if body["method"] == "tools/call":
+            return httpx2.Response(200, headers={"Content-Type": "text/event-stream"},
+                                   content=both)
+        return answer(request, {"tools": []})
+
+    core = RestartingCore()
+    driver = Driver(core, logs.logger(), limit=1 << 20, notify=lambda _: None)
+    async with trio.open_nursery() as nursery:
+        upstream = HttpUpstream(Endpoint(URL), driver, nursery, logs.logger(), limit=1 << 20,
+                                transport=httpx2.MockTransport(server))
+        driver.server = upstream
+        upstream.serve()
+        upstream.write(line(call(1)))
+        with trio.fail_after(5):
+            while sum(isinstance(e, ChildStarted) for e in core.events) < 2:
+                await trio.sleep(0.01)
+        upstream.write(line({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+                             "params": {"_meta": META}}))
+        with trio.fail_after(5):
+            while len(core.heard) < 2:
+                await trio.sleep(0.01)
+        await trio.sleep(0.1)
+        upstream.kill_all()
+        nursery.cancel_scope.cancel()
+    assert [m.get("method", m.get("id")) for m in core.heard] == ["notifications/message", 2]
+
+
+async def test_a_restart_ends_every_task_of_the_old_link() -> None:
+    # A legacy session: its GET stream and a request's stream stay open until the core
+    # restarts the server; both close then, and the old session is ended (DELETE).
+    listened, answering = trio.Event(), trio.Event()
+    deleted: list[str] = []
+
+    def server(request: httpx2.Request) -> httpx2.Response:
+        if request.method == "DELETE":
+            deleted.append(request.headers["mcp-session-id"])
+            return httpx2.Response(200)
+        if request.method == "GET":
+            return httpx2.Response(200, headers={"Content-Type": "text/event-stream"},
+                                   content=endless(listened))
+        body = json.loads(request.content)
+        if body.get("method") == "initialize":
+            return answer(request, {"protocolVersion": "2025-06-18"}, {"Mcp-Session-Id": "s-1"})
+        if "id" not in body:
+            return httpx2.Response(202)
+        return httpx2.Response(200, headers={"Content-Type": "text/event-stream"},
+                               content=endless(answering))
+
+    recorder = Recorder()
+    async with trio.open_nursery() as nursery:
+        upstream = HttpUpstream(Endpoint(URL), recorder, nursery, logs.logger(), limit=1 << 20,
+                                transport=httpx2.MockTransport(server))
+        upstream.serve()
+        upstream.write(b"".join(line(m) for m in [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow"}},
+        ]))
+        await trio.sleep(0.2)
+        assert not listened.is_set() and not answering.is_set()
+        upstream.restart()
+        with trio.fail_after(5):
+            await listened.wait()
+            await answering.wait()
+            while sum(isinstance(e, ChildStarted) for e in recorder.events) < 2:
+                await trio.sleep(0.01)
+        upstream.kill_all()
+        nursery.cancel_scope.cancel()
+    assert deleted == ["s-1"]
+    assert [m["id"] for m in recorder.fed] == [1]

@@ -398,6 +398,29 @@ async def test_restart_replaces_the_child_and_drops_the_old_ones_events(
     assert not [e for _, e in core.of(MessageReceived) if e.side == "server"]
 
 
+async def test_a_replaced_child_that_writes_on_while_it_stops_still_exits_on_its_own(
+        autojump_clock: Any) -> None:
+    # Its reader was cancelled with it, but its stdout is still read, to no one: a farewell
+    # larger than a pipe holds would otherwise block the child (or, the pipe closed, kill it)
+    # until SIGTERM. None of it reaches the core.
+    core = RestartCore("on-request")
+    spawner = Spawner()
+    farewell = b'{"id":"stale","pad":"' + b"x" * (1 << 20) + b'"}'
+    spawner.factory = lambda nursery: (
+        FakeChild(nursery) if spawner.children
+        else FakeChild(nursery, serving=True, farewell=farewell))
+    async with bridged(core, spawner) as h:
+        old = await spawner.nth(0)
+        await h.client.send(b'{"id":"restart"}', b'{"id":1}')
+        new = await spawner.nth(1)
+        assert ids(await new.lines(1)) == [1]
+        new.serve()
+        await h.client.close_writing()
+        assert await h.join() == 0
+    assert old.code == 0 and old.signals == []
+    assert not [e for _, e in core.of(MessageReceived) if e.side == "server"]
+
+
 class RestartOnEofCore(EchoCore):
     """Restarts the child when its output ends, once; then echoes."""
 

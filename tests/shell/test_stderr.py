@@ -160,3 +160,21 @@ async def test_a_restarted_servers_lines_carry_the_next_generation(autojump_cloc
         assert stderr_lines(h) == [(1, "first"), (2, "second")]
         await h.client.close_writing()
         await h.join()
+
+
+async def test_what_a_replaced_server_says_while_it_stops_is_logged(autojump_clock: Any) -> None:
+    # Retiring a child cancels its reader and its waiter, not its stderr: its last words,
+    # said after stdin's EOF asked it to stop, are the user's clue to how it ended.
+    spawner = Spawner(lambda nursery: FakeChild(nursery, ignore_eof=bool(not spawner.children)))
+    async with bridged(RestartOnAnyLine(), spawner) as h:
+        first = await h.spawner.nth(0)
+        await h.client.send(b'{"id":1}')
+        await first.expect_eof()  # asked to stop
+        first.complain(b"stopping: 3 jobs dropped\n")
+        first.exit(0)
+        await h.spawner.nth(1)
+        await trio.sleep(1)
+        assert stderr_lines(h) == [(1, "stopping: 3 jobs dropped")]
+        assert [(e["gen"], e["code"]) for e in h.events("child.stopped")] == [(1, 0)]
+        await h.client.close_writing()
+        await h.join()
