@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 from bridge.core.codec import decode
 from bridge.core.events import Action, Event, MessageReceived, Send
 from bridge.shell import logs
-from bridge.shell.http import front, route, sse
+from bridge.shell.http import front, route
 from bridge.shell.http.route import Outgoing, Route, RouteState
 from bridge.shell.settings import DaemonConfig
 from tests.shell import test_http_front as harness
@@ -85,12 +85,6 @@ def test_the_settings_defaults_are_the_fronts_own() -> None:
     assert daemon.connection_idle == front.IDLE_TIMEOUT
     assert daemon.max_connections == front.MAX_CONNECTIONS
     assert daemon.stream_backlog == route.STREAM_BACKLOG
-
-
-def test_several_events_in_one_piece_are_the_events_one_by_one() -> None:
-    lines = [b'{"a":1}\n', b'{"b":2}\n', b'{"c":3}\n']
-    assert sse.events_of(lines) == b"".join(sse.event_of(line) for line in lines)
-    assert sse.events_of(lines[:1]) == sse.event_of(lines[0])
 
 
 # In process: a flood for one POST whose client reads nothing, and another client meanwhile.

@@ -18,16 +18,15 @@ import trio
 
 from bridge.core.codec import Message
 from bridge.core.eras import LEGACY_PROTOCOL_VERSIONS
-from bridge.shell.http import replies, sse
 from bridge.shell.http.connection import Connection, Request
-from bridge.shell.http.era import SESSION_HEADER, VERSION_HEADER
-from bridge.shell.http.legacy import EventLog, LegacySession, Sessions, parse_event_id
-from bridge.shell.http.modern import Exchange, Routes
+from bridge.shell.http.legacy import LegacySession, Sessions
+from bridge.shell.http.modern import EventLog, Exchange, Routes
 from bridge.shell.http.outcome import Outcome
-from bridge.shell.http.replies import Reply
-
-EVENT_STREAM = "text/event-stream"
-
+from bridge.streamable import replies, sse
+from bridge.streamable.era import SESSION_HEADER, VERSION_HEADER
+from bridge.streamable.event_ids import parse_event_id
+from bridge.streamable.media import EVENT_STREAM
+from bridge.streamable.replies import Reply
 
 Answer = Callable[[Connection, Exchange, Outcome, tuple[tuple[str, str], ...]],
                   Awaitable[bool]]

@@ -2,9 +2,9 @@
 
 Must not read or write bytes itself (`connection.py`) nor answer for the core: it refuses
 what the transport refuses (path, method, Host and Origin, media type, a body that is not one
-request, mismatched headers: `replies.py` words each), and hands a modern request to the
-shared session through `modern.Mapping`, then carries the core's messages for it back as one
-JSON answer or an event stream.
+request, mismatched headers: `bridge.streamable` decides and words each), and hands a modern
+request to the shared session through `modern.Mapping`, then carries the core's messages for
+it back as one JSON answer or an event stream.
 """
 
 from __future__ import annotations
@@ -14,20 +14,23 @@ from dataclasses import dataclass
 
 import trio
 
-from bridge.core.codec import DecodeError, decode
-from bridge.shell.http import replies, sse
+from bridge.core.codec import DecodeError, decode, encode
 from bridge.shell.http.address import Names
 from bridge.shell.http.auth import Denied, Tokens
 from bridge.shell.http.connection import Connection, Request
-from bridge.shell.http.era import SESSION_HEADER, Era, era_of
 from bridge.shell.http.health import Health
 from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.legacy_requests import Answer, LegacyRequests, OpenSession
-from bridge.shell.http.modern import Exchange, Mapping, Routes, check
+from bridge.shell.http.modern import Exchange, Mapping, Routes
 from bridge.shell.http.outcome import Outcome
-from bridge.shell.http.replies import Reply
 from bridge.shell.http.route import STOPPED_READING, Route, RouteState
 from bridge.shell.logs import Logger
+from bridge.streamable import replies, sse
+from bridge.streamable.era import SESSION_HEADER, Era, era_of
+from bridge.streamable.headers import check, takes_stream
+from bridge.streamable.media import JSON
+from bridge.streamable.replies import Reply
+from bridge.streamable.target import logged, path_of
 
 KEEP_ALIVE_S = 15.0
 SESSION_METHODS = ("GET", "DELETE")
@@ -78,7 +81,7 @@ class Router:
                 fields["reason"] = outcome.reason
             if outcome.credential is not None:
                 fields["credential"] = outcome.credential.digest
-            self._log.info("http.request", method=request.method, path=request.target,
+            self._log.info("http.request", method=request.method, path=logged(request.target),
                            status=outcome.status, peer=conn.peer, session=outcome.session,
                            duration_ms=round((trio.current_time() - start) * 1000, 3),
                            **fields)
@@ -103,9 +106,10 @@ class Router:
             outcome.rpc = message.get("method")
             refused = check(request.headers, message, self._mapping.param_headers)
             if refused is None:
-                exchange, line = self._mapping.admit(message, conn.peer)
-                await self._through_core(conn, exchange, line, outcome, self._mapping,
-                                         self._feed)
+                exchange, renamed = self._mapping.admit(message, conn.peer)
+                answer = None if takes_stream(request.headers) else self._answer_json
+                await self._through_core(conn, exchange, encode(renamed), outcome,
+                                         self._mapping, self._feed, answer=answer)
         return refused
 
     def _refusal(self, request: Request, outcome: Outcome) -> Reply | None:
@@ -124,14 +128,14 @@ class Router:
                 outcome.credential = endpoint.tokens.check(request.headers.get("authorization"))
             except Denied as denied:
                 return replies.unauthorized(denied.problem, presented=denied.presented)
-        if request.target.split("?", 1)[0] != endpoint.path:
+        if path_of(request.target) != endpoint.path:
             return replies.not_found_path(request.target)
         if request.method != "POST":
             if request.method in SESSION_METHODS and SESSION_HEADER in request.headers:
                 return None
             return replies.method_not_allowed(request.method)
         media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if media != replies.JSON:
+        if media != JSON:
             return replies.unsupported_media(media)
         return None
 
@@ -202,7 +206,7 @@ class Router:
         if first.final:
             outcome.status = first.status
             await conn.respond(first.status, first.line,
-                               (("content-type", replies.JSON), *headers))
+                               (("content-type", JSON), *headers))
             return True
         outcome.status, outcome.stream = 200, True
         await conn.start_stream(200, (*sse.HEADERS, *headers))
@@ -223,6 +227,27 @@ class Router:
                 return True
         await conn.end_stream()
         return True
+
+
+    async def _answer_json(self, conn: Connection, exchange: Exchange, outcome: Outcome,
+                           headers: tuple[tuple[str, str], ...] = ()) -> bool:
+        """The answer alone, as JSON, for a client whose Accept takes no event stream
+        (`headers.takes_stream`): what precedes it (progress, logs) has nowhere to go."""
+        route = exchange.route
+        while True:
+            try:
+                outgoing = await route.get()
+            except trio.EndOfChannel:  # the front stopped before the core answered
+                outcome.status, outcome.reason = 503, "the front is stopping"
+                await conn.respond(503, b"", (("connection", "close"),))
+                return True
+            if outgoing.final:
+                outcome.status = outgoing.status
+                await conn.respond(outgoing.status, outgoing.line,
+                                   (("content-type", JSON), *headers))
+                return True
+            self._log.debug("http.dropped", request=exchange.names.original,
+                            reason="the client's Accept takes no event stream")
 
 
 def _decoded(body: bytes) -> object:

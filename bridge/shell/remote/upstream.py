@@ -34,26 +34,24 @@ import trio
 from bridge.core.codec import decode, encode
 from bridge.core.eras import HEADER_MISMATCH
 from bridge.core.events import SERVER, ChildExited, ChildStarted
-from bridge.shell.http.modern import ParamHeaders
 from bridge.shell.logs import Logger
 from bridge.shell.remote.auth import AuthProvider, StaticHeaders
 from bridge.shell.remote.endpoint import Endpoint, Network
-from bridge.shell.remote.mapping import (
-    EVENT_STREAM,
-    JSON,
+from bridge.streamable.headers import ParamHeaders
+from bridge.streamable.media import EVENT_STREAM, JSON, media_type
+from bridge.streamable.outbound import (
     Kind,
-    LegacySession,
-    Outgoing,
     failure_line,
     invalid_annotation,
     is_answer,
     json_answer,
-    media_type,
     post_headers,
     read_outgoing,
     status_answer,
     status_problem,
 )
+from bridge.streamable.outbound import ServerBound as Outgoing
+from bridge.streamable.outbound import ServerSession as LegacySession
 
 if TYPE_CHECKING:
     from bridge.core.events import Event, Side

@@ -1,7 +1,7 @@
 """Which era one HTTP request belongs to, on an endpoint that serves both.
 
-Must not refuse anything: the era only chooses the path (`modern.py` checks a modern request,
-`legacy.py` holds the sessions of legacy ones); each path words its own refusals.
+Must not refuse anything: the era only chooses the path (`headers.py` checks a modern request,
+the front's `legacy.py` holds the sessions of legacy ones); each path words its own refusals.
 """
 
 from __future__ import annotations
