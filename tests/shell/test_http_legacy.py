@@ -22,11 +22,9 @@ import trio.testing
 from structlog.testing import capture_logs
 
 import tests.shell.test_http_front as modern
-from bridge.core.codec import decode
 from bridge.core.events import (
     Action,
     Event,
-    MessageReceived,
     Send,
     ShutdownRequested,
     Stop,
@@ -40,7 +38,7 @@ from bridge.shell.http.legacy import EVICTABLE_AFTER
 from bridge.shell.http.server_side import children
 from bridge.shell.session import SessionSettings
 from tests.shell.fakes import WAIT, FakeChild, Spawner
-from tests.shell.test_http_front import Answer, Client, ScriptedCore
+from tests.shell.test_http_front import Answer, Client, ScriptedCore, client_message
 
 LEGACY = "2025-11-25"
 SESSION = "mcp-session-id"
@@ -69,9 +67,9 @@ class LegacyCore:
         if isinstance(event, TimerFired):
             actions, self.later = self.later, []
             return actions
-        if not isinstance(event, MessageReceived) or event.side != "client":
+        message = client_message(event)
+        if message is None:
             return []
-        message: Any = decode(event.message)
         self.received.append(message)
         method, rid = message.get("method"), message.get("id")
         if method is None:  # the client's answer to a question

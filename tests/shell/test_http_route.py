@@ -13,8 +13,7 @@ from typing import Any
 import trio
 from structlog.testing import capture_logs
 
-from bridge.core.codec import decode
-from bridge.core.events import Action, Event, MessageReceived, Send
+from bridge.core.events import Action, Event, Send
 from bridge.shell import logs
 from bridge.shell.http import front, route
 from bridge.shell.http.route import Outgoing, Route, RouteState
@@ -95,16 +94,15 @@ class FloodCore(harness.ScriptedCore):
     one step (as the shared server's reader does in one turn), and no answer."""
 
     def handle(self, event: Event, now: float) -> list[Action]:
-        if isinstance(event, MessageReceived) and event.side == "client":
-            message = decode(event.message)
-            if message.get("method") == "tools/call" and \
-                    message["params"]["name"] == "flood":
-                self.received.append(message)
-                rid = message["id"]
-                return [Send("client", {"jsonrpc": "2.0", "method": "notifications/progress",
-                                        "params": {"progressToken": rid, "progress": n,
-                                                   "message": "x" * 1000}}, request=rid)
-                        for n in range(200)]
+        message = harness.client_message(event)
+        if message is not None and message.get("method") == "tools/call" and \
+                message["params"]["name"] == "flood":
+            self.received.append(message)
+            rid = message["id"]
+            return [Send("client", {"jsonrpc": "2.0", "method": "notifications/progress",
+                                    "params": {"progressToken": rid, "progress": n,
+                                               "message": "x" * 1000}}, request=rid)
+                    for n in range(200)]
         return super().handle(event, now)
 
 

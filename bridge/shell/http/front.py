@@ -172,7 +172,7 @@ class Front:
         driver = self.driver
         settings = self._settings
         host, self.port = listener.getsockname()[:2]
-        self._router = router = Router(self._endpoint(), self.mapping, driver.feed, self._log,
+        self._router = router = Router(self._endpoint(), self.mapping, driver, self._log,
                                        self._health, self.sessions, self._open_session,
                                        settings.timing.shutdown_grace)
         server: Upstream | None = None

@@ -40,8 +40,8 @@ OpenSession = Callable[[], Awaitable[LegacySession | None]]
 class Carry(Protocol):
     """The router's way of taking a POSTed request through a core and back."""
 
-    def __call__(self, conn: Connection, exchange: Exchange, line: bytes, outcome: Outcome,
-                 routes: Routes, feed: Callable[[bytes], None],
+    def __call__(self, conn: Connection, exchange: Exchange, hand_in: Callable[[], None],
+                 outcome: Outcome, routes: Routes, feed: Callable[[bytes], None],
                  headers: tuple[tuple[str, str], ...] = (),
                  answer: Answer | None = None) -> Awaitable[None]: ...
 
@@ -80,7 +80,8 @@ class LegacyRequests:
         exchange, log, line = session.admit(message, request.body)
         session.streams += 1
         try:
-            await self._carry(conn, exchange, line, outcome, session, session.feed,
+            await self._carry(conn, exchange, partial(session.feed, line), outcome, session,
+                              session.feed,
                               ((SESSION_HEADER, session.id),), partial(self._post_stream, log))
         finally:
             session.streams -= 1

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Protocol
 
 import trio
 
-from bridge.core.codec import DecodeError, decode, encode
+from bridge.core.codec import DecodeError, decode
+from bridge.core.events import CLIENT, MessageDecoded
 from bridge.shell.http.address import Names
 from bridge.shell.http.auth import Denied, Tokens
 from bridge.shell.http.connection import Connection, Request
@@ -48,15 +51,22 @@ class Endpoint:
     """When set, every request but the health checks presents one (auth.py)."""
 
 
+class Intake(Protocol):
+    """Where a client's messages enter the shared core (the front's driver): a line, or a
+    message decoded here."""
+
+    def feed(self, line: bytes) -> None: ...
+    def decoded(self, event: MessageDecoded) -> None: ...
+
+
 class Router:
-    def __init__(self, endpoint: Endpoint, mapping: Mapping, feed: Callable[[bytes], None],
-                 log: Logger, health: Health | None = None, sessions: Sessions | None = None,
-                 open_session: OpenSession | None = None,
-                 grace: float = 0.0) -> None:
+    def __init__(self, endpoint: Endpoint, mapping: Mapping, core: Intake, log: Logger,
+                 health: Health | None = None, sessions: Sessions | None = None,
+                 open_session: OpenSession | None = None, grace: float = 0.0) -> None:
         self.endpoint = endpoint
         """Replaced whole when a reload changes the allowlist or the tokens."""
         self._mapping = mapping
-        self._feed = feed  # a client line into the shared core
+        self._core = core  # the shared core's way in
         self._log = log
         self._health = health or Health()
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
@@ -107,9 +117,12 @@ class Router:
             refused = check(request.headers, message, self._mapping.param_headers)
             if refused is None:
                 exchange, renamed = self._mapping.admit(message, conn.peer)
-                answer = None if takes_stream(request.headers) else self._answer_json
-                await self._through_core(conn, exchange, encode(renamed), outcome,
-                                         self._mapping, self._feed, answer=answer)
+                answer = None if takes_stream(request.headers) \
+                    else partial(self._answer, json_only=True)
+                # The core takes the value decoded here: the body is parsed once.
+                hand_in = partial(self._core.decoded, MessageDecoded(CLIENT, renamed))
+                await self._through_core(conn, exchange, hand_in, outcome, self._mapping,
+                                         self._core.feed, answer=answer)
         return refused
 
     def _refusal(self, request: Request, outcome: Outcome) -> Reply | None:
@@ -151,14 +164,15 @@ class Router:
             return replies.notification_dropped()
         return None
 
-    async def _through_core(self, conn: Connection, exchange: Exchange, line: bytes,
-                            outcome: Outcome, routes: Routes, feed: Callable[[bytes], None],
+    async def _through_core(self, conn: Connection, exchange: Exchange,
+                            hand_in: Callable[[], None], outcome: Outcome, routes: Routes,
+                            feed: Callable[[bytes], None],
                             headers: tuple[tuple[str, str], ...] = (),
                             answer: Answer | None = None) -> None:
-        """`line` (the request of `exchange`) to a core through `feed`, and its messages
+        """The request of `exchange` to a core (`hand_in`), and its messages
         back, written by `answer` (by default: JSON, or an event stream once anything
         precedes the answer); `headers` go on the answer (a legacy session's id)."""
-        feed(line)
+        hand_in()
         write = answer or self._answer
         answered = False
         route = exchange.route
@@ -192,13 +206,19 @@ class Router:
         return "the client closed the connection before the answer"
 
     async def _answer(self, conn: Connection, exchange: Exchange, outcome: Outcome,
-                      headers: tuple[tuple[str, str], ...] = ()) -> bool:
+                      headers: tuple[tuple[str, str], ...] = (), *,
+                      json_only: bool = False) -> bool:
         """Carry the core's messages for `exchange` to the client; True once its answer is
         out. The first message decides the shape: the answer alone is a JSON answer,
-        anything before it makes an event stream (§Sending Messages 6)."""
+        anything before it makes an event stream (§Sending Messages 6). For a client whose
+        Accept takes no stream (`json_only`), what precedes the answer has nowhere to go."""
         route = exchange.route
         try:
             first = await route.get()
+            while json_only and not first.final:
+                self._log.debug("http.dropped", request=exchange.names.original,
+                                reason="the client's Accept takes no event stream")
+                first = await route.get()
         except trio.EndOfChannel:  # the front stopped before the core answered
             outcome.status, outcome.reason = 503, "the front is stopping"
             await conn.respond(503, b"", (("connection", "close"),))
@@ -228,26 +248,6 @@ class Router:
         await conn.end_stream()
         return True
 
-
-    async def _answer_json(self, conn: Connection, exchange: Exchange, outcome: Outcome,
-                           headers: tuple[tuple[str, str], ...] = ()) -> bool:
-        """The answer alone, as JSON, for a client whose Accept takes no event stream
-        (`headers.takes_stream`): what precedes it (progress, logs) has nowhere to go."""
-        route = exchange.route
-        while True:
-            try:
-                outgoing = await route.get()
-            except trio.EndOfChannel:  # the front stopped before the core answered
-                outcome.status, outcome.reason = 503, "the front is stopping"
-                await conn.respond(503, b"", (("connection", "close"),))
-                return True
-            if outgoing.final:
-                outcome.status = outgoing.status
-                await conn.respond(outgoing.status, outgoing.line,
-                                   (("content-type", JSON), *headers))
-                return True
-            self._log.debug("http.dropped", request=exchange.names.original,
-                            reason="the client's Accept takes no event stream")
 
 
 def _decoded(body: bytes) -> object:
