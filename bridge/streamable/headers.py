@@ -13,15 +13,15 @@ import base64
 import binascii
 from typing import Final
 
-from bridge.core.codec import Message
+from bridge.core.codec import DecodeError, Message, decode
 from bridge.core.eras import (
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSION,
 )
 from bridge.streamable import replies
-from bridge.streamable.era import VERSION_HEADER
-from bridge.streamable.media import EVENT_STREAM, accepts
+from bridge.streamable.era import SESSION_HEADER, VERSION_HEADER
+from bridge.streamable.media import EVENT_STREAM, JSON, accepts, media_type
 from bridge.streamable.replies import Reply
 
 LISTEN: Final = "subscriptions/listen"
@@ -32,6 +32,47 @@ REMOVED = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscr
                      "resources/unsubscribe", "notifications/initialized"})
 # §Standard Request Headers: the methods whose Mcp-Name mirrors params.name or params.uri.
 NAMED_BY: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+SESSION_METHODS: Final = ("GET", "DELETE")
+"""Methods only a legacy session takes (2025-11-25 transports.mdx §Listening for Messages,
+§Session Management); without a session id they are 405 (§Backward Compatibility)."""
+
+
+def refuse_method(method: str, headers: dict[str, str]) -> Reply | None:
+    """A request's method and media type, refused or not, before its body is read: POST with
+    JSON (§Sending Messages 1), or a GET or DELETE naming a legacy session."""
+    if method != "POST":
+        if method in SESSION_METHODS and SESSION_HEADER in headers:
+            return None
+        return replies.method_not_allowed(method)
+    media = media_type(headers.get("content-type"))
+    return None if media == JSON else replies.unsupported_media(media)
+
+
+def body_value(body: bytes) -> object:
+    """A POST body's one JSON value, or None if it is not one (the only parse of it: the
+    core takes the value)."""
+    if not body.strip():
+        return None
+    try:
+        return decode(body)
+    except DecodeError:
+        return None
+
+
+def refuse_body(message: object) -> Reply | None:
+    """A modern POST's decoded body (None: not one JSON value), refused or not: one request
+    (§Sending Messages 4 and 5; a notification has no use here)."""
+    if message is None:
+        return replies.parse_error()
+    if not isinstance(message, dict):
+        return replies.not_a_request("a POST carries one JSON-RPC object (no batches)")
+    if "method" not in message:
+        return replies.not_a_request("a client sends no responses on 2026-07-28")
+    if "id" not in message:
+        return replies.notification_dropped()
+    return None
 
 
 def check(headers: dict[str, str], message: Message,

@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 
 from bridge.core.eras import HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND
-from bridge.streamable.headers import ParamHeaders, check, decoded, encoded
+from bridge.streamable.headers import (
+    ParamHeaders,
+    body_value,
+    check,
+    decoded,
+    encoded,
+    refuse_body,
+    refuse_method,
+)
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}}
@@ -100,3 +108,30 @@ def test_a_value_is_sent_plain_when_it_can_be_and_in_the_base64_sentinel_otherwi
     assert encoded("plain") == "plain"
     assert encoded("eü") == "=?base64?ZcO8?="
     assert decoded("=?base64?not base64?=") is None
+
+
+@pytest.mark.parametrize(("method", "headers", "status"), [
+    ("POST", {"content-type": "application/json; charset=utf-8"}, None),
+    ("POST", {"content-type": "text/plain"}, 415),
+    ("POST", {}, 415),
+    ("GET", {"mcp-session-id": "x"}, None),  # a legacy session's stream
+    ("DELETE", {"mcp-session-id": "x"}, None),
+    ("GET", {}, 405),
+    ("PUT", {"mcp-session-id": "x"}, 405),
+])
+def test_a_request_s_method_and_media_type(method: str, headers: dict[str, str],
+                                           status: int | None) -> None:
+    reply = refuse_method(method, headers)
+    assert (None if reply is None else reply.status) == status
+
+
+@pytest.mark.parametrize(("body", "status"), [
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}', None),
+    (b"  ", 400), (b"{not json", 400),
+    (b'[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]', 400),  # a batch
+    (b'{"jsonrpc":"2.0","id":1,"result":{}}', 400),  # a response
+    (b'{"jsonrpc":"2.0","method":"notifications/cancelled"}', 202),
+])
+def test_a_modern_post_s_body_is_one_request(body: bytes, status: int | None) -> None:
+    reply = refuse_body(body_value(body))
+    assert (None if reply is None else reply.status) == status

@@ -23,7 +23,7 @@ from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.modern import EventLog, Exchange, Routes
 from bridge.shell.http.outcome import Outcome
 from bridge.streamable import replies, sse
-from bridge.streamable.era import SESSION_HEADER, VERSION_HEADER
+from bridge.streamable.era import OPENS_SESSION, SESSION_HEADER, VERSION_HEADER
 from bridge.streamable.event_ids import parse_event_id
 from bridge.streamable.media import EVENT_STREAM
 from bridge.streamable.replies import Reply
@@ -96,7 +96,7 @@ class LegacyRequests:
         if session_id is not None:
             return self._bound(session_id, outcome) or replies.session_unknown()
         method = message.get("method")
-        if method != "initialize" or "id" not in message:
+        if method != OPENS_SESSION or "id" not in message:
             return replies.session_missing(method)
         if self._sessions.full and self._sessions.make_room() is None:
             # logged once, as the request's `http.request` line

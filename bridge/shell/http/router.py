@@ -16,7 +16,6 @@ from typing import Protocol
 
 import trio
 
-from bridge.core.codec import DecodeError, decode
 from bridge.core.events import CLIENT, MessageDecoded
 from bridge.shell.http.address import Names
 from bridge.shell.http.auth import Denied, Tokens
@@ -29,16 +28,19 @@ from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.route import STOPPED_READING, Route, RouteState
 from bridge.shell.logs import Logger
 from bridge.streamable import replies, sse
-from bridge.streamable.era import SESSION_HEADER, Era, era_of
-from bridge.streamable.headers import check, takes_stream
+from bridge.streamable.era import Era, era_of
+from bridge.streamable.headers import (
+    body_value,
+    check,
+    refuse_body,
+    refuse_method,
+    takes_stream,
+)
 from bridge.streamable.media import JSON
 from bridge.streamable.replies import Reply
 from bridge.streamable.target import logged, path_of
 
 KEEP_ALIVE_S = 15.0
-SESSION_METHODS = ("GET", "DELETE")
-"""Methods only a legacy session takes (2025-11-25 transports.mdx §Listening for Messages,
-§Session Management); without a session id they are 405 (§Backward Compatibility)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +109,10 @@ class Router:
 
     async def _post(self, conn: Connection, request: Request, outcome: Outcome) -> Reply | None:
         """A POST of either era (`era.era_of` decides), or its refusal."""
-        message = _decoded(request.body)
+        message = body_value(request.body)
         if message is not None and era_of(request.headers, message) is Era.LEGACY:
             return await self._legacy.post(conn, request, message, outcome)
-        refused = self._refuse_body(message, request)
+        refused = refuse_body(message)
         if refused is None:
             assert isinstance(message, dict)
             outcome.rpc = message.get("method")
@@ -143,26 +145,7 @@ class Router:
                 return replies.unauthorized(denied.problem, presented=denied.presented)
         if path_of(request.target) != endpoint.path:
             return replies.not_found_path(request.target)
-        if request.method != "POST":
-            if request.method in SESSION_METHODS and SESSION_HEADER in request.headers:
-                return None
-            return replies.method_not_allowed(request.method)
-        media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if media != JSON:
-            return replies.unsupported_media(media)
-        return None
-
-    @staticmethod
-    def _refuse_body(message: object, request: Request) -> Reply | None:
-        if message is None:
-            return replies.parse_error()
-        if not isinstance(message, dict):
-            return replies.not_a_request("a POST carries one JSON-RPC object (no batches)")
-        if "method" not in message:
-            return replies.not_a_request("a client sends no responses on 2026-07-28")
-        if "id" not in message:
-            return replies.notification_dropped()
-        return None
+        return refuse_method(request.method, request.headers)
 
     async def _through_core(self, conn: Connection, exchange: Exchange,
                             hand_in: Callable[[], None], outcome: Outcome, routes: Routes,
@@ -248,16 +231,6 @@ class Router:
         await conn.end_stream()
         return True
 
-
-
-def _decoded(body: bytes) -> object:
-    """The body's one JSON value, or None if it is not one."""
-    if not body.strip():
-        return None
-    try:
-        return decode(body)
-    except DecodeError:
-        return None
 
 
 async def _no_session() -> LegacySession | None:  # pragma: no cover - Sessions(0) is always full
