@@ -28,7 +28,7 @@ from typing import Protocol
 import trio
 
 from bridge.core.codec import Message, encode
-from bridge.core.events import Event, Send, ShutdownRequested
+from bridge.core.events import Event, MessageDecoded, Send, ShutdownRequested
 from bridge.shell.driver import line_of
 from bridge.shell.http.auth import Credential
 from bridge.shell.http.modern import EventLog, Exchange, open_exchange
@@ -54,6 +54,7 @@ class SessionDriver(Protocol):
     stopped: trio.Event
 
     def feed(self, line: bytes) -> None: ...
+    def decoded(self, event: MessageDecoded) -> None: ...
     def post(self, event: Event) -> None: ...
 
 

@@ -18,6 +18,7 @@ import trio
 
 from bridge.core.codec import Message
 from bridge.core.eras import LEGACY_PROTOCOL_VERSIONS
+from bridge.core.events import CLIENT, MessageDecoded
 from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.modern import EventLog, Exchange, Routes
@@ -78,10 +79,12 @@ class LegacyRequests:
         if session.in_flight(request_id):
             return replies.id_in_flight(request_id)
         exchange, log, line = session.admit(message, request.body)
+        assert session.driver is not None
+        # The core takes the value decoded here (and the line that spells it): parsed once.
+        hand_in = partial(session.driver.decoded, MessageDecoded(CLIENT, message, line))
         session.streams += 1
         try:
-            await self._carry(conn, exchange, partial(session.feed, line), outcome, session,
-                              session.feed,
+            await self._carry(conn, exchange, hand_in, outcome, session, session.feed,
                               ((SESSION_HEADER, session.id),), partial(self._post_stream, log))
         finally:
             session.streams -= 1
