@@ -1,10 +1,12 @@
-"""A 2026-07-28 request's metadata headers checked against its body, and the `Mcp-Param-*`
-headers of a tool call (streamable-http.mdx §Request Metadata, §Server Validation, §Custom
-Headers from Tool Parameters), for both faces: the front checks what a client sends, the
-upstream writes what a server expects.
+"""What the front refuses of a request before the core sees it: its method and media type,
+its body (one request), and a 2026-07-28 request's metadata headers checked against its body
+(streamable-http.mdx §Sending Messages, §Request Metadata, §Server Validation); and the
+`Mcp-Param-*` headers of a tool call (§Custom Headers from Tool Parameters), for both faces:
+the front checks what a client sends, the upstream writes what a server expects.
 
-Must not rename nor route (`renaming.py`); it reads headers and a decoded body and says what
-is wrong (the front's refusal, worded by `replies.py`), or writes the headers a body asks for.
+Must not rename nor route (`renaming.py`); it reads a request's method, headers and decoded
+body and says what is wrong (the refusal, worded by `replies.py`), or writes the headers a
+body asks for.
 """
 
 from __future__ import annotations
