@@ -53,7 +53,7 @@ class Endpoint:
     """When set, every request but the health checks presents one (auth.py)."""
 
 
-class Intake(Protocol):
+class CoreInlet(Protocol):
     """Where a client's messages enter the shared core (the front's driver): a line, or a
     message decoded here."""
 
@@ -62,7 +62,7 @@ class Intake(Protocol):
 
 
 class Router:
-    def __init__(self, endpoint: Endpoint, mapping: Mapping, core: Intake, log: Logger,
+    def __init__(self, endpoint: Endpoint, mapping: Mapping, core: CoreInlet, log: Logger,
                  health: Health | None = None, sessions: Sessions | None = None,
                  open_session: OpenSession | None = None, grace: float = 0.0) -> None:
         self.endpoint = endpoint
