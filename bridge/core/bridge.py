@@ -27,6 +27,7 @@ from bridge.core.events import (
     ChildExited,
     ChildStarted,
     Event,
+    MessageDecoded,
     MessageReceived,
     MessageTooLarge,
     NotifyReady,
@@ -39,7 +40,7 @@ from bridge.core.events import (
     TimerFired,
 )
 from bridge.core.handover import ClientSession, Handover, open_requests
-from bridge.core.jsonrpc import Inbound, parse_inbound, too_long
+from bridge.core.jsonrpc import Inbound, classified, parse_inbound, too_long
 from bridge.core.limits import event_for, settle
 from bridge.core.probe import PROBE_WAITING, Probe, ProbeDue
 from bridge.core.provisional import Overturn, Provisional, refused_initialize
@@ -347,8 +348,10 @@ class Bridge:
     # Events -----------------------------------------------------------------------------
 
     def _dispatch(self, event: Event) -> None:
-        """Every event but a message (handle takes those itself)."""
-        if type(event) is TimerFired:
+        """Every event but a line (handle takes those itself)."""
+        if type(event) is MessageDecoded:
+            self._on_decoded(event)
+        elif type(event) is TimerFired:
             self._on_timers()
         elif type(event) is MessageTooLarge:
             self._on_too_large(event)
@@ -368,6 +371,21 @@ class Bridge:
         if handler is not None and inbound.kind in _SINGLE and not self.batches.open \
                 and not self._detour:
             handler.on_client(inbound)  # nearly every message: one call, no detour
+        else:
+            self._on_client(inbound)
+
+    def _on_decoded(self, event: MessageDecoded) -> None:
+        """A message the shell decoded: classified from its value, then routed as a line of
+        its side is (the full path: a lane parses lines)."""
+        if event.side == SERVER:
+            self._on_server(classified(event.line, event.message))
+            return
+        handler = self.handler
+        inbound = classified(event.line, event.message,
+                             handler is not None and handler.client_batching)
+        if handler is not None and inbound.kind in _SINGLE and not self.batches.open \
+                and not self._detour:
+            handler.on_client(inbound)
         else:
             self._on_client(inbound)
 

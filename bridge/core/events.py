@@ -31,6 +31,21 @@ class MessageReceived:
     message: bytes
 
 
+@record()
+class MessageDecoded:
+    """A peer's message the shell decoded itself (the HTTP front reads a POST's body to check
+    its headers against it): the core takes the value, with no second parse of its bytes.
+
+    `line` is the bytes it was decoded from while they still spell it (None once the shell
+    changed it, as the front renames a request's id); a float id is read from them
+    (`jsonrpc.classified`), so a message with one comes with its line.
+    """
+
+    side: Side
+    message: Message
+    line: bytes | None = None
+
+
 @record(frozen=True)
 class MessageTooLarge:
     """A peer wrote a line longer than `limit` bytes; the shell discarded it as it streamed in.
@@ -97,8 +112,8 @@ class ShutdownRequested:
     grace: float = 0.0
 
 
-Event = (MessageReceived | MessageTooLarge | ChildStarted | ChildExited | PeerClosed | TimerFired
-         | ShutdownRequested)
+Event = (MessageReceived | MessageDecoded | MessageTooLarge | ChildStarted | ChildExited
+         | PeerClosed | TimerFired | ShutdownRequested)
 
 
 # Actions ----------------------------------------------------------------------------------

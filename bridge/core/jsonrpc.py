@@ -151,15 +151,15 @@ def parse_inbound(line: bytes | str, *, batching: bool = False) -> Inbound:
     return classified(line, message, batching)
 
 
-def classified(line: bytes | str, message: object, batching: bool = False) -> Inbound:
+def classified(line: bytes | str | None, message: object, batching: bool = False) -> Inbound:
     """The whole classification of `message`, decoded from `line` (parse_inbound's verdict
-    on any value, common shape or not)."""
+    on any value, common shape or not); None: no line spells it (a float id stays a float)."""
     if type(message) is dict:
-        if type(message.get("id")) is float:
+        if type(message.get("id")) is float and line is not None:
             message = _spelled_object(line, message)
         inbound = _classify_object(message)
     else:
-        if _has_float_id(message):
+        if line is not None and _has_float_id(message):
             message = _spell_ids(line, message)
         inbound = classify(message, batching=batching)
     if type(line) is bytes:

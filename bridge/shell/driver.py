@@ -18,6 +18,7 @@ from bridge.core.events import (
     Action,
     Event,
     Log,
+    MessageDecoded,
     MessageReceived,
     MessageTooLarge,
     NotifyReady,
@@ -116,6 +117,18 @@ class Driver:
             actions = handle(event, now)
             del event
             self._run(actions)  # the HTTP front's driver delivers the client's its own way
+        self._flush()
+
+    def decoded(self, event: MessageDecoded) -> None:
+        """One message its side's shell decoded itself (an HTTP POST's body, read to check its
+        headers): taken as `lines` takes a line, with no second parse."""
+        if self.stop_code is not None:
+            return
+        now = self.last_lines = trio.current_time()
+        if self._debug:
+            self._log.debug("message.received", side=event.side,
+                            bytes=None if event.line is None else len(event.line))
+        self._run(self._core.handle(event, now))
         self._flush()
 
     def post(self, event: Event) -> None:

@@ -184,11 +184,11 @@ class _Pair:
                 for bid, x in handler.router.pending[side].items()]  # type: ignore[index]
 
 
-def _opened(mode: str, config: CoreConfig) -> _Pair:
-    """A pair in `mode` (P-legacy, P-modern, A or B) with the client's first request sent and
-    the server's handshake done (the probe is rosetta-1; mode B's initialize and settling ping
-    rosetta-2 and rosetta-3)."""
-    pair = _Pair(config)
+def _opened(mode: str, config: CoreConfig, make: type[_Pair] = _Pair) -> _Pair:
+    """A pair (`make`) in `mode` (P-legacy, P-modern, A or B) with the client's first request
+    sent and the server's handshake done (the probe is rosetta-1; mode B's initialize and
+    settling ping rosetta-2 and rosetta-3)."""
+    pair = make(config)
     pair.feed(ChildStarted())
     method_not_found: Message = {"jsonrpc": "2.0", "id": "rosetta-1",
                                  "error": {"code": -32601, "message": "Method not found"}}

@@ -149,3 +149,19 @@ def test_the_bridge_answers_its_own_errors_only_through_errors_module() -> None:
         if calls and path.name != "context.py":
             spelled[str(path.relative_to(CORE))] = calls
     assert spelled == {}
+
+
+def _class_names(paths: list[pathlib.Path]) -> Counter[str]:
+    return Counter(node.name for path in paths for node in ast.parse(path.read_text()).body
+                   if isinstance(node, ast.ClassDef))
+
+
+def test_no_class_of_the_streamable_layer_is_named_as_another_in_the_bridge() -> None:
+    """The pure Streamable HTTP layer and the shell above it speak of the same things: one
+    name, one meaning (`Outgoing` is the front's route entry, `ServerBound` the upstream's)."""
+    layer = sorted((ROOT / "streamable").rglob("*.py"))
+    others = sorted(path for path in ROOT.rglob("*.py") if path not in layer)
+    own = _class_names(layer)
+    assert len(own) > 5
+    assert {name for name, count in own.items() if count > 1} == set()
+    assert set(own) & set(_class_names(others)) == set()

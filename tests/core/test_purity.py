@@ -1,11 +1,15 @@
-"""The core stays pure: no I/O, clock, randomness, trio or structlog (DESIGN.md)."""
+"""The core and the Streamable HTTP layer stay pure: no I/O, clock, randomness, trio or
+structlog (DESIGN.md)."""
 
 from __future__ import annotations
 
 import ast
 import pathlib
 
+import pytest
+
 import bridge.core
+import bridge.streamable
 
 FORBIDDEN = {"trio", "structlog", "os", "sys", "time", "random", "secrets", "subprocess",
              "socket", "asyncio", "io", "pathlib", "threading", "signal", "logging", "datetime",
@@ -22,13 +26,41 @@ def _imports(path: pathlib.Path) -> set[str]:
     return names
 
 
-def test_core_imports_nothing_impure() -> None:
-    core = pathlib.Path(bridge.core.__file__).parent
-    modules = sorted(core.rglob("*.py"))
-    assert len(modules) > 10
-    offenders = {str(p.relative_to(core)): _imports(p) & FORBIDDEN for p in modules
-                 if _imports(p) & FORBIDDEN}
+PURE = {"core": (pathlib.Path(bridge.core.__file__).parent, FORBIDDEN),
+        # Sans-I/O as h11 is: no HTTP library either (the shell's connections and client).
+        "streamable": (pathlib.Path(bridge.streamable.__file__).parent,
+                       FORBIDDEN | {"h11", "httpx2", "hmac", "urllib"})}
+
+
+@pytest.mark.parametrize("package", sorted(PURE))
+def test_a_pure_package_imports_nothing_impure(package: str) -> None:
+    root, forbidden = PURE[package]
+    modules = sorted(root.rglob("*.py"))
+    assert len(modules) > 8
+    offenders = {str(p.relative_to(root)): _imports(p) & forbidden for p in modules
+                 if _imports(p) & forbidden}
     assert offenders == {}
+
+
+def _bridge_imports(path: pathlib.Path) -> set[str]:
+    """The bridge packages `path` imports from (`bridge.core`, `bridge.shell`, ...)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bridge."):
+            names.add(".".join(node.module.split(".")[:2]))
+        elif isinstance(node, ast.Import):
+            names.update(".".join(alias.name.split(".")[:2]) for alias in node.names
+                         if alias.name.startswith("bridge."))
+    return names
+
+
+def test_the_streamable_layer_imports_only_the_core_and_itself() -> None:
+    """It lies beneath the shell's front and upstream: an arrow back up would be a cycle."""
+    root = PURE["streamable"][0]
+    offenders = {str(p.relative_to(root)): sorted(_bridge_imports(p) - {"bridge.core",
+                                                                       "bridge.streamable"})
+                 for p in sorted(root.rglob("*.py"))}
+    assert {name: found for name, found in offenders.items() if found} == {}
 
 
 GENERATES_CODE = {"record.py": {"exec"}}
@@ -36,9 +68,9 @@ GENERATES_CODE = {"record.py": {"exec"}}
 type, as dataclasses does (its source is made of the class's field names, nothing else)."""
 
 
-def test_core_calls_no_builtin_io() -> None:
-    core = pathlib.Path(bridge.core.__file__).parent
-    for path in core.rglob("*.py"):
+@pytest.mark.parametrize("package", sorted(PURE))
+def test_a_pure_package_calls_no_builtin_io(package: str) -> None:
+    for path in PURE[package][0].rglob("*.py"):
         calls = {n.func.id for n in ast.walk(ast.parse(path.read_text()))
                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
         forbidden = {"open", "print", "input", "exec", "eval"} - GENERATES_CODE.get(path.name,

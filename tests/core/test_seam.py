@@ -39,7 +39,7 @@ NEEDS = {
     "shell/check_wire.py": {
         "bridge.core.jsonrpc": "answers a request the server sends the check with an error",
     },
-    "shell/remote/mapping.py": {
+    "streamable/outbound.py": {
         "bridge.core.errors": "a failed exchange with an HTTP server is answered with the "
                               "bridge's own error code (SERVER_ERROR), as the core answers one",
     },

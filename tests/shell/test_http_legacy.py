@@ -16,18 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import h11
-import pytest
 import structlog
 import trio
 import trio.testing
 from structlog.testing import capture_logs
 
 import tests.shell.test_http_front as modern
-from bridge.core.codec import decode
 from bridge.core.events import (
     Action,
     Event,
-    MessageReceived,
     Send,
     ShutdownRequested,
     Stop,
@@ -36,13 +33,12 @@ from bridge.core.events import (
 from bridge.shell import logs
 from bridge.shell.http.address import Address
 from bridge.shell.http.auth import Tokens
-from bridge.shell.http.era import Era, era_of
 from bridge.shell.http.front import Access, Front, bind
 from bridge.shell.http.legacy import EVICTABLE_AFTER
 from bridge.shell.http.server_side import children
 from bridge.shell.session import SessionSettings
 from tests.shell.fakes import WAIT, FakeChild, Spawner
-from tests.shell.test_http_front import Answer, Client, ScriptedCore
+from tests.shell.test_http_front import Answer, Client, ScriptedCore, client_message
 
 LEGACY = "2025-11-25"
 SESSION = "mcp-session-id"
@@ -71,9 +67,9 @@ class LegacyCore:
         if isinstance(event, TimerFired):
             actions, self.later = self.later, []
             return actions
-        if not isinstance(event, MessageReceived) or event.side != "client":
+        message = client_message(event)
+        if message is None:
             return []
-        message: Any = decode(event.message)
         self.received.append(message)
         method, rid = message.get("method"), message.get("id")
         if method is None:  # the client's answer to a question
@@ -190,24 +186,6 @@ async def initialized(client: Client) -> str:
     assert answer.status == 200, answer
     assert last(answer)["result"]["protocolVersion"] == LEGACY
     return answer.headers[SESSION]
-
-
-@pytest.mark.parametrize(("heads", "body", "era"), [
-    ({}, {"method": "initialize", "id": 1}, Era.LEGACY),
-    ({SESSION: "x"}, {"method": "tools/list", "id": 1}, Era.LEGACY),
-    ({SESSION: "x"}, None, Era.LEGACY),  # a GET or DELETE of a session
-    ({"mcp-protocol-version": "2025-03-26"}, {"method": "tools/list", "id": 1}, Era.LEGACY),
-    ({"mcp-protocol-version": "2025-06-18"}, {"method": "ping", "id": 1}, Era.LEGACY),
-    ({}, {"method": "tools/list", "id": 1}, Era.MODERN),  # refused there: no _meta
-    ({}, None, Era.MODERN),  # a GET without a session: 405 there
-    ({"mcp-protocol-version": "2026-07-28"}, {"method": "initialize", "id": 1}, Era.MODERN),
-    ({SESSION: "x"}, {"method": "tools/list", "id": 1, "params": {"_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}, Era.MODERN),
-    ({"mcp-protocol-version": "v999"}, {"method": "tools/list", "id": 1}, Era.MODERN),
-    ({}, [{"method": "initialize", "id": 1}], Era.MODERN),  # a batch with no session
-])
-def test_the_era_of_a_request(heads: dict[str, str], body: Any, era: Era) -> None:
-    assert era_of(heads, body) is era
 
 
 async def test_initialize_opens_a_session_of_its_own_that_later_requests_must_name(

@@ -13,7 +13,8 @@ import trio
 from bridge.core.codec import decode
 from bridge.core.events import Send
 from bridge.shell import logs
-from bridge.shell.http.modern import SUBSCRIPTION_ID, Mapping
+from bridge.shell.http.modern import Mapping
+from bridge.streamable.renaming import SUBSCRIPTION_ID
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}}
@@ -38,8 +39,8 @@ def received(exchange: Any) -> list[Any]:
 
 def test_the_subscription_id_is_the_clients_listen_id_on_every_message() -> None:
     mapping = Mapping(logs.logger())
-    exchange, line = mapping.admit(listen(7))
-    wire = decode(line)["id"]
+    exchange, renamed = mapping.admit(listen(7))
+    wire = renamed["id"]
     assert wire != 7
     for method in ("notifications/subscriptions/acknowledged",
                    "notifications/tools/list_changed"):
@@ -54,8 +55,8 @@ def test_the_subscription_id_is_the_clients_listen_id_on_every_message() -> None
 
 def test_another_subscriptions_id_is_left_as_it_is() -> None:
     mapping = Mapping(logs.logger())
-    exchange, line = mapping.admit(listen("a"))
-    wire = decode(line)["id"]
+    exchange, renamed = mapping.admit(listen("a"))
+    wire = renamed["id"]
     mapping.deliver(Send("client", tagged("notifications/tools/list_changed", "other"),
                          request=wire))
     [message] = received(exchange)

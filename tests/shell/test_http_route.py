@@ -13,10 +13,9 @@ from typing import Any
 import trio
 from structlog.testing import capture_logs
 
-from bridge.core.codec import decode
-from bridge.core.events import Action, Event, MessageReceived, Send
+from bridge.core.events import Action, Event, Send
 from bridge.shell import logs
-from bridge.shell.http import front, route, sse
+from bridge.shell.http import front, route
 from bridge.shell.http.route import Outgoing, Route, RouteState
 from bridge.shell.settings import DaemonConfig
 from tests.shell import test_http_front as harness
@@ -87,12 +86,6 @@ def test_the_settings_defaults_are_the_fronts_own() -> None:
     assert daemon.stream_backlog == route.STREAM_BACKLOG
 
 
-def test_several_events_in_one_piece_are_the_events_one_by_one() -> None:
-    lines = [b'{"a":1}\n', b'{"b":2}\n', b'{"c":3}\n']
-    assert sse.events_of(lines) == b"".join(sse.event_of(line) for line in lines)
-    assert sse.events_of(lines[:1]) == sse.event_of(lines[0])
-
-
 # In process: a flood for one POST whose client reads nothing, and another client meanwhile.
 
 
@@ -101,16 +94,15 @@ class FloodCore(harness.ScriptedCore):
     one step (as the shared server's reader does in one turn), and no answer."""
 
     def handle(self, event: Event, now: float) -> list[Action]:
-        if isinstance(event, MessageReceived) and event.side == "client":
-            message = decode(event.message)
-            if message.get("method") == "tools/call" and \
-                    message["params"]["name"] == "flood":
-                self.received.append(message)
-                rid = message["id"]
-                return [Send("client", {"jsonrpc": "2.0", "method": "notifications/progress",
-                                        "params": {"progressToken": rid, "progress": n,
-                                                   "message": "x" * 1000}}, request=rid)
-                        for n in range(200)]
+        message = harness.client_message(event)
+        if message is not None and message.get("method") == "tools/call" and \
+                message["params"]["name"] == "flood":
+            self.received.append(message)
+            rid = message["id"]
+            return [Send("client", {"jsonrpc": "2.0", "method": "notifications/progress",
+                                    "params": {"progressToken": rid, "progress": n,
+                                               "message": "x" * 1000}}, request=rid)
+                    for n in range(200)]
         return super().handle(event, now)
 
 

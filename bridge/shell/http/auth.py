@@ -1,10 +1,11 @@
 """The front's bearer tokens: where they come from, and whether a request presents one.
 
 Must not decide which paths need a token (`router.py` and `health.py` do) nor word the 401
-(`replies.py`). Tokens come from `token_file` (one a line; blank lines and `#` comments
-ignored) and the environment variable MCP_ROSETTA_TOKEN, never from the command line (every
-user of the machine can read a process's arguments). A token is never logged: a request is
-known by its `Credential`, a keyed digest that names the token without revealing it.
+(`bridge/streamable/replies.py`). Tokens come from `token_file` (one a line; blank lines and
+`#` comments ignored) and the environment variable MCP_ROSETTA_TOKEN, never from the command
+line (every user of the machine can read a process's arguments). A token is never logged: a
+request is known by its `Credential`, a keyed digest that names the token without revealing
+it.
 """
 
 from __future__ import annotations

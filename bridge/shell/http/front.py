@@ -32,7 +32,6 @@ import trio
 from bridge.core.events import CLIENT, Action, NotifyReady, Send, ShutdownRequested
 from bridge.shell.daemon import GONE_BEFORE_ACCEPT, NO_ROOM, NO_ROOM_WAIT
 from bridge.shell.driver import Core, Driver, line_of
-from bridge.shell.http import replies
 from bridge.shell.http.address import Address, front_names
 from bridge.shell.http.auth import Tokens
 from bridge.shell.http.connection import Bodies, Connection, HttpError
@@ -44,6 +43,7 @@ from bridge.shell.http.router import Endpoint, Router
 from bridge.shell.http.server_side import ServerSide
 from bridge.shell.logs import Logger
 from bridge.shell.session import Clock, SessionSettings, Upstream
+from bridge.streamable import replies
 
 MAX_HEADER = 16 * 1024
 IDLE_TIMEOUT = 60.0
@@ -172,7 +172,7 @@ class Front:
         driver = self.driver
         settings = self._settings
         host, self.port = listener.getsockname()[:2]
-        self._router = router = Router(self._endpoint(), self.mapping, driver.feed, self._log,
+        self._router = router = Router(self._endpoint(), self.mapping, driver, self._log,
                                        self._health, self.sessions, self._open_session,
                                        settings.timing.shutdown_grace)
         server: Upstream | None = None

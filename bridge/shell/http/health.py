@@ -21,7 +21,8 @@ from typing import Protocol
 from bridge.core.bridge import ServerState
 from bridge.core.codec import encode
 from bridge.shell.http.connection import Request
-from bridge.shell.http.replies import JSON, Reply
+from bridge.streamable.media import JSON
+from bridge.streamable.replies import Reply
 
 HEALTHZ = "/healthz"
 READYZ = "/readyz"

@@ -28,11 +28,10 @@ from typing import Protocol
 import trio
 
 from bridge.core.codec import Message, encode
-from bridge.core.events import Event, Send, ShutdownRequested
+from bridge.core.events import Event, MessageDecoded, Send, ShutdownRequested
 from bridge.shell.driver import line_of
-from bridge.shell.http import sse
 from bridge.shell.http.auth import Credential
-from bridge.shell.http.modern import Exchange, open_exchange
+from bridge.shell.http.modern import EventLog, Exchange, open_exchange
 from bridge.shell.http.route import STREAM_BACKLOG, Outgoing, RouteState
 from bridge.shell.logs import Logger
 
@@ -47,9 +46,6 @@ ID_BYTES = 32
 Management: globally unique, cryptographically secure, 0x21 to 0x7E)."""
 GET_PREFIX = "g"
 POST_PREFIX = "p"
-RETRY_MS = 1000
-"""The `retry:` a POST stream's priming event gives: how long a client whose connection was
-lost waits before it resumes."""
 
 
 class SessionDriver(Protocol):
@@ -58,6 +54,7 @@ class SessionDriver(Protocol):
     stopped: trio.Event
 
     def feed(self, line: bytes) -> None: ...
+    def decoded(self, event: MessageDecoded) -> None: ...
     def post(self, event: Event) -> None: ...
 
 
@@ -66,44 +63,6 @@ class Served(Protocol):
 
     async def stop(self) -> None: ...
     def kill_all(self) -> None: ...
-
-
-class EventLog:
-    """One stream's events: their ids (`PREFIX-N`: unique in the session, and the prefix
-    names the stream, §Resumability 1) and the last `limit` sent, for a resumption. A message
-    is framed (and kept) before it is written, so one lost with its connection is replayed."""
-
-    def __init__(self, prefix: str, limit: int, exchange: Exchange | None = None) -> None:
-        self.prefix = prefix
-        self._numbers = itertools.count(1)
-        self._sent: deque[tuple[int, bytes]] = deque(maxlen=limit)
-        self.exchange = exchange
-        """A POST stream's route: where its messages keep arriving."""
-        self.attached = False
-        """A connection is writing this stream now (a second one would be 409)."""
-
-    def priming(self) -> bytes:
-        return sse.priming(f"{self.prefix}-{next(self._numbers)}", RETRY_MS)
-
-    def frame(self, message: Message | list[Message]) -> bytes:
-        return self.frame_line(encode(message))
-
-    def frame_line(self, line: bytes) -> bytes:
-        """The event of a message already encoded (what a route hands over)."""
-        number = next(self._numbers)
-        data = sse.event_of(line, f"{self.prefix}-{number}")
-        self._sent.append((number, data))
-        return data
-
-    def after(self, number: int) -> list[bytes]:
-        """The kept events after event `number` (the client's Last-Event-ID)."""
-        return [data for n, data in self._sent if n > number]
-
-
-def parse_event_id(event_id: str) -> tuple[str, int] | None:
-    """A `Last-Event-ID` as (stream prefix, event number), or None if it is none of ours."""
-    prefix, _, number = event_id.rpartition("-")
-    return (prefix, int(number)) if prefix and number.isdigit() else None
 
 
 class LegacySession:

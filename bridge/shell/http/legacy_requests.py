@@ -18,16 +18,16 @@ import trio
 
 from bridge.core.codec import Message
 from bridge.core.eras import LEGACY_PROTOCOL_VERSIONS
-from bridge.shell.http import replies, sse
+from bridge.core.events import CLIENT, MessageDecoded
 from bridge.shell.http.connection import Connection, Request
-from bridge.shell.http.era import SESSION_HEADER, VERSION_HEADER
-from bridge.shell.http.legacy import EventLog, LegacySession, Sessions, parse_event_id
-from bridge.shell.http.modern import Exchange, Routes
+from bridge.shell.http.legacy import LegacySession, Sessions
+from bridge.shell.http.modern import EventLog, Exchange, Routes
 from bridge.shell.http.outcome import Outcome
-from bridge.shell.http.replies import Reply
-
-EVENT_STREAM = "text/event-stream"
-
+from bridge.streamable import replies, sse
+from bridge.streamable.era import OPENS_SESSION, SESSION_HEADER, VERSION_HEADER
+from bridge.streamable.event_ids import parse_event_id
+from bridge.streamable.media import EVENT_STREAM
+from bridge.streamable.replies import Reply
 
 Answer = Callable[[Connection, Exchange, Outcome, tuple[tuple[str, str], ...]],
                   Awaitable[bool]]
@@ -41,8 +41,8 @@ OpenSession = Callable[[], Awaitable[LegacySession | None]]
 class Carry(Protocol):
     """The router's way of taking a POSTed request through a core and back."""
 
-    def __call__(self, conn: Connection, exchange: Exchange, line: bytes, outcome: Outcome,
-                 routes: Routes, feed: Callable[[bytes], None],
+    def __call__(self, conn: Connection, exchange: Exchange, hand_in: Callable[[], None],
+                 outcome: Outcome, routes: Routes, feed: Callable[[bytes], None],
                  headers: tuple[tuple[str, str], ...] = (),
                  answer: Answer | None = None) -> Awaitable[None]: ...
 
@@ -79,9 +79,12 @@ class LegacyRequests:
         if session.in_flight(request_id):
             return replies.id_in_flight(request_id)
         exchange, log, line = session.admit(message, request.body)
+        assert session.driver is not None
+        # The core takes the value decoded here (and the line that spells it): parsed once.
+        hand_in = partial(session.driver.decoded, MessageDecoded(CLIENT, message, line))
         session.streams += 1
         try:
-            await self._carry(conn, exchange, line, outcome, session, session.feed,
+            await self._carry(conn, exchange, hand_in, outcome, session, session.feed,
                               ((SESSION_HEADER, session.id),), partial(self._post_stream, log))
         finally:
             session.streams -= 1
@@ -96,7 +99,7 @@ class LegacyRequests:
         if session_id is not None:
             return self._bound(session_id, outcome) or replies.session_unknown()
         method = message.get("method")
-        if method != "initialize" or "id" not in message:
+        if method != OPENS_SESSION or "id" not in message:
             return replies.session_missing(method)
         if self._sessions.full and self._sessions.make_room() is None:
             # logged once, as the request's `http.request` line

@@ -2,37 +2,45 @@
 
 Must not read or write bytes itself (`connection.py`) nor answer for the core: it refuses
 what the transport refuses (path, method, Host and Origin, media type, a body that is not one
-request, mismatched headers: `replies.py` words each), and hands a modern request to the
-shared session through `modern.Mapping`, then carries the core's messages for it back as one
-JSON answer or an event stream.
+request, mismatched headers: `bridge.streamable` decides and words each), and hands a modern
+request to the shared session through `modern.Mapping`, then carries the core's messages for
+it back as one JSON answer or an event stream.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Protocol
 
 import trio
 
-from bridge.core.codec import DecodeError, decode
-from bridge.shell.http import replies, sse
+from bridge.core.events import CLIENT, MessageDecoded
 from bridge.shell.http.address import Names
 from bridge.shell.http.auth import Denied, Tokens
 from bridge.shell.http.connection import Connection, Request
-from bridge.shell.http.era import SESSION_HEADER, Era, era_of
 from bridge.shell.http.health import Health
 from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.legacy_requests import Answer, LegacyRequests, OpenSession
-from bridge.shell.http.modern import Exchange, Mapping, Routes, check
+from bridge.shell.http.modern import Exchange, Mapping, Routes
 from bridge.shell.http.outcome import Outcome
-from bridge.shell.http.replies import Reply
 from bridge.shell.http.route import STOPPED_READING, Route, RouteState
 from bridge.shell.logs import Logger
+from bridge.streamable import replies, sse
+from bridge.streamable.era import Era, era_of
+from bridge.streamable.headers import (
+    body_value,
+    check,
+    refuse_body,
+    refuse_method,
+    takes_stream,
+)
+from bridge.streamable.media import JSON
+from bridge.streamable.replies import Reply
+from bridge.streamable.target import logged, path_of
 
 KEEP_ALIVE_S = 15.0
-SESSION_METHODS = ("GET", "DELETE")
-"""Methods only a legacy session takes (2025-11-25 transports.mdx §Listening for Messages,
-§Session Management); without a session id they are 405 (§Backward Compatibility)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,15 +53,22 @@ class Endpoint:
     """When set, every request but the health checks presents one (auth.py)."""
 
 
+class CoreInlet(Protocol):
+    """Where a client's messages enter the shared core (the front's driver): a line, or a
+    message decoded here."""
+
+    def feed(self, line: bytes) -> None: ...
+    def decoded(self, event: MessageDecoded) -> None: ...
+
+
 class Router:
-    def __init__(self, endpoint: Endpoint, mapping: Mapping, feed: Callable[[bytes], None],
-                 log: Logger, health: Health | None = None, sessions: Sessions | None = None,
-                 open_session: OpenSession | None = None,
-                 grace: float = 0.0) -> None:
+    def __init__(self, endpoint: Endpoint, mapping: Mapping, core: CoreInlet, log: Logger,
+                 health: Health | None = None, sessions: Sessions | None = None,
+                 open_session: OpenSession | None = None, grace: float = 0.0) -> None:
         self.endpoint = endpoint
         """Replaced whole when a reload changes the allowlist or the tokens."""
         self._mapping = mapping
-        self._feed = feed  # a client line into the shared core
+        self._core = core  # the shared core's way in
         self._log = log
         self._health = health or Health()
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
@@ -78,7 +93,7 @@ class Router:
                 fields["reason"] = outcome.reason
             if outcome.credential is not None:
                 fields["credential"] = outcome.credential.digest
-            self._log.info("http.request", method=request.method, path=request.target,
+            self._log.info("http.request", method=request.method, path=logged(request.target),
                            status=outcome.status, peer=conn.peer, session=outcome.session,
                            duration_ms=round((trio.current_time() - start) * 1000, 3),
                            **fields)
@@ -94,18 +109,22 @@ class Router:
 
     async def _post(self, conn: Connection, request: Request, outcome: Outcome) -> Reply | None:
         """A POST of either era (`era.era_of` decides), or its refusal."""
-        message = _decoded(request.body)
+        message = body_value(request.body)
         if message is not None and era_of(request.headers, message) is Era.LEGACY:
             return await self._legacy.post(conn, request, message, outcome)
-        refused = self._refuse_body(message, request)
+        refused = refuse_body(message)
         if refused is None:
             assert isinstance(message, dict)
             outcome.rpc = message.get("method")
             refused = check(request.headers, message, self._mapping.param_headers)
             if refused is None:
-                exchange, line = self._mapping.admit(message, conn.peer)
-                await self._through_core(conn, exchange, line, outcome, self._mapping,
-                                         self._feed)
+                exchange, renamed = self._mapping.admit(message, conn.peer)
+                answer = None if takes_stream(request.headers) \
+                    else partial(self._answer, json_only=True)
+                # The core takes the value decoded here: the body is parsed once.
+                hand_in = partial(self._core.decoded, MessageDecoded(CLIENT, renamed))
+                await self._through_core(conn, exchange, hand_in, outcome, self._mapping,
+                                         self._core.feed, answer=answer)
         return refused
 
     def _refusal(self, request: Request, outcome: Outcome) -> Reply | None:
@@ -124,37 +143,19 @@ class Router:
                 outcome.credential = endpoint.tokens.check(request.headers.get("authorization"))
             except Denied as denied:
                 return replies.unauthorized(denied.problem, presented=denied.presented)
-        if request.target.split("?", 1)[0] != endpoint.path:
+        if path_of(request.target) != endpoint.path:
             return replies.not_found_path(request.target)
-        if request.method != "POST":
-            if request.method in SESSION_METHODS and SESSION_HEADER in request.headers:
-                return None
-            return replies.method_not_allowed(request.method)
-        media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        if media != replies.JSON:
-            return replies.unsupported_media(media)
-        return None
+        return refuse_method(request.method, request.headers)
 
-    @staticmethod
-    def _refuse_body(message: object, request: Request) -> Reply | None:
-        if message is None:
-            return replies.parse_error()
-        if not isinstance(message, dict):
-            return replies.not_a_request("a POST carries one JSON-RPC object (no batches)")
-        if "method" not in message:
-            return replies.not_a_request("a client sends no responses on 2026-07-28")
-        if "id" not in message:
-            return replies.notification_dropped()
-        return None
-
-    async def _through_core(self, conn: Connection, exchange: Exchange, line: bytes,
-                            outcome: Outcome, routes: Routes, feed: Callable[[bytes], None],
+    async def _through_core(self, conn: Connection, exchange: Exchange,
+                            hand_in: Callable[[], None], outcome: Outcome, routes: Routes,
+                            feed: Callable[[bytes], None],
                             headers: tuple[tuple[str, str], ...] = (),
                             answer: Answer | None = None) -> None:
-        """`line` (the request of `exchange`) to a core through `feed`, and its messages
+        """The request of `exchange` to a core (`hand_in`), and its messages
         back, written by `answer` (by default: JSON, or an event stream once anything
         precedes the answer); `headers` go on the answer (a legacy session's id)."""
-        feed(line)
+        hand_in()
         write = answer or self._answer
         answered = False
         route = exchange.route
@@ -188,13 +189,19 @@ class Router:
         return "the client closed the connection before the answer"
 
     async def _answer(self, conn: Connection, exchange: Exchange, outcome: Outcome,
-                      headers: tuple[tuple[str, str], ...] = ()) -> bool:
+                      headers: tuple[tuple[str, str], ...] = (), *,
+                      json_only: bool = False) -> bool:
         """Carry the core's messages for `exchange` to the client; True once its answer is
         out. The first message decides the shape: the answer alone is a JSON answer,
-        anything before it makes an event stream (§Sending Messages 6)."""
+        anything before it makes an event stream (§Sending Messages 6). For a client whose
+        Accept takes no stream (`json_only`), what precedes the answer has nowhere to go."""
         route = exchange.route
         try:
             first = await route.get()
+            while json_only and not first.final:
+                self._log.debug("http.dropped", request=exchange.names.original,
+                                reason="the client's Accept takes no event stream")
+                first = await route.get()
         except trio.EndOfChannel:  # the front stopped before the core answered
             outcome.status, outcome.reason = 503, "the front is stopping"
             await conn.respond(503, b"", (("connection", "close"),))
@@ -202,7 +209,7 @@ class Router:
         if first.final:
             outcome.status = first.status
             await conn.respond(first.status, first.line,
-                               (("content-type", replies.JSON), *headers))
+                               (("content-type", JSON), *headers))
             return True
         outcome.status, outcome.stream = 200, True
         await conn.start_stream(200, (*sse.HEADERS, *headers))
@@ -224,15 +231,6 @@ class Router:
         await conn.end_stream()
         return True
 
-
-def _decoded(body: bytes) -> object:
-    """The body's one JSON value, or None if it is not one."""
-    if not body.strip():
-        return None
-    try:
-        return decode(body)
-    except DecodeError:
-        return None
 
 
 async def _no_session() -> LegacySession | None:  # pragma: no cover - Sessions(0) is always full

@@ -15,12 +15,13 @@ import httpx2
 import trio
 
 from bridge.core.events import SERVER, ChildExited
-from bridge.shell.http.modern import ParamHeaders
 from bridge.shell.logs import Logger
 from bridge.shell.remote.auth import AuthProvider
 from bridge.shell.remote.endpoint import Endpoint, Network
 from bridge.shell.remote.failures import transport_problem
-from bridge.shell.remote.mapping import EVENT_STREAM, JSON, Kind, Outgoing, post_headers
+from bridge.streamable.headers import ParamHeaders
+from bridge.streamable.media import EVENT_STREAM, JSON
+from bridge.streamable.outbound import Kind, ServerBound, post_headers
 
 if TYPE_CHECKING:
     from bridge.core.events import Event, Side
@@ -109,7 +110,7 @@ class Conduit:
 
     # To the endpoint ----------------------------------------------------------------------
 
-    def headers(self, link: Link, out: Outgoing) -> dict[str, str]:
+    def headers(self, link: Link, out: ServerBound) -> dict[str, str]:
         """The headers of `out`'s POST on `link`."""
         headers = post_headers(out, link.legacy)
         headers["Content-Type"] = JSON
@@ -119,7 +120,7 @@ class Conduit:
 
     def stream_headers(self, link: Link, last_id: str) -> dict[str, str]:
         """The headers of a GET for an event stream on `link`, resumed after `last_id`."""
-        headers = post_headers(Outgoing(Kind.REQUEST, b""), link.legacy)
+        headers = post_headers(ServerBound(Kind.REQUEST, b""), link.legacy)
         headers["Accept"] = EVENT_STREAM
         if last_id:
             headers["Last-Event-ID"] = last_id

@@ -17,20 +17,18 @@ from bridge.core.codec import decode, encode
 from bridge.core.eras import HEADER_MISMATCH
 from bridge.shell.remote.failures import GONE
 from bridge.shell.remote.learning import learn, screened
-from bridge.shell.remote.mapping import (
-    EVENT_STREAM,
-    JSON,
+from bridge.shell.remote.sse import RequestEvents
+from bridge.streamable.media import EVENT_STREAM, JSON, media_type
+from bridge.streamable.outbound import (
     Kind,
-    LegacySession,
-    Outgoing,
+    ServerBound,
+    ServerSession,
     failure_line,
     is_answer,
     json_answer,
-    media_type,
     status_answer,
     status_problem,
 )
-from bridge.shell.remote.sse import RequestEvents
 
 if TYPE_CHECKING:
     from bridge.shell.remote.conduit import Conduit
@@ -51,7 +49,7 @@ class Poster:
         self._conduit = conduit
         self._events = RequestEvents(conduit)
 
-    async def request(self, link: Link, out: Outgoing) -> None:
+    async def request(self, link: Link, out: ServerBound) -> None:
         """POST request `out` and feed its answer, unless the client cancelled it meanwhile."""
         line: bytes | None = None
         with link.cancellable(out.id) as scope:
@@ -62,7 +60,7 @@ class Poster:
         if line is not None and not scope.cancelled_caught:
             self._conduit.feed(link, line)
 
-    async def one_way(self, link: Link, out: Outgoing) -> None:
+    async def one_way(self, link: Link, out: ServerBound) -> None:
         """POST a notification or a response: 202 expected, and nothing to give the core."""
         conduit = self._conduit
         with trio.move_on_after(ONE_WAY_TIMEOUT) as timer:
@@ -85,7 +83,7 @@ class Poster:
             conduit.log.warning("upstream.failed", method=out.method,
                                 error=f"{conduit.url} took over {ONE_WAY_TIMEOUT:g}s to accept it")
 
-    async def _exchange(self, link: Link, out: Outgoing) -> bytes | None:
+    async def _exchange(self, link: Link, out: ServerBound) -> bytes | None:
         """POST request `out`; the line the core still needs (None: it has its answer)."""
         conduit = self._conduit
         url = httpx2.URL(conduit.url)
@@ -106,12 +104,13 @@ class Poster:
             conduit.log.warning("upstream.failed", method=out.method, error=problem)
             return failure_line(out.id, problem)
 
-    async def _answer(self, link: Link, out: Outgoing, response: httpx2.Response) -> bytes | None:
+    async def _answer(self, link: Link, out: ServerBound,
+                      response: httpx2.Response) -> bytes | None:
         conduit = self._conduit
         status = response.status_code
         kind = media_type(response.headers.get("content-type"))
         if status == 200 and out.method == "initialize" and link.legacy is not None:
-            link.legacy = LegacySession(response.headers.get("mcp-session-id"))
+            link.legacy = ServerSession(response.headers.get("mcp-session-id"))
         if status == 200 and kind == EVENT_STREAM:
             return await self._events.answer(link, out, response)
         body = await conduit.body(response)
@@ -131,7 +130,7 @@ class Poster:
                                                      remedy))
         return status_answer(out, status, kind, body, conduit.url, challenge, remedy)
 
-    async def _relearn(self, link: Link, out: Outgoing) -> bool:
+    async def _relearn(self, link: Link, out: ServerBound) -> bool:
         """streamable-http.mdx §Client Behavior: after a HeaderMismatch, list the tools (their
         annotations may have changed, or were never seen) before the one retry. Whether the
         listing was read."""
@@ -141,7 +140,7 @@ class Poster:
             request_id = f"rosetta-upstream-tools-{page}"
             request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list",
                        "params": params}
-            listing = Outgoing(Kind.REQUEST, encode(request), id=request_id,
+            listing = ServerBound(Kind.REQUEST, encode(request), id=request_id,
                                method="tools/list", version=out.version)
             answer = await self._fetch(link, listing)
             result = answer.get("result") if isinstance(answer, dict) else None
@@ -154,7 +153,7 @@ class Poster:
             params = {**params, "cursor": cursor}
         return True
 
-    async def _fetch(self, link: Link, out: Outgoing) -> object:
+    async def _fetch(self, link: Link, out: ServerBound) -> object:
         """The answer to a request of the upstream's own (none of the core's): not fed."""
         conduit = self._conduit
         try:

@@ -11,14 +11,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bridge.core.codec import encode
-from bridge.shell.remote.mapping import Outgoing, invalid_annotation
+from bridge.streamable.outbound import ServerBound, invalid_annotation
 
 if TYPE_CHECKING:
     from bridge.shell.remote.conduit import Conduit
     from bridge.shell.remote.link import Link
 
 
-def learn(conduit: Conduit, link: Link, out: Outgoing, answer: object) -> None:
+def learn(conduit: Conduit, link: Link, out: ServerBound, answer: object) -> None:
     """What an answer teaches the next requests: the tools' `x-mcp-header` annotations
     (a modern tools/list), or the protocol version a legacy server's `initialize` result
     names, sent on every later request (transports.mdx §Protocol Version Header)."""
@@ -33,7 +33,7 @@ def learn(conduit: Conduit, link: Link, out: Outgoing, answer: object) -> None:
         link.legacy = replace(link.legacy, protocol_version=version)
 
 
-def screened(conduit: Conduit, out: Outgoing, answer: object) -> bytes | None:
+def screened(conduit: Conduit, out: ServerBound, answer: object) -> bytes | None:
     """A modern tools/list answer without the tools whose `x-mcp-header` annotations are
     invalid (§Schema Extension: the client MUST exclude them, SHOULD log why); None when
     it has none."""

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import trio
 
 from bridge.shell.generation import Generation, Task
-from bridge.shell.remote.mapping import LegacySession
+from bridge.streamable.outbound import ServerSession
 
 
 class Link:
@@ -28,7 +28,7 @@ class Link:
     def __init__(self, gen: int, parent: trio.Nursery) -> None:
         self.gen = gen
         self._generation = Generation(parent, f"http-link-{gen}")
-        self.legacy: LegacySession | None = None
+        self.legacy: ServerSession | None = None
         """Set once the core sent `initialize`: the server is legacy, this its session."""
         self.listening: trio.Event | None = None
         """Once the GET stream was started: set when its first attempt got an answer or

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 import httpx2
 import trio
 
-from bridge.shell.remote.mapping import EVENT_STREAM, Kind, Outgoing, post_headers
+from bridge.streamable.media import EVENT_STREAM
+from bridge.streamable.outbound import Kind, ServerBound, post_headers
 
 if TYPE_CHECKING:
     from bridge.shell.remote.conduit import Conduit
@@ -65,6 +66,6 @@ class Reachability:
         with trio.move_on_after(CLOSE_TIMEOUT):
             try:
                 await conduit.client.delete(conduit.url, headers=post_headers(
-                    Outgoing(Kind.REQUEST, b""), session))
+                    ServerBound(Kind.REQUEST, b""), session))
             except httpx2.HTTPError as exc:
                 conduit.log.info("upstream.session_not_ended", error=repr(exc))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from bridge.shell.logs import Logger
-from bridge.shell.remote.mapping import Outgoing
+from bridge.streamable.outbound import ServerBound
 
 if TYPE_CHECKING:
     from bridge.shell.remote.link import Link
@@ -29,7 +29,7 @@ QUEUED_HIGH = 1024 * 1024
 """Bytes written but not yet taken by the dispatcher past which the upstream is congested
 (a notification's POST is awaited before the next line); relieved at a quarter of it."""
 
-Run = Callable[["Link", Outgoing], Awaitable[None]]
+Run = Callable[["Link", ServerBound], Awaitable[None]]
 
 
 class Slots:
@@ -40,7 +40,7 @@ class Slots:
         self._run = run
         self._log = log
         self._in_flight = 0
-        self._waiting: deque[tuple[Link, Outgoing]] = deque()
+        self._waiting: deque[tuple[Link, ServerBound]] = deque()
         """Requests waiting for a slot, in order."""
         self._queued = 0
         """Bytes written and not yet taken by a dispatcher."""
@@ -70,7 +70,7 @@ class Slots:
 
     # Requests -----------------------------------------------------------------------------
 
-    def take_turn(self, link: Link, out: Outgoing) -> None:
+    def take_turn(self, link: Link, out: ServerBound) -> None:
         """Start request `out` if a slot is free, else queue it behind those waiting."""
         if self._in_flight < self._slots and not self._waiting:
             self._start(link, out)
@@ -92,13 +92,13 @@ class Slots:
         self._waiting = deque(entry for entry in self._waiting if entry[0] is not link)
         self._check()
 
-    def _start(self, link: Link, out: Outgoing) -> None:
+    def _start(self, link: Link, out: ServerBound) -> None:
         if link.retired:
             return  # it starts nothing: the slot would never be freed (the core answers)
         self._in_flight += 1
         link.start_soon(self._in_slot, link, out, name=f"http-{out.method}")
 
-    async def _in_slot(self, link: Link, out: Outgoing) -> None:
+    async def _in_slot(self, link: Link, out: ServerBound) -> None:
         try:
             await self._run(link, out)
         finally:

@@ -15,7 +15,8 @@ import trio
 from bridge.core.codec import decode
 from bridge.shell.remote.failures import CUT
 from bridge.shell.remote.learning import learn, screened
-from bridge.shell.remote.mapping import EVENT_STREAM, Outgoing, failure_line, is_answer, media_type
+from bridge.streamable.media import EVENT_STREAM, media_type
+from bridge.streamable.outbound import ServerBound, failure_line, is_answer
 
 if TYPE_CHECKING:
     from bridge.shell.remote.conduit import Conduit
@@ -57,7 +58,7 @@ class RequestEvents:
     def __init__(self, conduit: Conduit) -> None:
         self._conduit = conduit
 
-    async def answer(self, link: Link, out: Outgoing, response: httpx2.Response) -> bytes | None:
+    async def answer(self, link: Link, out: ServerBound, response: httpx2.Response) -> bytes | None:
         """Feed the stream's events; its answer ends it (streamable-http.mdx §Receiving
         Messages: "The final JSON-RPC response SHOULD terminate the stream"). A legacy
         stream that ends or is cut first, having named an event id, is resumed with a GET and
@@ -91,7 +92,7 @@ class RequestEvents:
         conduit.log.warning("upstream.failed", method=out.method, error=problem)
         return failure_line(out.id, problem)
 
-    async def _read(self, link: Link, out: Outgoing, response: httpx2.Response,
+    async def _read(self, link: Link, out: ServerBound, response: httpx2.Response,
                     place: StreamPlace) -> bool:
         """Feed one stream's events until `out`'s answer (True) or its end (False). A cut
         (the connection lost mid-body) of a stream that can be resumed is noted in

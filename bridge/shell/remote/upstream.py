@@ -1,9 +1,10 @@
 """The HTTP upstream: a Streamable HTTP endpoint that looks to the driver like a server child.
 
 Must not interpret the protocol beyond what the transport needs (the core decides): it turns
-each line the core writes into a POST (mapping.py says how) and each answer into lines fed
-back, as the supervisor does with a child's pipes. Every request the core sends gets exactly
-one line back (the server's answer, or an error line) unless the core cancelled it.
+each line the core writes into a POST (`bridge/streamable/outbound.py` says how) and each
+answer into lines fed back, as the supervisor does with a child's pipes. Every request the core
+sends gets exactly one line back (the server's answer, or an error line) unless the core
+cancelled it.
 
 Each session with the endpoint is a `Link` (link.py), a server generation with a nursery of
 its own in the session's; retiring it (the core restarted the server, or the session ends)
@@ -41,9 +42,9 @@ from bridge.shell.remote.endpoint import Endpoint
 from bridge.shell.remote.exchange import Poster
 from bridge.shell.remote.link import Link
 from bridge.shell.remote.listen import GetStream
-from bridge.shell.remote.mapping import Kind, LegacySession, Outgoing, read_outgoing
 from bridge.shell.remote.reach import REACH_AT_MOST, Reachability
 from bridge.shell.remote.slots import Slots
+from bridge.streamable.outbound import Kind, ServerBound, ServerSession, read_outgoing
 
 if TYPE_CHECKING:
     from bridge.shell.pump import Throttle
@@ -172,10 +173,10 @@ class HttpUpstream:
                     continue
                 await self._route(link, out)
 
-    async def _route(self, link: Link, out: Outgoing) -> None:
+    async def _route(self, link: Link, out: ServerBound) -> None:
         if out.kind is Kind.REQUEST:
             if out.method == "initialize":  # every later POST needs its session id
-                link.legacy = LegacySession()
+                link.legacy = ServerSession()
                 await self._poster.request(link, out)
             elif out.method == "subscriptions/listen":  # a stream for the session, not work:
                 link.start_soon(self._poster.request, link, out, name="http-listen")
@@ -188,7 +189,7 @@ class HttpUpstream:
         else:
             await self._poster.one_way(link, out)
 
-    async def _notify(self, link: Link, out: Outgoing) -> None:
+    async def _notify(self, link: Link, out: ServerBound) -> None:
         if out.method == "notifications/cancelled" and self._slots.unqueue(link, out.cancels):
             return  # the server never saw the request: nothing to cancel there
         if out.method == "notifications/cancelled" and link.legacy is None:

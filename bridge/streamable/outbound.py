@@ -1,7 +1,8 @@
 """What one line the core sends to the server becomes over HTTP, and what an HTTP answer
 becomes for the core: lines, each a JSON-RPC message.
 
-Must not do I/O (no sockets, no trio): the upstream (upstream.py) carries the requests out.
+Must not do I/O (no sockets, no trio): the upstream (`bridge/shell/remote/upstream.py`)
+carries the requests out.
 Every request the core sends gets exactly one answer line back, whatever the server did:
 its own answer, or an error line built here that names the URL, what happened and the fix.
 Rules: the 2026-07-28 streamable-http.mdx (§Sending Messages, §Request Metadata,
@@ -15,18 +16,13 @@ from enum import Enum
 from typing import Final
 
 from bridge.core.codec import Message, decode, encode
-from bridge.core.eras import META_PROTOCOL_VERSION
+from bridge.core.eras import META_PROTOCOL_VERSION, METHOD_NOT_FOUND
 from bridge.core.errors import SERVER_ERROR
-from bridge.shell.http.modern import encoded
+from bridge.streamable.headers import NAMED_BY, encoded
+from bridge.streamable.media import ACCEPT, JSON
 
-JSON: Final = "application/json"
-EVENT_STREAM: Final = "text/event-stream"
-ACCEPT: Final = f"{JSON}, {EVENT_STREAM}"
-METHOD_NOT_FOUND: Final = -32601
 # How much of an unexpected body an error quotes.
 QUOTE_CHARS: Final = 200
-# Methods whose params.name or params.uri is mirrored in Mcp-Name (§Standard Request Headers).
-NAMED: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 # What a legacy endpoint may answer a modern POST with (§Backward Compatibility).
 LEGACY_STATUSES: Final = frozenset({400, 404, 405})
 
@@ -38,7 +34,7 @@ class Kind(Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Outgoing:
+class ServerBound:
     """One message the core sent the server, with what its POST's headers need."""
 
     kind: Kind
@@ -55,7 +51,7 @@ class Outgoing:
     """A modern tools/call's params, for its Mcp-Param-* headers (None for the rest)."""
 
 
-def read_outgoing(line: bytes) -> Outgoing | None:
+def read_outgoing(line: bytes) -> ServerBound | None:
     """The message on `line` (the core writes one valid JSON object a line); None if not."""
     message = decode(line)
     if not isinstance(message, dict):
@@ -66,14 +62,14 @@ def read_outgoing(line: bytes) -> Outgoing | None:
     meta = params.get("_meta")
     version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
     if not isinstance(method, str):
-        return Outgoing(Kind.RESPONSE, line, id=message.get("id"))
+        return ServerBound(Kind.RESPONSE, line, id=message.get("id"))
     if "id" not in message:
         cancels = params.get("requestId") if method == "notifications/cancelled" else None
-        return Outgoing(Kind.NOTIFICATION, line, method=method,
+        return ServerBound(Kind.NOTIFICATION, line, method=method,
                         version=version if isinstance(version, str) else None, cancels=cancels)
-    name = params.get(NAMED.get(method, ""))
+    name = params.get(NAMED_BY.get(method, ""))
     modern = isinstance(version, str)
-    return Outgoing(Kind.REQUEST, line, id=message["id"], method=method,
+    return ServerBound(Kind.REQUEST, line, id=message["id"], method=method,
                     version=version if modern else None,
                     name=name if isinstance(name, str) else None,
                     params=params if modern and method == "tools/call" else None)
@@ -83,7 +79,7 @@ def read_outgoing(line: bytes) -> Outgoing | None:
 
 
 @dataclass(frozen=True, slots=True)
-class LegacySession:
+class ServerSession:
     """What a legacy server gave the bridge's `initialize` (transports.mdx §Session
     Management, §Protocol Version Header): sent on every later request."""
 
@@ -91,7 +87,7 @@ class LegacySession:
     protocol_version: str | None = None
 
 
-def post_headers(out: Outgoing, session: LegacySession | None) -> dict[str, str]:
+def post_headers(out: ServerBound, session: ServerSession | None) -> dict[str, str]:
     """The headers of `out`'s POST, beside the user's own (--header) and Content-Type."""
     headers = {"Accept": ACCEPT}
     if out.version is not None:  # §Protocol Version Header, §Standard Request Headers
@@ -183,7 +179,7 @@ def is_answer(message: object, request_id: str | int | None) -> bool:
             and ("result" in message or "error" in message))
 
 
-def json_answer(out: Outgoing, body: bytes, url: str) -> bytes:
+def json_answer(out: ServerBound, body: bytes, url: str) -> bytes:
     """The line for a 200 application/json answer to request `out`: the body as it is when it
     answers it, its error under the request's id when the server gave none, else an error."""
     message = decode(body)
@@ -203,7 +199,7 @@ GIVE_CREDENTIALS: Final = ('give the credentials it asks for with --header '
 """The fix a 401/403 names when no auth provider says better (auth.py's `remedy`)."""
 
 
-def status_answer(out: Outgoing, status: int, content_type: str, body: bytes, url: str,
+def status_answer(out: ServerBound, status: int, content_type: str, body: bytes, url: str,
                   challenge: str | None = None, remedy: str = GIVE_CREDENTIALS) -> bytes:
     """The line for request `out` answered with HTTP `status` (not 200), or for a 200 that
     is neither JSON nor an event stream.
@@ -246,8 +242,3 @@ def status_problem(status: int, content_type: str, body: bytes, url: str,
 def quote(body: bytes) -> str:
     text = body[:QUOTE_CHARS].decode("utf-8", "replace").strip()
     return repr(text + ("…" if len(body) > QUOTE_CHARS else ""))
-
-
-def media_type(header: str | None) -> str:
-    """A Content-Type's media type alone, lower-cased ("" if none)."""
-    return (header or "").partition(";")[0].strip().lower()

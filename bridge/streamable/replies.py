@@ -1,8 +1,8 @@
 """Every answer the HTTP front gives itself, before (or instead of) the core: its HTTP status
 and, where the spec asks for one, its JSON-RPC error.
 
-Must not decide when: `router.py` and `modern.py` do; this module only words each answer, one
-builder each, so a reader finds everything the front says about itself here (as
+Must not decide when: the front's `router.py` and `headers.py` do; this module only words
+each answer, one builder each, so a reader finds everything the front says about itself here (as
 `bridge/core/errors.py` is for the core). Codes: `bridge.core.eras`.
 """
 
@@ -24,8 +24,8 @@ from bridge.core.eras import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-
-JSON = "application/json"
+from bridge.streamable.media import ACCEPT, EVENT_STREAM, JSON
+from bridge.streamable.target import logged
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +75,9 @@ def unauthorized(problem: str, *, presented: bool) -> Reply:
                  reply.reason)
 
 
-def not_found_path(path: str) -> Reply:
-    return Reply(404, b"", reason=f"no MCP endpoint at {path}")
+def not_found_path(target: str) -> Reply:
+    """The reason names the target as the log may write it (`target.logged`)."""
+    return Reply(404, b"", reason=f"no MCP endpoint at {logged(target)}")
 
 
 def method_not_allowed(method: str) -> Reply:
@@ -166,6 +167,14 @@ def removed_method(request_id: object, method: str) -> Reply:
     return _error(404, request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
 
 
+def stream_not_acceptable(request_id: object, method: str) -> Reply:
+    """§Sending Messages 2 and 6: a request whose answer can only be an event stream, from a
+    client whose Accept does not list one, is 406 (RFC 9110 §15.5.7), naming the header."""
+    return _error(406, request_id, INVALID_REQUEST,
+                  f"Not Acceptable: {method} is answered with an event stream; send "
+                  f"Accept: {ACCEPT}", reason=f"{method} needs Accept: {EVENT_STREAM}")
+
+
 def notification_dropped() -> Reply:
     """§Sending Messages 5: an accepted notification is 202. 2026-07-28 defines none for
     this transport (closing the stream is the cancellation), so it goes no further."""
@@ -190,9 +199,6 @@ def status_of(answer: Message) -> int:
 
 
 # Legacy sessions (2025-11-25 transports.mdx).
-
-SESSION_HEADER = "mcp-session-id"
-
 
 def session_missing(method: object) -> Reply:
     """§Session Management 2: a request other than `initialize` without the session id."""

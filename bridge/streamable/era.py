@@ -1,7 +1,7 @@
 """Which era one HTTP request belongs to, on an endpoint that serves both.
 
-Must not refuse anything: the era only chooses the path (`modern.py` checks a modern request,
-`legacy.py` holds the sessions of legacy ones); each path words its own refusals.
+Must not refuse anything: the era only chooses the path (`headers.py` checks a modern request,
+the front's `legacy.py` holds the sessions of legacy ones); each path words its own refusals.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from bridge.core.eras import (
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
+OPENS_SESSION = "initialize"
+"""The request that opens a legacy session (§Session Management 1: without a session id)."""
 ASSUMED_LEGACY_VERSION = "2025-03-26"
 """2025-11-25 transports.mdx §Protocol Version Header: a request without the header, and no
 other way to tell, is taken as 2025-03-26."""
@@ -41,7 +43,7 @@ def era_of(headers: dict[str, str], message: object) -> Era:
         return Era.MODERN
     if SESSION_HEADER in headers or version in LEGACY_PROTOCOL_VERSIONS:
         return Era.LEGACY
-    if isinstance(message, dict) and message.get("method") == "initialize":
+    if isinstance(message, dict) and message.get("method") == OPENS_SESSION:
         return Era.LEGACY
     return Era.MODERN
 

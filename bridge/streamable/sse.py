@@ -1,10 +1,10 @@
 """The event-stream writer: JSON-RPC messages as Server-Sent Events on one HTTP answer.
 
-Must not choose what goes on the stream (`modern.py` routes it); it frames. Each message is
-one `data:` line (the codec never writes a raw newline inside a JSON line), events end with a
-blank line; a keep-alive is a comment line (streamable-http.mdx §Receiving Messages, note on
-long-lived streams). No event ids on 2026-07-28 streams (not resumable); legacy
-streams have them.
+Must not choose what goes on the stream (the front's `modern.py` routes it); it frames. Each
+message is one `data:` line (the codec never writes a raw newline inside a JSON line), events
+end with a blank line; a keep-alive is a comment line (streamable-http.mdx §Receiving
+Messages, note on long-lived streams). No event ids on 2026-07-28 streams (not resumable);
+legacy streams have them (`event_ids.py`).
 """
 
 from __future__ import annotations

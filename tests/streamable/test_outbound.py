@@ -1,4 +1,4 @@
-"""The HTTP upstream's mapping, without sockets: a line the core sends → its POST's headers,
+"""The HTTP upstream's decisions, without sockets: a line the core sends → its POST's headers,
 an HTTP answer → the one line the core gets for the request."""
 
 from __future__ import annotations
@@ -9,16 +9,15 @@ from typing import Any
 
 from bridge.core.codec import encode
 from bridge.core.config import CoreConfig
-from bridge.core.eras import META_PROTOCOL_VERSION
+from bridge.core.eras import META_PROTOCOL_VERSION, METHOD_NOT_FOUND
 from bridge.core.errors import SERVER_ERROR
 from bridge.core.probe import discover_request
-from bridge.shell.http.modern import ParamHeaders, encoded
-from bridge.shell.remote.mapping import (
-    METHOD_NOT_FOUND,
+from bridge.streamable.headers import ParamHeaders, encoded
+from bridge.streamable.media import media_type
+from bridge.streamable.outbound import (
     Kind,
-    LegacySession,
+    ServerSession,
     json_answer,
-    media_type,
     post_headers,
     read_outgoing,
     status_answer,
@@ -84,10 +83,10 @@ def test_a_listed_tools_annotated_arguments_become_param_headers() -> None:
 def test_a_legacy_request_carries_the_session_and_its_version() -> None:
     out = read_outgoing(line({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))
     assert out is not None and out.version is None
-    assert post_headers(out, LegacySession("abc", "2025-11-25")) == {
+    assert post_headers(out, ServerSession("abc", "2025-11-25")) == {
         "Accept": "application/json, text/event-stream", "Mcp-Session-Id": "abc",
         "MCP-Protocol-Version": "2025-11-25"}
-    assert post_headers(out, LegacySession()) == {
+    assert post_headers(out, ServerSession()) == {
         "Accept": "application/json, text/event-stream"}  # initialize: neither yet
 
 
@@ -169,7 +168,7 @@ def schema(**properties: Any) -> dict[str, Any]:
 
 
 def test_invalid_x_mcp_header_annotations_are_named() -> None:
-    from bridge.shell.remote.mapping import invalid_annotation
+    from bridge.streamable.outbound import invalid_annotation
 
     good = schema(region={"type": "string", "x-mcp-header": "Region"},
                   opts=schema(dry={"type": "boolean", "x-mcp-header": "Dry"}))
