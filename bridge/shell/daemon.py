@@ -31,8 +31,10 @@ from bridge.core.refusal import refusal
 from bridge.errors import ConfigError, ServerUnavailable
 from bridge.shell.child import Child, spawner
 from bridge.shell.driver import Core
+from bridge.shell.fd_client import FdClient
 from bridge.shell.logs import Logger
-from bridge.shell.session import OpenUpstream, Session, SessionSettings
+from bridge.shell.server_side import servers_for
+from bridge.shell.session import Session, SessionSettings
 from bridge.shell.settings import ShellConfig
 from bridge.shell.start_failure import NotStarted
 from bridge.shell.supervisor import Spawn
@@ -190,28 +192,24 @@ class Daemon:
         if self._accepting.cancel_called:  # admitted just before a stop
             await self._refuse(connection, "the daemon is stopping; try again later")
             return
-        spawn = self._make_spawn(settings.shell)
-        upstream: OpenUpstream | None = None
-        child: Child | NotStarted | None = None
-        try:
-            if settings.shell.url is not None:  # a remote server: nothing to start
-                upstream = _remote(settings.shell, log)
-                out = _second_fd(connection)
-            else:
-                out, child = _second_fd_and_server(connection, spawn)
+        sessions = session_settings(settings)
+        first: Child | NotStarted | None = None
+        try:  # a remote server's headers are read now: an unset ${VAR} refuses the session
+            servers = servers_for(settings.shell, sessions, make_spawn=self._make_spawn)
+            out = _second_fd(connection)
+            if servers.spawn is not None:
+                first = _first_server(servers.spawn, out)
         except (ServerUnavailable, ConfigError) as exc:
             log.error("session.refused", reason=str(exc))
             await self._refuse(connection, str(exc))
             return
-        session = Session(self._make_core(settings.core), spawn, log,
-                          settings=session_settings(settings),
-                          transcript=self._transcript(settings.shell.transcript, number, log),
-                          upstream=upstream)
+        session = Session(self._make_core(settings.core), log, settings=sessions,
+                          transcript=self._transcript(settings.shell.transcript, number, log))
         self._sessions.add(session)
         log.info("session.started")
-        fd = connection.detach()
+        client = FdClient(connection.detach(), out, log)
         try:
-            code = await session.run(fd, out, child)
+            code = await session.run(client, servers.opener(log), first)
             log.info("session.ended", code=code)
         except Exception as exc:  # contained: the other sessions go on
             log.error("session.crashed", error=repr(exc))
@@ -263,15 +261,6 @@ class Daemon:
             await trio.sleep(interval)
 
 
-def _remote(shell: ShellConfig, log: Logger) -> OpenUpstream:
-    """A session's HTTP upstream (url = ...), its headers' ${VAR} read now: a variable unset
-    since the daemon started refuses the session (ConfigError)."""
-    from bridge.shell.remote.endpoint import resolve
-    from bridge.shell.remote.upstream import opener
-
-    return opener(resolve(shell, os.environ), log, limit=shell.max_message_bytes)
-
-
 def _second_fd(connection: trio.socket.SocketType) -> int:
     """The fd the session writes the client's answers to; ServerUnavailable if the daemon
     lacks one (a burst can use up every fd)."""
@@ -282,16 +271,14 @@ def _second_fd(connection: trio.socket.SocketType) -> int:
             from None
 
 
-def _second_fd_and_server(connection: trio.socket.SocketType,
-                          spawn: Spawn) -> tuple[int, Child | NotStarted]:
-    """The fd the session writes the client's answers to, and its server, or why the server
-    command cannot start (the session's core tells the client); ServerUnavailable if the
-    daemon itself lacks what a session needs (a burst can use up every fd)."""
-    out = _second_fd(connection)
+def _first_server(spawn: Spawn, out: int) -> Child | NotStarted:
+    """The session's server, or why its command cannot start (the session's core tells the
+    client); ServerUnavailable, `out` closed, if the daemon itself lacks what a session
+    needs (a burst can use up every fd)."""
     try:
-        return out, spawn()
+        return spawn()
     except NotStarted as exc:
-        return out, exc
+        return exc
     except ServerUnavailable:
         os.close(out)
         raise

@@ -34,7 +34,7 @@ from bridge.core.events import (
 from bridge.shell import logs
 from bridge.shell.http.address import Address
 from bridge.shell.http.front import Front, bind
-from bridge.shell.http.server_side import children
+from bridge.shell.server_side import Servers
 from bridge.shell.session import SessionSettings
 from tests.shell.fakes import WAIT, FakeChild, Spawner
 
@@ -222,7 +222,7 @@ async def running(**options: Any) -> AsyncIterator[Running]:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
     with capture_logs() as captured, listener:
         settings = SessionSettings(max_message_bytes=options.pop("body", 1 << 20))
-        front = Front(core, children(spawner, settings), Address("127.0.0.1", 0, "/mcp"),
+        front = Front(core, Servers(settings, spawn=spawner), Address("127.0.0.1", 0, "/mcp"),
                       logs.logger(), settings=settings, **options)
         async with trio.open_nursery() as nursery:
             spawner.nursery = nursery

@@ -39,7 +39,7 @@ from bridge.shell.http.auth import Tokens
 from bridge.shell.http.era import Era, era_of
 from bridge.shell.http.front import Access, Front, bind
 from bridge.shell.http.legacy import EVICTABLE_AFTER
-from bridge.shell.http.server_side import children
+from bridge.shell.server_side import Servers
 from bridge.shell.session import SessionSettings
 from tests.shell.fakes import WAIT, FakeChild, Spawner
 from tests.shell.test_http_front import Answer, Client, ScriptedCore
@@ -136,7 +136,7 @@ async def running(**options: Any) -> AsyncIterator[Running]:
     listener = bind(Address("127.0.0.1", 0, "/mcp"))
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
     with capture_logs() as captured, listener:
-        front = Front(ScriptedCore(), children(spawner, SessionSettings()),
+        front = Front(ScriptedCore(), Servers(SessionSettings(), spawn=spawner),
                       Address("127.0.0.1", 0, "/mcp"), logs.logger(),
                       settings=SessionSettings(), make_core=make_core, **options)
         async with trio.open_nursery() as nursery:

@@ -3,7 +3,9 @@ needs bytes; a batch keeps its order either way."""
 
 from __future__ import annotations
 
+from bridge.core.codec import encode
 from bridge.core.events import Action, Event, MessageReceived, Send, Spliced
+from bridge.shell.batch import Batch
 from bridge.shell.driver import Driver, line_of
 
 LINE = b'{"jsonrpc":"2.0","id":"rosetta-1","result":{"text":"' + b"x" * 20000 + b'"}}'
@@ -39,11 +41,25 @@ class Recorder:
         return True
 
 
+class BatchingClient:
+    """A client side that writes bytes as the fd one does: its lines batched, one write."""
+
+    def __init__(self, batch: Batch) -> None:
+        self._batch = batch
+
+    def send(self, send: Send) -> None:
+        self._batch.parts.append(encode(send.message) if send.line is None else send.line)
+
+    def flush(self) -> None:
+        if self._batch.parts:
+            self._batch.write()
+
+
 async def test_a_batch_with_a_spliced_line_goes_out_as_pieces_in_order() -> None:
     # async: the driver reads trio's clock
     driver = Driver(SplicingCore(), None, limit=1 << 20, notify=print)
     client = Recorder()
-    driver.client = client
+    driver.attach(BatchingClient(driver.batch(client, "client")), Recorder())  # type: ignore[arg-type]
     driver.lines("client", [b"{}"])
     assert client.writes == []
     (pieces,) = client.pieces

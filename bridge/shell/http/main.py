@@ -25,17 +25,15 @@ import trio
 from bridge.config import Settings
 from bridge.errors import BridgeError, ConfigError
 from bridge.shell import logs
-from bridge.shell.child import check_command, spawner
+from bridge.shell.child import check_command
 from bridge.shell.daemon import session_settings, watchdog_interval
 from bridge.shell.http.address import is_loopback, parse_address
 from bridge.shell.http.auth import TOKEN_ENV, Tokens, read_tokens
 from bridge.shell.http.front import FD_FIX, Access, Front, bind
-from bridge.shell.http.server_side import ServerSide, children, remote
 from bridge.shell.listeners import from_systemd
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
-from bridge.shell.remote.endpoint import Endpoint, resolve
-from bridge.shell.session import SessionSettings
+from bridge.shell.server_side import servers_for
 
 STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 RELOADED = frozenset({"allowed_hosts", "allowed_origins", "token_file", "max_connections"})
@@ -50,9 +48,10 @@ FDS_PER_SESSION = 4
 
 def run_http(settings: Settings, reload: Reload) -> int:
     """Serve the Streamable HTTP front until stopped; the exit status."""
-    where = _remote_endpoint(settings)
-    if where is None:
+    if settings.shell.url is None:
         check_command(settings.shell.command)
+    sessions = session_settings(settings)
+    servers = servers_for(settings.shell, sessions)  # a URL's ${VAR} read once, now
     assert settings.daemon.listen is not None
     address = parse_address(settings.daemon.listen)
     tokens = read_tokens(settings.daemon.token_file)
@@ -73,8 +72,7 @@ def run_http(settings: Settings, reload: Reload) -> int:
 
         bridge = Bridge(settings.core, secret=os.urandom(32))
         notify = Notifier(log)
-        sessions = session_settings(settings)
-        front = Front(bridge, _servers(settings, sessions, where), address, log,
+        front = Front(bridge, servers, address, log,
                       settings=sessions, notify=notify,
                       make_core=legacy_core, max_sessions=daemon.max_sessions,
                       session_idle=daemon.session_idle, idle_timeout=daemon.connection_idle,
@@ -84,22 +82,6 @@ def run_http(settings: Settings, reload: Reload) -> int:
                       view=bridge)
         service = Service(front, settings, reload, bound, notify, log)
         return trio.run(service.run, listener)
-
-
-def _remote_endpoint(settings: Settings) -> Endpoint | None:
-    """The remote server (`url = ...`), its headers' ${VAR} read once, now: an unset one is
-    a config error before anything listens; None for a server command."""
-    if settings.shell.url is None:
-        return None
-    return resolve(settings.shell, os.environ)
-
-
-def _servers(settings: Settings, sessions: SessionSettings,
-             where: Endpoint | None) -> ServerSide:
-    """Each session's server: a child of the command, or a session with the endpoint."""
-    if where is None:
-        return children(spawner(settings.shell), sessions)
-    return remote(where, sessions)
 
 
 def _listener(listen: str, address: object) -> socket.socket:

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from bridge.shell.driver import Source
     from bridge.shell.lines import Line
     from bridge.shell.pump import Throttle
-    from bridge.shell.session import OpenUpstream
+    from bridge.shell.sides import OpenServer
 
 
 class Feed(Protocol):
@@ -796,7 +796,7 @@ class HttpUpstream:
 
 
 def opener(where: Endpoint, log: Logger, *, limit: int,
-           reach_first: bool = False) -> OpenUpstream:
+           reach_first: bool = False) -> OpenServer:
     """How a session opens its upstream to `where` once its nursery is open; `feeds` is the
     client's outlet, which paces the reading of answers and events."""
     def open_upstream(driver: Feed, nursery: trio.Nursery, feeds: Throttle) -> HttpUpstream:
