@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from bridge.shell.child import spawner
+from bridge.errors import ConfigError
+from bridge.shell.child import check_command, spawner
+from bridge.shell.environment import server_environment
 from bridge.shell.logs import Logger
 from bridge.shell.session import SessionSettings
 from bridge.shell.settings import ShellConfig
 from bridge.shell.sides import OpenServer, ServerSide
+from bridge.shell.start_failure import not_found
 from bridge.shell.supervisor import Spawn, Supervisor
 
 if TYPE_CHECKING:
@@ -70,3 +73,21 @@ def servers_for(shell: ShellConfig, settings: SessionSettings, *,
 
         return Servers(settings, where=resolve(shell, environ))
     return Servers(settings, spawn=make_spawn(shell))
+
+
+def check_reload(shell: ShellConfig, environ: Mapping[str, str] = os.environ) -> None:
+    """ConfigError if no new session could start `shell`'s server: a URL whose headers name
+    an unset ${VAR}, or a command that cannot be found on the PATH its server would get.
+    (At start-up a missing program is left to each session, whose core tells its client;
+    a reload that would make every new session fail is refused, the settings in force stay.)
+    """
+    if shell.url is not None:
+        from bridge.shell.remote.endpoint import resolve
+
+        resolve(shell, environ)
+        return
+    check_command(shell.command)
+    problem = not_found(shell.command, server_environment(environ, shell.env, shell.pass_env),
+                        shell.cwd)
+    if problem is not None:
+        raise ConfigError(problem)

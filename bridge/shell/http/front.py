@@ -31,7 +31,6 @@ from dataclasses import dataclass
 import trio
 
 from bridge.core.events import CLIENT, Send
-from bridge.shell.daemon import GONE_BEFORE_ACCEPT, NO_ROOM, NO_ROOM_WAIT
 from bridge.shell.driver import Core, Driver
 from bridge.shell.http import replies
 from bridge.shell.http.address import Address, front_names
@@ -45,6 +44,7 @@ from bridge.shell.http.router import Endpoint, Router
 from bridge.shell.logs import Logger
 from bridge.shell.pump import Throttle
 from bridge.shell.server_side import Servers
+from bridge.shell.service import REFUSAL_WAIT, accept_all
 from bridge.shell.session import Session, SessionSettings
 
 MAX_HEADER = 16 * 1024
@@ -54,7 +54,6 @@ body must arrive within it too (a client sending a byte a second holds nothing f
 BACKLOG = 128
 MAX_CONNECTIONS = 1024
 """Connections served at once; one more gets 503 (within REFUSAL_WAIT) and is closed."""
-REFUSAL_WAIT = 1.0
 BODIES_HELD = 4
 """Request bodies of max_message_bytes the front holds at once, over all connections; past
 that a request is 503 (a burst of large bodies cannot take the front's memory)."""
@@ -125,7 +124,11 @@ def bind(address: Address) -> socket.socket:
 
 
 class Front:
-    """Serves one listening socket until the core stops or `stop` is called."""
+    """Serves one listening socket until the core stops or `stop` is called: what an HTTP
+    listening service serves (bridge/shell/service.py)."""
+
+    events = "http"
+    fd_fix = FD_FIX
 
     def __init__(self, core: Core, servers: Servers, address: Address, log: Logger, *,
                  settings: SessionSettings | None = None,
@@ -165,6 +168,7 @@ class Front:
         self.session = Session(core, log, settings=settings, notify=_serving(notify))
         self._numbers = itertools.count(1)
         self._asked = 0
+        self._notify = notify
         self.listening = trio.Event()
         self.port = 0
 
@@ -175,6 +179,7 @@ class Front:
 
     def stop(self, grace: float | None = None) -> None:
         """Ask the cores to stop (answering what they owe within `grace`); again: at once."""
+        self._notify("STOPPING=1")
         self._asked += 1
         self._health.stopping = True
         if grace is None:
@@ -182,17 +187,18 @@ class Front:
         self.session.shut_down(grace)
         self.sessions.end_all(grace if self._asked == 1 else 0.0)
 
-    async def run(self, listener: socket.socket) -> int:
+    async def run(self, listener: object) -> int:
         """Serve until the shared core says Stop; its exit code."""
+        assert isinstance(listener, socket.socket)
         host, self.port = listener.getsockname()[:2]
-        self._router = router = Router(self._endpoint(), self.mapping, self._clients.feed,
-                                       self._log, self._health, self.sessions,
-                                       self._open_session, self._settings.timing.shutdown_grace)
+        self._router = Router(self._endpoint(), self.mapping, self._clients.feed, self._log,
+                              self._health, self.sessions, self._open_session,
+                              self._settings.timing.shutdown_grace)
         async with trio.open_nursery() as nursery:
             await nursery.start(self._hold_sessions, name="sessions")
             await nursery.start(self._serve_shared, nursery, name="shared")
             nursery.start_soon(self._accept, trio.socket.from_stdlib_socket(listener),
-                               router, name="accept")
+                               name="accept")
             self._log.info("http.listening", url=f"http://{_hostport(host, self.port)}"
                                                   f"{self._address.path}")
             self.listening.set()
@@ -270,36 +276,21 @@ class Front:
             endpoint = dataclasses.replace(endpoint, keep_alive=self._keep_alive)
         return endpoint
 
-    async def _accept(self, listening: trio.socket.SocketType, router: Router) -> None:
+    async def _accept(self, listening: trio.socket.SocketType) -> None:
         async with trio.open_nursery() as connections:
-            while True:
-                sock, peer = await self._next(listening)
-                number = next(self._numbers)
-                stream = trio.SocketStream(sock)
-                if self.connections >= self._max_connections:
-                    connections.start_soon(self._refuse, stream, name="refuse")
-                    continue
-                self.connections += 1  # taken here, before the task runs: a burst cannot pass
-                connections.start_soon(self._connection, stream, router, number, peer,
-                                       name=f"connection-{number}")
+            await accept_all(listening, self, connections, self._log)
 
-    async def _next(self, listening: trio.socket.SocketType
-                    ) -> tuple[trio.socket.SocketType, str]:
-        """The next connection. Out of fds (a burst of idle connections holds many): wait
-        for one to be freed, saying so once, instead of ending the front (as the daemon)."""
-        told = False
-        while True:
-            try:
-                sock, peer = await listening.accept()
-                return sock, _hostport(*peer[:2])
-            except OSError as exc:
-                if exc.errno in GONE_BEFORE_ACCEPT:
-                    continue
-                if not told:
-                    told = True
-                    self._log.warning("http.accept_waiting", reason=exc.strerror,
-                                      fix=FD_FIX if exc.errno in NO_ROOM else None)
-                await trio.sleep(NO_ROOM_WAIT)
+    @property
+    def full(self) -> bool:
+        return self.connections >= self._max_connections
+
+    def admit(self, nursery: trio.Nursery, connection: trio.socket.SocketType,
+              peer: str) -> None:
+        number = next(self._numbers)
+        self.connections += 1  # taken here, before the task runs: a burst cannot pass
+        assert self._router is not None
+        nursery.start_soon(self._connection, trio.SocketStream(connection), self._router,
+                           number, peer, name=f"connection-{number}")
 
     async def _connection(self, stream: trio.SocketStream, router: Router, number: int,
                           peer: str) -> None:
@@ -333,10 +324,11 @@ class Front:
             with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                 await conn.close()
 
-    async def _refuse(self, stream: trio.SocketStream) -> None:
+    async def refuse(self, connection: trio.socket.SocketType) -> None:
         """One connection over `max_connections`: its request read (h11 answers only a
         request), 503, closed; all within REFUSAL_WAIT."""
-        conn = Connection(stream, max_header=self._max_header, max_body=0)
+        conn = Connection(trio.SocketStream(connection), max_header=self._max_header,
+                          max_body=0)
         refusal = replies.over_capacity(self._max_connections)
         self._log.warning("http.refused", reason=refusal.reason)
         with trio.move_on_after(REFUSAL_WAIT):
