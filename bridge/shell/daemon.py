@@ -53,12 +53,6 @@ def new_spawn(shell: ShellConfig) -> Spawn:
     return spawner(shell)
 
 
-def session_settings(settings: Settings) -> SessionSettings:
-    shell = settings.shell
-    return SessionSettings(timing=shell.timing, max_message_bytes=shell.max_message_bytes,
-                           debug=shell.log_level == "debug")
-
-
 class Daemon:
     """Serves every connection of one listening socket until asked to stop."""
 
@@ -145,7 +139,7 @@ class Daemon:
             with connection:
                 await self._answer(connection, "the daemon is stopping; try again later")
             return
-        sessions = session_settings(settings)
+        sessions = SessionSettings.of(settings.shell)
         first: Child | NotStarted | None = None
         try:  # a remote server's headers are read now: an unset ${VAR} refuses the session
             servers = servers_for(settings.shell, sessions, make_spawn=self._make_spawn)

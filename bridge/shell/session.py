@@ -29,7 +29,7 @@ from bridge.shell.child import Child
 from bridge.shell.driver import Core, Driver
 from bridge.shell.logs import Logger
 from bridge.shell.orphans import Orphans
-from bridge.shell.settings import Timing
+from bridge.shell.settings import ShellConfig, Timing
 from bridge.shell.sides import ClientSide, OpenServer, ServerSide
 from bridge.shell.transcript import Transcript
 
@@ -40,6 +40,12 @@ class SessionSettings:
     max_message_bytes: int = 64 * 1024 * 1024
     debug: bool = False
     """Per-message debug events (bytes in and out) besides the core's own."""
+
+    @classmethod
+    def of(cls, shell: ShellConfig) -> SessionSettings:
+        """What a session takes of the shell's settings."""
+        return cls(timing=shell.timing, max_message_bytes=shell.max_message_bytes,
+                   debug=shell.log_level == "debug")
 
 
 def _no_notify(_: str) -> None:

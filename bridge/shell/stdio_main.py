@@ -52,7 +52,7 @@ LOG_IDLE_AT_MOST = 5.0
 def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                 first: ProcessChild | ServerUnavailable, spawn: Spawn) -> int:
     early, log = _started(shell)
-    settings = session_settings(shell)
+    settings = SessionSettings.of(shell)
     session = Session(
         Bridge(core_config, secret=os.urandom(32)),
         log,
@@ -68,7 +68,7 @@ def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                  where: Endpoint) -> int:
     """The stdio bridge whose server is the Streamable HTTP endpoint `where`."""
     early, log = _started(shell)
-    settings = session_settings(shell)
+    settings = SessionSettings.of(shell)
     session = Session(
         Bridge(core_config, secret=os.urandom(32)),
         log,
@@ -104,11 +104,6 @@ def _run(session: Session, server: OpenServer, fds: ProtocolFds,
         early.load()
         log.debug("collector.reported", **collector.state())
         log.debug("codecache.reported", **codecache.state())
-
-
-def session_settings(shell: ShellConfig) -> SessionSettings:
-    return SessionSettings(timing=shell.timing, max_message_bytes=shell.max_message_bytes,
-                           debug=shell.log_level == "debug")
 
 
 async def _main(session: Session, server: OpenServer, fds: ProtocolFds,

@@ -26,7 +26,6 @@ from bridge.config import Settings
 from bridge.errors import ConfigError
 from bridge.shell import logs
 from bridge.shell.child import check_command
-from bridge.shell.daemon import session_settings
 from bridge.shell.http.address import is_loopback, parse_address
 from bridge.shell.http.auth import TOKEN_ENV, Tokens, read_tokens
 from bridge.shell.http.front import FD_FIX, Access, Front, bind
@@ -35,6 +34,7 @@ from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
 from bridge.shell.server_side import check_reload, servers_for
 from bridge.shell.service import Service, watchdog_interval
+from bridge.shell.session import SessionSettings
 
 RELOADED = frozenset({"allowed_hosts", "allowed_origins", "token_file", "max_connections"})
 """The settings a SIGHUP changes in a running front; the others need a restart (one shared
@@ -50,7 +50,7 @@ def run_http(settings: Settings, reload: Reload) -> int:
     """Serve the Streamable HTTP front until stopped; the exit status."""
     if settings.shell.url is None:
         check_command(settings.shell.command)
-    sessions = session_settings(settings)
+    sessions = SessionSettings.of(settings.shell)
     servers = servers_for(settings.shell, sessions)  # a URL's ${VAR} read once, now
     assert settings.daemon.listen is not None
     address = parse_address(settings.daemon.listen)
