@@ -30,7 +30,8 @@ class Batch:
     def __init__(self, peer: Peer, side: Side, log: Logger, *, debug: bool = False,
                  transcript: Transcript | None = None) -> None:
         self.parts: list[bytes | Spliced] = []
-        self._peer = peer
+        self.peer = peer
+        """Where the batch is written (its owner may replace it between batches)."""
         self._side = side
         self._log = log
         self._debug = debug
@@ -50,7 +51,7 @@ class Batch:
             self._log.debug("message.sent", side=self._side, messages=len(parts),
                             bytes=len(data))
         parts.clear()
-        self._peer.write(data)
+        self.peer.write(data)
 
     def _write_pieces(self) -> None:
         """A batch with a spliced line in it: the pieces of every line, in one writev (a
@@ -65,7 +66,7 @@ class Batch:
             self._log.debug("message.sent", side=self._side, messages=len(self.parts),
                             bytes=sum(len(piece) for piece in pieces))
         self.parts.clear()
-        self._peer.write_pieces(pieces)
+        self.peer.write_pieces(pieces)
 
     def _recorded_write(self) -> None:
         assert self._transcript is not None

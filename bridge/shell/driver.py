@@ -3,8 +3,9 @@
 Must not wait: it runs inside whichever task has an event (trio is one thread, so no lock),
 hands what the core sends the client to the session's client side and the server's lines to
 its server side, neither of which blocks, and returns. Must not interpret messages: the core
-decides everything. The server's lines of one batch (one read of a peer) go out in one write;
-the client side batches its own the same way when it writes bytes (`fd_client.py`).
+decides everything. The server's lines of one batch (one read of a peer) go out in one write,
+and so do the client's when its side is written bytes (`fd_client.py`); a client side that
+routes messages (the HTTP front's) takes each as the core made it.
 """
 
 from __future__ import annotations
@@ -47,11 +48,13 @@ class Core(Protocol):
 class Outbox(Protocol):
     """Where the driver hands what the core sends the client (the session's client side)."""
 
-    def send(self, send: Send) -> None:
-        """One message (must not wait)."""
+    @property
+    def batch(self) -> Batch | None:
+        """A side written bytes: the batch the driver puts the client's lines in itself (no
+        call per message), written once per read as the server's are. None: `send`."""
 
-    def flush(self) -> None:
-        """The end of a batch: the messages one read of a peer brought."""
+    def send(self, send: Send) -> None:
+        """One message, as the core made it (must not wait)."""
 
 
 class Server(Peer, Protocol):
@@ -86,9 +89,11 @@ class Driver:
         self.server: Server | None = None
         self.clock: Clock | None = None
         self._send_client: Callable[[Send], None] = _unattached
-        self._flush_client: Callable[[], None] = _nothing
+        self._client_batch: Batch | None = None
         self._server_batch: Batch | None = None
-        # This batch's lines for the server, written at once: encoded, or spliced (big).
+        # This batch's lines for each peer written bytes, each written at once: encoded, or
+        # spliced (big). None for a client side that takes messages.
+        self._to_client: list[bytes | Spliced] | None = None
         self._to_server: list[bytes | Spliced] = []
         self._client_closed: PeerClosed | None = None
         self.stop_code: int | None = None
@@ -103,7 +108,9 @@ class Driver:
     def attach(self, client: Outbox, server: Server, clock: Clock | None = None) -> None:
         """The session's two sides (and its clock), before the first event."""
         self.client, self.server, self.clock = client, server, clock
-        self._send_client, self._flush_client = client.send, client.flush
+        self._send_client = client.send
+        self._client_batch = batch = client.batch
+        self._to_client = batch.parts if batch is not None else None
         self._server_batch = self.batch(server, "server")
         self._to_server = self._server_batch.parts
 
@@ -151,14 +158,17 @@ class Driver:
         self._flush()
 
     def _run(self, actions: list[Action]) -> None:
-        send_client, to_server = self._send_client, self._to_server
+        to_client, to_server = self._to_client, self._to_server
         for action in actions:
             if type(action) is Send:  # nearly every action: one type check, no match
-                if action.side == CLIENT:
-                    send_client(action)
-                else:
+                if action.side != CLIENT:
                     line = action.line  # a peer's line with its id spliced: written as it is
                     to_server.append(encode(action.message) if line is None else line)
+                elif to_client is not None:
+                    line = action.line
+                    to_client.append(encode(action.message) if line is None else line)
+                else:
+                    self._send_client(action)
             else:
                 self._execute(action)
 
@@ -181,7 +191,9 @@ class Driver:
 
     def _flush(self) -> None:
         # A refused write means that peer is gone; PeerClosed / ChildExited tell the core.
-        self._flush_client()
+        if self._to_client:
+            assert self._client_batch is not None
+            self._client_batch.write()
         if self._to_server:
             assert self._server_batch is not None
             self._server_batch.write()
@@ -208,10 +220,6 @@ class Driver:
 
 def _unattached(send: Send) -> None:
     raise AssertionError("the driver has no client side yet")
-
-
-def _nothing() -> None:
-    pass
 
 
 def _size(line: Line) -> int:

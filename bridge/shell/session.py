@@ -141,11 +141,12 @@ class Session:
     def _start(self, nursery: trio.Nursery, client: ClientSide, open_server: OpenServer,
                first: Child | ServerUnavailable | None) -> None:
         driver = self.driver
-        server = self.server = open_server(driver, nursery, client)
+        client.open(driver, nursery)
+        server = self.server = open_server(driver, nursery, client.throttle)
         clock = Clock(driver, self._core)
         driver.attach(client, server, clock)
-        client.open(driver, nursery, server)  # its reader runs once this returns
         server.serve(first)  # ChildStarted reaches the core before anything the client says
+        client.listen(server)
         nursery.start_soon(clock.run, name="clock")
 
     async def _end(self, client: ClientSide) -> None:

@@ -3,7 +3,6 @@ needs bytes; a batch keeps its order either way."""
 
 from __future__ import annotations
 
-from bridge.core.codec import encode
 from bridge.core.events import Action, Event, MessageReceived, Send, Spliced
 from bridge.shell.batch import Batch
 from bridge.shell.driver import Driver, line_of
@@ -42,17 +41,13 @@ class Recorder:
 
 
 class BatchingClient:
-    """A client side that writes bytes as the fd one does: its lines batched, one write."""
+    """A client side written bytes, as the fd one is: the driver batches its lines."""
 
     def __init__(self, batch: Batch) -> None:
-        self._batch = batch
+        self.batch = batch
 
     def send(self, send: Send) -> None:
-        self._batch.parts.append(encode(send.message) if send.line is None else send.line)
-
-    def flush(self) -> None:
-        if self._batch.parts:
-            self._batch.write()
+        raise AssertionError("a side with a batch is not sent messages one by one")
 
 
 async def test_a_batch_with_a_spliced_line_goes_out_as_pieces_in_order() -> None:

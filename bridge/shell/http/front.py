@@ -46,6 +46,7 @@ from bridge.shell.pump import Throttle
 from bridge.shell.server_side import Servers
 from bridge.shell.service import REFUSAL_WAIT, accept_all
 from bridge.shell.session import Session, SessionSettings
+from bridge.shell.sides import NEVER_FULL
 
 MAX_HEADER = 16 * 1024
 IDLE_TIMEOUT = 60.0
@@ -74,21 +75,21 @@ class Access:
 class ModernClients:
     """The client side of the shared session: every modern request, whatever connection
     carried it. The router feeds the core each request (renamed: `Mapping.admit`), and
-    what the core sends the client goes to the POST it belongs to (`Mapping.deliver`)."""
+    what the core sends the client goes to the POST it belongs to (`Mapping.deliver`).
+    Answers are queued per POST, each within its own bound (`route.py`): it is never full."""
 
-    congested = False
-    """Answers are queued per POST, each within its own bound (`route.py`), so one slow
-    client never holds the shared server's reader back for the others."""
+    batch = None
+    throttle = NEVER_FULL
 
     def __init__(self, mapping: Mapping) -> None:
         self._mapping = mapping
         self._driver: Driver | None = None
 
-    async def relieved(self) -> None:  # pragma: no cover - never congested
-        return
-
-    def open(self, driver: Driver, nursery: trio.Nursery, server: Throttle) -> None:
+    def open(self, driver: Driver, nursery: trio.Nursery) -> None:
         self._driver = driver
+
+    def listen(self, server: Throttle) -> None:
+        """Requests come as connections carry them (the router calls `feed`)."""
 
     def feed(self, line: bytes) -> None:
         """One client message (a POST's request, renamed, or its cancellation)."""
@@ -97,9 +98,6 @@ class ModernClients:
 
     def send(self, send: Send) -> None:
         self._mapping.deliver(send)
-
-    def flush(self) -> None:
-        """Each message went its way as it came (`send`)."""
 
     async def drain(self, stall_timeout: float) -> None:
         """The core stopped: every POST still waiting ends once its stream has written what

@@ -34,6 +34,7 @@ from bridge.shell.http.auth import Credential
 from bridge.shell.http.modern import Exchange, open_exchange
 from bridge.shell.http.route import STREAM_BACKLOG, Outgoing, RouteState
 from bridge.shell.logs import Logger
+from bridge.shell.sides import NEVER_FULL
 
 if TYPE_CHECKING:
     from bridge.shell.driver import Driver
@@ -164,14 +165,9 @@ class LegacySession:
 
     # Messages out ------------------------------------------------------------------------
 
-    congested = False
-    """What the server says is queued per POST, each within its own bound (`route.py`)."""
-
-    async def relieved(self) -> None:  # pragma: no cover - never congested
-        return
-
-    def flush(self) -> None:
-        """Each message went its way as it came (`send`)."""
+    batch = None
+    throttle = NEVER_FULL
+    """What the core sends is queued per stream, each within its own bound (`route.py`)."""
 
     def send(self, send: Send) -> None:
         """A message the core sends the client: onto its POST's stream, else the GET stream.
@@ -228,9 +224,12 @@ class LegacySession:
         assert self.driver is not None
         self.driver.post(ShutdownRequested(grace))
 
-    def open(self, driver: Driver, nursery: trio.Nursery, server: Throttle) -> None:
+    def open(self, driver: Driver, nursery: trio.Nursery) -> None:
         self.driver = driver
         nursery.start_soon(self._watch_idle, name=f"idle-{self.number}")
+
+    def listen(self, server: Throttle) -> None:
+        """Requests come as connections carry them (`feed`, `accept`)."""
 
     async def drain(self, stall_timeout: float) -> None:
         """The core stopped: every stream ends once it has written what is queued (each
