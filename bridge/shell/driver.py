@@ -33,6 +33,7 @@ from bridge.core.events import (
     Stop,
 )
 from bridge.shell.batch import Batch, Peer
+from bridge.shell.clock import Clock
 from bridge.shell.lines import Line
 from bridge.shell.logs import Logger, emit
 from bridge.shell.transcript import CLIENT_IN, SERVER_IN, Transcript
@@ -67,11 +68,6 @@ class Source(Protocol):
 
     @property
     def retired(self) -> bool: ...
-
-
-class Clock(Protocol):
-    def watch(self, deadline: float | None) -> None:
-        """Wake for `deadline` if it is earlier than the one being waited for."""
 
 
 class Driver:

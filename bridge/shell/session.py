@@ -16,16 +16,16 @@ For fds and a child, the tasks are:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import field
 
 import trio
 
-from bridge.core.events import ShutdownRequested, TimerFired
+from bridge.core.events import ShutdownRequested
 from bridge.core.record import record
 from bridge.errors import ServerUnavailable
 from bridge.shell.child import Child
+from bridge.shell.clock import Clock
 from bridge.shell.driver import Core, Driver
 from bridge.shell.logs import Logger
 from bridge.shell.orphans import Orphans
@@ -50,28 +50,6 @@ class SessionSettings:
 
 def _no_notify(_: str) -> None:
     pass
-
-
-class Clock:
-    """Sleeps until the core's next deadline, then tells the core; moved when it moves."""
-
-    def __init__(self, driver: Driver, core: Core) -> None:
-        self._driver = driver
-        self._core = core
-        self._scope: trio.CancelScope | None = None
-
-    def watch(self, deadline: float | None) -> None:
-        scope = self._scope
-        if deadline is not None and scope is not None and deadline < scope.deadline:
-            scope.deadline = deadline
-
-    async def run(self) -> None:
-        while True:
-            deadline = self._core.next_deadline()
-            with trio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
-                self._scope = scope
-                await trio.sleep_forever()
-            self._driver.post(TimerFired())
 
 
 class Session:
@@ -143,7 +121,7 @@ class Session:
         driver = self.driver
         client.open(driver, nursery)
         server = self.server = open_server(driver, nursery, client.throttle)
-        clock = Clock(driver, self._core)
+        clock = Clock(driver.post, self._core)
         driver.attach(client, server, clock)
         server.serve(first)  # ChildStarted reaches the core before anything the client says
         client.listen(server)
