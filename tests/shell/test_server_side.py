@@ -20,7 +20,8 @@ from bridge.core.events import ChildStarted
 from bridge.shell import logs
 from bridge.shell.driver import Driver
 from bridge.shell.http.address import Address
-from bridge.shell.http.front import Front, bind
+from bridge.shell.http.front import Front
+from bridge.shell.listeners import bind_tcp
 from bridge.shell.logs import Logger
 from bridge.shell.remote.endpoint import Endpoint
 from bridge.shell.remote.upstream import HttpUpstream
@@ -81,7 +82,7 @@ async def running() -> AsyncIterator[tuple[Front, Recording, list[Any]]]:
     spawner = Spawner(lambda nursery: FakeChild(nursery, serving=True))
     settings = SessionSettings()
     servers = Recording(Servers(settings, spawn=spawner))
-    listener = bind(Address("127.0.0.1", 0, "/mcp"))
+    listener = bind_tcp("127.0.0.1", 0)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
     with capture_logs() as captured, listener:
         front = Front(ScriptedCore(), servers, Address("127.0.0.1", 0, "/mcp"), logs.logger(),

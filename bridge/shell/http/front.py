@@ -52,7 +52,6 @@ MAX_HEADER = 16 * 1024
 IDLE_TIMEOUT = 60.0
 """A connection with no request under way is closed after this long; a request's head and
 body must arrive within it too (a client sending a byte a second holds nothing for long)."""
-BACKLOG = 128
 MAX_CONNECTIONS = 1024
 """Connections served at once; one more gets 503 (within REFUSAL_WAIT) and is closed."""
 BODIES_HELD = 4
@@ -106,19 +105,6 @@ class ModernClients:
 
     def close(self) -> None:
         self._mapping.abandon_all()
-
-
-def bind(address: Address) -> socket.socket:
-    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((address.host, address.port))
-        sock.listen(BACKLOG)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 class Front:

@@ -28,8 +28,8 @@ from bridge.shell import logs
 from bridge.shell.child import check_command
 from bridge.shell.http.address import is_loopback, parse_address
 from bridge.shell.http.auth import TOKEN_ENV, Tokens, read_tokens
-from bridge.shell.http.front import FD_FIX, Access, Front, bind
-from bridge.shell.listeners import from_systemd
+from bridge.shell.http.front import FD_FIX, Access, Front
+from bridge.shell.listeners import tcp_listener
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
 from bridge.shell.server_side import check_reload, servers_for
@@ -55,7 +55,7 @@ def run_http(settings: Settings, reload: Reload) -> int:
     assert settings.daemon.listen is not None
     address = parse_address(settings.daemon.listen)
     tokens = read_tokens(settings.daemon.token_file)
-    listener = _listener(settings.daemon.listen, address)
+    listener = tcp_listener(settings.daemon.listen, address.host, address.port)
     with listener:
         bound = listener.getsockname()[0]
         _require_tokens(bound, tokens)
@@ -99,21 +99,6 @@ async def _serve(service: Service, front: Front, notify: Callable[[str], None],
 async def _tell_listening(front: Front, notify: Callable[[str], None]) -> None:
     await front.listening.wait()
     notify(f"READY=1\nSTATUS=listening on port {front.port}; the server is starting")
-
-
-def _listener(listen: str, address: object) -> socket.socket:
-    """systemd's TCP socket, or the address bound here; ConfigError naming the problem."""
-    passed = from_systemd()
-    if passed is not None:
-        if passed.family not in (socket.AF_INET, socket.AF_INET6):
-            passed.close()
-            raise ConfigError("systemd passed a socket that is not TCP; the HTTP front "
-                              "takes a .socket unit with ListenStream=HOST:PORT")
-        return passed
-    try:
-        return bind(address)  # type: ignore[arg-type]
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {listen}: {exc.strerror}") from None
 
 
 def room_for(fds: int, log: logs.Logger) -> None:
