@@ -85,9 +85,8 @@ class Daemon:
     def full(self) -> bool:
         return self._places >= self.settings.daemon.max_sessions
 
-    async def run(self, listener: object) -> int:
+    async def run(self, listener: socket.socket) -> int:
         """Accept and serve until `stop`; returns once every session has ended."""
-        assert isinstance(listener, socket.socket)
         listening = trio.socket.from_stdlib_socket(listener)
         async with trio.open_nursery() as sessions:
             self._notify("READY=1")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import socket
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Protocol
@@ -82,7 +83,7 @@ class Serving(Protocol):
         """Read the request of a connection over the limit and answer it with the reason,
         within REFUSAL_WAIT (the caller closes the connection)."""
 
-    async def run(self, listener: object) -> int:
+    async def run(self, listener: socket.socket) -> int:
         """Serve until stopped (or, for the front, until its shared core stops); the exit
         status."""
 
@@ -152,7 +153,7 @@ class Service:
         self._watchdog = watchdog
         self._orphans = orphans
 
-    async def run(self, listener: object) -> int:
+    async def run(self, listener: socket.socket) -> int:
         with trio.open_signal_receiver(*STOPPING, signal.SIGHUP, signal.SIGCHLD) as signals:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch, signals, name="signals")

@@ -171,9 +171,8 @@ class Front:
         self.session.shut_down(grace)
         self.sessions.end_all(grace if self._asked == 1 else 0.0)
 
-    async def run(self, listener: object) -> int:
+    async def run(self, listener: socket.socket) -> int:
         """Serve until the shared core says Stop; its exit code."""
-        assert isinstance(listener, socket.socket)
         host, self.port = listener.getsockname()[:2]
         self._router = Router(self._endpoint(), self.mapping, self._clients.feed, self._log,
                               self._health, self.sessions, self._open_session,
