@@ -75,7 +75,8 @@ async def test_the_first_write_to_the_client_is_told_then_the_outlet_takes_over(
         await child.write(b'{"id":1}', b'{"id":2}')
         assert ids(await h.client.lines(2)) == [1, 2]
         assert written.is_set()
-        assert h.session.driver.client is h.fd_client  # no wrapper per message
+        assert h.fd_client.batch is not None
+        assert h.fd_client.batch.peer is h.fd_client.outlet  # no wrapper per write any more
         child.serve()
         await h.client.close_writing()
         assert await h.join() == 0
