@@ -1,25 +1,23 @@
-"""The daemon: one listening socket, one session per connection, all in one trio nursery.
+"""The daemon: what a Unix listening service serves (service.py), one session per connection,
+all in one trio nursery.
 
 Must not hold protocol logic (each session's own core does) nor touch the process (signals,
-fds, systemd's environment: bridge/shell/daemon_main.py does). A session that ends or crashes
+systemd's environment: service.py and daemon_main.py do). A session that ends or crashes
 never disturbs another; a connection past max_sessions gets one JSON-RPC error and is closed.
 A server that cannot start still makes a session: its core tells the client the cause.
 
-    service ─┬─ watchdog        WATCHDOG=1 at half of WATCHDOG_USEC, when systemd asks
-             └─ sessions ─┬─ accept     a connection → a session (or a refusal)
-                          ├─ session-1  its own core, its own server child (session.py)
-                          └─ session-2  ...
+    sessions ─┬─ accept     a connection → a session (or a refusal)   (service.accept_all)
+              ├─ session-1  its own core, its own server child (session.py)
+              └─ session-2  ...
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import itertools
 import os
 import socket
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -31,23 +29,18 @@ from bridge.core.refusal import refusal
 from bridge.errors import ConfigError, ServerUnavailable
 from bridge.shell.child import Child, spawner
 from bridge.shell.driver import Core
+from bridge.shell.fd_client import FdClient
 from bridge.shell.logs import Logger
-from bridge.shell.session import OpenUpstream, Session, SessionSettings
+from bridge.shell.server_side import servers_for
+from bridge.shell.service import NO_ROOM, REFUSAL_WAIT, accept_all
+from bridge.shell.session import Session, SessionSettings
 from bridge.shell.settings import ShellConfig
 from bridge.shell.start_failure import NotStarted
 from bridge.shell.supervisor import Spawn
 from bridge.shell.transcript import Transcript
 
-# How long a refused client is given to send its first request (whose id the error names).
-REFUSAL_WAIT = 5.0
 FIRST_LINE_MAX = 64 * 1024
-# accept(2) failing for want of room for one more fd (accept(2), ERRORS): a session or a
-# refusal ending frees one, so the daemon waits and tries again, as trio's serve_listeners does.
-NO_ROOM = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-NO_ROOM_WAIT = 0.1
 FD_FIX = "raise the open-file limit (LimitNOFILE= in the unit, ulimit -n) or lower max_sessions"
-# A connection that went away before it was accepted: nothing to answer.
-GONE_BEFORE_ACCEPT = frozenset({errno.ECONNABORTED, errno.EPROTO})
 
 
 def new_core(config: CoreConfig) -> Core:
@@ -60,34 +53,20 @@ def new_spawn(shell: ShellConfig) -> Spawn:
     return spawner(shell)
 
 
-def session_settings(settings: Settings) -> SessionSettings:
-    shell = settings.shell
-    return SessionSettings(timing=shell.timing, max_message_bytes=shell.max_message_bytes,
-                           debug=shell.log_level == "debug")
-
-
-def watchdog_interval(environ: Mapping[str, str] = os.environ) -> float | None:
-    """Seconds between WATCHDOG=1 pings: half of what systemd set (sd_watchdog_enabled(3))."""
-    usec = environ.get("WATCHDOG_USEC", "")
-    pid = environ.get("WATCHDOG_PID")
-    if not usec.isdigit() or int(usec) == 0 or (pid is not None and pid != str(os.getpid())):
-        return None
-    return int(usec) / 2e6
-
-
 class Daemon:
     """Serves every connection of one listening socket until asked to stop."""
 
+    events = "daemon"
+    fd_fix = FD_FIX
+
     def __init__(self, settings: Settings, log: Logger, notify: Callable[[str], None], *,
                  make_core: Callable[[CoreConfig], Core] = new_core,
-                 make_spawn: Callable[[ShellConfig], Spawn] = new_spawn,
-                 watchdog: float | None = None) -> None:
+                 make_spawn: Callable[[ShellConfig], Spawn] = new_spawn) -> None:
         self.settings = settings
         self._log = log
         self._notify = notify
         self._make_core = make_core
         self._make_spawn = make_spawn
-        self._watchdog = watchdog
         self._sessions: set[Session] = set()
         # Places taken, counted from the accept on: a session admitted in the same scheduler
         # round as others holds its place before its task first runs (issue 19.1).
@@ -102,26 +81,25 @@ class Daemon:
         """Places taken: sessions running, and those admitted that have yet to start."""
         return self._places
 
-    async def run(self, listener: socket.socket) -> None:
+    @property
+    def full(self) -> bool:
+        return self._places >= self.settings.daemon.max_sessions
+
+    async def run(self, listener: socket.socket) -> int:
         """Accept and serve until `stop`; returns once every session has ended."""
         listening = trio.socket.from_stdlib_socket(listener)
-        async with trio.open_nursery() as service:
-            if self._watchdog is not None:
-                service.start_soon(self._ping_watchdog, self._watchdog, name="watchdog")
-            async with trio.open_nursery() as sessions:
-                self._notify("READY=1")
-                self._report()
-                self._log.info("daemon.listening", address=_address(listener),
-                               max_sessions=self.settings.daemon.max_sessions)
-                with self._accepting:
-                    while True:
-                        connection = await self._accept(listening)
-                        self._admit(sessions, connection)
-                listening.close()  # a client now learns at once that nobody is there
-                self._wind_down()
-            service.cancel_scope.cancel()
+        async with trio.open_nursery() as sessions:
+            self._notify("READY=1")
+            self._report()
+            self._log.info("daemon.listening", address=_address(listener),
+                           max_sessions=self.settings.daemon.max_sessions)
+            with self._accepting:
+                await accept_all(listening, self, sessions, self._log)
+            listening.close()  # a client now learns at once that nobody is there
+            self._wind_down()
         self._log.info("daemon.stopped")
         self.stopped.set()
+        return 0
 
     def stop(self) -> None:
         """Stop accepting, and let every session finish what it owes within shutdown_grace;
@@ -132,47 +110,16 @@ class Daemon:
             for session in list(self._sessions):
                 session.shut_down()
 
-    def reload(self, settings: Settings | None, problem: str = "") -> None:
-        """New sessions use `settings` from now on; those running keep theirs. None keeps the
-        old settings (`problem` says why, e.g. the file no longer validates)."""
-        self._notify(f"RELOADING=1\nMONOTONIC_USEC={time.monotonic_ns() // 1000}")
-        if settings is None:
-            self._log.error("daemon.reload_failed", reason=problem)
-        else:
-            self.settings = settings
-            self._log.info("daemon.reloaded", command=list(settings.shell.command))
-        self._notify("READY=1")
-        self._report()
+    def reload(self, settings: Settings) -> None:
+        """New sessions use `settings` from now on; those running keep theirs."""
+        self.settings = settings
+        self._log.info("daemon.reloaded", command=list(settings.shell.command))
 
     # Sessions -----------------------------------------------------------------------------
 
-    async def _accept(self, listening: trio.socket.SocketType) -> trio.socket.SocketType:
-        """The next connection. Out of fds (a burst of refusals holds many): wait for one to
-        be freed, saying so once, instead of ending the daemon."""
-        told = False
-        while True:
-            try:
-                connection, _ = await listening.accept()
-                return connection
-            except OSError as exc:
-                if exc.errno in GONE_BEFORE_ACCEPT:
-                    continue
-                if exc.errno not in NO_ROOM:
-                    raise
-                if not told:
-                    told = True
-                    self._log.warning("daemon.accept_waiting", reason=exc.strerror,
-                                      fix=FD_FIX)
-                await trio.sleep(NO_ROOM_WAIT)
-
-    def _admit(self, nursery: trio.Nursery, connection: trio.socket.SocketType) -> None:
-        """Take a place for `connection` now, in the accepting task, or refuse it by name."""
-        limit = self.settings.daemon.max_sessions
-        if self._places >= limit:
-            nursery.start_soon(self._refuse, connection,
-                               f"too many sessions (max_sessions = {limit}); try again later",
-                               {"max_sessions": limit}, name="refuse")
-            return
+    def admit(self, nursery: trio.Nursery, connection: trio.socket.SocketType,
+              peer: str = "") -> None:
+        """Take a place for `connection` now, in the accepting task."""
         self._places += 1
         self._report()
         nursery.start_soon(self._hold_place, connection, self.settings, name="session")
@@ -188,30 +135,28 @@ class Daemon:
         number = next(self._numbers)
         log = self._log.bind(session=number)
         if self._accepting.cancel_called:  # admitted just before a stop
-            await self._refuse(connection, "the daemon is stopping; try again later")
+            with connection:
+                await self._answer(connection, "the daemon is stopping; try again later")
             return
-        spawn = self._make_spawn(settings.shell)
-        upstream: OpenUpstream | None = None
-        child: Child | NotStarted | None = None
-        try:
-            if settings.shell.url is not None:  # a remote server: nothing to start
-                upstream = _remote(settings.shell, log)
-                out = _second_fd(connection)
-            else:
-                out, child = _second_fd_and_server(connection, spawn)
+        sessions = SessionSettings.of(settings.shell)
+        first: Child | NotStarted | None = None
+        try:  # a remote server's headers are read now: an unset ${VAR} refuses the session
+            servers = servers_for(settings.shell, sessions, make_spawn=self._make_spawn)
+            out = _second_fd(connection)
+            if servers.spawn is not None:
+                first = _first_server(servers.spawn, out)
         except (ServerUnavailable, ConfigError) as exc:
             log.error("session.refused", reason=str(exc))
-            await self._refuse(connection, str(exc))
+            with connection:
+                await self._answer(connection, str(exc))
             return
-        session = Session(self._make_core(settings.core), spawn, log,
-                          settings=session_settings(settings),
-                          transcript=self._transcript(settings.shell.transcript, number, log),
-                          upstream=upstream)
+        session = Session(self._make_core(settings.core), log, settings=sessions,
+                          transcript=self._transcript(settings.shell.transcript, number, log))
         self._sessions.add(session)
         log.info("session.started")
-        fd = connection.detach()
+        client = FdClient(connection.detach(), out, log)
         try:
-            code = await session.run(fd, out, child)
+            code = await session.run(client, servers.opener(log), first)
             log.info("session.ended", code=code)
         except Exception as exc:  # contained: the other sessions go on
             log.error("session.crashed", error=repr(exc))
@@ -228,23 +173,29 @@ class Daemon:
             log.error("session.transcript_failed", reason=str(exc))
             return None
 
-    async def _refuse(self, connection: trio.socket.SocketType, reason: str,
+    async def refuse(self, connection: trio.socket.SocketType) -> None:
+        limit = self.settings.daemon.max_sessions
+        await self._answer(connection,
+                           f"too many sessions (max_sessions = {limit}); try again later",
+                           {"max_sessions": limit})
+
+    async def _answer(self, connection: trio.socket.SocketType, reason: str,
                       data: Any = None) -> None:
-        """Answer the client's first request with an error naming `reason`, and hang up.
-        A client that hung up first (the send fails) costs nothing more."""
-        with connection:
-            first = b""
-            with trio.move_on_after(REFUSAL_WAIT), contextlib.suppress(OSError):
-                while b"\n" not in first and len(first) < FIRST_LINE_MAX:
-                    chunk = await connection.recv(4096)
-                    if not chunk:
-                        break
-                    first += chunk
-            answer = memoryview(encode(refusal(first.split(b"\n", 1)[0], reason, data)))
-            with trio.move_on_after(REFUSAL_WAIT), contextlib.suppress(OSError):
-                while answer:
-                    answer = answer[await connection.send(answer):]
+        """Answer the client's first request with an error naming `reason`; the request is
+        waited for, and the answer given, REFUSAL_WAIT each (the caller hangs up). A client
+        that hung up first costs nothing more."""
         self._log.warning("connection.refused", reason=reason)
+        first = b""
+        with trio.move_on_after(REFUSAL_WAIT), contextlib.suppress(OSError):
+            while b"\n" not in first and len(first) < FIRST_LINE_MAX:
+                chunk = await connection.recv(4096)
+                if not chunk:
+                    break
+                first += chunk
+        answer = memoryview(encode(refusal(first.split(b"\n", 1)[0], reason, data)))
+        with trio.move_on_after(REFUSAL_WAIT), contextlib.suppress(OSError):
+            while answer:
+                answer = answer[await connection.send(answer):]
 
     def _wind_down(self) -> None:
         grace = self.settings.shell.timing.shutdown_grace
@@ -257,20 +208,6 @@ class Daemon:
         count = self._places
         self._notify(f"STATUS={count} session{'' if count == 1 else 's'}")
 
-    async def _ping_watchdog(self, interval: float) -> None:
-        while True:
-            self._notify("WATCHDOG=1")
-            await trio.sleep(interval)
-
-
-def _remote(shell: ShellConfig, log: Logger) -> OpenUpstream:
-    """A session's HTTP upstream (url = ...), its headers' ${VAR} read now: a variable unset
-    since the daemon started refuses the session (ConfigError)."""
-    from bridge.shell.remote.endpoint import resolve
-    from bridge.shell.remote.upstream import opener
-
-    return opener(resolve(shell, os.environ), log, limit=shell.max_message_bytes)
-
 
 def _second_fd(connection: trio.socket.SocketType) -> int:
     """The fd the session writes the client's answers to; ServerUnavailable if the daemon
@@ -282,16 +219,14 @@ def _second_fd(connection: trio.socket.SocketType) -> int:
             from None
 
 
-def _second_fd_and_server(connection: trio.socket.SocketType,
-                          spawn: Spawn) -> tuple[int, Child | NotStarted]:
-    """The fd the session writes the client's answers to, and its server, or why the server
-    command cannot start (the session's core tells the client); ServerUnavailable if the
-    daemon itself lacks what a session needs (a burst can use up every fd)."""
-    out = _second_fd(connection)
+def _first_server(spawn: Spawn, out: int) -> Child | NotStarted:
+    """The session's server, or why its command cannot start (the session's core tells the
+    client); ServerUnavailable, `out` closed, if the daemon itself lacks what a session
+    needs (a burst can use up every fd)."""
     try:
-        return out, spawn()
+        return spawn()
     except NotStarted as exc:
-        return out, exc
+        return exc
     except ServerUnavailable:
         os.close(out)
         raise

@@ -1,8 +1,11 @@
 """The driver: the only caller of the core, and the one place its actions are carried out.
 
 Must not wait: it runs inside whichever task has an event (trio is one thread, so no lock),
-hands the core's writes to the peers' outlets, which never block, and returns. Must not
-interpret messages: the core decides everything.
+hands what the core sends the client to the session's client side and the server's lines to
+its server side, neither of which blocks, and returns. Must not interpret messages: the core
+decides everything. The server's lines of one batch (one read of a peer) go out in one write,
+and so do the client's when its side is written bytes (`fd_client.py`); a client side that
+routes messages (the HTTP front's) takes each as the core made it.
 """
 
 from __future__ import annotations
@@ -30,9 +33,11 @@ from bridge.core.events import (
     Status,
     Stop,
 )
+from bridge.shell.batch import Batch, Peer
+from bridge.shell.clock import Clock
 from bridge.shell.lines import Line
 from bridge.shell.logs import Logger, emit
-from bridge.shell.transcript import CLIENT_IN, CLIENT_OUT, SERVER_IN, SERVER_OUT, Transcript
+from bridge.shell.transcript import CLIENT_IN, SERVER_IN, Transcript
 
 
 class Core(Protocol):
@@ -42,12 +47,16 @@ class Core(Protocol):
     def next_deadline(self) -> float | None: ...
 
 
-class Peer(Protocol):
-    """Where the driver writes one peer's bytes (an Outlet, or the supervisor for the server)."""
+class Outbox(Protocol):
+    """Where the driver hands what the core sends the client (the session's client side)."""
 
-    def write(self, data: bytes) -> bool: ...
-    def write_pieces(self, pieces: list[bytes | memoryview]) -> bool:
-        """Write the pieces in order as if joined (a spliced line's: one writev, no copy)."""
+    @property
+    def batch(self) -> Batch | None:
+        """A side written bytes: the batch the driver puts the client's lines in itself (no
+        call per message), written once per read as the server's are. None: `send`."""
+
+    def send(self, send: Send) -> None:
+        """One message, as the core made it (must not wait)."""
 
 
 class Server(Peer, Protocol):
@@ -62,11 +71,6 @@ class Source(Protocol):
     def retired(self) -> bool: ...
 
 
-class Clock(Protocol):
-    def watch(self, deadline: float | None) -> None:
-        """Wake for `deadline` if it is earlier than the one being waited for."""
-
-
 class Driver:
     """Feeds the core events and carries out its actions, then returns."""
 
@@ -74,14 +78,19 @@ class Driver:
                  debug: bool = False, transcript: Transcript | None = None) -> None:
         self._core = core
         self._log = log
-        self._limit = limit
+        self.limit = limit
+        """The longest line taken whole (bytes); a longer one reaches the core cut short."""
         self._notify = notify
         self._debug = debug
-        self.client: Peer | None = None
+        self.client: Outbox | None = None
         self.server: Server | None = None
         self.clock: Clock | None = None
-        # This batch's writes, one write per peer: encoded lines, and spliced ones (big).
-        self._to_client: list[bytes | Spliced] = []
+        self._send_client: Callable[[Send], None] = _unattached
+        self._client_batch: Batch | None = None
+        self._server_batch: Batch | None = None
+        # This batch's lines for each peer written bytes, each written at once: encoded, or
+        # spliced (big). None for a client side that takes messages.
+        self._to_client: list[bytes | Spliced] | None = None
         self._to_server: list[bytes | Spliced] = []
         self._client_closed: PeerClosed | None = None
         self.stop_code: int | None = None
@@ -91,8 +100,20 @@ class Driver:
         """When a peer's lines last came in (trio's clock): how long the session has been idle."""
         if transcript is not None:  # bound once: without a transcript, no cost per message
             self.lines = self._recorded_lines  # type: ignore[method-assign]
-            self._write = self._recorded_write  # type: ignore[method-assign]
             self._flush = self._recorded_flush  # type: ignore[method-assign]
+
+    def attach(self, client: Outbox, server: Server, clock: Clock | None = None) -> None:
+        """The session's two sides (and its clock), before the first event."""
+        self.client, self.server, self.clock = client, server, clock
+        self._send_client = client.send
+        self._client_batch = batch = client.batch
+        self._to_client = batch.parts if batch is not None else None
+        self._server_batch = self.batch(server, "server")
+        self._to_server = self._server_batch.parts
+
+    def batch(self, peer: Peer, side: Side) -> Batch:
+        """A batch of `peer`'s writes, logged and recorded as this session's are."""
+        return Batch(peer, side, self._log, debug=self._debug, transcript=self.transcript)
 
     def lines(self, side: Side, lines: list[Line], source: Source | None = None) -> None:
         """The lines one read of `side` brought, in order; their writes go out once per peer.
@@ -110,13 +131,13 @@ class Driver:
                 break
             line = pop()
             event = MessageReceived(side, line) if type(line) is bytes \
-                else MessageTooLarge(side, line.head, self._limit, line.tail)  # type: ignore[union-attr]
+                else MessageTooLarge(side, line.head, self.limit, line.tail)  # type: ignore[union-attr]
             if self._debug:
                 self._log.debug("message.received", side=side, bytes=_size(line))
             del line
             actions = handle(event, now)
             del event
-            self._run(actions)  # the HTTP front's driver delivers the client's its own way
+            self._run(actions)
         self._flush()
 
     def decoded(self, event: MessageDecoded) -> None:
@@ -146,11 +167,17 @@ class Driver:
         self._flush()
 
     def _run(self, actions: list[Action]) -> None:
+        to_client, to_server = self._to_client, self._to_server
         for action in actions:
             if type(action) is Send:  # nearly every action: one type check, no match
-                line = action.line  # a peer's line with its id spliced: written as it is
-                (self._to_client if action.side == CLIENT else self._to_server).append(
-                    encode(action.message) if line is None else line)
+                if action.side != CLIENT:
+                    line = action.line  # a peer's line with its id spliced: written as it is
+                    to_server.append(encode(action.message) if line is None else line)
+                elif to_client is not None:
+                    line = action.line
+                    to_client.append(encode(action.message) if line is None else line)
+                else:
+                    self._send_client(action)
             else:
                 self._execute(action)
 
@@ -174,40 +201,13 @@ class Driver:
     def _flush(self) -> None:
         # A refused write means that peer is gone; PeerClosed / ChildExited tell the core.
         if self._to_client:
-            assert self.client is not None
-            self._write(self.client, CLIENT, self._to_client)
+            assert self._client_batch is not None
+            self._client_batch.write()
         if self._to_server:
-            assert self.server is not None
-            self._write(self.server, "server", self._to_server)
+            assert self._server_batch is not None
+            self._server_batch.write()
         if self.clock is not None:
             self.clock.watch(self._core.next_deadline())
-
-    def _write(self, peer: Peer, side: Side, parts: list[bytes | Spliced]) -> None:
-        whole = [part for part in parts if isinstance(part, bytes)]
-        if len(whole) < len(parts):
-            self._write_pieces(peer, side, parts)
-            return
-        data = whole[0] if len(whole) == 1 else b"".join(whole)
-        if self._debug:
-            self._log.debug("message.sent", side=side, messages=len(parts), bytes=len(data))
-        parts.clear()
-        peer.write(data)
-
-    def _write_pieces(self, peer: Peer, side: Side, parts: list[bytes | Spliced]) -> None:
-        """A batch with a spliced line in it: the pieces of every line, in one writev (a
-        spliced line is at least SPLICE_MIN long: joining would copy it whole)."""
-        pieces: list[bytes | memoryview] = []
-        for part in parts:
-            if isinstance(part, bytes):
-                pieces.append(part)
-            else:
-                pieces += part.pieces
-        if self._debug:
-            self._log.debug("message.sent", side=side, messages=len(parts),
-                            bytes=sum(len(piece) for piece in pieces))
-        parts.clear()
-        peer.write_pieces(pieces)
-
 
     # With a transcript ---------------------------------------------------------------------
 
@@ -221,18 +221,14 @@ class Driver:
                 self.transcript.record(leg, None, line.size)  # type: ignore[union-attr]
         Driver.lines(self, side, lines, source)
 
-    def _recorded_write(self, peer: Peer, side: Side, parts: list[bytes | Spliced]) -> None:
-        assert self.transcript is not None
-        leg = CLIENT_OUT if side == CLIENT else SERVER_OUT
-        for part in parts:
-            line = part if isinstance(part, bytes) else part.joined()
-            self.transcript.record(leg, line.removesuffix(b"\n"))
-        Driver._write(self, peer, side, parts)
-
     def _recorded_flush(self) -> None:
         assert self.transcript is not None
         Driver._flush(self)
         self.transcript.flush()
+
+
+def _unattached(send: Send) -> None:
+    raise AssertionError("the driver has no client side yet")
 
 
 def _size(line: Line) -> int:

@@ -1,7 +1,8 @@
-"""The daemon's listening socket: handed over by systemd (socket activation), or bound here.
+"""A service's listening socket, Unix or TCP: handed over by systemd (socket activation), or
+bound here.
 
-Must not accept or serve connections (bridge/shell/daemon.py does). A socket bound here is
-removed again when the daemon stops; one systemd passed belongs to systemd.
+Must not accept or serve connections (service.py's accept loop does). A Unix socket bound
+here is removed again when the daemon stops; one systemd passed belongs to systemd.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from bridge.shell.settings import DaemonConfig
 # sd_listen_fds(3): passed sockets start at fd 3.
 LISTEN_FDS_START = 3
 BACKLOG = 64
+TCP_BACKLOG = 128
 
 
 def from_systemd(environ: MutableMapping[str, str] = os.environ) -> socket.socket | None:
@@ -59,6 +61,35 @@ def listening(config: DaemonConfig) -> Iterator[socket.socket]:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(config.listen)
+
+
+def tcp_listener(listen: str, host: str, port: int) -> socket.socket:
+    """systemd's TCP socket, or `host`:`port` bound here; ConfigError naming the problem
+    (`listen` as the user wrote it)."""
+    passed = from_systemd()
+    if passed is not None:
+        if passed.family not in (socket.AF_INET, socket.AF_INET6):
+            passed.close()
+            raise ConfigError("systemd passed a socket that is not TCP; the HTTP front "
+                              "takes a .socket unit with ListenStream=HOST:PORT")
+        return passed
+    try:
+        return bind_tcp(host, port)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {listen}: {exc.strerror}") from None
+
+
+def bind_tcp(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(TCP_BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def bind_unix(config: DaemonConfig) -> socket.socket:

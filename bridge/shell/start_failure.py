@@ -49,6 +49,18 @@ def not_started(argv: Sequence[str], env: Mapping[str, str], cwd: str | None,
     return NotStarted(NOT_EXECUTABLE, f"cannot start server command {name}: {reason}")
 
 
+def not_found(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> str | None:
+    """Why `argv`'s program cannot be found, in the words a failed start would use (the
+    command, and the PATH searched); None if it is there (usable or not: a start says)."""
+    name = argv[0]
+    search = env.get("PATH", os.defpath)
+    if "/" in name:
+        found = os.path.exists(_where(name, cwd))
+    else:
+        found = _search(name, search, usable=False) is not None
+    return None if found else _not_found(name, search, cwd)
+
+
 def _not_found(name: str, search: str, cwd: str | None) -> str:
     if "/" in name:
         path = _where(name, cwd)

@@ -24,10 +24,13 @@ from bridge.shell import logs
 from bridge.shell.child import ProcessChild
 from bridge.shell.driver import Driver
 from bridge.shell.early_log import EarlyLog
+from bridge.shell.fd_client import FdClient
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
+from bridge.shell.server_side import Servers
 from bridge.shell.session import Session, SessionSettings
 from bridge.shell.settings import ShellConfig
+from bridge.shell.sides import OpenServer
 from bridge.shell.stdio import ProtocolFds
 from bridge.shell.supervisor import Spawn
 from bridge.shell.transcript import Transcript
@@ -49,34 +52,31 @@ LOG_IDLE_AT_MOST = 5.0
 def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                 first: ProcessChild | ServerUnavailable, spawn: Spawn) -> int:
     early, log = _started(shell)
+    settings = SessionSettings.of(shell)
     session = Session(
         Bridge(core_config, secret=os.urandom(32)),
-        spawn,
         log,
-        settings=session_settings(shell),
+        settings=settings,
         notify=Notifier(log),
         orphans=Orphans(),
         transcript=_transcript(shell, log),
     )
-    return _run(session, fds, first, log, early)
+    return _run(session, Servers(settings, spawn=spawn).opener(log), fds, first, log, early)
 
 
 def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                  where: Endpoint) -> int:
     """The stdio bridge whose server is the Streamable HTTP endpoint `where`."""
     early, log = _started(shell)
-    from bridge.shell.remote.upstream import opener  # httpx2: only for --url
-
+    settings = SessionSettings.of(shell)
     session = Session(
         Bridge(core_config, secret=os.urandom(32)),
-        _no_spawn,
         log,
-        settings=session_settings(shell),
+        settings=settings,
         notify=Notifier(log),
         transcript=_transcript(shell, log),
-        upstream=opener(where, log, limit=shell.max_message_bytes),
     )
-    return _run(session, fds, None, log, early)
+    return _run(session, Servers(settings, where=where).opener(log), fds, None, log, early)
 
 
 def _started(shell: ShellConfig) -> tuple[EarlyLog, logs.Logger]:
@@ -90,10 +90,11 @@ def _transcript(shell: ShellConfig, log: logs.Logger) -> Transcript | None:
     return Transcript.open(shell.transcript, log=log) if shell.transcript else None
 
 
-def _run(session: Session, fds: ProtocolFds, first: ProcessChild | ServerUnavailable | None,
-         log: logs.Logger, early: EarlyLog) -> int:
+def _run(session: Session, server: OpenServer, fds: ProtocolFds,
+         first: ProcessChild | ServerUnavailable | None, log: logs.Logger,
+         early: EarlyLog) -> int:
     try:
-        return trio.run(_main, session, fds, first, log, early)
+        return trio.run(_main, session, server, fds, first, log, early)
     except Exception as exc:  # a bug: say so, and leave no child behind
         log.critical("bridge.crashed", error=repr(exc))
         if isinstance(first, ProcessChild):
@@ -104,25 +105,18 @@ def _run(session: Session, fds: ProtocolFds, first: ProcessChild | ServerUnavail
         log.debug("collector.reported", **collector.state())
 
 
-def _no_spawn() -> ProcessChild:
-    raise AssertionError("an HTTP upstream starts no process")
-
-
-def session_settings(shell: ShellConfig) -> SessionSettings:
-    return SessionSettings(timing=shell.timing, max_message_bytes=shell.max_message_bytes,
-                           debug=shell.log_level == "debug")
-
-
-async def _main(session: Session, fds: ProtocolFds,
+async def _main(session: Session, server: OpenServer, fds: ProtocolFds,
                 first: ProcessChild | ServerUnavailable | None,
                 log: logs.Logger, early: EarlyLog) -> int:
     orphans = session.orphans
+    client = FdClient(fds.client_in, fds.client_out, log)
     with trio.open_signal_receiver(*ENDING, signal.SIGCHLD) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch, signals, session, orphans, log)
-            nursery.start_soon(_load_log, early, session.client_written, session.driver)
-            code = await session.run(fds.client_in, fds.client_out, first)
+            nursery.start_soon(_load_log, early, client.written, session.driver)
+            code = await session.run(client, server, first)
             nursery.cancel_scope.cancel()
+    log.info("bridge.stopped", code=code)
     return code
 
 

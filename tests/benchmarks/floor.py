@@ -49,10 +49,15 @@ def main(argv: list[str]) -> int:
     import trio
 
     from bridge.shell import logs
-    from bridge.shell.session import Session
+    from bridge.shell.fd_client import FdClient
+    from bridge.shell.server_side import Servers
+    from bridge.shell.session import Session, SessionSettings
 
-    session = Session(RelayCore(), partial(spawn_process, argv[1:]), logs.configure("warning"))
-    return trio.run(session.run, fds.client_in, fds.client_out, first)
+    log = logs.configure("warning")
+    session = Session(RelayCore(), log)
+    servers = Servers(SessionSettings(), spawn=partial(spawn_process, argv[1:]))
+    return trio.run(session.run, FdClient(fds.client_in, fds.client_out, log),
+                    servers.opener(log), first)
 
 
 if __name__ == "__main__":

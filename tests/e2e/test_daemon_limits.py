@@ -299,3 +299,46 @@ def test_connect_exits_69_when_the_daemon_stops_mid_call(tmp_path: Path) -> None
         assert ended_by_the_daemon(client)["id"] == 2  # answered (an error) before the end
     finally:
         daemon.stop()
+
+
+
+class ConfiguredDaemon(Daemon):
+    """`mcp-rosetta serve` whose server command is in its config file (a reload reads it
+    again; one given on the command line would stay)."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.path = tmp_path / "d.sock"
+        self.record = tmp_path / "servers.txt"
+        self.record.touch()
+        self.log_file = tmp_path / "daemon.log"
+        self.config = tmp_path / "daemon.toml"
+        self.write([sys.executable, PLAIN_SERVER, "stuck", "--record", str(self.record)])
+        with self.log_file.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "bridge", "serve", "--config", str(self.config),
+                 "--listen", f"unix:{self.path}"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+        self.until(lambda: bool(self.events("daemon.listening")), "daemon.listening")
+
+    def write(self, command: list[str]) -> None:
+        self.config.write_text(f"command = {json.dumps(command)}\nshutdown_grace = 1.0\n"
+                               'kill_grace = 1.0\nlog_format = "json"\n')
+
+
+def test_a_reload_naming_a_command_that_is_not_there_is_refused_and_sessions_go_on(
+        tmp_path: Path) -> None:
+    daemon = ConfiguredDaemon(tmp_path)
+    try:
+        daemon.write(["no-such-server-for-mcp-rosetta"])
+        daemon.process.send_signal(signal.SIGHUP)
+        daemon.until(lambda: bool(daemon.events("daemon.reload_failed")), "the refusal")
+        (failed,) = daemon.events("daemon.reload_failed")
+        assert failed["reason"].startswith(
+            "server command not found: 'no-such-server-for-mcp-rosetta' is in none of PATH=")
+        with daemon.client() as client:  # a new session: the command in force starts
+            client.sendall(ping("after"))
+            assert read_line(client) == {"jsonrpc": "2.0", "id": "after", "result": {}}
+        daemon.until(lambda: len(daemon.servers()) == 1, "the server in force started")
+        assert daemon.events("daemon.reloaded") == []
+    finally:
+        assert daemon.stop() == 0

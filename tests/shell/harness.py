@@ -18,6 +18,8 @@ from structlog.testing import capture_logs
 
 from bridge.shell import logs
 from bridge.shell.driver import Core
+from bridge.shell.fd_client import FdClient
+from bridge.shell.server_side import Servers
 from bridge.shell.session import Session, SessionSettings
 from bridge.shell.settings import Timing
 from bridge.shell.supervisor import Spawn
@@ -50,16 +52,21 @@ class Harness:
         self.done = trio.Event()
         self.ended_at: float | None = None
         self.session: Session | None = None
+        self.fd_client: FdClient | None = None
+        """The session's client side, on the bridge's ends of the two pipes."""
         self._transcript = transcript
         self._scope = trio.CancelScope()
 
     async def run(self) -> None:
         with capture_logs() as captured, self._scope:
             self.logs = captured
-            self.session = Session(self.core, self.spawn, logs.logger(), settings=self.settings,
+            log = logs.logger()
+            self.session = Session(self.core, log, settings=self.settings,
                                    notify=self._notify, transcript=self._transcript)
+            self.fd_client = FdClient(self.client_in, self.client_out, log)
+            servers = Servers(self.settings, spawn=self.spawn)
             try:
-                self.code = await self.session.run(self.client_in, self.client_out)
+                self.code = await self.session.run(self.fd_client, servers.opener(log))
             except Exception as exc:
                 self.error = exc
             finally:

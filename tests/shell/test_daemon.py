@@ -18,9 +18,11 @@ from structlog.testing import capture_logs
 from bridge.config import Settings, build
 from bridge.core.config import CoreConfig
 from bridge.core.events import Action, ChildExited, Event, MessageReceived, ShutdownRequested, Stop
-from bridge.shell import logs
-from bridge.shell.daemon import Daemon, watchdog_interval
+from bridge.errors import ConfigError
+from bridge.shell import daemon_main, logs
+from bridge.shell.daemon import Daemon
 from bridge.shell.listeners import bind_unix
+from bridge.shell.service import Service, watchdog_interval
 from bridge.shell.settings import ShellConfig
 from bridge.shell.start_failure import NotStarted
 from bridge.shell.supervisor import Spawn
@@ -46,10 +48,18 @@ class Servers:
 
 
 class Running:
-    def __init__(self, daemon: Daemon, path: Path, servers: Servers, cores: list[Any],
-                 notified: list[str], logs: list[dict[str, Any]]) -> None:
-        self.daemon, self.path, self.servers, self.cores = daemon, path, servers, cores
+    def __init__(self, daemon: Daemon, service: Service, path: Path, servers: Servers,
+                 cores: list[Any], notified: list[str], logs: list[dict[str, Any]],
+                 reads: list[Settings | Exception]) -> None:
+        self.daemon, self.service, self.path = daemon, service, path
+        self.servers, self.cores = servers, cores
         self.notified, self.logs = notified, logs
+        self._reads = reads
+
+    def reload(self, read: Settings | Exception) -> None:
+        """A SIGHUP's reload, whose configuration file reads as `read` (or fails with it)."""
+        self._reads.append(read)
+        self.service.reload()
 
     async def client(self) -> LineStream:
         return LineStream(stream=await trio.open_unix_socket(str(self.path)))
@@ -76,29 +86,41 @@ def settings(**values: Any) -> Settings:
 @asynccontextmanager
 async def running(tmp_path: Path, config: Settings | None = None,
                   core: Callable[[], Any] = EchoCore, watchdog: float | None = None,
-                  serving: bool = True) -> AsyncIterator[Running]:
+                  serving: bool = True,
+                  apply: Callable[[Daemon, Settings], None] = Daemon.reload,
+                  ) -> AsyncIterator[Running]:
     config = config or settings()
     path = tmp_path / "daemon.sock"
     listener = bind_unix(replace(config.daemon, listen=str(path)))
     servers = Servers(serving)
     cores: list[Any] = []
     notified: list[str] = []
+    reads: list[Settings | Exception] = []
 
     def make_core(_: CoreConfig) -> Any:
         cores.append(core())
         return cores[-1]
 
+    def read() -> Settings:
+        found = reads.pop(0)
+        if isinstance(found, Exception):
+            raise found
+        return found
+
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
     with capture_logs() as captured, listener:
         daemon = Daemon(config, logs.logger(), notified.append, make_core=make_core,
-                        make_spawn=servers, watchdog=watchdog)
+                        make_spawn=servers)
+        service = Service(daemon, logs.logger(), notified.append, read=read,
+                          apply=lambda new: apply(daemon, new), kill_grace=1.0,
+                          watchdog=watchdog)
         async with trio.open_nursery() as nursery:
             servers.spawner.nursery = nursery
-            nursery.start_soon(daemon.run, listener)
+            nursery.start_soon(service.run, listener)
             with trio.fail_after(WAIT):
                 while "READY=1" not in notified:
                     await trio.sleep(0.01)
-            yield Running(daemon, path, servers, cores, notified, captured)
+            yield Running(daemon, service, path, servers, cores, notified, captured, reads)
             daemon.stop()
             with trio.fail_after(WAIT):
                 await daemon.stopped.wait()
@@ -209,13 +231,13 @@ async def test_a_reset_client_s_server_gets_stdin_eof_at_once(
 async def test_a_connection_admitted_just_before_a_stop_is_refused_naming_the_stop(
         tmp_path: Path, autojump_clock: Any) -> None:
     async with running(tmp_path) as d:
-        admit = d.daemon._admit
+        admit = d.daemon.admit
 
-        def admit_then_stop(nursery: trio.Nursery, connection: Any) -> None:
-            admit(nursery, connection)
+        def admit_then_stop(nursery: trio.Nursery, connection: Any, peer: str) -> None:
+            admit(nursery, connection, peer)
             d.daemon.stop()  # in the same scheduler round, before the session's task runs
 
-        d.daemon._admit = admit_then_stop  # type: ignore[method-assign]
+        d.daemon.admit = admit_then_stop  # type: ignore[method-assign]
         client = await d.client()
         await client.send(b'{"jsonrpc":"2.0","id":"x","method":"ping"}')
         answer = json.loads(await client.line())
@@ -311,7 +333,7 @@ async def test_a_reload_changes_the_server_for_new_sessions_only(
     async with running(tmp_path) as d:
         old = await d.client()
         await d.sessions(1)
-        d.daemon.reload(settings(command=("server-b",)))
+        d.reload(settings(command=("server-b",)))
         new = await d.client()
         await d.sessions(2)
         await old.send(b'{"id":"old"}')
@@ -330,8 +352,8 @@ async def test_a_reload_gives_new_sessions_the_new_env_and_cwd(
     async with running(tmp_path) as d:
         old = await d.client()
         await d.sessions(1)
-        d.daemon.reload(settings(env=(("TOKEN", "s3cr3t-value"),), cwd=str(tmp_path),
-                                 pass_env=("KEEP",)))
+        d.reload(settings(env=(("TOKEN", "s3cr3t-value"),), cwd=str(tmp_path),
+                          pass_env=("KEEP",)))
         new = await d.client()
         await d.sessions(2)
         await old.aclose()
@@ -346,7 +368,7 @@ async def test_a_reload_gives_new_sessions_the_new_env_and_cwd(
 async def test_a_reload_that_fails_keeps_the_settings_it_had(
         tmp_path: Path, autojump_clock: Any) -> None:
     async with running(tmp_path) as d:
-        d.daemon.reload(None, "config /etc/x.toml: unknown key 'bogus'")
+        d.reload(ConfigError("config /etc/x.toml: unknown key 'bogus'"))
         client = await d.client()
         await d.sessions(1)
         await client.aclose()
@@ -356,6 +378,31 @@ async def test_a_reload_that_fails_keeps_the_settings_it_had(
     # systemd hears the reload end either way, or it would wait for READY=1 for ever.
     reloading = next(n for n in d.notified if n.startswith("RELOADING=1"))
     assert d.notified[d.notified.index(reloading) + 1] == "READY=1"
+
+
+async def test_a_reload_whose_command_cannot_be_found_is_refused_naming_it_and_the_path(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    # The PATH searched is the one the server would get (here set by the config's env).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "server-b").write_text("#!/bin/sh\n")
+    (bin_dir / "server-b").chmod(0o755)
+    path = (("PATH", str(bin_dir)),)
+    async with running(tmp_path, settings(env=path), apply=daemon_main._apply) as d:
+        d.reload(settings(command=("server-x",), env=path))
+        client = await d.client()
+        await d.sessions(1)
+        await client.aclose()
+        assert d.daemon.settings.shell.command == ("server-a",)  # the running config stays
+        assert d.servers.commands == [("server-a",)]
+        d.reload(settings(command=("server-b",), env=path))  # one that is there: taken
+        assert d.daemon.settings.shell.command == ("server-b",)
+    (failed,) = d.events("daemon.reload_failed")
+    assert failed["reason"] == (f"server command not found: 'server-x' is in none of "
+                                f"PATH={bin_dir}; give the absolute path of the program")
+    assert [e["command"] for e in d.events("daemon.reloaded")] == [["server-b"]]
+    assert [n.split("\n")[0] for n in d.notified if n.startswith(("RELOADING", "READY"))] \
+        == ["READY=1", "RELOADING=1", "READY=1", "RELOADING=1", "READY=1"]
 
 
 class PatientCore(EchoCore):

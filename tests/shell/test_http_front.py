@@ -34,8 +34,9 @@ from bridge.core.events import (
 )
 from bridge.shell import logs
 from bridge.shell.http.address import Address
-from bridge.shell.http.front import Front, bind
-from bridge.shell.http.server_side import children
+from bridge.shell.http.front import Front
+from bridge.shell.listeners import bind_tcp
+from bridge.shell.server_side import Servers
 from bridge.shell.session import SessionSettings
 from tests.shell.fakes import WAIT, FakeChild, Spawner
 
@@ -229,11 +230,11 @@ async def running(**options: Any) -> AsyncIterator[Running]:
     global HOST
     core = ScriptedCore()
     spawner = Spawner(lambda nursery: FakeChild(nursery, serving=True))
-    listener = bind(Address("127.0.0.1", 0, "/mcp"))
+    listener = bind_tcp("127.0.0.1", 0)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
     with capture_logs() as captured, listener:
         settings = SessionSettings(max_message_bytes=options.pop("body", 1 << 20))
-        front = Front(core, children(spawner, settings), Address("127.0.0.1", 0, "/mcp"),
+        front = Front(core, Servers(settings, spawn=spawner), Address("127.0.0.1", 0, "/mcp"),
                       logs.logger(), settings=settings, **options)
         async with trio.open_nursery() as nursery:
             spawner.nursery = nursery
@@ -432,7 +433,7 @@ async def test_an_idle_connection_is_closed_and_a_slow_request_too(
 
 
 def test_the_bound_socket_is_loopback_tcp() -> None:
-    with bind(Address("127.0.0.1", 0, "/mcp")) as sock:
+    with bind_tcp("127.0.0.1", 0) as sock:
         assert sock.family == socket.AF_INET and sock.getsockname()[0] == "127.0.0.1"
 
 

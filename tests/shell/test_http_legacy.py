@@ -33,9 +33,10 @@ from bridge.core.events import (
 from bridge.shell import logs
 from bridge.shell.http.address import Address
 from bridge.shell.http.auth import Tokens
-from bridge.shell.http.front import Access, Front, bind
+from bridge.shell.http.front import Access, Front
 from bridge.shell.http.legacy import EVICTABLE_AFTER
-from bridge.shell.http.server_side import children
+from bridge.shell.listeners import bind_tcp
+from bridge.shell.server_side import Servers
 from bridge.shell.session import SessionSettings
 from tests.shell.fakes import WAIT, FakeChild, Spawner
 from tests.shell.test_http_front import Answer, Client, ScriptedCore, client_message
@@ -129,10 +130,10 @@ async def running(**options: Any) -> AsyncIterator[Running]:
         return cores[-1]
 
     spawner = Spawner(lambda nursery: FakeChild(nursery, serving=True))
-    listener = bind(Address("127.0.0.1", 0, "/mcp"))
+    listener = bind_tcp("127.0.0.1", 0)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
     with capture_logs() as captured, listener:
-        front = Front(ScriptedCore(), children(spawner, SessionSettings()),
+        front = Front(ScriptedCore(), Servers(SessionSettings(), spawn=spawner),
                       Address("127.0.0.1", 0, "/mcp"), logs.logger(),
                       settings=SessionSettings(), make_core=make_core, **options)
         async with trio.open_nursery() as nursery:

@@ -13,17 +13,20 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from structlog.testing import capture_logs
 
 from bridge.cli import _settings
 from bridge.config import load_settings
 from bridge.core.bridge import ServerState
 from bridge.errors import ConfigError, UsageError
+from bridge.shell import logs
 from bridge.shell.environment import server_environment
 from bridge.shell.http import main as http_main
 from bridge.shell.http.address import allowed_host, allowed_origin, front_names
 from bridge.shell.http.auth import TOKEN_ENV, Denied, Tokens, parse_tokens, read_tokens
 from bridge.shell.http.front import Access
 from bridge.shell.http.health import Readiness, readiness
+from bridge.shell.service import Service
 from tests.shell import test_http_front as front_tests
 from tests.shell.test_http_front import Client, request, running
 
@@ -208,6 +211,38 @@ def test_a_reload_names_what_it_applied_and_what_needs_a_restart(tmp_path: Path)
     after = load_settings(None, {"command": ("other",), "allowed_hosts": ("a.test",),
                                  "max_connections": 3})
     assert http_main._changed(before, after) == ["allowed_hosts", "command", "max_connections"]
+
+
+class ReloadedFront:
+    """What a reload asks of the front: its tokens in force, and the new rules."""
+
+    access = Access()
+
+    def __init__(self) -> None:
+        self.reloads: list[tuple[Access, int]] = []
+
+    def reload(self, access: Access, max_connections: int) -> None:
+        self.reloads.append((access, max_connections))
+
+
+def test_a_reload_whose_command_cannot_be_found_is_refused_and_the_rules_stay(
+        tmp_path: Path) -> None:
+    before = load_settings(None, {"command": ("srv",), "env": (("PATH", str(tmp_path)),)})
+    after = load_settings(None, {"command": ("srv-gone",), "max_connections": 3,
+                                 "env": (("PATH", str(tmp_path)),)})
+    front = ReloadedFront()
+    log = logs.logger()
+    reloading = http_main.Reloading(front, before, "127.0.0.1", log)  # type: ignore[arg-type]
+    notified: list[str] = []
+    service = Service(front, log, notified.append, read=lambda: after,  # type: ignore[arg-type]
+                      apply=reloading.apply, kill_grace=1.0)
+    with capture_logs() as captured:
+        service.reload()
+    assert front.reloads == []
+    assert [(e["event"], e["reason"]) for e in captured] == [(
+        "daemon.reload_failed", f"server command not found: 'srv-gone' is in none of "
+                                f"PATH={tmp_path}; give the absolute path of the program")]
+    assert notified[1:] == ["READY=1"]
 
 
 # Health ------------------------------------------------------------------------------------

@@ -32,8 +32,10 @@ from bridge.core.events import (
 )
 from bridge.errors import ServerUnavailable
 from bridge.shell import fdio, logs
-from bridge.shell.outlet import HIGH_WATER, Outlet
-from bridge.shell.session import Session
+from bridge.shell.fd_client import FdClient
+from bridge.shell.outlet import HIGH_WATER
+from bridge.shell.server_side import Servers
+from bridge.shell.session import Session, SessionSettings
 from bridge.shell.start_failure import NotStarted
 from tests.shell.fakes import EchoCore, FakeChild, LineStream, Spawner, ids
 from tests.shell.harness import FAST, TIMING, bridged
@@ -65,15 +67,16 @@ async def test_the_first_write_to_the_client_is_told_then_the_outlet_takes_over(
         autojump_clock: Any) -> None:
     async with bridged(EchoCore()) as h:
         child = await h.spawner.nth(0)
-        assert h.session is not None
-        written = h.session.client_written
+        assert h.session is not None and h.fd_client is not None
+        written = h.fd_client.written
         await h.client.send(b'{"id":1}')
         await child.lines(1)
         assert not written.is_set()  # the server has it; the client has nothing yet
         await child.write(b'{"id":1}', b'{"id":2}')
         assert ids(await h.client.lines(2)) == [1, 2]
         assert written.is_set()
-        assert isinstance(h.session.driver.client, Outlet)  # no wrapper per message any more
+        assert h.fd_client.batch is not None
+        assert h.fd_client.batch.peer is h.fd_client.outlet  # no wrapper per write any more
         child.serve()
         await h.client.close_writing()
         assert await h.join() == 0
@@ -208,8 +211,8 @@ async def test_a_client_that_stops_reading_stops_the_server_being_read(
             nursery.start_soon(write_flood)
             await trio.sleep(5)
             assert not written.is_set(), "the server wrote everything: no back-pressure"
-            assert h.session is not None
-            queued = h.session.driver.client.queued  # type: ignore[union-attr]
+            assert h.fd_client is not None and h.fd_client.outlet is not None
+            queued = h.fd_client.outlet.queued
             assert HIGH_WATER < queued < HIGH_WATER + 70_000  # one more read, no more
             assert await h.client.lines(len(flood)) == flood  # reading again: all of it
         child.serve()
@@ -598,13 +601,15 @@ async def test_stdin_and_stdout_as_one_socket_still_read_and_write(autojump_cloc
     spawner = Spawner()
     async with trio.open_nursery() as nursery:
         spawner.nursery = nursery
-        session = Session(EchoCore(), spawner, logs.logger())
+        session = Session(EchoCore(), logs.logger())
         result: list[int] = []
         fds = os.dup(ours.fileno()), os.dup(ours.fileno())
         ours.close()
 
         async def run() -> None:
-            result.append(await session.run(*fds))
+            client = FdClient(*fds, logs.logger())
+            servers = Servers(SessionSettings(), spawn=spawner)
+            result.append(await session.run(client, servers.opener(logs.logger())))
 
         nursery.start_soon(run)
         child = await spawner.nth(0)

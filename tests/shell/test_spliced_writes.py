@@ -4,6 +4,7 @@ needs bytes; a batch keeps its order either way."""
 from __future__ import annotations
 
 from bridge.core.events import Action, Event, MessageReceived, Send, Spliced
+from bridge.shell.batch import Batch
 from bridge.shell.driver import Driver, line_of
 
 LINE = b'{"jsonrpc":"2.0","id":"rosetta-1","result":{"text":"' + b"x" * 20000 + b'"}}'
@@ -39,11 +40,21 @@ class Recorder:
         return True
 
 
+class BatchingClient:
+    """A client side written bytes, as the fd one is: the driver batches its lines."""
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+
+    def send(self, send: Send) -> None:
+        raise AssertionError("a side with a batch is not sent messages one by one")
+
+
 async def test_a_batch_with_a_spliced_line_goes_out_as_pieces_in_order() -> None:
     # async: the driver reads trio's clock
     driver = Driver(SplicingCore(), None, limit=1 << 20, notify=print)
     client = Recorder()
-    driver.client = client
+    driver.attach(BatchingClient(driver.batch(client, "client")), Recorder())  # type: ignore[arg-type]
     driver.lines("client", [b"{}"])
     assert client.writes == []
     (pieces,) = client.pieces

@@ -3,13 +3,14 @@ that owns every task of both.
 
 Must not hold protocol logic (the shared core decides) nor touch the process (signals,
 systemd's environment: `main.py`). Every modern request, whatever connection carries it, is
-a client message of the one session, so its server is started once, not per request.
-Each legacy session (`legacy.py`) has a core and a server of its own, as a daemon session
-has. A server is a child or a session with a remote endpoint (`server_side.py`): the tasks
-below are a child's; a remote one's are `http-dispatch`, one per request, `http-listen-N`.
+a client message of the one shared session (bridge/shell/session.py, its client side
+`ModernClients`), so its server is started once, not per request. Each legacy session
+(`legacy.py`) is a session of its own, with its own core and server, as a daemon session
+is. A server is a child or a session with a remote endpoint (bridge/shell/server_side.py):
+the tasks below are a child's; a remote one's are `http-dispatch`, one per request,
+`http-listen-N`.
 
-    front ─┬─ read-server-N / wait-server-N / read-stderr-N   the shared server (supervisor)
-           ├─ clock                                            the core's next deadline
+    front ─┬─ shared ─── read-server-N / wait-server-N / read-stderr-N, clock   (session.py)
            ├─ sessions ─┬─ session-1 ─┬─ read-server-N ... clock   its own server and core
            │            │             └─ idle-1    ends it after session_idle
            │            └─ session-2 ...
@@ -29,9 +30,8 @@ from dataclasses import dataclass
 
 import trio
 
-from bridge.core.events import CLIENT, Action, NotifyReady, Send, ShutdownRequested
-from bridge.shell.daemon import GONE_BEFORE_ACCEPT, NO_ROOM, NO_ROOM_WAIT
-from bridge.shell.driver import Core, Driver, line_of
+from bridge.core.events import CLIENT, MessageDecoded, Send
+from bridge.shell.driver import Core, Driver
 from bridge.shell.http.address import Address, front_names
 from bridge.shell.http.auth import Tokens
 from bridge.shell.http.connection import Bodies, Connection, HttpError
@@ -40,19 +40,20 @@ from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.modern import Mapping
 from bridge.shell.http.route import STREAM_BACKLOG
 from bridge.shell.http.router import Endpoint, Router
-from bridge.shell.http.server_side import ServerSide
 from bridge.shell.logs import Logger
-from bridge.shell.session import Clock, SessionSettings, Upstream
+from bridge.shell.pump import Throttle
+from bridge.shell.server_side import Servers
+from bridge.shell.service import REFUSAL_WAIT, accept_all
+from bridge.shell.session import Session, SessionSettings
+from bridge.shell.sides import NEVER_FULL
 from bridge.streamable import replies
 
 MAX_HEADER = 16 * 1024
 IDLE_TIMEOUT = 60.0
 """A connection with no request under way is closed after this long; a request's head and
 body must arrive within it too (a client sending a byte a second holds nothing for long)."""
-BACKLOG = 128
 MAX_CONNECTIONS = 1024
 """Connections served at once; one more gets 503 (within REFUSAL_WAIT) and is closed."""
-REFUSAL_WAIT = 1.0
 BODIES_HELD = 4
 """Request bodies of max_message_bytes the front holds at once, over all connections; past
 that a request is 503 (a burst of large bodies cannot take the front's memory)."""
@@ -70,53 +71,55 @@ class Access:
     tokens: Tokens | None = None
 
 
-class FrontDriver(Driver):
-    """The session's driver, with the client's messages routed by request instead of written
-    to one outlet: `deliver` gets each `Send` to the client as the core made it."""
+class ModernClients:
+    """The client side of the shared session: every modern request, whatever connection
+    carried it. The router feeds the core each request (renamed: `Mapping.admit`), and
+    what the core sends the client goes to the POST it belongs to (`Mapping.deliver`).
+    Answers are queued per POST, each within its own bound (`route.py`): it is never full."""
 
-    def __init__(self, core: Core, log: Logger, deliver: Callable[[Send], None], *,
-                 limit: int, notify: Callable[[str], None], debug: bool = False) -> None:
-        super().__init__(core, log, limit=limit, notify=notify, debug=debug)
-        self._deliver = deliver
+    batch = None
+    throttle = NEVER_FULL
 
-    def _run(self, actions: list[Action]) -> None:
-        for action in actions:
-            if type(action) is Send:
-                if action.side == CLIENT:
-                    self._deliver(action)
-                else:
-                    self._to_server.append(line_of(action))
-            else:
-                self._execute(action)
+    def __init__(self, mapping: Mapping) -> None:
+        self._mapping = mapping
+        self._driver: Driver | None = None
 
-    def _execute(self, action: Action) -> None:
-        if type(action) is NotifyReady:  # the process said READY=1 once it listened
-            self._notify("READY=1\nSTATUS=serving: the server answers")
-            return
-        super()._execute(action)
+    def open(self, driver: Driver, nursery: trio.Nursery) -> None:
+        self._driver = driver
+
+    def listen(self, server: Throttle) -> None:
+        """Requests come as connections carry them (the router calls `feed`)."""
 
     def feed(self, line: bytes) -> None:
         """One client message (a POST's request, renamed, or its cancellation)."""
-        self.lines(CLIENT, [line])
+        assert self._driver is not None
+        self._driver.lines(CLIENT, [line])
 
+    def decoded(self, event: MessageDecoded) -> None:
+        """One client message the router decoded itself (a POST's request, renamed)."""
+        assert self._driver is not None
+        self._driver.decoded(event)
 
-def bind(address: Address) -> socket.socket:
-    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((address.host, address.port))
-        sock.listen(BACKLOG)
-    except OSError:
-        sock.close()
-        raise
-    return sock
+    def send(self, send: Send) -> None:
+        self._mapping.deliver(send)
+
+    async def drain(self, stall_timeout: float) -> None:
+        """The core stopped: every POST still waiting ends once its stream has written what
+        is queued."""
+        self.close()
+
+    def close(self) -> None:
+        self._mapping.abandon_all()
 
 
 class Front:
-    """Serves one listening socket until the core stops or `stop` is called."""
+    """Serves one listening socket until the core stops or `stop` is called: what an HTTP
+    listening service serves (bridge/shell/service.py)."""
 
-    def __init__(self, core: Core, servers: ServerSide, address: Address, log: Logger, *,
+    events = "http"
+    fd_fix = FD_FIX
+
+    def __init__(self, core: Core, servers: Servers, address: Address, log: Logger, *,
                  settings: SessionSettings | None = None,
                  notify: Callable[[str], None] = lambda _: None,
                  idle_timeout: float = IDLE_TIMEOUT, max_header: int = MAX_HEADER,
@@ -126,7 +129,7 @@ class Front:
                  make_core: Callable[[], Core] | None = None, max_sessions: int = 16,
                  session_idle: float = 1800.0) -> None:
         """`servers`: where each session's server side comes from (a child per session, or
-        a session with the remote endpoint per session: `server_side.py`); `make_core`: a
+        a session with the remote endpoint per session); `make_core`: a
         legacy session's own core (None: legacy sessions are refused, as
         over `max_sessions`); `session_idle`: seconds after which an idle one ends;
         `stream_backlog`: the bound of every stream's route (`route.py`)."""
@@ -149,104 +152,97 @@ class Front:
         self._session_tasks: trio.Nursery | None = None
         self._stream_backlog = stream_backlog
         self.mapping = Mapping(log, stream_backlog)
+        self._clients = ModernClients(self.mapping)
         self._bodies = Bodies(BODIES_HELD * settings.max_message_bytes)
-        self.driver = FrontDriver(core, log, self.mapping.deliver,
-                                  limit=settings.max_message_bytes, notify=notify,
-                                  debug=settings.debug)
+        self.session = Session(core, log, settings=settings, notify=_serving(notify))
         self._numbers = itertools.count(1)
         self._asked = 0
+        self._notify = notify
         self.listening = trio.Event()
         self.port = 0
 
+    @property
+    def driver(self) -> Driver:
+        """The shared session's driver."""
+        return self.session.driver
+
     def stop(self, grace: float | None = None) -> None:
-        """Ask the core to stop (answering what it owes within `grace`); again: at once."""
+        """Ask the cores to stop (answering what they owe within `grace`); again: at once."""
+        self._notify("STOPPING=1")
         self._asked += 1
         self._health.stopping = True
         if grace is None:
             grace = self._settings.timing.shutdown_grace
-        self.driver.post(ShutdownRequested(grace if self._asked == 1 else 0.0))
+        self.session.shut_down(grace)
         self.sessions.end_all(grace if self._asked == 1 else 0.0)
 
     async def run(self, listener: socket.socket) -> int:
-        """Serve until the core says Stop; its exit code."""
-        driver = self.driver
-        settings = self._settings
+        """Serve until the shared core says Stop; its exit code."""
         host, self.port = listener.getsockname()[:2]
-        self._router = router = Router(self._endpoint(), self.mapping, driver, self._log,
-                                       self._health, self.sessions, self._open_session,
-                                       settings.timing.shutdown_grace)
-        server: Upstream | None = None
-        try:
-            async with trio.open_nursery() as nursery:
-                server = self._serve_core(nursery, driver, self._core, self._log, shared=True)
-                await nursery.start(self._hold_sessions, name="sessions")
-                nursery.start_soon(self._accept, trio.socket.from_stdlib_socket(listener),
-                                   router, name="accept")
-                self._log.info("http.listening", url=f"http://{_hostport(host, self.port)}"
-                                                      f"{self._address.path}")
-                self.listening.set()
-                await driver.stopped.wait()
-                self.mapping.abandon_all()
-                self.sessions.end_all(settings.timing.shutdown_grace)
-                await server.stop()
-                await self.sessions.wait_empty()
-                nursery.cancel_scope.cancel()
-        finally:
-            if server is not None:
-                server.kill_all()
-        assert driver.stop_code is not None
-        self._log.info("http.stopped", code=driver.stop_code)
-        return driver.stop_code
+        self._router = Router(self._endpoint(), self.mapping, self._clients, self._log,
+                              self._health, self.sessions, self._open_session,
+                              self._settings.timing.shutdown_grace)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self._hold_sessions, name="sessions")
+            await nursery.start(self._serve_shared, nursery, name="shared")
+            nursery.start_soon(self._accept, trio.socket.from_stdlib_socket(listener),
+                               name="accept")
+            self._log.info("http.listening", url=f"http://{_hostport(host, self.port)}"
+                                                  f"{self._address.path}")
+            self.listening.set()
+        code = self.driver.stop_code
+        assert code is not None
+        self._log.info("http.stopped", code=code)
+        return code
 
-    def _serve_core(self, nursery: trio.Nursery, driver: FrontDriver, core: Core,
-                    log: Logger, *, shared: bool = False) -> Upstream:
-        """A core's server side (its tasks in `nursery`), started, and its clock."""
-        server = self._servers(driver, nursery, log, shared=shared)
-        driver.server, driver.clock = server, Clock(driver, core)
-        server.serve()
-        nursery.start_soon(driver.clock.run, name="clock")
-        return server
+    async def _serve_shared(self, nursery: trio.Nursery, *,
+                            task_status: trio.TaskStatus[None]) -> None:
+        """The shared session, its server started before the first request is read; once
+        it has ended and every legacy session with it, the front ends."""
+        opener = self._servers.opener(self._log, reach_first=True)
+        await self.session.run(self._clients, opener, task_status=task_status)
+        await self.sessions.wait_empty()
+        nursery.cancel_scope.cancel()
 
     # Legacy sessions ------------------------------------------------------------------------
 
     async def _hold_sessions(self, *, task_status: trio.TaskStatus[None]) -> None:
+        """The legacy sessions' nursery; they are ended when the shared session stops."""
         async with trio.open_nursery() as sessions:
             self._session_tasks = sessions
             task_status.started()
+            await self.session.stopped.wait()
+            self.sessions.end_all(self._settings.timing.shutdown_grace)
             await trio.sleep_forever()
 
     async def _open_session(self) -> LegacySession | None:
         """A new legacy session, its server started: the core can take its `initialize`;
         None if it ended before that (logged `http.session_crashed`)."""
         assert self._make_core is not None and self._session_tasks is not None
-        session = self.sessions.new(self._log, self._session_idle, self._stream_backlog)
-        log = self._log.bind(session=session.number)
-        settings = self._settings
+        client = self.sessions.new(self._log, self._session_idle, self._stream_backlog)
+        log = self._log.bind(session=client.number)
         try:
-            core = self._make_core()
-            driver = FrontDriver(core, log, session.deliver, limit=settings.max_message_bytes,
-                                 notify=_no_notify, debug=settings.debug)
-            session.driver = driver
-            await self._session_tasks.start(self._run_session, session, core, driver, log,
-                                            name=f"session-{session.number}")
+            session = Session(self._make_core(), log, settings=self._settings)
+            await self._session_tasks.start(self._run_session, client, session, log,
+                                            name=f"session-{client.number}")
         except Exception as exc:  # contained: this client is told, the front goes on
             if not isinstance(exc, RuntimeError):  # else `_run_session` logged it
                 log.error("http.session_crashed", error=repr(exc))
-            self.sessions.discard(session)
+            self.sessions.discard(client)
             return None
-        return session
+        return client
 
-    async def _run_session(self, session: LegacySession, core: Core, driver: FrontDriver,
-                           log: Logger, *, task_status: trio.TaskStatus[None]) -> None:
+    async def _run_session(self, client: LegacySession, session: Session, log: Logger, *,
+                           task_status: trio.TaskStatus[None]) -> None:
         log.info("http.session_started", sessions=len(self.sessions))
         try:
-            await session.run(lambda nursery: self._serve_core(nursery, driver, core, log),
-                              task_status=task_status)
-            log.info("http.session_ended", code=driver.stop_code)
+            code = await session.run(client, self._servers.opener(log),
+                                     task_status=task_status)
+            log.info("http.session_ended", code=code)
         except Exception as exc:  # contained: the front and the other sessions go on
             log.error("http.session_crashed", error=repr(exc))
         finally:
-            self.sessions.discard(session)
+            self.sessions.discard(client)
 
     @property
     def access(self) -> Access:
@@ -268,36 +264,21 @@ class Front:
             endpoint = dataclasses.replace(endpoint, keep_alive=self._keep_alive)
         return endpoint
 
-    async def _accept(self, listening: trio.socket.SocketType, router: Router) -> None:
+    async def _accept(self, listening: trio.socket.SocketType) -> None:
         async with trio.open_nursery() as connections:
-            while True:
-                sock, peer = await self._next(listening)
-                number = next(self._numbers)
-                stream = trio.SocketStream(sock)
-                if self.connections >= self._max_connections:
-                    connections.start_soon(self._refuse, stream, name="refuse")
-                    continue
-                self.connections += 1  # taken here, before the task runs: a burst cannot pass
-                connections.start_soon(self._connection, stream, router, number, peer,
-                                       name=f"connection-{number}")
+            await accept_all(listening, self, connections, self._log)
 
-    async def _next(self, listening: trio.socket.SocketType
-                    ) -> tuple[trio.socket.SocketType, str]:
-        """The next connection. Out of fds (a burst of idle connections holds many): wait
-        for one to be freed, saying so once, instead of ending the front (as the daemon)."""
-        told = False
-        while True:
-            try:
-                sock, peer = await listening.accept()
-                return sock, _hostport(*peer[:2])
-            except OSError as exc:
-                if exc.errno in GONE_BEFORE_ACCEPT:
-                    continue
-                if not told:
-                    told = True
-                    self._log.warning("http.accept_waiting", reason=exc.strerror,
-                                      fix=FD_FIX if exc.errno in NO_ROOM else None)
-                await trio.sleep(NO_ROOM_WAIT)
+    @property
+    def full(self) -> bool:
+        return self.connections >= self._max_connections
+
+    def admit(self, nursery: trio.Nursery, connection: trio.socket.SocketType,
+              peer: str) -> None:
+        number = next(self._numbers)
+        self.connections += 1  # taken here, before the task runs: a burst cannot pass
+        assert self._router is not None
+        nursery.start_soon(self._connection, trio.SocketStream(connection), self._router,
+                           number, peer, name=f"connection-{number}")
 
     async def _connection(self, stream: trio.SocketStream, router: Router, number: int,
                           peer: str) -> None:
@@ -331,10 +312,11 @@ class Front:
             with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                 await conn.close()
 
-    async def _refuse(self, stream: trio.SocketStream) -> None:
+    async def refuse(self, connection: trio.socket.SocketType) -> None:
         """One connection over `max_connections`: its request read (h11 answers only a
         request), 503, closed; all within REFUSAL_WAIT."""
-        conn = Connection(stream, max_header=self._max_header, max_body=0)
+        conn = Connection(trio.SocketStream(connection), max_header=self._max_header,
+                          max_body=0)
         refusal = replies.over_capacity(self._max_connections)
         self._log.warning("http.refused", reason=refusal.reason)
         with trio.move_on_after(REFUSAL_WAIT):
@@ -350,5 +332,10 @@ def _hostport(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _no_notify(_: str) -> None:
-    """A legacy session tells systemd nothing (READY and STATUS are the front's)."""
+def _serving(notify: Callable[[str], None]) -> Callable[[str], None]:
+    """The shared session's notifications: its core's READY=1 says the server answers (the
+    process said READY=1 once it listened). A legacy session tells systemd nothing."""
+    def tell(state: str) -> None:
+        notify("READY=1\nSTATUS=serving: the server answers" if state == "READY=1" else state)
+
+    return tell

@@ -1,10 +1,10 @@
 """Legacy HTTP sessions (clients of 2025-03-26 … 2025-11-25): the table of sessions, and one
-session's routing of what its core sends the client.
+session's client side, which routes what its core sends the client.
 
 Must not read or write HTTP (`legacy_requests.py` does) nor decide anything for the protocol
-(each session's own core does). A legacy session is a bridge session of its own, as the
-daemon gives each Unix-socket connection: its own core and its own server child (started by
-the front, which owns the nursery), one client, so no ids are renamed. Spec citations are
+(each session's own core does). A legacy session is a bridge session of its own
+(bridge/shell/session.py), as the daemon gives each Unix-socket connection: its own core and
+its own server (the front runs it), one client, so no ids are renamed. Spec citations are
 section names of 2025-11-25 `basic/transports.mdx`.
 
 What the core sends the client goes (§Sending Messages 6, §Listening for Messages):
@@ -22,18 +22,22 @@ from __future__ import annotations
 import itertools
 import secrets
 from collections import OrderedDict, deque
-from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import trio
 
 from bridge.core.codec import Message, encode
-from bridge.core.events import Event, MessageDecoded, Send, ShutdownRequested
+from bridge.core.events import CLIENT, Send, ShutdownRequested
 from bridge.shell.driver import line_of
 from bridge.shell.http.auth import Credential
 from bridge.shell.http.modern import EventLog, Exchange, open_exchange
 from bridge.shell.http.route import STREAM_BACKLOG, Outgoing, RouteState
 from bridge.shell.logs import Logger
+from bridge.shell.sides import NEVER_FULL
+
+if TYPE_CHECKING:
+    from bridge.shell.driver import Driver
+    from bridge.shell.pump import Throttle
 
 QUEUE_LIMIT = 256
 """Messages held for the GET stream while none is open; one more drops the oldest."""
@@ -48,26 +52,11 @@ GET_PREFIX = "g"
 POST_PREFIX = "p"
 
 
-class SessionDriver(Protocol):
-    """What a session needs of its driver (`front.FrontDriver`)."""
-
-    stopped: trio.Event
-
-    def feed(self, line: bytes) -> None: ...
-    def decoded(self, event: MessageDecoded) -> None: ...
-    def post(self, event: Event) -> None: ...
-
-
-class Served(Protocol):
-    """What a session needs of its server's supervisor once it is started."""
-
-    async def stop(self) -> None: ...
-    def kill_all(self) -> None: ...
 
 
 class LegacySession:
-    """One legacy client's bridge session: its routes, its GET stream's queue, its activity.
-    `driver` is set by whoever starts it (the front), before the first request."""
+    """One legacy client's side of its bridge session: its routes, its GET stream's queue,
+    its activity. The session opens it (`driver` is set then), before the first request."""
 
     def __init__(self, session_id: str, number: int, log: Logger, *, idle: float,
                  queue_limit: int = QUEUE_LIMIT, replay_limit: int = REPLAY_LIMIT,
@@ -77,7 +66,7 @@ class LegacySession:
         self._log = log
         self._idle = idle
         self._backlog = backlog
-        self.driver: SessionDriver | None = None
+        self.driver: Driver | None = None
         self._routes: dict[object, Exchange] = {}
         self._pending: deque[Message | list[Message]] = deque()
         self._queue_limit = queue_limit
@@ -132,11 +121,15 @@ class LegacySession:
 
     def feed(self, line: bytes) -> None:
         assert self.driver is not None
-        self.driver.feed(line)
+        self.driver.lines(CLIENT, [line])
 
     # Messages out ------------------------------------------------------------------------
 
-    def deliver(self, send: Send) -> None:
+    batch = None
+    throttle = NEVER_FULL
+    """What the core sends is queued per stream, each within its own bound (`route.py`)."""
+
+    def send(self, send: Send) -> None:
         """A message the core sends the client: onto its POST's stream, else the GET stream.
         The driver calls it, so it must not wait."""
         message = send.message
@@ -191,29 +184,24 @@ class LegacySession:
         assert self.driver is not None
         self.driver.post(ShutdownRequested(grace))
 
-    async def run(self, start: Callable[[trio.Nursery], Served], *,
-                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve until the core stops; `start` starts the server (in the nursery given), and
-        the caller goes on once it has (the core can take the first request then)."""
-        driver = self.driver
-        assert driver is not None
-        served: Served | None = None
-        try:
-            async with trio.open_nursery() as nursery:
-                served = start(nursery)
-                task_status.started()
-                nursery.start_soon(self._watch_idle, name=f"idle-{self.number}")
-                await driver.stopped.wait()
-                self.ended = True
-                self._arrived.set()
-                for exchange in list(self._routes.values()):
-                    exchange.route.close()
-                self._routes.clear()
-                await served.stop()
-                nursery.cancel_scope.cancel()
-        finally:
-            if served is not None:
-                served.kill_all()
+    def open(self, driver: Driver, nursery: trio.Nursery) -> None:
+        self.driver = driver
+        nursery.start_soon(self._watch_idle, name=f"idle-{self.number}")
+
+    def listen(self, server: Throttle) -> None:
+        """Requests come as connections carry them (`feed`, `accept`)."""
+
+    async def drain(self, stall_timeout: float) -> None:
+        """The core stopped: every stream ends once it has written what is queued (each
+        within its connection's own stall timeout)."""
+        self.close()
+
+    def close(self) -> None:
+        self.ended = True
+        self._arrived.set()
+        for exchange in list(self._routes.values()):
+            exchange.route.close()
+        self._routes.clear()
 
     async def _watch_idle(self) -> None:
         """§Session Management 3: the server may end a session; one with no request and no

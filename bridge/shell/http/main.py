@@ -1,7 +1,8 @@
 """`mcp-rosetta serve --listen http://…` as a process: the socket, the tokens, the signals,
 systemd, the trio run.
 
-Must not serve requests itself (`front.py` does). The listening socket is systemd's when it
+Must not serve requests itself (`front.py` does; the process around it is
+bridge/shell/service.py's). The listening socket is systemd's when it
 passes one (a .socket unit with a TCP `ListenStream=`), else bound here. A socket bound to
 anything but loopback needs bearer tokens (streamable-http.mdx §Security & Endpoint: bind
 localhost when running locally, authenticate otherwise). SIGTERM, SIGINT and SIGQUIT stop
@@ -15,29 +16,26 @@ from __future__ import annotations
 import dataclasses
 import os
 import resource
-import signal
 import socket
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
+from functools import partial
 
 import trio
 
 from bridge.config import Settings
-from bridge.errors import BridgeError, ConfigError
+from bridge.errors import ConfigError
 from bridge.shell import logs
-from bridge.shell.child import check_command, spawner
-from bridge.shell.daemon import session_settings, watchdog_interval
+from bridge.shell.child import check_command
 from bridge.shell.http.address import is_loopback, parse_address
 from bridge.shell.http.auth import TOKEN_ENV, Tokens, read_tokens
-from bridge.shell.http.front import FD_FIX, Access, Front, bind
-from bridge.shell.http.server_side import ServerSide, children, remote
-from bridge.shell.listeners import from_systemd
+from bridge.shell.http.front import FD_FIX, Access, Front
+from bridge.shell.listeners import tcp_listener
 from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
-from bridge.shell.remote.endpoint import Endpoint, resolve
+from bridge.shell.server_side import check_reload, servers_for
+from bridge.shell.service import Service, watchdog_interval
 from bridge.shell.session import SessionSettings
 
-STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 RELOADED = frozenset({"allowed_hosts", "allowed_origins", "token_file", "max_connections"})
 """The settings a SIGHUP changes in a running front; the others need a restart (one shared
 session and its server child were started with them)."""
@@ -50,13 +48,14 @@ FDS_PER_SESSION = 4
 
 def run_http(settings: Settings, reload: Reload) -> int:
     """Serve the Streamable HTTP front until stopped; the exit status."""
-    where = _remote_endpoint(settings)
-    if where is None:
+    if settings.shell.url is None:
         check_command(settings.shell.command)
+    sessions = SessionSettings.of(settings.shell)
+    servers = servers_for(settings.shell, sessions)  # a URL's ${VAR} read once, now
     assert settings.daemon.listen is not None
     address = parse_address(settings.daemon.listen)
     tokens = read_tokens(settings.daemon.token_file)
-    listener = _listener(settings.daemon.listen, address)
+    listener = tcp_listener(settings.daemon.listen, address.host, address.port)
     with listener:
         bound = listener.getsockname()[0]
         _require_tokens(bound, tokens)
@@ -73,8 +72,7 @@ def run_http(settings: Settings, reload: Reload) -> int:
 
         bridge = Bridge(settings.core, secret=os.urandom(32))
         notify = Notifier(log)
-        sessions = session_settings(settings)
-        front = Front(bridge, _servers(settings, sessions, where), address, log,
+        front = Front(bridge, servers, address, log,
                       settings=sessions, notify=notify,
                       make_core=legacy_core, max_sessions=daemon.max_sessions,
                       session_idle=daemon.session_idle, idle_timeout=daemon.connection_idle,
@@ -82,39 +80,25 @@ def run_http(settings: Settings, reload: Reload) -> int:
                       stream_backlog=daemon.stream_backlog,
                       access=_access(settings, Tokens(tokens) if tokens else None),
                       view=bridge)
-        service = Service(front, settings, reload, bound, notify, log)
-        return trio.run(service.run, listener)
+        reloading = Reloading(front, settings, bound, log)
+        service = Service(front, log, notify, read=reload, apply=reloading.apply,
+                          kill_grace=settings.shell.timing.kill_grace,
+                          watchdog=watchdog_interval(), orphans=Orphans())
+        return trio.run(partial(_serve, service, front, notify), listener)
 
 
-def _remote_endpoint(settings: Settings) -> Endpoint | None:
-    """The remote server (`url = ...`), its headers' ${VAR} read once, now: an unset one is
-    a config error before anything listens; None for a server command."""
-    if settings.shell.url is None:
-        return None
-    return resolve(settings.shell, os.environ)
+async def _serve(service: Service, front: Front, notify: Callable[[str], None],
+                 listener: socket.socket) -> int:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_tell_listening, front, notify, name="ready")
+        code = await service.run(listener)
+        nursery.cancel_scope.cancel()
+    return code
 
 
-def _servers(settings: Settings, sessions: SessionSettings,
-             where: Endpoint | None) -> ServerSide:
-    """Each session's server: a child of the command, or a session with the endpoint."""
-    if where is None:
-        return children(spawner(settings.shell), sessions)
-    return remote(where, sessions)
-
-
-def _listener(listen: str, address: object) -> socket.socket:
-    """systemd's TCP socket, or the address bound here; ConfigError naming the problem."""
-    passed = from_systemd()
-    if passed is not None:
-        if passed.family not in (socket.AF_INET, socket.AF_INET6):
-            passed.close()
-            raise ConfigError("systemd passed a socket that is not TCP; the HTTP front "
-                              "takes a .socket unit with ListenStream=HOST:PORT")
-        return passed
-    try:
-        return bind(address)  # type: ignore[arg-type]
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {listen}: {exc.strerror}") from None
+async def _tell_listening(front: Front, notify: Callable[[str], None]) -> None:
+    await front.listening.wait()
+    notify(f"READY=1\nSTATUS=listening on port {front.port}; the server is starting")
 
 
 def room_for(fds: int, log: logs.Logger) -> None:
@@ -161,69 +145,26 @@ def _changed(old: Settings, new: Settings) -> list[str]:
     return sorted(set(names) - {"config_file"})
 
 
-class Service:
-    """The front's process around it: signals, systemd's notifications and watchdog."""
+class Reloading:
+    """What a SIGHUP changes in a running front: the allowlist, the tokens, the connection
+    cap; the other settings are reported as needing a restart."""
 
-    def __init__(self, front: Front, settings: Settings, reload: Reload, bound: str,
-                 notify: Callable[[str], None], log: logs.Logger) -> None:
+    def __init__(self, front: Front, settings: Settings, bound: str, log: logs.Logger) -> None:
         self._front = front
         self._settings = settings
         """As the front started: what a reload changed is measured from them."""
-        self._reload = reload
         self._bound = bound
-        self._notify = notify
         self._log = log
-        self._orphans = Orphans()
 
-    async def run(self, listener: socket.socket) -> int:
-        with trio.open_signal_receiver(*STOPPING, signal.SIGHUP, signal.SIGCHLD) as signals:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._watch, signals, name="signals")
-                interval = watchdog_interval()
-                if interval is not None:
-                    nursery.start_soon(self._ping_watchdog, interval, name="watchdog")
-                nursery.start_soon(self._tell_listening, name="ready")
-                code = await self._front.run(listener)
-                nursery.cancel_scope.cancel()
-        await self._orphans.end_all(self._settings.shell.timing.kill_grace)
-        return code
-
-    async def _tell_listening(self) -> None:
-        await self._front.listening.wait()
-        self._notify(f"READY=1\nSTATUS=listening on port {self._front.port}; "
-                     "the server is starting")
-
-    async def _ping_watchdog(self, interval: float) -> None:
-        while True:
-            self._notify("WATCHDOG=1")
-            await trio.sleep(interval)
-
-    async def _watch(self, signals: AsyncIterator[int]) -> None:
-        async for signum in signals:
-            if signum == signal.SIGCHLD:
-                self._orphans.reap()
-                continue
-            self._log.info("signal.received", signal=signal.Signals(signum).name)
-            if signum == signal.SIGHUP:
-                self.reload()
-            else:
-                self._notify("STOPPING=1")
-                self._front.stop()
-
-    def reload(self) -> None:
-        """Read the configuration again; apply what a running front can change."""
-        self._notify(f"RELOADING=1\nMONOTONIC_USEC={time.monotonic_ns() // 1000}")
-        try:
-            settings = self._reload()
-            tokens = read_tokens(settings.daemon.token_file)
-            _require_tokens(self._bound, tokens)
-        except BridgeError as exc:
-            self._log.error("daemon.reload_failed", reason=str(exc))
-        else:
-            changed = _changed(self._settings, settings)
-            self._front.reload(_access(settings, _tokens(self._front.access.tokens, tokens)),
-                               settings.daemon.max_connections)
-            self._log.info("daemon.reloaded", applied=sorted(RELOADED & set(changed)),
-                           needs_restart=[name for name in changed if name not in RELOADED],
-                           tokens=len(tokens))
-        self._notify("READY=1")
+    def apply(self, settings: Settings) -> None:
+        """Refused (BridgeError) for tokens a non-loopback front cannot go without, or a
+        server its legacy sessions could not start."""
+        check_reload(settings.shell)
+        tokens = read_tokens(settings.daemon.token_file)
+        _require_tokens(self._bound, tokens)
+        changed = _changed(self._settings, settings)
+        self._front.reload(_access(settings, _tokens(self._front.access.tokens, tokens)),
+                           settings.daemon.max_connections)
+        self._log.info("daemon.reloaded", applied=sorted(RELOADED & set(changed)),
+                       needs_restart=[name for name in changed if name not in RELOADED],
+                       tokens=len(tokens))

@@ -48,7 +48,7 @@ from bridge.streamable.outbound import Kind, ServerBound, ServerSession, read_ou
 
 if TYPE_CHECKING:
     from bridge.shell.pump import Throttle
-    from bridge.shell.session import OpenUpstream
+    from bridge.shell.sides import OpenServer
 
 
 class HttpUpstream:
@@ -210,7 +210,7 @@ class HttpUpstream:
 
 
 def opener(where: Endpoint, log: Logger, *, limit: int,
-           reach_first: bool = False) -> OpenUpstream:
+           reach_first: bool = False) -> OpenServer:
     """How a session opens its upstream to `where` once its nursery is open; `feeds` is the
     client's outlet, which paces the reading of answers and events."""
     def open_upstream(driver: Feed, nursery: trio.Nursery, feeds: Throttle) -> HttpUpstream:

@@ -1,7 +1,7 @@
-"""Where the front's sessions get their server (bridge/shell/http/server_side.py): the shared
-session and every legacy session open theirs from the one `ServerSide` the front was given,
-each with its own log, and stop it when they end; `remote` opens an HTTP upstream that waits
-for its endpoint only for the shared session (a real refused connection on loopback)."""
+"""Where sessions get their server (bridge/shell/server_side.py): the front's shared session
+and every legacy session open theirs from the one `Servers` the front was given, each with
+its own log, and stop it when they end; an endpoint's opener gives an HTTP upstream that
+waits for its endpoint only for the shared session (a real refused connection on loopback)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,14 @@ from bridge.core.events import ChildStarted
 from bridge.shell import logs
 from bridge.shell.driver import Driver
 from bridge.shell.http.address import Address
-from bridge.shell.http.front import Front, bind
-from bridge.shell.http.server_side import ServerSide, children, remote
+from bridge.shell.http.front import Front
+from bridge.shell.listeners import bind_tcp
 from bridge.shell.logs import Logger
 from bridge.shell.remote.endpoint import Endpoint
 from bridge.shell.remote.upstream import HttpUpstream
-from bridge.shell.session import SessionSettings, Upstream
+from bridge.shell.server_side import Servers
+from bridge.shell.session import SessionSettings
+from bridge.shell.sides import OpenServer, ServerSide
 from tests.shell import test_http_front as modern
 from tests.shell.fakes import WAIT, FakeChild, Spawner
 from tests.shell.test_http_front import ScriptedCore
@@ -36,40 +38,51 @@ from tests.shell.test_remote_upstream import Recorder
 @dataclass
 class Opened:
     shared: bool
-    server: Upstream
+    server: ServerSide
     stopped: bool = False
 
 
 @dataclass
 class Recording:
-    """A `ServerSide` that opens children as the front's own would, and says what it opened:
+    """`Servers` that open children as the front's own would, and say what they opened:
     for which session (its log line carries the session's fields) and whether it stopped."""
 
-    inner: ServerSide
+    inner: Servers
     opened: list[Opened] = field(default_factory=list)
 
-    def __call__(self, driver: Driver, nursery: trio.Nursery, log: Logger, *,
-                 shared: bool = False) -> Upstream:
-        server = self.inner(driver, nursery, log, shared=shared)
-        record = Opened(shared, server)
-        self.opened.append(record)
-        log.info("test.server_opened", shared=shared)
-        stop = server.stop
+    def opener(self, log: Logger, *, reach_first: bool = False) -> OpenServer:
+        inner = self.inner.opener(log, reach_first=reach_first)
 
-        async def stopping() -> None:
-            record.stopped = True
-            await stop()
+        def open_server(driver: Driver, nursery: trio.Nursery, feeds: Any) -> ServerSide:
+            server = inner(driver, nursery, feeds)
+            record = Opened(reach_first, server)
+            self.opened.append(record)
+            log.info("test.server_opened", shared=reach_first)
+            stop = server.stop
 
-        server.stop = stopping  # type: ignore[method-assign]
-        return server
+            async def stopping() -> None:
+                record.stopped = True
+                await stop()
+
+            server.stop = stopping  # type: ignore[method-assign]
+            return server
+
+        return open_server
+
+
+class NeverFull:
+    congested = False
+
+    async def relieved(self) -> None:
+        return
 
 
 @asynccontextmanager
 async def running() -> AsyncIterator[tuple[Front, Recording, list[Any]]]:
     spawner = Spawner(lambda nursery: FakeChild(nursery, serving=True))
     settings = SessionSettings()
-    servers = Recording(children(spawner, settings))
-    listener = bind(Address("127.0.0.1", 0, "/mcp"))
+    servers = Recording(Servers(settings, spawn=spawner))
+    listener = bind_tcp("127.0.0.1", 0)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
     with capture_logs() as captured, listener:
         front = Front(ScriptedCore(), servers, Address("127.0.0.1", 0, "/mcp"), logs.logger(),
@@ -112,12 +125,13 @@ async def test_the_shared_session_and_each_legacy_session_open_their_own_server_
 async def test_remote_opens_an_upstream_that_waits_for_its_server_only_when_shared() -> None:
     # Nothing listens on the port: a legacy session's upstream starts at once (its client is
     # told per request); the shared session's waits, saying so once.
-    side = remote(Endpoint(f"http://127.0.0.1:{closed_port()}/mcp"), SessionSettings())
+    side = Servers(SessionSettings(), where=Endpoint(f"http://127.0.0.1:{closed_port()}/mcp"))
     own, shared = Recorder(), Recorder()
     with capture_logs() as captured:
         async with trio.open_nursery() as nursery:
-            servers = [side(own, nursery, logs.logger()),  # type: ignore[arg-type]
-                       side(shared, nursery, logs.logger(), shared=True)]  # type: ignore[arg-type]
+            servers = [side.opener(logs.logger())(own, nursery, NeverFull()),  # type: ignore[arg-type]
+                       side.opener(logs.logger(), reach_first=True)(  # type: ignore[arg-type]
+                           shared, nursery, NeverFull())]
             assert all(isinstance(server, HttpUpstream) for server in servers)
             for server in servers:
                 server.serve()
