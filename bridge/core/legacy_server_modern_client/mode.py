@@ -15,7 +15,7 @@ from bridge.core import errors
 from bridge.core.capabilities import client_caps_to_modern, has_flag
 from bridge.core.codec import Message
 from bridge.core.context import Context
-from bridge.core.dispatch import from_server
+from bridge.core.dispatch import from_server, refuse_modern_request
 from bridge.core.downgrade import progress_for_legacy, result_for_legacy
 from bridge.core.envelope import EnvelopeStamp, envelope_stamp
 from bridge.core.eras import (
@@ -404,8 +404,7 @@ class ModeA:
     on_server = from_server
 
     def on_server_request(self, message: Message) -> None:
-        self.ctx.log("warning", "server.request_refused", method=message["method"])
-        self.ctx.fail(SERVER, message["id"], errors.no_requests_on_stdio())
+        refuse_modern_request(self.ctx, message)
 
     def on_server_notification(self, message: Message) -> None:
         method = message["method"]

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from bridge.core import errors
 from bridge.core.codec import Message
 from bridge.core.context import Context
-from bridge.core.dispatch import from_server
+from bridge.core.dispatch import from_server, refuse_modern_request
 from bridge.core.eras import (
     BATCHING_VERSION,
     META_LOG_LEVEL,
@@ -169,6 +169,9 @@ class PassThrough:
     on_server = from_server
 
     def on_server_request(self, message: Message) -> None:
+        if self.era == "modern":  # neither end speaks a revision with server requests
+            refuse_modern_request(self.ctx, message)
+            return
         if self.gap is not None:
             self._shaped_request(message)
             return
