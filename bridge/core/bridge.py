@@ -1,18 +1,20 @@
-"""The bridge's lifecycle: era detection (corrected when a slow modern server answers late), the
-mode it picks, every event routed to it, and the server's restarts with the client's session
-kept, or the end of a session whose server never served.
+"""The bridge's lifecycle: every event routed, the client's era learnt, the mode chosen once
+both eras are known, and the session's end (a shutdown, the client leaving, a server that
+never served).
 
 Must not translate messages itself: once both eras are known a mode handler (P, A or B)
 owns the traffic, and a handler made for a restarted server re-opens the client's session
-from the record the lost one handed over. `handle` never raises; a bug is logged as
-`bridge.error`, not a crash.
+from the record the lost one handed over. Nor does it keep the server's life (server_life.py:
+its state, record, restart budget and deadlines) or the legacy verdict a late answer may
+overturn (verdict.py): it moves those machines and does what they say to the handler and the
+client's messages. `handle` never raises; a bug is logged as `bridge.error`, not a crash.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 from bridge.core import errors
 from bridge.core.batch import Batches
@@ -29,25 +31,25 @@ from bridge.core.events import (
     Event,
     MessageReceived,
     MessageTooLarge,
-    NotifyReady,
     PeerClosed,
-    RestartChild,
     Send,
     ShutdownRequested,
-    Status,
     Stop,
     TimerFired,
 )
-from bridge.core.handover import ClientSession, Handover, open_requests
+from bridge.core.handler import Handler, Mode
+from bridge.core.handover import ClientSession, open_requests
 from bridge.core.jsonrpc import Inbound, parse_inbound, too_long
 from bridge.core.limits import event_for, settle
 from bridge.core.probe import PROBE_WAITING, Probe, ProbeDue
-from bridge.core.provisional import Overturn, Provisional, refused_initialize
+from bridge.core.provisional import Overturn
 from bridge.core.record import record
-from bridge.core.restarts import Outage, Restarts
-from bridge.core.router import Router
+from bridge.core.restarts import Outage
+from bridge.core.server_life import RECORD_SERVED, ServerDue, ServerLife
+from bridge.core.server_life import ServerState as ServerState  # Bridge.server_state's type
 from bridge.core.states import IllegalMove
 from bridge.core.timers import Deadline, Timers
+from bridge.core.verdict import Verdict
 from bridge.core.waiting import HeldDue, Waiting
 
 if TYPE_CHECKING:
@@ -57,32 +59,6 @@ EX_OK = 0
 EX_UNAVAILABLE = 69
 # The kinds a mode handler takes as they come (not a batch, nor a refused message).
 _SINGLE = frozenset({"request", "notification", "response", "invalid"})
-# Seconds to wait, once the server's output closed, for its exit status: the shell posts the
-# exit after the end of its output, and an error that names the status helps the user most.
-EXIT_WAIT_S = 1.0
-
-Mode = Literal["P", "A", "B"]
-
-
-class ServerState(Enum):
-    """The server process, as the lifecycle sees it."""
-
-    STARTING = "waiting for ChildStarted"
-    PROBING = "waiting for the probe's answer"
-    SERVING = "its era known"
-    DOWN = "gone: waiting out the back-off, or for good"
-
-
-_SERVER_MOVES: dict[ServerState, frozenset[ServerState]] = {
-    # A start that fails (exec) is reported as an exit without ChildStarted.
-    ServerState.STARTING: frozenset({ServerState.PROBING, ServerState.DOWN}),
-    # Back to STARTING: started once more unprobed, after a clean exit on the probe.
-    ServerState.PROBING: frozenset({ServerState.SERVING, ServerState.STARTING, ServerState.DOWN}),
-    # Back to PROBING: a late -32022 overturned the legacy verdict; server/discover again.
-    ServerState.SERVING: frozenset({ServerState.PROBING, ServerState.DOWN}),
-    # Straight to PROBING: a server came up before the back-off asked for it.
-    ServerState.DOWN: frozenset({ServerState.STARTING, ServerState.PROBING}),
-}
 
 
 class SessionPhase(Enum):
@@ -126,31 +102,9 @@ _INTAKE_MOVES: dict[Intake, frozenset[Intake]] = {
 INTAKE_HANDLER: Final = Intake.HANDLER
 
 
-class ServerRecord(Enum):
-    """What this session's servers have shown; it only moves down the list."""
-
-    NEVER_SERVED = "no server of this session has sent a well-formed message"
-    RETRIED_UNPROBED = ("never served, and the one start without a probe (after a clean exit "
-                        "on it) is used")
-    SERVED = "a server of this session has sent a well-formed message"
-
-
-# Set on every server message.
-RECORD_SERVED: Final = ServerRecord.SERVED
-
-
-class NextStart(Enum):
-    """How the next server process is started (stdio.mdx §Backward Compatibility)."""
-
-    PROBED = "probed"
-    UNPROBED = "taken as legacy without a probe: the last one exited or closed on it"
-
-
 class LifecycleDue(Enum):
-    """The lifecycle's own deadlines (owner None: each exists once)."""
+    """The session's own deadlines (owner None: each exists once)."""
 
-    RESTART = "the restart's back-off"
-    EXIT_WAIT = "the exit status after a closed output"
     FAILED = "the wait for a first request after a failed start"
     DRAIN = "the drain"
 
@@ -163,36 +117,8 @@ class Failure:
     data: Message
 
 
-_RESTART: Final = Deadline(None, LifecycleDue.RESTART)
-_EXIT_WAIT: Final = Deadline(None, LifecycleDue.EXIT_WAIT)
 _FAILED: Final = Deadline(None, LifecycleDue.FAILED)
 _DRAIN: Final = Deadline(None, LifecycleDue.DRAIN)
-
-
-class Handler(Protocol):
-    @property
-    def mode(self) -> Mode: ...
-    router: Router
-
-    @property
-    def lane(self) -> Lane:
-        """The steady state's one-step route (lane.py)."""
-
-    @property
-    def client_batching(self) -> bool: ...
-    @property
-    def resuming(self) -> bool:
-        """Whether it is still re-opening a client's session at a new server: the bridge
-        holds the client's messages until it is done."""
-    def on_client(self, inbound: Inbound) -> None: ...
-    def on_server(self, inbound: Inbound) -> None: ...
-    def on_timer(self, key: Deadline) -> None: ...
-    def busy(self) -> bool: ...
-    def fail_pending(self, reason: str, data: Message | None = None) -> None: ...
-    def lose_server(self, outage: Outage) -> Handover:
-        """The server is gone: answer what it took, and hand on the client's session."""
-    def resume(self, session: ClientSession) -> None:
-        """Re-open at this (new) server the session a lost handler handed over."""
 
 
 class Bridge:
@@ -210,31 +136,20 @@ class Bridge:
         self.probe = Probe(self.ctx, self._timers)
         self.batches = Batches()
         self._waiting = Waiting(self.ctx, self._timers)
-        self._restarts = Restarts(self.ctx.config)
-        self._server = ServerState.STARTING
+        self.life = ServerLife(self.ctx, self._timers)
+        self.verdict = Verdict(self.ctx)
         self._phase = SessionPhase.OPEN
-        self._record = ServerRecord.NEVER_SERVED
-        self._next_start = NextStart.PROBED
-        # While the server's output is closed and its exit status awaited, _EXIT_WAIT is
-        # scheduled (`_exit_waiting`).
-        self._outage: Outage | None = None  # why the server is down, until it is restarted
-        self._attempt = 0  # the pending restart's number within the window, and its delay
-        self._delay = 0.0
         self._failure: Failure | None = None  # set with SessionPhase.FAILED
         self._grace = 0.0  # the drain's length when CLOSING (DRAINING: drain_timeout)
-        self._provisional: Provisional | None = None  # legacy by timeout: may be overturned
-        self._corrected = False  # this server's era was corrected once already
-        self._abandoned: set[str] = set()  # ids of an overturned handler's requests
         self._roots_told = False
         self._session: ClientSession | None = None  # handed over, until a handler resumes it
         self._lost_mode: Mode | None = None
-        self._ready_told = False
         # HANDLER exactly while `handler` is set and has what was held (a resuming handler's
         # are released after the event in which it is done).
         self._intake = Intake.HELD
         # The hot path's one test, kept by `_route`: whether client messages take the long
         # way (not OPEN, held for a resuming handler, or a provisional verdict keeping a copy
-        # of each).
+        # of each: `_route` runs after every move of the verdict).
         self._detour = False
         # The handler's one-step route (lane.py), while there is a handler.
         self._lane: Lane | None = None
@@ -242,8 +157,8 @@ class Bridge:
         # None for the deadlines that exist once).
         self._on_due: dict[Enum, Callable[[Any], None]] = {
             ProbeDue.ANSWER: self._probe_timed_out,
-            LifecycleDue.RESTART: self._backoff_over,
-            LifecycleDue.EXIT_WAIT: self._exit_unknown,
+            ServerDue.RESTART: self._backoff_over,
+            ServerDue.EXIT_WAIT: self._exit_unknown,
             LifecycleDue.FAILED: self._failed_wait_over,
             LifecycleDue.DRAIN: self._drain_over,
             HeldDue.REQUEST_TIMEOUT: self._waiting.expire,
@@ -256,17 +171,12 @@ class Bridge:
     @property
     def server_state(self) -> ServerState:
         """Where the server process is (the HTTP front's /readyz reads it)."""
-        return self._server
+        return self.life.state
 
     @property
     def has_served(self) -> bool:
         """Whether a server of this session has spoken: a start after it is a restart."""
-        return self._record is ServerRecord.SERVED
-
-    def _move_server(self, to: ServerState) -> None:
-        if to not in _SERVER_MOVES[self._server]:
-            raise IllegalMove("server", self._server, to)
-        self._server = to
+        return self.life.served
 
     def _move_phase(self, to: SessionPhase) -> None:
         if to not in _PHASE_MOVES[self._phase]:
@@ -283,7 +193,7 @@ class Bridge:
     def _route(self) -> None:
         """Keep `_detour` in step with what it caches."""
         self._detour = self._phase is not SessionPhase.OPEN \
-            or self._intake is Intake.RESUMING or self._provisional is not None
+            or self._intake is Intake.RESUMING or self.verdict.provisional is not None
 
     @property
     def _closing(self) -> bool:
@@ -292,9 +202,6 @@ class Bridge:
 
     def _stopped(self) -> bool:
         return self._phase is PHASE_STOPPED
-
-    def _exit_waiting(self) -> bool:
-        return _EXIT_WAIT in self._timers
 
     def next_deadline(self) -> float | None:
         own, mode = self._timers.next_deadline(), self.ctx.timers.next_deadline()
@@ -320,12 +227,12 @@ class Bridge:
                         inbound = lane.from_client(event.message)
                         if inbound is not None:
                             self._to_handler(inbound)
-                    elif self._abandoned or self.probe.state is PROBE_WAITING:
+                    elif self.verdict.abandoned or self.probe.state is PROBE_WAITING:
                         self._on_server(parse_inbound(event.message))
                     else:
                         inbound = lane.from_server(event.message, self.probe.id)
                         if inbound is None:
-                            self._record = RECORD_SERVED
+                            self.life.record = RECORD_SERVED
                         else:
                             self._on_server(inbound)
                 elif event.side == CLIENT:
@@ -338,8 +245,9 @@ class Bridge:
             ctx.log("error", "bridge.error", error=repr(exc), during=type(event).__name__)
         if self._detour and not self._stopped():
             self._after_detour()
-            if self._provisional is not None:
-                self._provisional.note_answers(actions)
+            provisional = self.verdict.provisional
+            if provisional is not None:
+                provisional.note_answers(actions)
         if self.batches.open:
             self.batches.collect(actions)
         return actions
@@ -396,8 +304,9 @@ class Bridge:
             self._refuse_while_closing(inbound)
         elif self._intake is INTAKE_HANDLER:
             assert self.handler is not None
-            if self._provisional is not None:
-                self._keep(inbound)
+            if self.verdict.provisional is not None:
+                self.verdict.keep(inbound)
+                self._route()
             self.handler.on_client(inbound)
         else:
             self._before_mode(inbound)
@@ -415,14 +324,14 @@ class Bridge:
                 return
             inbound = stand_in
         if inbound.kind != "invalid":
-            self._record = RECORD_SERVED
-        if self._abandoned and self._absorbed(inbound):
+            self.life.record = RECORD_SERVED
+        if self.verdict.abandoned and self.verdict.absorbed(inbound):
             return
         if self.probe.state is PROBE_WAITING:
             self.probe.on_server(inbound)
             if self.probe.era is not None:
                 self._settled()
-        elif self._provisional is not None and inbound.kind == "response" \
+        elif self.verdict.provisional is not None and inbound.kind == "response" \
                 and self._overturned(inbound):
             return
         elif self.handler is not None:
@@ -456,13 +365,14 @@ class Bridge:
 
     def _probe_timed_out(self, _: None) -> None:
         self.probe.on_timeout()
-        if self.probe.era == "legacy" and not self._corrected:
-            self._provisional = Provisional(self.ctx.now)
+        if self.probe.era == "legacy":
+            self.verdict.timed_out(self.ctx.now)
+            self._route()
         self._settled()
 
     def _backoff_over(self, _: None) -> None:
-        if self._server is ServerState.DOWN:  # not if a start came first (a restart at once)
-            self._restart_now()
+        if self.life.state is ServerState.DOWN:  # not if a start came first (at once)
+            self.life.restart(self._lost_mode)
 
     def _exit_unknown(self, _: None) -> None:
         self._on_server_gone(Outage(None))
@@ -490,96 +400,61 @@ class Bridge:
             # handle() drains what the client is owed, then stops.
             if self._phase is not SessionPhase.DRAINING:
                 self._move_phase(SessionPhase.DRAINING)
-        elif self._server is not ServerState.DOWN and not self._exit_waiting():
-            self.ctx.log("warning", "server.closed")
+        elif self.life.output_closed():
             # Answered once its exit status is known, or after EXIT_WAIT_S without one.
             self.probe.abandon()  # nothing more can answer it
-            self._timers.schedule(_EXIT_WAIT, self.ctx.now + EXIT_WAIT_S)
 
     # The server process: started, lost, restarted ------------------------------------------
 
     def _on_child_started(self) -> None:
-        self._move_server(ServerState.PROBING)
-        self._corrected = False
-        self.probe.start(skip=self._next_start is NextStart.UNPROBED)
-        self._next_start = NextStart.PROBED
+        unprobed = self.life.started()
+        self.verdict.server_started()
+        self.probe.start(skip=unprobed)
         if self.probe.era is not None:
             self._settled()
 
     def _on_child_exited(self, event: ChildExited) -> None:
-        # Its output closed first: this is the status waited for.
-        self._timers.cancel(_EXIT_WAIT)
-        self._on_server_gone(Outage(event.code, event.cause, event.stderr_tail,
-                                   event.went))
+        self.life.exit_known()  # its output closed first: this is the status waited for
+        self._on_server_gone(Outage(event.code, event.cause, event.stderr_tail, event.went))
 
     def _on_server_gone(self, outage: Outage) -> None:
         """The server exited or closed its output (ChildExited, PeerClosed: each crash says
         both, in either order; a closed output waits EXIT_WAIT_S for the exit)."""
-        if self._server is ServerState.DOWN:
-            assert self._outage is not None
-            self._outage.learn(outage)  # the second word of the same crash: not counted
+        life = self.life
+        if life.echoed(outage):
             return
-        self._provisional, self._abandoned = None, set()
+        self.verdict.server_gone()
         self._route()
         if self._closing:
             self._stop(EX_UNAVAILABLE, f"mcp-rosetta: the server {outage.what}", outage.data())
             return
-        probing = self._server is ServerState.PROBING
-        serving = self._server is ServerState.SERVING
-        if self._record is not ServerRecord.SERVED:
-            if probing and outage.code == 0 and self._record is ServerRecord.NEVER_SERVED:
-                self._start_unprobed(outage)
+        if not life.served:
+            self.probe.abandon()
+            if life.may_retry_unprobed(outage):
+                self.probe = Probe(self.ctx, self._timers)
+                life.retry_unprobed(outage)
             else:
                 self._fail_unserved(outage)
             return
-        if probing:
-            # stdio.mdx §Backward Compatibility: some legacy servers exit on an unexpected
-            # first message (or close their output); start it again at once, as legacy.
-            self.probe.abandon()
-            self._next_start = NextStart.UNPROBED
-        attempt = self._restarts.take(self.ctx.now)
+        serving = life.state is ServerState.SERVING
+        self.probe.abandon()
+        attempt = life.take_restart(outage)
         if attempt is None:
-            self._give_up(outage)
+            self._stop(EX_UNAVAILABLE, life.gave_up(outage), outage.data())
             return
         if serving:
             self._lose_handler(outage)
         # A server that never started (its exec failed) or died on the probe is a failed
         # start; the next one gets a probe of its own.
         self.probe = Probe(self.ctx, self._timers)
-        self._move_server(ServerState.DOWN)
-        self._outage, self._attempt = outage, attempt
-        self._delay = 0.0 if probing else self._restarts.backoff(attempt)
-        if self._delay > 0:
-            self._timers.schedule(_RESTART, self.ctx.now + self._delay)
-        else:
-            self._restart_now()
-
-    def _start_unprobed(self, outage: Outage) -> None:
-        """A server that exited cleanly on the probe may be a legacy one that takes no
-        unexpected first message (stdio.mdx §Backward Compatibility): start it once more, at
-        once and without a probe, as legacy. Not a restart: it never served."""
-        self.probe.abandon()
-        self.probe = Probe(self.ctx, self._timers)
-        self._record, self._next_start = ServerRecord.RETRIED_UNPROBED, NextStart.UNPROBED
-        self.ctx.log("warning", "child.restarted", code=outage.code, reason=outage.what,
-                     attempt=0, max_restarts=self.ctx.config.max_restarts, backoff_s=0.0,
-                     mode=None, probe=False)
-        self.ctx.actions.append(Status("starting the server again without the probe it "
-                                       "exited on, as a legacy server"))
-        self.ctx.actions.append(RestartChild())
-        self._move_server(ServerState.STARTING)
+        if life.down(outage, attempt):
+            life.restart(self._lost_mode)
 
     def _fail_unserved(self, outage: Outage) -> None:
-        """The server ended before it ever answered: starting it again would only fail again.
-        Every request waiting gets one error naming why; a client that has asked nothing yet
-        is answered so for a while (FAILED), not left with an end of file."""
-        reason, data = outage.never_served(), outage.data()
-        self.ctx.log("error", "child.failed", code=outage.code, reason=reason,
-                     stderr_tail=list(outage.stderr_tail))
-        self.ctx.actions.append(Status(f"stopped: {reason}"))
-        self.probe.abandon()
-        self._move_server(ServerState.DOWN)
-        self._outage = outage
+        """The server ended before it ever answered: every request waiting gets one error
+        naming why; a client that has asked nothing yet is answered so for a while (FAILED),
+        not left with an end of file."""
+        reason, data = self.life.failed(outage)
         before = len(self.ctx.actions)
         if self.handler is not None:
             self.handler.fail_pending(reason, data)
@@ -622,75 +497,17 @@ class Bridge:
         self._move_intake(Intake.HELD)
         self.ctx.timers = Timers()
 
-    def _restart_now(self) -> None:
-        outage = self._outage
-        assert outage is not None
-        self._timers.cancel(_RESTART)
-        config = self.ctx.config
-        self.ctx.log("warning", "child.restarted", code=outage.code, reason=outage.what,
-                     attempt=self._attempt, max_restarts=config.max_restarts,
-                     backoff_s=self._delay, mode=self._lost_mode)
-        self.ctx.actions.append(Status(
-            f"restarting the server: it {outage.what} (restart {self._attempt} of at most "
-            f"{config.max_restarts} within {config.restart_window:g} s)"))
-        self.ctx.actions.append(RestartChild())
-        self._move_server(ServerState.STARTING)
-        self._outage = None
-
-    def _give_up(self, outage: Outage) -> None:
-        config = self.ctx.config
-        self.ctx.log("error", "child.gave_up", code=outage.code, reason=outage.what,
-                     max_restarts=config.max_restarts, window_s=config.restart_window)
-        self.ctx.actions.append(Status(f"stopped: the server {outage.what} and has used up "
-                                       f"its {config.max_restarts} restarts"))
-        self._stop(EX_UNAVAILABLE, self._restarts.gave_up(outage), outage.data())
-
     # A legacy verdict overturned --------------------------------------------------------
 
-    def _keep(self, inbound: Inbound) -> None:
-        """A client message reaching a handler chosen on a provisional verdict: kept for the
-        handler of the server's true era, should it show itself."""
-        assert self._provisional is not None
-        if not self._provisional.keep(inbound):
-            self.ctx.log("info", "era.final", side=SERVER, era="legacy",
-                         reason="too many client messages since the probe's timeout")
-            self._end_provisional()
-
-    def _end_provisional(self) -> None:
-        self._provisional = None
-        self._route()
-
-    def _absorbed(self, inbound: Inbound) -> bool:
-        """An answer to a request of the handler an overturned verdict dropped: its client
-        request was replayed to the new handler, which answers it."""
-        if inbound.kind != "response":
-            return False
-        answer_id = inbound.message["id"]
-        if not isinstance(answer_id, str) or answer_id not in self._abandoned:
-            return False
-        self._abandoned.discard(answer_id)
-        self.ctx.debug("message.absorbed", side=SERVER, reason="asked by an overturned handler")
-        return True
-
     def _overturned(self, inbound: Inbound) -> bool:
-        """While the legacy verdict is provisional: whether this answer shows the server is
-        modern after all (and the session was corrected); a result to anything else shows it
-        serves legacy requests, and the verdict is final."""
-        message = inbound.message
-        if self.probe.is_late_answer(inbound):
-            overturn = self.probe.late(message)
-            if overturn is None:
-                self.ctx.log("info", "probe.late_answer")
-                self._end_provisional()
-                return True
-        else:
-            overturn = refused_initialize(message, self._asked(message["id"]))
-            if overturn is None:
-                if "result" in message:
-                    self._end_provisional()
-                return False
-        self._correct(overturn)
-        return True
+        """While the legacy verdict is provisional: whether this answer was the verdict's
+        (the server shown modern and the session corrected, or the probe's late answer)."""
+        shown = self.verdict.shown(inbound, self.probe, self._asked(inbound.message["id"]))
+        self._route()
+        if isinstance(shown, Overturn):
+            self._correct(shown)
+            return True
+        return shown
 
     def _asked(self, answer_id: object) -> str | None:
         """The method of the handler's request an answer is for."""
@@ -703,24 +520,20 @@ class Bridge:
         """The server is modern after all: the session becomes what it would have been had
         the probe been answered in time. The client's messages since go to the new handler,
         the dropped handler's requests are absorbed when answered."""
-        provisional = self._provisional
-        assert provisional is not None
-        old, kept = self.handler, provisional.replay()
-        self._provisional, self._corrected = None, True
-        self.ctx.log("warning", "era.corrected", side=SERVER, was="legacy", era="modern",
-                     reason=overturn.why, after_s=round(self.ctx.now - provisional.since, 3),
-                     mode=None if old is None else old.mode, replayed=len(kept))
+        old = self.handler
+        kept, session = self.verdict.correct(
+            overturn, None if old is None else old.mode,
+            () if old is None else old.router.pending[SERVER])
         if old is not None:
-            self._abandoned = set(old.router.pending[SERVER])
             self._lost_mode = old.mode
             self._drop_handler()
         self._waiting.hold_first(kept)
-        self._session = provisional.session
+        self._session = session
         self._route()
         if overturn.discover is None and overturn.error is None:
             # Only a -32022 is known: ask server/discover for what the modern server offers.
             self.probe = Probe(self.ctx, self._timers)
-            self._move_server(ServerState.PROBING)
+            self.life.reprobed()
             self.probe.start(skip=False)
             return
         self.probe.overturned(overturn)
@@ -768,15 +581,8 @@ class Bridge:
         return True
 
     def _settled(self) -> None:
-        """The server's era is known: the bridge is ready to serve (systemd READY=1, once)."""
-        self._move_server(ServerState.SERVING)
-        if not self._ready_told:
-            self._ready_told = True
-            self.ctx.actions.append(NotifyReady())
-        if self._restarts.total:
-            count = self._restarts.total
-            self.ctx.actions.append(Status(
-                f"serving; the server restarted {count} time{'s' if count > 1 else ''}"))
+        """The server's era is known: the bridge is ready to serve."""
+        self.life.serving()
         self._choose_mode()
 
     def _choose_mode(self) -> None:
@@ -795,8 +601,8 @@ class Bridge:
                                 "roots/list itself")
         session, self._session = self._session, None
         if session is not None:
-            if self._provisional is not None:
-                self._provisional.session = session
+            if self.verdict.provisional is not None:
+                self.verdict.provisional.session = session
             handler.resume(session)
         if handler.resuming:
             self._move_intake(Intake.RESUMING)
@@ -822,7 +628,7 @@ class Bridge:
         """The handler can serve: what the client said meanwhile reaches it, in order."""
         assert self.handler is not None
         self._move_intake(Intake.HANDLER)
-        provisional = self._provisional
+        provisional = self.verdict.provisional
         for inbound in self._waiting.release():
             if provisional is not None:
                 provisional.keep(inbound)
