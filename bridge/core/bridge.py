@@ -44,7 +44,7 @@ from bridge.core.handler import Handler, Mode
 from bridge.core.handover import ClientSession, open_requests
 from bridge.core.jsonrpc import Inbound, parse_inbound, too_long
 from bridge.core.limits import event_for, settle
-from bridge.core.phase import PHASE_STOPPED, Failure, Phase, PhaseDue, SessionPhase
+from bridge.core.phase import PHASE_STOPPED, Phase, PhaseDue, SessionPhase, StartFailure
 from bridge.core.probe import PROBE_WAITING, ProbeDue
 from bridge.core.restarts import Outage
 from bridge.core.server_life import RECORD_SERVED, ServerDue
@@ -326,7 +326,7 @@ class Bridge:
         if answered:
             self.stop(EX_UNAVAILABLE, reason, data)
         else:
-            self.phase.fail(Failure(reason, data), self.ctx.now)
+            self.phase.fail(StartFailure(reason, data), self.ctx.now)
             self.route()
 
     def lose_handler(self, outage: Outage) -> None:

@@ -52,7 +52,7 @@ _DRAIN: Final = Deadline(None, PhaseDue.DRAIN)
 
 
 @record(frozen=True)
-class Failure:
+class StartFailure:
     """Why a server that never served cannot be used: every request is answered with it."""
 
     reason: str
@@ -69,7 +69,7 @@ class Phase:
         self.timers = timers  # the lifecycle's
         self.state = SessionPhase.OPEN
         self.grace = 0.0  # the drain's length when CLOSING (DRAINING: drain_timeout)
-        self.failure: Failure | None = None  # set with FAILED
+        self.failure: StartFailure | None = None  # set with FAILED
 
     def move(self, to: SessionPhase) -> None:
         if to not in _PHASE_MOVES[self.state]:
@@ -86,7 +86,7 @@ class Phase:
         self.grace = grace
         self.move(SessionPhase.CLOSING)
 
-    def fail(self, failure: Failure, now: float) -> None:
+    def fail(self, failure: StartFailure, now: float) -> None:
         """The server never served, and the client has asked nothing yet: its first request
         is told why, or probe_timeout passes, and the session ends."""
         self.failure = failure

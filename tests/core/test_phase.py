@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bridge.core.config import CoreConfig
-from bridge.core.phase import Failure, Phase, PhaseDue, SessionPhase
+from bridge.core.phase import Phase, PhaseDue, SessionPhase, StartFailure
 from bridge.core.states import IllegalMove
 from bridge.core.timers import Deadline, Timers
 
@@ -36,7 +36,7 @@ def test_the_client_closing_its_input_drains_for_drain_timeout() -> None:
 
 def test_a_failure_waits_probe_timeout_for_a_request_or_ends_once_told() -> None:
     phase = phase_of()
-    phase.fail(Failure("gone", {"source": "mcp-rosetta"}), 1.0)
+    phase.fail(StartFailure("gone", {"source": "mcp-rosetta"}), 1.0)
     assert (phase.state, phase.closing) == (SessionPhase.FAILED, False)
     assert phase.timers.next_deadline() == 4.0
     phase.failure_told(2.0)

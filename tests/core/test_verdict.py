@@ -11,7 +11,7 @@ import pytest
 from bridge.core.config import CoreConfig
 from bridge.core.context import Context, counter_ids
 from bridge.core.events import Log
-from bridge.core.handover import ModernSession
+from bridge.core.handover import ModernClientSession
 from bridge.core.jsonrpc import Inbound
 from bridge.core.probe import Probe
 from bridge.core.provisional import KEEP_AT_MOST, Overturn
@@ -91,7 +91,7 @@ def test_the_probes_late_legacy_answer_is_taken_and_makes_it_final() -> None:
 def test_a_correction_replays_what_was_kept_and_absorbs_the_dropped_handlers_answers() -> None:
     verdict, _ = timed_out()
     assert verdict.provisional is not None
-    session = ModernSession([])
+    session = ModernClientSession([])
     verdict.provisional.session = session
     call = Inbound("request", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     verdict.keep(call)

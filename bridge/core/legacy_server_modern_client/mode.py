@@ -36,7 +36,7 @@ from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange, served_req
 from bridge.core.handover import (
     ClientSession,
     Handover,
-    LegacySession,
+    LegacyClientSession,
     announce,
     told_list_changes,
 )
@@ -509,12 +509,12 @@ class ModeA:
         return self.initializing or bool(self.inputs.calls) or self.router.busy() \
             or self.listener.busy()
 
-    def client_session(self) -> LegacySession | None:
+    def client_session(self) -> LegacyClientSession | None:
         if self.initialization is not InitializeStep.ANSWERED:
             return None
-        return LegacySession(self.initialize_params, self.version, self.told,
-                             initialized=self.initialized, log_level=self.client_level,
-                             subscriptions=self.listener.subscribed())
+        return LegacyClientSession(self.initialize_params, self.version, self.told,
+                                   initialized=self.initialized, log_level=self.client_level,
+                                   subscriptions=self.listener.subscribed())
 
     def lose_server(self, outage: Outage) -> Handover:
         """Every call in flight (in its input loop or not) gets the error; its questions to
@@ -526,7 +526,7 @@ class ModeA:
     def resume(self, session: ClientSession) -> None:
         """The client's session, at a new modern server: its streams re-opened, and the lists
         it was told change announced, since this server may offer others."""
-        assert isinstance(session, LegacySession)
+        assert isinstance(session, LegacyClientSession)
         self._adopt_client(session.initialize, session.version)
         self._move(InitializeStep.ANSWERED)
         self.initialized = session.initialized

@@ -25,7 +25,7 @@ from bridge.core.eras import (
     MODERN_PROTOCOL_VERSION,
 )
 from bridge.core.events import CLIENT, SERVER
-from bridge.core.handover import ClientSession, Handover, ListenStream, ModernSession
+from bridge.core.handover import ClientSession, Handover, ListenStream, ModernClientSession
 from bridge.core.jsonrpc import Inbound, WireId, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.lane import Lane
@@ -443,13 +443,13 @@ class ModeB:
         reason, data = outage.error()
         self.router.fail_all(reason, data)
         self.parking.fail_all(reason, data)
-        return Handover(ModernSession(streams) if streams else None, unsent)
+        return Handover(ModernClientSession(streams) if streams else None, unsent)
 
     def resume(self, session: ClientSession) -> None:
         """The client's listen streams at a new legacy server: the bridge's handshake first,
         at once (the streams need their subscriptions again), then each stream re-opened.
         With no stream, the handshake waits for the first request, as at the first start."""
-        assert isinstance(session, ModernSession)
+        assert isinstance(session, ModernClientSession)
         if not session.streams:
             return
         self.restoring = session.streams
