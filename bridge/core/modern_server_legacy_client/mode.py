@@ -150,7 +150,7 @@ class ModeB:
             if message["method"] == "notifications/cancelled":
                 self._cancel(message.get("params") or {})
             elif message["method"] == "notifications/roots/list_changed":
-                self.parking.roots_changed()
+                self.parking.own.roots_changed()
             else:  # ClientNotification (2026-07-28) is notifications/cancelled alone
                 self.ctx.debug("notification.dropped", side=CLIENT, method=message["method"])
         elif kind == "response":
@@ -368,7 +368,7 @@ class ModeB:
         elif method == "notifications/cancelled":
             self.parking.on_server_cancelled(params.get("requestId"))
         elif method == "notifications/elicitation/complete":
-            self.parking.on_elicitation_complete(params.get("elicitationId"))
+            self.parking.own.elicitation_complete(params.get("elicitationId"))
         elif not self.streams.on_notification(message):
             self.ctx.debug("notification.dropped", side=SERVER, method=method)
 
