@@ -158,14 +158,14 @@ class Bridge:
                         if inbound is not None:
                             self._to_handler(inbound)
                     else:
-                        server = self.supervision
-                        probe = server.probe
-                        if server.verdict.abandoned or probe.state is PROBE_WAITING:
+                        supervision = self.supervision
+                        probe = supervision.probe
+                        if supervision.verdict.abandoned or probe.state is PROBE_WAITING:
                             self._on_server(parse_inbound(event.message))
                         else:
                             inbound = lane.from_server(event.message, probe.id)
                             if inbound is None:
-                                server.life.record = RECORD_SERVED
+                                supervision.life.record = RECORD_SERVED
                             else:
                                 self._on_server(inbound)
                 elif event.side == CLIENT:
