@@ -185,7 +185,7 @@ class Bridge:
             self.batches.collect(actions)
         return actions
 
-    # Events -----------------------------------------------------------------------------
+    # Events ---------------------------------------------------------------------------------
 
     def _dispatch(self, event: Event) -> None:
         """Every event but a message (handle takes those itself)."""
@@ -311,7 +311,7 @@ class Bridge:
             # handle() drains what the client is owed, then stops.
             self._move_phase(SessionPhase.DRAINING)
 
-    # What the server side asks of the client's side (supervision.Lifecycle) ------------------
+    # What the server side asks of the client's side (supervision.Lifecycle) -----------------
 
     def fail_unserved(self, reason: str, data: Message) -> None:
         """The server ended before it ever answered: every request waiting gets one error
@@ -368,7 +368,7 @@ class Bridge:
         self._move_intake(Intake.HELD)
         self.ctx.timers = Timers()
 
-    # Era detection ------------------------------------------------------------------------
+    # The client's era, and the mode ---------------------------------------------------------
 
     def _before_mode(self, inbound: Inbound) -> None:
         """A client message no handler can take yet (the mode is unknown, or the server is
@@ -451,7 +451,7 @@ class Bridge:
                 provisional.keep(inbound)
             self.handler.on_client(inbound)
 
-    # Shutdown -----------------------------------------------------------------------------
+    # Shutdown -------------------------------------------------------------------------------
 
     def _on_shutdown_requested(self, grace: float) -> None:
         if grace <= 0:
