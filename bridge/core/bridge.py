@@ -40,7 +40,7 @@ from bridge.core.events import (
     Stop,
     TimerFired,
 )
-from bridge.core.handler import Handler, Mode
+from bridge.core.handler import Handler, Mode, new_handler
 from bridge.core.handover import ClientSession, open_requests
 from bridge.core.jsonrpc import Inbound, parse_inbound, too_long
 from bridge.core.limits import event_for, settle
@@ -92,7 +92,7 @@ class Bridge:
             ProbeDue.ANSWER: supervision.probe_timed_out,
             ServerDue.RESTART: supervision.backoff_over,
             ServerDue.EXIT_WAIT: supervision.exit_unknown,
-            PhaseDue.FAILED: self._failed_wait_over,
+            PhaseDue.FAILED: self._stop_failed,
             PhaseDue.DRAIN: self._drain_over,
             HeldDue.REQUEST_TIMEOUT: self._waiting.expire,
         }
@@ -125,10 +125,6 @@ class Bridge:
         self._detour = self.phase.state is not SessionPhase.OPEN \
             or self._waiting.intake is Intake.RESUMING \
             or self.supervision.verdict.provisional is not None
-
-    @property
-    def closing(self) -> bool:
-        return self.phase.closing
 
     def _stopped(self) -> bool:
         return self.phase.state is PHASE_STOPPED
@@ -208,15 +204,21 @@ class Bridge:
 
     def _on_client_line(self, line: bytes) -> None:
         handler = self.handler
-        inbound = parse_inbound(line, batching=handler is not None and handler.client_batching)
+        self._take_client(parse_inbound(
+            line, batching=handler is not None and handler.client_batching))
+
+    def _take_client(self, inbound: Inbound) -> None:
+        """A client message classified off the lane: to the handler at once when nothing else
+        may see it first (nearly every message: one call, no detour), else the full path."""
+        handler = self.handler
         if handler is not None and inbound.kind in _SINGLE and not self.batches.open \
                 and not self._detour:
-            handler.on_client(inbound)  # nearly every message: one call, no detour
+            handler.on_client(inbound)
         else:
             self._on_client(inbound)
 
     def _to_handler(self, inbound: Inbound) -> None:
-        """A client message the lane handed back (as `_on_client_line` routes it)."""
+        """A client message the lane handed back (as `_take_client` routes it)."""
         if inbound.kind in _SINGLE:
             assert self.handler is not None
             self.handler.on_client(inbound)
@@ -236,7 +238,7 @@ class Bridge:
             inbound = stand_in
         elif kind == "notification" and self.batches.open:
             self.batches.on_notification(inbound.message)
-        if self.closing and inbound.kind == "request":
+        if self.phase.closing and inbound.kind == "request":
             self._refuse_while_closing(inbound)
         elif self._waiting.intake is INTAKE_HANDLER:
             assert self.handler is not None
@@ -292,7 +294,8 @@ class Bridge:
             if self.handler is not None and phase.state is not PHASE_STOPPED:
                 self.handler.on_timer(key)
 
-    def _failed_wait_over(self, _: None) -> None:
+    def _stop_failed(self, _: None = None) -> None:
+        """The session of a server that never served ends, with the failure."""
         failure = self.phase.failure
         assert failure is not None
         self.stop(EX_UNAVAILABLE, failure.reason, failure.data)
@@ -302,9 +305,8 @@ class Bridge:
 
     def _on_client_closed(self, gone: bool) -> None:
         self.ctx.log("info", "client.gone" if gone else "client.closed")
-        failure = self.phase.failure
-        if failure is not None:
-            self.stop(EX_UNAVAILABLE, failure.reason, failure.data)
+        if self.phase.failure is not None:
+            self._stop_failed()
         elif gone:  # nobody reads what is owed: no drain, and the server goes at once
             self.stop(EX_OK, "the client is gone")
         elif self.phase.state is not SessionPhase.DRAINING:
@@ -405,7 +407,8 @@ class Bridge:
         server_era = self.supervision.probe.era
         if self.handler is not None or self.client_era is None or server_era is None:
             return
-        handler = self.handler = self._new_handler(self.client_era, server_era)
+        handler = self.handler = new_handler(self.ctx, self.client_era, server_era,
+                                             self.supervision.probe, self.secret)
         self._lane = handler.lane
         self.ctx.log("info", "mode.chosen", mode=handler.mode, client_era=self.client_era,
                      server_era=server_era, previous=self.lost_mode)
@@ -426,21 +429,6 @@ class Bridge:
         else:
             self._release()
 
-    def _new_handler(self, client_era: Era, server_era: Era) -> Handler:
-        # Each mode is imported when chosen: a bridge runs one unless the server restarts as
-        # the other era, and importing the others would add to every start-up.
-        if client_era == server_era:
-            from bridge.core.relay.mode import PassThrough
-
-            return PassThrough(self.ctx, server_era)
-        if client_era == "legacy":
-            from bridge.core.legacy_server_modern_client.mode import ModeA
-
-            return ModeA(self.ctx, self.supervision.probe)
-        from bridge.core.modern_server_legacy_client.mode import ModeB
-
-        return ModeB(self.ctx, self.supervision.probe, self.secret)
-
     def _release(self) -> None:
         """The handler can serve: what the client said meanwhile reaches it, in order."""
         assert self.handler is not None
@@ -456,7 +444,7 @@ class Bridge:
     def _on_shutdown_requested(self, grace: float) -> None:
         if grace <= 0:
             self.stop(EX_OK, "mcp-rosetta is shutting down")
-        elif not self.closing:
+        elif not self.phase.closing:
             self.ctx.log("info", "bridge.closing", grace_s=grace)
             self.phase.close(grace)
             self.route()
@@ -472,7 +460,7 @@ class Bridge:
         if self._waiting.intake is Intake.RESUMING and self.handler is not None \
                 and not self.handler.resuming:
             self._release()
-        if self.closing:
+        if self.phase.closing:
             self._drain_or_stop()
 
     def _drain_or_stop(self) -> None:

@@ -19,6 +19,7 @@ from bridge.core.events import EX_UNAVAILABLE, ChildExited
 from bridge.core.handler import Mode
 from bridge.core.handover import ClientSession
 from bridge.core.jsonrpc import Inbound
+from bridge.core.phase import Phase
 from bridge.core.probe import PROBE_WAITING, Probe
 from bridge.core.provisional import Overturn
 from bridge.core.restarts import Outage
@@ -31,10 +32,8 @@ class Lifecycle(Protocol):
     """The lifecycle (`Bridge`) as the server side needs it."""
 
     lost_mode: Mode | None  # the mode of the handler last lost or dropped
+    phase: Phase  # the session's: whether it is closing
 
-    @property
-    def closing(self) -> bool:
-        """Asked to stop, or the client closed its input."""
     def route(self) -> None:
         """A verdict moved: the client's messages may take another way."""
     def choose_mode(self) -> None:
@@ -160,7 +159,7 @@ class Supervision:
             return
         self.verdict.server_gone()
         lifecycle.route()
-        if lifecycle.closing:
+        if lifecycle.phase.closing:
             lifecycle.stop(EX_UNAVAILABLE, f"mcp-rosetta: the server {outage.what}",
                            outage.data())
             return
