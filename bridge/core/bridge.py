@@ -239,7 +239,9 @@ class Bridge:
         elif kind == "notification" and self.batches.open:
             self.batches.on_notification(inbound.message)
         if self.phase.closing and inbound.kind == "request":
-            self._refuse_while_closing(inbound)
+            # Winding down, a request gets an error, not the server; what the client answers
+            # or cancels still reaches the calls that are owed.
+            self.ctx.fail(CLIENT, inbound.message["id"], errors.shutting_down())
         elif self._waiting.intake is INTAKE_HANDLER:
             assert self.handler is not None
             verdict = self.supervision.verdict
@@ -448,11 +450,6 @@ class Bridge:
             self.ctx.log("info", "bridge.closing", grace_s=grace)
             self.phase.close(grace)
             self.route()
-
-    def _refuse_while_closing(self, request: Inbound) -> None:
-        """A request that arrives while the bridge winds down gets an error, not the server;
-        what the client answers or cancels still reaches the calls that are owed."""
-        self.ctx.fail(CLIENT, request.message["id"], errors.shutting_down())
 
     def _after_detour(self) -> None:
         """After an event while closing or holding: release what a handler that has re-opened
