@@ -1,27 +1,32 @@
-"""The bridge's lifecycle: era detection (corrected when a slow modern server answers late), the
-mode it picks, every event routed to it, and the server's restarts with the client's session
-kept, or the end of a session whose server never served.
+"""The bridge's lifecycle: every event routed, the client's era learnt, the mode chosen once
+both eras are known, and the session's end (a shutdown, the client leaving, a server that
+never served).
 
 Must not translate messages itself: once both eras are known a mode handler (P, A or B)
 owns the traffic, and a handler made for a restarted server re-opens the client's session
-from the record the lost one handed over. `handle` never raises; a bug is logged as
-`bridge.error`, not a crash.
+from the record the lost one handed over. Nor does it follow the server's life or its era:
+the server side (supervision.py) does, and asks this lifecycle for what touches the client's
+side (the handler, the held messages, the session's end). `handle` never raises; a bug is
+logged as `bridge.error`, not a crash.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any
 
 from bridge.core import errors
 from bridge.core.batch import Batches
+from bridge.core.client_era import answered_ping, first_request_era
 from bridge.core.codec import Message
 from bridge.core.config import CoreConfig
 from bridge.core.context import Context, counter_ids
-from bridge.core.eras import LATEST_LEGACY_VERSION, Era, legacy_request
+from bridge.core.eras import Era
 from bridge.core.events import (
     CLIENT,
+    EX_OK,
+    EX_UNAVAILABLE,
     SERVER,
     Action,
     ChildExited,
@@ -30,170 +35,30 @@ from bridge.core.events import (
     MessageDecoded,
     MessageReceived,
     MessageTooLarge,
-    NotifyReady,
     PeerClosed,
-    RestartChild,
     Send,
     ShutdownRequested,
-    Status,
     Stop,
     TimerFired,
 )
-from bridge.core.handover import ClientSession, Handover, open_requests
+from bridge.core.handler import Handler, Mode, new_handler
+from bridge.core.handover import ClientSession, open_requests
 from bridge.core.jsonrpc import Inbound, classified, parse_inbound, too_long
 from bridge.core.limits import event_for, settle
-from bridge.core.probe import PROBE_WAITING, Probe, ProbeDue
-from bridge.core.provisional import Overturn, Provisional, refused_initialize
-from bridge.core.record import record
-from bridge.core.restarts import Outage, Restarts
-from bridge.core.router import Router
-from bridge.core.states import IllegalMove
-from bridge.core.timers import Deadline, Timers
-from bridge.core.waiting import HeldDue, Waiting
+from bridge.core.phase import PHASE_STOPPED, Phase, PhaseDue, SessionPhase, StartFailure
+from bridge.core.probe import PROBE_WAITING, ProbeDue
+from bridge.core.restarts import Outage
+from bridge.core.server_life import RECORD_SERVED, ServerDue
+from bridge.core.server_life import ServerState as ServerState  # Bridge.server_state's type
+from bridge.core.supervision import Supervision
+from bridge.core.timers import Timers
+from bridge.core.waiting import INTAKE_HANDLER, HeldDue, Intake, Waiting
 
 if TYPE_CHECKING:
     from bridge.core.lane import Lane
 
-EX_OK = 0
-EX_UNAVAILABLE = 69
 # The kinds a mode handler takes as they come (not a batch, nor a refused message).
 _SINGLE = frozenset({"request", "notification", "response", "invalid"})
-# Seconds to wait, once the server's output closed, for its exit status: the shell posts the
-# exit after the end of its output, and an error that names the status helps the user most.
-EXIT_WAIT_S = 1.0
-
-Mode = Literal["P", "A", "B"]
-
-
-class ServerState(Enum):
-    """The server process, as the lifecycle sees it."""
-
-    STARTING = "waiting for ChildStarted"
-    PROBING = "waiting for the probe's answer"
-    SERVING = "its era known"
-    DOWN = "gone: waiting out the back-off, or for good"
-
-
-_SERVER_MOVES: dict[ServerState, frozenset[ServerState]] = {
-    # A start that fails (exec) is reported as an exit without ChildStarted.
-    ServerState.STARTING: frozenset({ServerState.PROBING, ServerState.DOWN}),
-    # Back to STARTING: started once more unprobed, after a clean exit on the probe.
-    ServerState.PROBING: frozenset({ServerState.SERVING, ServerState.STARTING, ServerState.DOWN}),
-    # Back to PROBING: a late -32022 overturned the legacy verdict; server/discover again.
-    ServerState.SERVING: frozenset({ServerState.PROBING, ServerState.DOWN}),
-    # Straight to PROBING: a server came up before the back-off asked for it.
-    ServerState.DOWN: frozenset({ServerState.STARTING, ServerState.PROBING}),
-}
-
-
-class SessionPhase(Enum):
-    """The session, as the lifecycle sees it."""
-
-    OPEN = "serving the client"
-    CLOSING = "asked to stop with a grace: what is owed is still answered, nothing new taken"
-    DRAINING = "the client closed its input: what it is owed, then the end"
-    FAILED = "the server never served: the client's first request is told why, then the end"
-    STOPPED = "stopped: later events are ignored"
-
-
-_PHASE_MOVES: dict[SessionPhase, frozenset[SessionPhase]] = {
-    SessionPhase.OPEN: frozenset({SessionPhase.CLOSING, SessionPhase.DRAINING,
-                                  SessionPhase.FAILED, SessionPhase.STOPPED}),
-    SessionPhase.CLOSING: frozenset({SessionPhase.DRAINING, SessionPhase.STOPPED}),
-    SessionPhase.DRAINING: frozenset({SessionPhase.STOPPED}),
-    # A signal with a grace while failed: nothing is owed, so the drain stops at once.
-    SessionPhase.FAILED: frozenset({SessionPhase.CLOSING, SessionPhase.STOPPED}),
-    SessionPhase.STOPPED: frozenset(),
-}
-# Read on every event (an Enum member read through its class costs several times a global's).
-PHASE_STOPPED: Final = SessionPhase.STOPPED
-
-
-class Intake(Enum):
-    """Where the client's messages go (but for a batch's, a refused one, or a request while
-    closing)."""
-
-    HELD = "held (waiting.py): no handler can serve yet, or the server restarts"
-    RESUMING = "held: the handler is still re-opening the client's session at a new server"
-    HANDLER = "to the handler"
-
-
-_INTAKE_MOVES: dict[Intake, frozenset[Intake]] = {
-    Intake.HELD: frozenset({Intake.RESUMING, Intake.HANDLER}),
-    Intake.RESUMING: frozenset({Intake.HANDLER, Intake.HELD}),
-    Intake.HANDLER: frozenset({Intake.HELD}),
-}
-# Read for each client message that takes the long way.
-INTAKE_HANDLER: Final = Intake.HANDLER
-
-
-class ServerRecord(Enum):
-    """What this session's servers have shown; it only moves down the list."""
-
-    NEVER_SERVED = "no server of this session has sent a well-formed message"
-    RETRIED_UNPROBED = ("never served, and the one start without a probe (after a clean exit "
-                        "on it) is used")
-    SERVED = "a server of this session has sent a well-formed message"
-
-
-# Set on every server message.
-RECORD_SERVED: Final = ServerRecord.SERVED
-
-
-class NextStart(Enum):
-    """How the next server process is started (stdio.mdx §Backward Compatibility)."""
-
-    PROBED = "probed"
-    UNPROBED = "taken as legacy without a probe: the last one exited or closed on it"
-
-
-class LifecycleDue(Enum):
-    """The lifecycle's own deadlines (owner None: each exists once)."""
-
-    RESTART = "the restart's back-off"
-    EXIT_WAIT = "the exit status after a closed output"
-    FAILED = "the wait for a first request after a failed start"
-    DRAIN = "the drain"
-
-
-@record(frozen=True)
-class Failure:
-    """Why a server that never served cannot be used: every request is answered with it."""
-
-    reason: str
-    data: Message
-
-
-_RESTART: Final = Deadline(None, LifecycleDue.RESTART)
-_EXIT_WAIT: Final = Deadline(None, LifecycleDue.EXIT_WAIT)
-_FAILED: Final = Deadline(None, LifecycleDue.FAILED)
-_DRAIN: Final = Deadline(None, LifecycleDue.DRAIN)
-
-
-class Handler(Protocol):
-    @property
-    def mode(self) -> Mode: ...
-    router: Router
-
-    @property
-    def lane(self) -> Lane:
-        """The steady state's one-step route (lane.py)."""
-
-    @property
-    def client_batching(self) -> bool: ...
-    @property
-    def resuming(self) -> bool:
-        """Whether it is still re-opening a client's session at a new server: the bridge
-        holds the client's messages until it is done."""
-    def on_client(self, inbound: Inbound) -> None: ...
-    def on_server(self, inbound: Inbound) -> None: ...
-    def on_timer(self, key: Deadline) -> None: ...
-    def busy(self) -> bool: ...
-    def fail_pending(self, reason: str, data: Message | None = None) -> None: ...
-    def lose_server(self, outage: Outage) -> Handover:
-        """The server is gone: answer what it took, and hand on the client's session."""
-    def resume(self, session: ClientSession) -> None:
-        """Re-open at this (new) server the session a lost handler handed over."""
 
 
 class Bridge:
@@ -208,32 +73,14 @@ class Bridge:
         # The lifecycle's own timers (the probe, the drain, restarts, held requests) outlive
         # any mode handler; ctx.timers are the handler's, and go with it.
         self._timers = Timers()
-        self.probe = Probe(self.ctx, self._timers)
         self.batches = Batches()
         self._waiting = Waiting(self.ctx, self._timers)
-        self._restarts = Restarts(self.ctx.config)
-        self._server = ServerState.STARTING
-        self._phase = SessionPhase.OPEN
-        self._record = ServerRecord.NEVER_SERVED
-        self._next_start = NextStart.PROBED
-        # While the server's output is closed and its exit status awaited, _EXIT_WAIT is
-        # scheduled (`_exit_waiting`).
-        self._outage: Outage | None = None  # why the server is down, until it is restarted
-        self._attempt = 0  # the pending restart's number within the window, and its delay
-        self._delay = 0.0
-        self._failure: Failure | None = None  # set with SessionPhase.FAILED
-        self._grace = 0.0  # the drain's length when CLOSING (DRAINING: drain_timeout)
-        self._provisional: Provisional | None = None  # legacy by timeout: may be overturned
-        self._corrected = False  # this server's era was corrected once already
-        self._abandoned: set[str] = set()  # ids of an overturned handler's requests
+        self.supervision = Supervision(self.ctx, self._timers, self)
+        self.phase = Phase(self.ctx.config, self._timers)
         self._roots_told = False
         self._session: ClientSession | None = None  # handed over, until a handler resumes it
-        self._lost_mode: Mode | None = None
-        self._ready_told = False
-        # HANDLER exactly while `handler` is set and has what was held (a resuming handler's
-        # are released after the event in which it is done).
-        self._intake = Intake.HELD
-        # The hot path's one test, kept by `_route`: whether client messages take the long
+        self.lost_mode: Mode | None = None  # the mode of the handler last lost or dropped
+        # The hot path's one test, kept by `route`: whether client messages take the long
         # way (not OPEN, held for a resuming handler, or a provisional verdict keeping a copy
         # of each).
         self._detour = False
@@ -241,12 +88,13 @@ class Bridge:
         self._lane: Lane | None = None
         # By the deadline's kind; each handler takes its owner (a held request's number, or
         # None for the deadlines that exist once).
+        supervision = self.supervision
         self._on_due: dict[Enum, Callable[[Any], None]] = {
-            ProbeDue.ANSWER: self._probe_timed_out,
-            LifecycleDue.RESTART: self._backoff_over,
-            LifecycleDue.EXIT_WAIT: self._exit_unknown,
-            LifecycleDue.FAILED: self._failed_wait_over,
-            LifecycleDue.DRAIN: self._drain_over,
+            ProbeDue.ANSWER: supervision.probe_timed_out,
+            ServerDue.RESTART: supervision.backoff_over,
+            ServerDue.EXIT_WAIT: supervision.exit_unknown,
+            PhaseDue.FAILED: self._stop_failed,
+            PhaseDue.DRAIN: self._drain_over,
             HeldDue.REQUEST_TIMEOUT: self._waiting.expire,
         }
 
@@ -257,45 +105,30 @@ class Bridge:
     @property
     def server_state(self) -> ServerState:
         """Where the server process is (the HTTP front's /readyz reads it)."""
-        return self._server
+        return self.supervision.life.state
 
     @property
     def has_served(self) -> bool:
         """Whether a server of this session has spoken: a start after it is a restart."""
-        return self._record is ServerRecord.SERVED
-
-    def _move_server(self, to: ServerState) -> None:
-        if to not in _SERVER_MOVES[self._server]:
-            raise IllegalMove("server", self._server, to)
-        self._server = to
+        return self.supervision.life.served
 
     def _move_phase(self, to: SessionPhase) -> None:
-        if to not in _PHASE_MOVES[self._phase]:
-            raise IllegalMove("session", self._phase, to)
-        self._phase = to
-        self._route()
+        self.phase.move(to)
+        self.route()
 
     def _move_intake(self, to: Intake) -> None:
-        if to not in _INTAKE_MOVES[self._intake]:
-            raise IllegalMove("intake", self._intake, to)
-        self._intake = to
-        self._route()
+        self._waiting.move(to)
+        self.route()
 
-    def _route(self) -> None:
-        """Keep `_detour` in step with what it caches."""
-        self._detour = self._phase is not SessionPhase.OPEN \
-            or self._intake is Intake.RESUMING or self._provisional is not None
-
-    @property
-    def _closing(self) -> bool:
-        """Asked to stop, or the client closed its input: the drain runs after each event."""
-        return self._phase is SessionPhase.CLOSING or self._phase is SessionPhase.DRAINING
+    def route(self) -> None:
+        """Keep `_detour` in step with what it caches (after each move of the phase, the
+        intake or the legacy verdict)."""
+        self._detour = self.phase.state is not SessionPhase.OPEN \
+            or self._waiting.intake is Intake.RESUMING \
+            or self.supervision.verdict.provisional is not None
 
     def _stopped(self) -> bool:
-        return self._phase is PHASE_STOPPED
-
-    def _exit_waiting(self) -> bool:
-        return _EXIT_WAIT in self._timers
+        return self.phase.state is PHASE_STOPPED
 
     def next_deadline(self) -> float | None:
         own, mode = self._timers.next_deadline(), self.ctx.timers.next_deadline()
@@ -308,7 +141,7 @@ class Bridge:
         ctx.now = now
         actions: list[Action] = []
         ctx.actions = actions
-        if self._phase is PHASE_STOPPED:
+        if self.phase.state is PHASE_STOPPED:
             return actions
         try:
             if type(event) is MessageReceived:  # nearly every event: no frame in between
@@ -321,14 +154,17 @@ class Bridge:
                         inbound = lane.from_client(event.message)
                         if inbound is not None:
                             self._to_handler(inbound)
-                    elif self._abandoned or self.probe.state is PROBE_WAITING:
-                        self._on_server(parse_inbound(event.message))
                     else:
-                        inbound = lane.from_server(event.message, self.probe.id)
-                        if inbound is None:
-                            self._record = RECORD_SERVED
+                        supervision = self.supervision
+                        probe = supervision.probe
+                        if supervision.verdict.abandoned or probe.state is PROBE_WAITING:
+                            self._on_server(parse_inbound(event.message))
                         else:
-                            self._on_server(inbound)
+                            inbound = lane.from_server(event.message, probe.id)
+                            if inbound is None:
+                                supervision.life.record = RECORD_SERVED
+                            else:
+                                self._on_server(inbound)
                 elif event.side == CLIENT:
                     self._on_client_line(event.message)
                 else:
@@ -339,13 +175,14 @@ class Bridge:
             ctx.log("error", "bridge.error", error=repr(exc), during=type(event).__name__)
         if self._detour and not self._stopped():
             self._after_detour()
-            if self._provisional is not None:
-                self._provisional.note_answers(actions)
+            provisional = self.supervision.verdict.provisional
+            if provisional is not None:
+                provisional.note_answers(actions)
         if self.batches.open:
             self.batches.collect(actions)
         return actions
 
-    # Events -----------------------------------------------------------------------------
+    # Events ---------------------------------------------------------------------------------
 
     def _dispatch(self, event: Event) -> None:
         """Every event but a line (handle takes those itself)."""
@@ -356,23 +193,22 @@ class Bridge:
         elif type(event) is MessageTooLarge:
             self._on_too_large(event)
         elif type(event) is ChildStarted:
-            self._on_child_started()
+            self.supervision.started()
         elif type(event) is ChildExited:
             self.ctx.log("warning" if event.code else "info", "child.exited", code=event.code)
-            self._on_child_exited(event)
+            self.supervision.exited(event)
         elif type(event) is PeerClosed:
-            self._on_peer_closed(event.side, event.gone)
+            if event.side == CLIENT:
+                self._on_client_closed(event.gone)
+            else:
+                self.supervision.output_closed()
         elif type(event) is ShutdownRequested:
             self._on_shutdown_requested(event.grace)
 
     def _on_client_line(self, line: bytes) -> None:
         handler = self.handler
-        inbound = parse_inbound(line, batching=handler is not None and handler.client_batching)
-        if handler is not None and inbound.kind in _SINGLE and not self.batches.open \
-                and not self._detour:
-            handler.on_client(inbound)  # nearly every message: one call, no detour
-        else:
-            self._on_client(inbound)
+        self._take_client(parse_inbound(
+            line, batching=handler is not None and handler.client_batching))
 
     def _on_decoded(self, event: MessageDecoded) -> None:
         """A message the shell decoded: classified from its value, then routed as a line of
@@ -381,8 +217,13 @@ class Bridge:
             self._on_server(classified(event.line, event.message))
             return
         handler = self.handler
-        inbound = classified(event.line, event.message,
-                             handler is not None and handler.client_batching)
+        self._take_client(classified(event.line, event.message,
+                                     handler is not None and handler.client_batching))
+
+    def _take_client(self, inbound: Inbound) -> None:
+        """A client message classified off the lane: to the handler at once when nothing else
+        may see it first (nearly every message: one call, no detour), else the full path."""
+        handler = self.handler
         if handler is not None and inbound.kind in _SINGLE and not self.batches.open \
                 and not self._detour:
             handler.on_client(inbound)
@@ -390,7 +231,7 @@ class Bridge:
             self._on_client(inbound)
 
     def _to_handler(self, inbound: Inbound) -> None:
-        """A client message the lane handed back (as `_on_client_line` routes it)."""
+        """A client message the lane handed back (as `_take_client` routes it)."""
         if inbound.kind in _SINGLE:
             assert self.handler is not None
             self.handler.on_client(inbound)
@@ -410,12 +251,16 @@ class Bridge:
             inbound = stand_in
         elif kind == "notification" and self.batches.open:
             self.batches.on_notification(inbound.message)
-        if self._closing and inbound.kind == "request":
-            self._refuse_while_closing(inbound)
-        elif self._intake is INTAKE_HANDLER:
+        if self.phase.closing and inbound.kind == "request":
+            # Winding down, a request gets an error, not the server; what the client answers
+            # or cancels still reaches the calls that are owed.
+            self.ctx.fail(CLIENT, inbound.message["id"], errors.shutting_down())
+        elif self._waiting.intake is INTAKE_HANDLER:
             assert self.handler is not None
-            if self._provisional is not None:
-                self._keep(inbound)
+            verdict = self.supervision.verdict
+            if verdict.provisional is not None:
+                verdict.keep(inbound)
+                self.route()
             self.handler.on_client(inbound)
         else:
             self._before_mode(inbound)
@@ -432,19 +277,10 @@ class Bridge:
             if stand_in is None:
                 return
             inbound = stand_in
-        if inbound.kind != "invalid":
-            self._record = RECORD_SERVED
-        if self._abandoned and self._absorbed(inbound):
+        if self.supervision.takes(inbound):
             return
-        if self.probe.state is PROBE_WAITING:
-            self.probe.on_server(inbound)
-            if self.probe.era is not None:
-                self._settled()
-        elif self._provisional is not None and inbound.kind == "response" \
-                and self._overturned(inbound):
-            return
-        elif self.handler is not None:
-            probe_id = self.probe.id  # Probe.is_late_answer, inline: every server message
+        if self.handler is not None:
+            probe_id = self.supervision.probe.id  # Probe.is_late_answer, inline
             if probe_id is not None and inbound.kind == "response" \
                     and inbound.message["id"] == probe_id:
                 self.ctx.log("info", "probe.late_answer")
@@ -465,163 +301,52 @@ class Bridge:
     def _on_timers(self) -> None:
         now = self.ctx.now
         # Every key scheduled is a Deadline (the Timers heap holds any hashable key).
+        phase = self.phase
         for key in self._timers.pop_due(now):
-            if self._phase is not PHASE_STOPPED:
+            if phase.state is not PHASE_STOPPED:
                 self._on_due[key.kind](key.owner)
         for key in self.ctx.timers.pop_due(now):
-            if self.handler is not None and self._phase is not PHASE_STOPPED:
+            if self.handler is not None and phase.state is not PHASE_STOPPED:
                 self.handler.on_timer(key)
 
-    def _probe_timed_out(self, _: None) -> None:
-        self.probe.on_timeout()
-        if self.probe.era == "legacy" and not self._corrected:
-            self._provisional = Provisional(self.ctx.now)
-        self._settled()
-
-    def _backoff_over(self, _: None) -> None:
-        if self._server is ServerState.DOWN:  # not if a start came first (a restart at once)
-            self._restart_now()
-
-    def _exit_unknown(self, _: None) -> None:
-        self._on_server_gone(Outage(None))
-
-    def _failed_wait_over(self, _: None) -> None:
-        assert self._failure is not None
-        self._stop(EX_UNAVAILABLE, self._failure.reason, self._failure.data)
+    def _stop_failed(self, _: None = None) -> None:
+        """The session of a server that never served ends, with the failure."""
+        failure = self.phase.failure
+        assert failure is not None
+        self.stop(EX_UNAVAILABLE, failure.reason, failure.data)
 
     def _drain_over(self, _: None) -> None:
-        self._stop(EX_OK, self._stop_reason())
+        self.stop(EX_OK, self.phase.end_reason())
 
-    def _stop_reason(self) -> str:
-        return "the client closed its input" if self._phase is SessionPhase.DRAINING \
-            else "mcp-rosetta is shutting down"
-
-    def _on_peer_closed(self, side: str, gone: bool) -> None:
-        if side == CLIENT:
-            self.ctx.log("info", "client.gone" if gone else "client.closed")
-            if self._failure is not None:
-                self._stop(EX_UNAVAILABLE, self._failure.reason, self._failure.data)
-                return
-            if gone:  # nobody reads what is owed: no drain, and the server goes at once
-                self._stop(EX_OK, "the client is gone")
-                return
+    def _on_client_closed(self, gone: bool) -> None:
+        self.ctx.log("info", "client.gone" if gone else "client.closed")
+        if self.phase.failure is not None:
+            self._stop_failed()
+        elif gone:  # nobody reads what is owed: no drain, and the server goes at once
+            self.stop(EX_OK, "the client is gone")
+        elif self.phase.state is not SessionPhase.DRAINING:
             # handle() drains what the client is owed, then stops.
-            if self._phase is not SessionPhase.DRAINING:
-                self._move_phase(SessionPhase.DRAINING)
-        elif self._server is not ServerState.DOWN and not self._exit_waiting():
-            self.ctx.log("warning", "server.closed")
-            # Answered once its exit status is known, or after EXIT_WAIT_S without one.
-            self.probe.abandon()  # nothing more can answer it
-            self._timers.schedule(_EXIT_WAIT, self.ctx.now + EXIT_WAIT_S)
+            self._move_phase(SessionPhase.DRAINING)
 
-    # The server process: started, lost, restarted ------------------------------------------
+    # What the server side asks of the client's side (supervision.Lifecycle) -----------------
 
-    def _on_child_started(self) -> None:
-        self._move_server(ServerState.PROBING)
-        self._corrected = False
-        self.probe.start(skip=self._next_start is NextStart.UNPROBED)
-        self._next_start = NextStart.PROBED
-        if self.probe.era is not None:
-            self._settled()
-
-    def _on_child_exited(self, event: ChildExited) -> None:
-        # Its output closed first: this is the status waited for.
-        self._timers.cancel(_EXIT_WAIT)
-        self._on_server_gone(Outage(event.code, event.cause, event.stderr_tail,
-                                   event.went))
-
-    def _on_server_gone(self, outage: Outage) -> None:
-        """The server exited or closed its output (ChildExited, PeerClosed: each crash says
-        both, in either order; a closed output waits EXIT_WAIT_S for the exit)."""
-        if self._server is ServerState.DOWN:
-            assert self._outage is not None
-            self._outage.learn(outage)  # the second word of the same crash: not counted
-            return
-        self._provisional, self._abandoned = None, set()
-        self._route()
-        if self._closing:
-            self._stop(EX_UNAVAILABLE, f"mcp-rosetta: the server {outage.what}", outage.data())
-            return
-        probing = self._server is ServerState.PROBING
-        serving = self._server is ServerState.SERVING
-        if self._record is not ServerRecord.SERVED:
-            if probing and outage.code == 0 and self._record is ServerRecord.NEVER_SERVED:
-                self._start_unprobed(outage)
-            else:
-                self._fail_unserved(outage)
-            return
-        if probing:
-            # stdio.mdx §Backward Compatibility: some legacy servers exit on an unexpected
-            # first message (or close their output); start it again at once, as legacy.
-            self.probe.abandon()
-            self._next_start = NextStart.UNPROBED
-        attempt = self._restarts.take(self.ctx.now)
-        if attempt is None:
-            self._give_up(outage)
-            return
-        if serving:
-            self._lose_handler(outage)
-        # A server that never started (its exec failed) or died on the probe is a failed
-        # start; the next one gets a probe of its own.
-        self.probe = Probe(self.ctx, self._timers)
-        self._move_server(ServerState.DOWN)
-        self._outage, self._attempt = outage, attempt
-        self._delay = 0.0 if probing else self._restarts.backoff(attempt)
-        if self._delay > 0:
-            self._timers.schedule(_RESTART, self.ctx.now + self._delay)
-        else:
-            self._restart_now()
-
-    def _start_unprobed(self, outage: Outage) -> None:
-        """A server that exited cleanly on the probe may be a legacy one that takes no
-        unexpected first message (stdio.mdx §Backward Compatibility): start it once more, at
-        once and without a probe, as legacy. Not a restart: it never served."""
-        self.probe.abandon()
-        self.probe = Probe(self.ctx, self._timers)
-        self._record, self._next_start = ServerRecord.RETRIED_UNPROBED, NextStart.UNPROBED
-        self.ctx.log("warning", "child.restarted", code=outage.code, reason=outage.what,
-                     attempt=0, max_restarts=self.ctx.config.max_restarts, backoff_s=0.0,
-                     mode=None, probe=False)
-        self.ctx.actions.append(Status("starting the server again without the probe it "
-                                       "exited on, as a legacy server"))
-        self.ctx.actions.append(RestartChild())
-        self._move_server(ServerState.STARTING)
-
-    def _fail_unserved(self, outage: Outage) -> None:
-        """The server ended before it ever answered: starting it again would only fail again.
-        Every request waiting gets one error naming why; a client that has asked nothing yet
-        is answered so for a while (FAILED), not left with an end of file."""
-        reason, data = outage.never_served(), outage.data()
-        self.ctx.log("error", "child.failed", code=outage.code, reason=reason,
-                     stderr_tail=list(outage.stderr_tail))
-        self.ctx.actions.append(Status(f"stopped: {reason}"))
-        self.probe.abandon()
-        self._move_server(ServerState.DOWN)
-        self._outage = outage
+    def fail_unserved(self, reason: str, data: Message) -> None:
+        """The server ended before it ever answered: every request waiting gets one error
+        naming why; a client that has asked nothing yet is answered so for a while (FAILED),
+        not left with an end of file."""
         before = len(self.ctx.actions)
         if self.handler is not None:
             self.handler.fail_pending(reason, data)
             self._drop_handler()
         self._waiting.fail_all(reason, data)
-        self._failure = Failure(reason, data)
         answered = any(type(a) is Send and a.side == CLIENT for a in self.ctx.actions[before:])
         if answered:
-            self._stop(EX_UNAVAILABLE, reason, data)
+            self.stop(EX_UNAVAILABLE, reason, data)
         else:
-            self._move_phase(SessionPhase.FAILED)
-            self._timers.schedule(_FAILED, self.ctx.now + self.ctx.config.probe_timeout)
+            self.phase.fail(StartFailure(reason, data), self.ctx.now)
+            self.route()
 
-    def _answer_failure(self, inbound: Inbound) -> None:
-        """While the bridge lingers after a failed start: the client's request (a ping too:
-        there is no server to reach) gets the failure, and the bridge stops after this event."""
-        assert self._failure is not None
-        if inbound.kind == "request":
-            failure = self._failure
-            self.ctx.fail(CLIENT, inbound.message["id"],
-                          errors.session_ended(failure.reason, failure.data))
-            self._timers.schedule(_FAILED, self.ctx.now)
-
-    def _lose_handler(self, outage: Outage) -> None:
+    def lose_handler(self, outage: Outage) -> None:
         """Every request the server took gets its error; the client's session is handed on,
         and what the handler never sent waits for the next server."""
         handler = self.handler
@@ -630,8 +355,28 @@ class Bridge:
         handover = handler.lose_server(outage)
         self._session = handover.session
         self._waiting.hold_first(handover.unsent)
-        self._lost_mode = handler.mode
+        self.lost_mode = handler.mode
         self._drop_handler()
+
+    def asked(self, answer_id: object) -> str | None:
+        handler = self.handler
+        exchange = handler.router.pending[SERVER].get(answer_id) \
+            if handler is not None and isinstance(answer_id, str) else None
+        return None if exchange is None else exchange.method
+
+    def abandon_handler(self) -> tuple[Mode | None, Iterable[str]]:
+        handler = self.handler
+        if handler is None:
+            return None, ()
+        pending = list(handler.router.pending[SERVER])
+        self.lost_mode = handler.mode
+        self._drop_handler()
+        return handler.mode, pending
+
+    def hold(self, kept: list[Inbound], session: ClientSession | None) -> None:
+        self._waiting.hold_first(kept)
+        self._session = session
+        self.route()
 
     def _drop_handler(self) -> None:
         """The handler goes, and its timers with it; client messages are held again."""
@@ -640,111 +385,7 @@ class Bridge:
         self._move_intake(Intake.HELD)
         self.ctx.timers = Timers()
 
-    def _restart_now(self) -> None:
-        outage = self._outage
-        assert outage is not None
-        self._timers.cancel(_RESTART)
-        config = self.ctx.config
-        self.ctx.log("warning", "child.restarted", code=outage.code, reason=outage.what,
-                     attempt=self._attempt, max_restarts=config.max_restarts,
-                     backoff_s=self._delay, mode=self._lost_mode)
-        self.ctx.actions.append(Status(
-            f"restarting the server: it {outage.what} (restart {self._attempt} of at most "
-            f"{config.max_restarts} within {config.restart_window:g} s)"))
-        self.ctx.actions.append(RestartChild())
-        self._move_server(ServerState.STARTING)
-        self._outage = None
-
-    def _give_up(self, outage: Outage) -> None:
-        config = self.ctx.config
-        self.ctx.log("error", "child.gave_up", code=outage.code, reason=outage.what,
-                     max_restarts=config.max_restarts, window_s=config.restart_window)
-        self.ctx.actions.append(Status(f"stopped: the server {outage.what} and has used up "
-                                       f"its {config.max_restarts} restarts"))
-        self._stop(EX_UNAVAILABLE, self._restarts.gave_up(outage), outage.data())
-
-    # A legacy verdict overturned --------------------------------------------------------
-
-    def _keep(self, inbound: Inbound) -> None:
-        """A client message reaching a handler chosen on a provisional verdict: kept for the
-        handler of the server's true era, should it show itself."""
-        assert self._provisional is not None
-        if not self._provisional.keep(inbound):
-            self.ctx.log("info", "era.final", side=SERVER, era="legacy",
-                         reason="too many client messages since the probe's timeout")
-            self._end_provisional()
-
-    def _end_provisional(self) -> None:
-        self._provisional = None
-        self._route()
-
-    def _absorbed(self, inbound: Inbound) -> bool:
-        """An answer to a request of the handler an overturned verdict dropped: its client
-        request was replayed to the new handler, which answers it."""
-        if inbound.kind != "response":
-            return False
-        answer_id = inbound.message["id"]
-        if not isinstance(answer_id, str) or answer_id not in self._abandoned:
-            return False
-        self._abandoned.discard(answer_id)
-        self.ctx.debug("message.absorbed", side=SERVER, reason="asked by an overturned handler")
-        return True
-
-    def _overturned(self, inbound: Inbound) -> bool:
-        """While the legacy verdict is provisional: whether this answer shows the server is
-        modern after all (and the session was corrected); a result to anything else shows it
-        serves legacy requests, and the verdict is final."""
-        message = inbound.message
-        if self.probe.is_late_answer(inbound):
-            overturn = self.probe.late(message)
-            if overturn is None:
-                self.ctx.log("info", "probe.late_answer")
-                self._end_provisional()
-                return True
-        else:
-            overturn = refused_initialize(message, self._asked(message["id"]))
-            if overturn is None:
-                if "result" in message:
-                    self._end_provisional()
-                return False
-        self._correct(overturn)
-        return True
-
-    def _asked(self, answer_id: object) -> str | None:
-        """The method of the handler's request an answer is for."""
-        handler = self.handler
-        exchange = handler.router.pending[SERVER].get(answer_id) \
-            if handler is not None and isinstance(answer_id, str) else None
-        return None if exchange is None else exchange.method
-
-    def _correct(self, overturn: Overturn) -> None:
-        """The server is modern after all: the session becomes what it would have been had
-        the probe been answered in time. The client's messages since go to the new handler,
-        the dropped handler's requests are absorbed when answered."""
-        provisional = self._provisional
-        assert provisional is not None
-        old, kept = self.handler, provisional.replay()
-        self._provisional, self._corrected = None, True
-        self.ctx.log("warning", "era.corrected", side=SERVER, was="legacy", era="modern",
-                     reason=overturn.why, after_s=round(self.ctx.now - provisional.since, 3),
-                     mode=None if old is None else old.mode, replayed=len(kept))
-        if old is not None:
-            self._abandoned = set(old.router.pending[SERVER])
-            self._lost_mode = old.mode
-            self._drop_handler()
-        self._waiting.hold_first(kept)
-        self._session = provisional.session
-        self._route()
-        if overturn.discover is None and overturn.error is None:
-            # Only a -32022 is known: ask server/discover for what the modern server offers.
-            self.probe = Probe(self.ctx, self._timers)
-            self._move_server(ServerState.PROBING)
-            self.probe.start(skip=False)
-            return
-        self.probe.overturned(overturn)
-        self._choose_mode()
-
-    # Era detection ------------------------------------------------------------------------
+    # The client's era, and the mode ---------------------------------------------------------
 
     def _before_mode(self, inbound: Inbound) -> None:
         """A client message no handler can take yet (the mode is unknown, or the server is
@@ -753,58 +394,39 @@ class Bridge:
         if inbound.kind == "invalid":
             self.ctx.reject(CLIENT, inbound)
             return
-        if self._failure is not None:
+        if self.phase.failure is not None:
             self._answer_failure(inbound)
             return
-        if self.client_era is None and not self._learn_client_era(inbound):
-            return
-        if self.client_era == "legacy" and inbound.kind == "request" \
-                and inbound.message["method"] == "ping":
-            # lifecycle.mdx (2025-11-25) §Operation: either side may ping at any time; the
-            # bridge is alive, and a ping must not wait out a restart. (The modern era has
-            # no ping: a modern client's waits for the server like any request.)
-            self.ctx.reply(CLIENT, inbound.message["id"], {})
+        era = self.client_era
+        if era is None:
+            era = self.client_era = first_request_era(self.ctx, inbound)
+            if era is None:
+                return
+        if answered_ping(self.ctx, era, inbound):
             return
         self._waiting.hold(inbound)
-        self._choose_mode()
+        self.choose_mode()
 
-    def _learn_client_era(self, inbound: Inbound) -> bool:
-        message = inbound.message
-        if inbound.kind != "request":
-            self.ctx.log("info", "message.dropped", side=CLIENT, reason="before the first request")
-            return False
-        # Until initialize negotiates one, a legacy client is taken to speak the latest revision.
-        era: Era = "modern" if legacy_request(LATEST_LEGACY_VERSION, message) is None else "legacy"
-        if era == "legacy" and message["method"] != "initialize":
-            if message["method"] == "ping":  # lifecycle.mdx: ping is allowed before initialize
-                self.ctx.reply(CLIENT, message["id"], {})
-            else:
-                self.ctx.fail(CLIENT, message["id"], errors.no_era_named())
-            return False
-        self.client_era = era
-        self.ctx.log("info", "era.detected", side=CLIENT, era=era)
-        return True
+    def _answer_failure(self, inbound: Inbound) -> None:
+        """While the bridge lingers after a failed start: the client's request (a ping too:
+        there is no server to reach) gets the failure, and the bridge stops after this event."""
+        failure = self.phase.failure
+        assert failure is not None
+        if inbound.kind == "request":
+            self.ctx.fail(CLIENT, inbound.message["id"],
+                          errors.session_ended(failure.reason, failure.data))
+            self.phase.failure_told(self.ctx.now)
 
-    def _settled(self) -> None:
-        """The server's era is known: the bridge is ready to serve (systemd READY=1, once)."""
-        self._move_server(ServerState.SERVING)
-        if not self._ready_told:
-            self._ready_told = True
-            self.ctx.actions.append(NotifyReady())
-        if self._restarts.total:
-            count = self._restarts.total
-            self.ctx.actions.append(Status(
-                f"serving; the server restarted {count} time{'s' if count > 1 else ''}"))
-        self._choose_mode()
-
-    def _choose_mode(self) -> None:
-        server_era = self.probe.era
+    def choose_mode(self) -> None:
+        """A handler once both eras are known (the server's by the server side's probe)."""
+        server_era = self.supervision.probe.era
         if self.handler is not None or self.client_era is None or server_era is None:
             return
-        handler = self.handler = self._new_handler(self.client_era, server_era)
+        handler = self.handler = new_handler(self.ctx, self.client_era, server_era,
+                                             self.supervision.probe, self.secret)
         self._lane = handler.lane
         self.ctx.log("info", "mode.chosen", mode=handler.mode, client_era=self.client_era,
-                     server_era=server_era, previous=self._lost_mode)
+                     server_era=server_era, previous=self.lost_mode)
         if self.ctx.config.roots and handler.mode != "B" and not self._roots_told:
             self._roots_told = True
             self.ctx.log("warning", "roots.unused", mode=handler.mode,
@@ -813,61 +435,42 @@ class Bridge:
                                 "roots/list itself")
         session, self._session = self._session, None
         if session is not None:
-            if self._provisional is not None:
-                self._provisional.session = session
+            provisional = self.supervision.verdict.provisional
+            if provisional is not None:
+                provisional.session = session
             handler.resume(session)
         if handler.resuming:
             self._move_intake(Intake.RESUMING)
         else:
             self._release()
 
-    def _new_handler(self, client_era: Era, server_era: Era) -> Handler:
-        # Each mode is imported when chosen: a bridge runs one unless the server restarts as
-        # the other era, and importing the others would add to every start-up.
-        if client_era == server_era:
-            from bridge.core.relay.mode import PassThrough
-
-            return PassThrough(self.ctx, server_era)
-        if client_era == "legacy":
-            from bridge.core.legacy_server_modern_client.mode import ModeA
-
-            return ModeA(self.ctx, self.probe)
-        from bridge.core.modern_server_legacy_client.mode import ModeB
-
-        return ModeB(self.ctx, self.probe, self.secret)
-
     def _release(self) -> None:
         """The handler can serve: what the client said meanwhile reaches it, in order."""
         assert self.handler is not None
         self._move_intake(Intake.HANDLER)
-        provisional = self._provisional
+        provisional = self.supervision.verdict.provisional
         for inbound in self._waiting.release():
             if provisional is not None:
                 provisional.keep(inbound)
             self.handler.on_client(inbound)
 
-    # Shutdown -----------------------------------------------------------------------------
+    # Shutdown -------------------------------------------------------------------------------
 
     def _on_shutdown_requested(self, grace: float) -> None:
         if grace <= 0:
-            self._stop(EX_OK, "mcp-rosetta is shutting down")
-        elif not self._closing:
+            self.stop(EX_OK, "mcp-rosetta is shutting down")
+        elif not self.phase.closing:
             self.ctx.log("info", "bridge.closing", grace_s=grace)
-            self._grace = grace
-            self._move_phase(SessionPhase.CLOSING)
-
-    def _refuse_while_closing(self, request: Inbound) -> None:
-        """A request that arrives while the bridge winds down gets an error, not the server;
-        what the client answers or cancels still reaches the calls that are owed."""
-        self.ctx.fail(CLIENT, request.message["id"], errors.shutting_down())
+            self.phase.close(grace)
+            self.route()
 
     def _after_detour(self) -> None:
         """After an event while closing or holding: release what a handler that has re-opened
         the session can now take; stop once closing and nothing is owed."""
-        if self._intake is Intake.RESUMING and self.handler is not None \
+        if self._waiting.intake is Intake.RESUMING and self.handler is not None \
                 and not self.handler.resuming:
             self._release()
-        if self._closing:
+        if self.phase.closing:
             self._drain_or_stop()
 
     def _drain_or_stop(self) -> None:
@@ -878,13 +481,11 @@ class Bridge:
         """
         owed = self._waiting.owes() or (self.handler is not None and self.handler.busy())
         if not owed:
-            self._stop(EX_OK, self._stop_reason())
-        elif _DRAIN not in self._timers:
-            drain = self.ctx.config.drain_timeout if self._phase is SessionPhase.DRAINING \
-                else self._grace
-            self._timers.schedule(_DRAIN, self.ctx.now + drain)
+            self.stop(EX_OK, self.phase.end_reason())
+        else:
+            self.phase.drain(self.ctx.now)
 
-    def _stop(self, code: int, reason: str, data: Message | None = None) -> None:
+    def stop(self, code: int, reason: str, data: Message | None = None) -> None:
         """Answer every request still waiting (exactly one response each), then stop."""
         if self.handler is not None:
             self.handler.fail_pending(reason, data)

@@ -1,14 +1,15 @@
-"""What a translating mode does with each kind of message its server sends, in one place.
+"""What a mode does with each kind of message its server sends, in one place.
 
-Must not know a mode: it reaches the mode through `ServerFace`, the one thing modes A and B
+Must not know a mode: it reaches the mode through `ServerFace`, the one thing modes A, B and P
 share about their server. An answer goes to the exchange that waits for it; the rest to the
-mode's own handlers.
+mode's own handlers, but for a modern server's request, which every mode refuses alike.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from bridge.core import errors
 from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.events import SERVER
@@ -40,3 +41,13 @@ def from_server(mode: ServerFace, inbound: Inbound) -> None:
         mode.on_server_request(inbound.message)
     else:
         mode.ctx.log("warning", "message.invalid", side=SERVER, reason=inbound.reason)
+
+
+def refuse_modern_request(ctx: Context, message: Message) -> None:
+    """A modern server's request: its revision has none (a server asks for input inside an
+    InputRequiredResult, mrtr.mdx), so no client is asked it. The server is answered -32601
+    and the refusal logged."""
+    method = message["method"]
+    ctx.log("warning", "server.request_refused", side=SERVER, method=method,
+            reason="a modern server sends no requests")
+    ctx.fail(SERVER, message["id"], errors.no_server_requests(method))

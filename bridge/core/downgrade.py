@@ -1,4 +1,5 @@
-"""Results and notifications made fit for a legacy revision (TRANSLATION.md §7.1, §10.3).
+"""Results, errors and notifications made fit for a legacy revision (TRANSLATION.md §3.4,
+§7.1, §10.3).
 
 Must not touch a message in place: every change is made on a copy, and only of the parts
 that change, so what the bridge does not know passes through as it came.
@@ -9,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bridge.core.codec import Message, encode
-from bridge.core.eras import MODERN_RESULT_META_KEYS, V2025_03_26, V2025_06_18, V2025_11_25
+from bridge.core.eras import (
+    INVALID_PARAMS,
+    LEGACY_RESOURCE_NOT_FOUND,
+    MODERN_RESULT_META_KEYS,
+    V2025_03_26,
+    V2025_06_18,
+    V2025_11_25,
+)
 
 
 def implementation_for(info: Message, version: str) -> Message:
@@ -172,3 +180,16 @@ def progress_for_legacy(params: Message, version: str) -> Message:
     if version < V2025_03_26 and "message" in params:
         return {k: v for k, v in params.items() if k != "message"}
     return params
+
+
+def error_for_legacy(error: Message, method: str) -> Message:
+    """A modern server's error as a legacy client knows it: a resource not found is -32002
+    there. server/resources.mdx (2026-07-28) moved "not found" to -32602, which also means
+    bad params, so only what says it is a missing resource is rewritten."""
+    if method != "resources/read" or error.get("code") != INVALID_PARAMS:
+        return error
+    data = error.get("data")
+    if (isinstance(data, dict) and "uri" in data) \
+            or "not found" in str(error.get("message", "")).lower():
+        return {**error, "code": LEGACY_RESOURCE_NOT_FOUND}
+    return error

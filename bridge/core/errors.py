@@ -125,9 +125,14 @@ def unservable(message: str, data: Message) -> OwnError:
     return OwnError(INVALID_PARAMS, message, data)
 
 
-def no_requests_on_stdio() -> OwnError:
-    """A modern server's request: stdio.mdx says it "MUST NOT write JSON-RPC requests"."""
-    return OwnError(METHOD_NOT_FOUND, "Modern servers must not send requests on stdio")
+def no_server_requests(method: str) -> OwnError:
+    """A modern server's request: its revision has none. mrtr.mdx: a server asks the client
+    for input inside an InputRequiredResult; stdio.mdx: it "MUST NOT write JSON-RPC
+    requests"; streamable-http.mdx: it "MUST NOT send independent JSON-RPC requests"."""
+    return OwnError(METHOD_NOT_FOUND,
+                    f"Method not found: {method}: revision {MODERN_PROTOCOL_VERSION} has no "
+                    f"requests from server to client (a server asks for input with an "
+                    f"InputRequiredResult)", SOURCE)
 
 
 def result_type_not_carried(method: str, kind: object) -> OwnError:

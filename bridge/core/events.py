@@ -179,6 +179,12 @@ class Status:
     text: str
 
 
+# The codes a Stop exits with (sysexits.h): a session that ended as asked, or one whose
+# server cannot be used.
+EX_OK = 0
+EX_UNAVAILABLE = 69
+
+
 @record(frozen=True)
 class Stop:
     """Shut down: close the child's stdin, wait, SIGTERM, SIGKILL; then exit with `code`."""

@@ -21,7 +21,7 @@ from bridge.core.record import record
 
 
 @record()
-class LegacySession:
+class LegacyClientSession:
     """What a legacy client settled with the server it had (lifecycle.mdx)."""
 
     initialize: Message
@@ -49,13 +49,13 @@ class ListenStream:
 
 
 @record()
-class ModernSession:
+class ModernClientSession:
     """What a modern client keeps open at the server."""
 
     streams: list[ListenStream] = field(default_factory=list)
 
 
-ClientSession = LegacySession | ModernSession
+ClientSession = LegacyClientSession | ModernClientSession
 
 
 @record()
@@ -71,7 +71,7 @@ class Handover:
 def open_requests(session: ClientSession) -> list[WireId]:
     """The ids of the client's requests a session keeps open (its listen streams): each is
     still owed its one answer if the session ends before a handler resumes it."""
-    if isinstance(session, LegacySession):
+    if isinstance(session, LegacyClientSession):
         return []
     return [stream.request["id"] for stream in session.streams]
 

@@ -1,10 +1,11 @@
 """A legacy verdict the server may still overturn: the client's messages kept since the probe
 went unanswered, and the late answers that show the server is modern after all.
 
-Must not act: the lifecycle (bridge.py) keeps messages here and asks what a server's answer
-shows; it drops the handler and replays what was kept itself. stdio.mdx §Backward
-Compatibility takes silence "within a reasonable timeout" as legacy, but a modern server that
-is only slow to start answers the probe later, and then its era is known for certain.
+Must not act: the verdict (verdict.py) keeps messages here and asks what a server's answer
+shows; the server side (supervision.py) drops the handler and replays what was kept.
+stdio.mdx §Backward Compatibility takes silence "within a reasonable timeout" as legacy, but
+a modern server that is only slow to start answers the probe later, and then its era is
+known for certain.
 """
 
 from __future__ import annotations

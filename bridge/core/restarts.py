@@ -1,6 +1,6 @@
 """The server's restarts: why it went, how long to wait before starting it again, when to stop.
 
-Must not act: the lifecycle (bridge.py) asks, then restarts, answers and stops; this only
+Must not act: the server's life (server_life.py) asks, then restarts or gives up; this only
 describes an outage and keeps the budget, `max_restarts` within `restart_window` seconds, and
 the back-off, `restart_backoff` doubling with each restart the window still counts.
 """

@@ -1,5 +1,6 @@
 """Client messages held while no server can take them: before the mode is known, and while the
-server restarts; in the order they came, each request bounded by request_timeout.
+server restarts; in the order they came, each request bounded by request_timeout. And where
+the client's messages go meanwhile (`Intake`).
 
 Must not interpret what it holds beyond a request's id and a cancellation's target: the mode
 handler gets every message as it came once it can serve them.
@@ -8,13 +9,33 @@ handler gets every message as it came once it can serve them.
 from __future__ import annotations
 
 from enum import Enum
+from typing import Final
 
 from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.errors import session_ended, timed_out
 from bridge.core.events import CLIENT
 from bridge.core.jsonrpc import Inbound, is_request_id, typed_id
+from bridge.core.states import IllegalMove
 from bridge.core.timers import Deadline, Timers
+
+
+class Intake(Enum):
+    """Where the client's messages go (but for a batch's, a refused one, or a request while
+    closing)."""
+
+    HELD = "held: no handler can serve yet, or the server restarts"
+    RESUMING = "held: the handler is still re-opening the client's session at a new server"
+    HANDLER = "to the handler"
+
+
+_INTAKE_MOVES: dict[Intake, frozenset[Intake]] = {
+    Intake.HELD: frozenset({Intake.RESUMING, Intake.HANDLER}),
+    Intake.RESUMING: frozenset({Intake.HANDLER, Intake.HELD}),
+    Intake.HANDLER: frozenset({Intake.HELD}),
+}
+# Read for each client message that takes the long way.
+INTAKE_HANDLER: Final = Intake.HANDLER
 
 
 class HeldDue(Enum):
@@ -29,8 +50,16 @@ class Waiting:
     def __init__(self, ctx: Context, timers: Timers) -> None:
         self.ctx = ctx
         self.timers = timers  # the lifecycle's: held requests outlive any mode handler
+        # HANDLER exactly while the lifecycle has a handler that has what was held (a
+        # resuming handler's are released after the event in which it is done).
+        self.intake = Intake.HELD
         self._held: dict[int, Inbound] = {}
         self._count = 0
+
+    def move(self, to: Intake) -> None:
+        if to not in _INTAKE_MOVES[self.intake]:
+            raise IllegalMove("intake", self.intake, to)
+        self.intake = to
 
     def __bool__(self) -> bool:
         return bool(self._held)

@@ -218,7 +218,7 @@ def test_the_lane_acts_as_the_full_path(mode: str, timeout: float, debug: bool,
     for step in steps:
         pair.step(step)
     assert pair.in_flight(pair.lane) == pair.in_flight(pair.full)
-    assert pair.lane._record is pair.full._record
+    assert pair.lane.supervision.life.record is pair.full.supervision.life.record
 
 
 def _scripted(pair: _Pair, first: Message, question: Message) -> list[Message]:

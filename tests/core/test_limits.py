@@ -281,7 +281,7 @@ def test_a_probe_answer_too_long_is_not_a_discover_result() -> None:
     h = Harness()
     probe = one(h.start(), "server")
     h.too_large("server", head_of(answer(probe, DISCOVER_RESULT), 60))
-    assert h.bridge.probe.era == "legacy"
+    assert h.bridge.supervision.probe.era == "legacy"
     assert logged(h, "era.detected")[-1]["reason"] == "not a DiscoverResult"
 
 

@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bridge.core.bridge import EXIT_WAIT_S
 from bridge.core.codec import RawNumber, encode
 from bridge.core.config import CoreConfig
+from bridge.core.server_life import EXIT_WAIT_S
 from tests.core.harness import (
     DISCOVER_RESULT,
     Harness,

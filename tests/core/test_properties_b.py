@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bridge.core.bridge import EXIT_WAIT_S
 from bridge.core.codec import encode
+from bridge.core.server_life import EXIT_WAIT_S
 from tests.core.harness import (
     LEGACY_INIT_RESULT,
     answer,

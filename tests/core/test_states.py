@@ -48,6 +48,6 @@ def test_a_transition_table_covers_its_states_and_no_others(
 
 def test_a_forbidden_move_is_an_illegal_move_naming_both_states() -> None:
     bridge = Harness().bridge
-    probe = Probe(bridge.ctx, bridge.probe.timers)
+    probe = Probe(bridge.ctx, bridge.supervision.probe.timers)
     with pytest.raises(IllegalMove, match="probe: UNSENT -> ANSWERED"):
         probe._move(ProbeState.ANSWERED)

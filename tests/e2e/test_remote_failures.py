@@ -5,7 +5,8 @@ ends leaves no connection behind.
 Must not fake the bridge or the sockets: the bridge is `python -m bridge --url` over real
 loopback HTTP; the misbehaving server is peers/bad_http_server.py (modern) or
 peers/bad_legacy_http_server.py (the same in a legacy session), or no server at all.
-The client is this test writing legacy-era JSON-RPC lines to the bridge's stdin.
+The client is this test writing legacy-era JSON-RPC lines to the bridge's stdin (modern-era
+ones where a test is about a modern client).
 """
 
 from __future__ import annotations
@@ -178,6 +179,36 @@ def test_a_modern_stream_cut_mid_body_is_the_server_going(bad_url: str) -> None:
     changed = [m for m in bridge.seen if m.get("method") == "notifications/tools/list_changed"]
     assert len(changed) == 1  # the client's word that the server changed
     assert [line["gen"] for line in logs if line["event"] == "upstream.lost"] == [1]
+
+
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+               "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+
+
+def modern_call(request_id: int, name: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+            "params": {"name": name, "arguments": {}, "_meta": MODERN_META}}
+
+
+def test_a_modern_servers_request_on_a_calls_stream_is_refused_not_relayed(
+        bad_url: str) -> None:
+    # A 2026-07-28 server sends no requests (streamable-http.mdx: it "MUST NOT send
+    # independent JSON-RPC requests"); a modern client in pass-through is never asked one.
+    # The core answers it -32601, which that revision gives no way to POST: it is dropped.
+    bridge = Bridge(bad_url)
+    try:
+        bridge.send(modern_call(1, "ask"))
+        got = bridge.answers({1})
+    finally:
+        logs = bridge.stop()
+    assert text(got[1][0]) == "asked"
+    assert [m for m in bridge.seen if "method" in m] == []  # nothing asked of the client
+    refused = [line for line in logs if line["event"] == "server.request_refused"]
+    assert [(line["method"], line["level"]) for line in refused] == [
+        ("elicitation/create", "warning")]
+    dropped = [line["reason"] for line in logs if line["event"] == "upstream.dropped"]
+    assert dropped == ["a response to a modern server"]
 
 
 def test_a_legacy_stream_cut_after_an_event_id_is_resumed(bad_legacy_url: str) -> None:

@@ -1,29 +1,28 @@
 """Mode A: a legacy client in front of a modern server; the bridge is a legacy server.
 
-Must not hold the input-request loop or the listen streams itself (inputs.py and
-listen.py do); this module answers what the modern era removed, stamps the `_meta`
-envelope on every request, and normalizes answers down to the client's revision.
+Must not hold the input-request loop, the listen streams or what a request's answer means
+itself (inputs.py, listen.py and exchanges.py do); this module answers what the modern era
+removed, stamps the `_meta` envelope on every request, and normalizes answers down to the
+client's revision.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum
-from typing import Final, Literal, Protocol
+from typing import Final, Literal
 
 from bridge.core import errors
 from bridge.core.capabilities import client_caps_to_modern, has_flag
 from bridge.core.codec import Message
 from bridge.core.context import Context
-from bridge.core.dispatch import from_server
-from bridge.core.downgrade import progress_for_legacy, result_for_legacy
+from bridge.core.dispatch import from_server, refuse_modern_request
+from bridge.core.downgrade import error_for_legacy, progress_for_legacy, result_for_legacy
 from bridge.core.envelope import EnvelopeStamp, envelope_stamp
 from bridge.core.eras import (
     BATCHING_VERSION,
-    INVALID_PARAMS,
     LATEST_LEGACY_VERSION,
     LEGACY_PROTOCOL_VERSIONS,
-    LEGACY_RESOURCE_NOT_FOUND,
     LOG_SEVERITY,
     MODERN_PROTOCOL_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
@@ -32,21 +31,25 @@ from bridge.core.eras import (
     is_progress_token,
 )
 from bridge.core.events import CLIENT, SERVER, Spliced
-from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange, served_request
+from bridge.core.exchange import Exchange, served_request
 from bridge.core.handover import (
     ClientSession,
     Handover,
-    LegacySession,
+    LegacyClientSession,
     announce,
     told_list_changes,
 )
 from bridge.core.handshake import legacy_result
 from bridge.core.jsonrpc import Inbound, TypedId, WireId
 from bridge.core.lane import Lane
+from bridge.core.legacy_server_modern_client.exchanges import (
+    EnvelopedRequest,
+    ProgressWatermark,
+    Rediscovery,
+)
 from bridge.core.legacy_server_modern_client.inputs import InputLoop
 from bridge.core.legacy_server_modern_client.listen import UpstreamListener
-from bridge.core.methods import ELIGIBLE
-from bridge.core.probe import Probe, is_discover_result
+from bridge.core.probe import Probe
 from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router
 from bridge.core.splice import SPLICE_MIN, removed_members, without_members
@@ -67,97 +70,6 @@ _INITIALIZE_MOVES: Final[dict[InitializeStep, frozenset[InitializeStep]]] = {
     InitializeStep.WAITING: frozenset({InitializeStep.ANSWERED, InitializeStep.NEW}),
     InitializeStep.ANSWERED: frozenset(),
 }
-
-
-class DowngradeHost(Protocol):
-    """What a request the client sent needs of its mode once the server answers it."""
-
-    ctx: Context
-    inputs: InputLoop
-
-    def relay_result(self, call: EnvelopedRequest, message: Message, result: Message,
-                     line: bytes | None) -> None: ...
-    def relay_error(self, origin: WireId, method: str, message: Message,
-                    call: EnvelopedRequest | None = None) -> None: ...
-    def forget_progress_token(self, token: ProgressToken | None) -> None: ...
-    def rediscovered(self, result: Message) -> None: ...
-
-
-class EnvelopedRequest(ClientRequest):
-    """A client's request forwarded with the envelope stamped on. Its answer is relayed
-    downgraded, an error mapped for a legacy client; an `input_required` turns it into an
-    input loop (mrtr.mdx). request_timeout or a lost server answer the client with an error.
-
-    `params` are the client's as it sent them (a retry or a round is built from them), `token`
-    its progress token, `retried` whether it is already the one retry after -32022.
-    """
-
-    __slots__ = ("host", "params", "retried", "token")
-
-    def __init__(self, host: DowngradeHost, origin: WireId, method: str, params: Message | None,
-                 token: ProgressToken | None, retried: bool) -> None:
-        # Set directly, not through Exchange.__init__: one call less per request forwarded.
-        self.origin = origin
-        self.method = method
-        self.id = ""
-        self.sent = 0.0
-        self.host = host
-        self.params = params
-        self.token = token
-        self.retried = retried
-
-    def answered(self, message: Message, line: bytes | None) -> None:
-        host = self.host
-        result = message.get("result")
-        if result is None:
-            self._end_progress()
-            host.relay_error(self.origin, self.method, message, self)
-            return
-        kind = result.get("resultType", "complete")
-        if kind == "complete":
-            if self.token is not None:  # most requests want no progress: no call for them
-                host.forget_progress_token(self.token)
-            host.relay_result(self, message, result, line)
-        elif kind == "input_required" and self.method in ELIGIBLE:
-            # From now on an input loop: progress keeps its high-water mark over its rounds.
-            host.inputs.begin(self.origin, self.method, self.params, self.token, result)
-        else:
-            self._end_progress()
-            host.ctx.fail(CLIENT, self.origin, errors.result_type_not_carried(self.method, kind))
-
-    def expired(self, ctx: Context) -> None:
-        super().expired(ctx)
-        self._end_progress()
-
-    def _end_progress(self) -> None:
-        if self.token is not None:  # most requests want no progress
-            self.host.forget_progress_token(self.token)
-
-
-class Rediscovery(Exchange):
-    """`server/discover` again, after -32022 mid-session: its result replaces the probe's. No
-    client waits on it, and neither a deadline nor a lost server means anything for it."""
-
-    __slots__ = ("host",)
-
-    def __init__(self, host: DowngradeHost) -> None:
-        super().__init__(NO_REQUEST, "server/discover")
-        self.host = host
-
-    def answered(self, message: Message, line: bytes | None) -> None:
-        result = message.get("result")
-        if is_discover_result(result):
-            self.host.rediscovered(result)
-
-
-class ProgressWatermark:
-    """A live progress token: the request it is for, and the highest progress relayed."""
-
-    __slots__ = ("high", "origin")
-
-    def __init__(self, origin: WireId) -> None:
-        self.origin = origin
-        self.high = float("-inf")
 
 
 class ModeA:
@@ -404,8 +316,7 @@ class ModeA:
     on_server = from_server
 
     def on_server_request(self, message: Message) -> None:
-        self.ctx.log("warning", "server.request_refused", method=message["method"])
-        self.ctx.fail(SERVER, message["id"], errors.no_requests_on_stdio())
+        refuse_modern_request(self.ctx, message)
 
     def on_server_notification(self, message: Message) -> None:
         method = message["method"]
@@ -482,9 +393,8 @@ class ModeA:
         if error.get("code") == UNSUPPORTED_PROTOCOL_VERSION:
             self._version_refused(origin, method, error, call)
             return
-        if method == "resources/read" and _means_not_found(error):
-            error = {**error, "code": LEGACY_RESOURCE_NOT_FOUND}
-        self.ctx.send(CLIENT, {"jsonrpc": "2.0", "id": origin, "error": error}, request=origin)
+        self.ctx.send(CLIENT, {"jsonrpc": "2.0", "id": origin,
+                               "error": error_for_legacy(error, method)}, request=origin)
 
     def _version_refused(self, origin: WireId, method: str, error: Message,
                          call: EnvelopedRequest | None) -> None:
@@ -510,12 +420,12 @@ class ModeA:
         return self.initializing or bool(self.inputs.calls) or self.router.busy() \
             or self.listener.busy()
 
-    def client_session(self) -> LegacySession | None:
+    def client_session(self) -> LegacyClientSession | None:
         if self.initialization is not InitializeStep.ANSWERED:
             return None
-        return LegacySession(self.initialize_params, self.version, self.told,
-                             initialized=self.initialized, log_level=self.client_level,
-                             subscriptions=self.listener.subscribed())
+        return LegacyClientSession(self.initialize_params, self.version, self.told,
+                                   initialized=self.initialized, log_level=self.client_level,
+                                   subscriptions=self.listener.subscribed())
 
     def lose_server(self, outage: Outage) -> Handover:
         """Every call in flight (in its input loop or not) gets the error; its questions to
@@ -527,7 +437,7 @@ class ModeA:
     def resume(self, session: ClientSession) -> None:
         """The client's session, at a new modern server: its streams re-opened, and the lists
         it was told change announced, since this server may offer others."""
-        assert isinstance(session, LegacySession)
+        assert isinstance(session, LegacyClientSession)
         self._adopt_client(session.initialize, session.version)
         self._move(InitializeStep.ANSWERED)
         self.initialized = session.initialized
@@ -576,13 +486,3 @@ def _supported_versions(error: object) -> list[str]:
     if isinstance(supported, list) and all(isinstance(v, str) for v in supported):
         return supported
     return []
-
-
-def _means_not_found(error: Message) -> bool:
-    # server/resources.mdx (2026-07-28) moved "not found" to -32602; legacy clients were told
-    # -32002. -32602 also means bad params, so only rewrite what says it is a missing resource.
-    if error.get("code") != INVALID_PARAMS:
-        return False
-    data = error.get("data")
-    return (isinstance(data, dict) and "uri" in data) or "not found" in str(
-        error.get("message", "")).lower()

@@ -24,11 +24,9 @@ be named: the refusal alone answers, and they go on.
 from __future__ import annotations
 
 from collections import deque
-from enum import Enum
 from typing import Protocol
 
 from bridge.core import errors
-from bridge.core.capabilities import declares
 from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.envelope import legacy_context
@@ -36,6 +34,7 @@ from bridge.core.eras import LEGACY_URL_ELICITATION_REQUIRED
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.jsonrpc import TypedId, WireId, is_request_id
 from bridge.core.jsonrpc import typed_id as typed
+from bridge.core.modern_server_legacy_client.own_rounds import OwnRounds
 from bridge.core.modern_server_legacy_client.parked_call import (
     CALL_ENDED,
     CALL_PARKED,
@@ -51,16 +50,11 @@ from bridge.core.modern_server_legacy_client.questions import (
     allowed,
     legacy_answer,
 )
+from bridge.core.modern_server_legacy_client.redeem import StateProblem, redeem, reject_state
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
-from bridge.core.modern_server_legacy_client.request_state import (
-    expired,
-    request_digest,
-    seal,
-    unseal,
-)
+from bridge.core.modern_server_legacy_client.request_state import seal
 from bridge.core.modern_server_legacy_client.roots import Resync, Roots
 from bridge.core.modern_server_legacy_client.roots_sync import RootsSync
-from bridge.core.modern_server_legacy_client.url_round import UrlRound, url_questions
 from bridge.core.router import Router
 from bridge.core.timers import Deadline
 
@@ -86,25 +80,6 @@ class ParkingHost(Protocol):
     def relay_error(self, request_id: WireId | None, error: Message) -> None: ...
 
 
-class StateProblem(Enum):
-    """Why a requestState resumes no call (the value is the `reason` the client is given)."""
-
-    TAMPERED = "tampered"
-    EXPIRED = "expired"
-    MISMATCH = "mismatch"
-    ENDED = "ended"
-    REPLAYED = "replayed"
-
-
-_STATE_PROBLEMS = {
-    StateProblem.TAMPERED: "it was not issued by this bridge, or it was altered",
-    StateProblem.EXPIRED: "it has expired",
-    StateProblem.MISMATCH: "it belongs to another request (the method or params differ)",
-    StateProblem.ENDED: "the call it resumes has ended (answered, cancelled or timed out)",
-    StateProblem.REPLAYED: "it was already used; retry with the requestState of the latest round",
-}
-
-
 class Parking:
     """Every eligible call of the session: queued, at the legacy server, parked or resuming."""
 
@@ -122,6 +97,7 @@ class Parking:
         self.roots = Roots(self.ctx.config.roots)
         self.local = LocalAnswers(self.ctx, self.roots)
         self.sync = RootsSync(self, self.roots)
+        self.own = OwnRounds(self)  # the rounds of the bridge's own asking
 
     # Starting calls -----------------------------------------------------------------------
 
@@ -135,7 +111,7 @@ class Parking:
         self.rounds[call.round_ids[0]] = call
         if call.exclusive and self.roots.wanted(meta.capabilities, self.ctx.now,
                                                 self.ctx.config.roots_refresh):
-            self._ask_roots(call)
+            self.own.ask_roots(call)
         elif not self.queue and self._may_start(call):
             self._send(call)  # what pump would do, without the queue's round trip
         else:
@@ -151,6 +127,14 @@ class Parking:
         """Start queued calls in order while attribution stays unambiguous."""
         while self.queue and self._may_start(self.queue[0]):
             self._send(self.queue.popleft())
+
+    def resend(self, call: ParkedCall) -> None:
+        """Send the original request again now that the URL elicitations are through."""
+        self.ctx.cancel_timer(Deadline(call.key, CallDue.URL))
+        call.url = None
+        call.move(CallStage.QUEUED)
+        self.queue.append(call)
+        self.pump()
 
     def _may_start(self, call: ParkedCall) -> bool:
         if self.holder is not None or self.roots.resync is not _RESYNC_IDLE:
@@ -201,7 +185,7 @@ class Parking:
                 # §5.8.4.5: it ended while parked (say its question timed out): keep the
                 # answer for the retry.
                 call.outcome = message
-                self._abandon_questions(call, "the call ended")
+                self.abandon_questions(call, "the call ended")
             else:
                 self._deliver(call, message)
         if self.queue:
@@ -219,10 +203,10 @@ class Parking:
     def _deliver(self, call: ParkedCall, message: Message) -> None:
         error = message.get("error")
         if error is not None and error.get("code") == LEGACY_URL_ELICITATION_REQUIRED:
-            self._url_required(call, error)
+            self.own.url_required(call, error)
             return
         if call.questions:  # most calls never ask anything
-            self._abandon_questions(call, "the call ended")
+            self.abandon_questions(call, "the call ended")
         owner = call.owner
         if error is not None:
             self.mode.relay_error(owner, error)
@@ -234,7 +218,7 @@ class Parking:
                                                         retried=call.retried)
             message["id"] = owner
             self.ctx.send(CLIENT, message, None, owner)
-        self._drop(call)
+        self.drop(call)
 
     # Questions from the legacy server -----------------------------------------------------
 
@@ -275,9 +259,9 @@ class Parking:
         # ask the client in one round.
         if call.stage is not CallStage.GATHERING:
             call.move(CallStage.GATHERING)
-            self._schedule(call, CallDue.GATHER, self.ctx.config.park_window)
+            self.schedule(call, CallDue.GATHER, self.ctx.config.park_window)
 
-    def _ship(self, call: ParkedCall) -> None:
+    def ship(self, call: ParkedCall) -> None:
         """Answer the call's current round with input_required: every question still open."""
         if call.stage is CallStage.PARKED:
             return
@@ -306,7 +290,7 @@ class Parking:
         call.move(CallStage.PARKED)
         if call.legacy_id is not None:  # the server waits on the client now
             self.router.stop_clock(call.legacy_id)
-        self._schedule(call, CallDue.PARKED, parked_timeout)
+        self.schedule(call, CallDue.PARKED, parked_timeout)
 
     def _regate(self, call: ParkedCall) -> None:
         """Refuse what the current round did not declare (asked while parked, or the retry
@@ -361,9 +345,10 @@ class Parking:
         if not isinstance(state, str) or not isinstance(responses, dict):
             self.ctx.fail(CLIENT, message["id"], errors.retry_fields_invalid())
             return
-        call = self._redeem(state, message["method"], params)
+        call = redeem(self.mode.secret, state, message["method"], params, self.calls,
+                      self.ctx.now)
         if isinstance(call, StateProblem):
-            self._reject_state(message["id"], call)
+            reject_state(self.ctx, message["id"], call)
             return
         call.nonce = None  # single use: this state is spent (mrtr.mdx §Server Requirements)
         self.ctx.cancel_timer(Deadline(call.key, CallDue.PARKED))
@@ -390,29 +375,7 @@ class Parking:
             else:
                 call.move(CallStage.RUNNING)
         else:
-            self._on_own_answers(call, responses)
-
-    def _redeem(self, state: str, method: str, params: Message) -> ParkedCall | StateProblem:
-        """The parked call a requestState resumes, or why it resumes none."""
-        payload = unseal(self.mode.secret, state)
-        if payload is None:
-            return StateProblem.TAMPERED
-        if expired(payload, self.ctx.now):
-            return StateProblem.EXPIRED
-        if payload["d"] != request_digest(method, params):
-            return StateProblem.MISMATCH
-        call = self.calls.get(payload["k"])
-        if call is None:
-            return StateProblem.ENDED
-        if call.nonce != payload["n"]:
-            return StateProblem.REPLAYED
-        return call
-
-    def _reject_state(self, request_id: WireId, problem: StateProblem) -> None:
-        self.ctx.log("warning", "mrtr.state_rejected", client_id=request_id,
-                     reason=problem.value)
-        self.ctx.fail(CLIENT, request_id,
-                      errors.request_state_invalid(problem.value, _STATE_PROBLEMS[problem]))
+            self.own.answered(call, responses)
 
     def _relay_answers(self, call: ParkedCall, responses: Message) -> None:
         """Answer the legacy server's shipped questions with the client's inputResponses."""
@@ -430,88 +393,6 @@ class Parking:
                 self.ctx.fail(SERVER, question.legacy_id, errors.answer_unfit(answer))
             else:
                 self.ctx.reply(SERVER, question.legacy_id, answer)
-
-    # URL elicitation required (-32042), §5.9 (ii): url_round.py ---------------------------
-
-    def _url_required(self, call: ParkedCall, error: Message) -> None:
-        """A legacy -32042 on an eligible call: ask for its URL elicitations as a round."""
-        self._abandon_questions(call, "the call ended")
-        if not declares(call.meta.capabilities, ("elicitation", "url")):
-            self.ctx.fail(CLIENT, call.owner, errors.url_elicitation_undeclared())
-            self._drop(call)
-            return
-        questions = url_questions(error)
-        if not questions:
-            self.ctx.fail(CLIENT, call.owner, errors.url_elicitation_malformed(error))
-            self._drop(call)
-            return
-        for question in questions:
-            call.questions[question.key] = question
-        call.url = UrlRound(frozenset(q.elicitation_id or "" for q in questions),
-                            str(error.get("message", "")))
-        self._ship(call)
-
-    def _on_own_answers(self, call: ParkedCall, responses: Message) -> None:
-        """The client answered the bridge's own questions: the URL elicitations of a -32042,
-        or the roots round; then the call goes (again) to the server."""
-        answered = {k: responses[k] for k in call.questions if isinstance(responses.get(k), dict)}
-        declined = sorted(k for k, r in answered.items()
-                          if call.questions[k].method == "elicitation/create"
-                          and r.get("action") != "accept")
-        if declined:
-            self.ctx.fail(CLIENT, call.owner, errors.url_elicitation_declined(
-                call.url.error if call.url else "", declined))
-            self._drop(call)
-            return
-        for key, response in answered.items():
-            if call.questions.pop(key).method == "roots/list":
-                call.gave_roots = True
-                self.sync.learn(response)
-        for key in [k for k, q in call.questions.items() if q.method == "roots/list"]:
-            del call.questions[key]  # the bridge's own curiosity: never insisted on
-        if call.questions:
-            self._ship(call)  # some not answered: ask for them again
-        elif call.url is None or call.url.finished() \
-                or self.ctx.config.url_elicitation_wait <= 0:
-            self._resend(call)
-        else:
-            # accept means consent, not completion (§11.18): give the user time to finish,
-            # unless the server says notifications/elicitation/complete first.
-            call.move(CallStage.AWAITING_URL)
-            self._schedule(call, CallDue.URL, self.ctx.config.url_elicitation_wait)
-
-    def on_elicitation_complete(self, elicitation_id: object) -> None:
-        if not isinstance(elicitation_id, str):
-            return
-        for call in list(self.calls.values()):
-            url = call.url
-            if url is not None and elicitation_id in url.waiting:
-                url.done.add(elicitation_id)
-                if call.stage is CallStage.AWAITING_URL and url.finished():
-                    self._resend(call)
-
-    def _resend(self, call: ParkedCall) -> None:
-        """Send the original request again now that the URL elicitations are through."""
-        self.ctx.cancel_timer(Deadline(call.key, CallDue.URL))
-        call.url = None
-        call.move(CallStage.QUEUED)
-        self.queue.append(call)
-        self.pump()
-
-    # Roots of the bridge's own asking (roots.py, roots_sync.py, §5.8.5) -------------------
-
-    def _ask_roots(self, call: ParkedCall) -> None:
-        """Before the call goes to the server: one round asking the client for its roots."""
-        question = Question.asked(call.next_key(), None, "roots/list", None)
-        call.questions[question.key] = question
-        self.ctx.log("info", "roots.asked", client_id=call.owner,
-                     known=self.roots.known is not None)
-        self._ship(call)
-
-    def roots_changed(self) -> None:
-        """The client said its roots changed: the next call that declares roots asks."""
-        self.roots.stale = True
-        self.ctx.log("info", "roots.stale")
 
     # Ending -------------------------------------------------------------------------------
 
@@ -545,9 +426,9 @@ class Parking:
         if call is None:
             return
         if key.kind is CallDue.GATHER:
-            self._ship(call)
+            self.ship(call)
         elif key.kind is CallDue.URL:
-            self._resend(call)
+            self.resend(call)
         else:
             timeout = self.ctx.config.parked_timeout
             self.ctx.log("warning", "mrtr.expired", method=call.method, parked_s=timeout)
@@ -558,11 +439,11 @@ class Parking:
         if call.legacy_id is not None:
             self.router.cancel(SERVER, call.legacy_id, reason)
         self._release(call)
-        self._abandon_questions(call, reason)
-        self._drop(call)
+        self.abandon_questions(call, reason)
+        self.drop(call)
         self.pump()
 
-    def _abandon_questions(self, call: ParkedCall, reason: str) -> None:
+    def abandon_questions(self, call: ParkedCall, reason: str) -> None:
         if not call.questions:
             return  # most calls never ask anything
         for question in list(call.questions.values()):
@@ -579,11 +460,11 @@ class Parking:
         if question.legacy_id is not None:
             self.asked.pop(typed(question.legacy_id), None)
 
-    def _schedule(self, call: ParkedCall, kind: CallDue, delay: float) -> None:
+    def schedule(self, call: ParkedCall, kind: CallDue, delay: float) -> None:
         call.scheduled = True
         self.ctx.schedule(Deadline(call.key, kind), delay)
 
-    def _drop(self, call: ParkedCall) -> None:
+    def drop(self, call: ParkedCall) -> None:
         call.move(CALL_ENDED)  # a call is dropped once: only live calls are in calls and rounds
         self.calls.pop(call.key, None)
         rounds = self.rounds
@@ -609,6 +490,6 @@ class Parking:
         for call in list(self.calls.values()):
             if call.owner is not None:
                 self.ctx.fail(CLIENT, call.owner, errors.server_lost(reason, data, call.method))
-            self._drop(call)
+            self.drop(call)
         self.holder = None
         self.shared = 0

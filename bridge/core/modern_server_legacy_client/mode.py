@@ -25,7 +25,7 @@ from bridge.core.eras import (
     MODERN_PROTOCOL_VERSION,
 )
 from bridge.core.events import CLIENT, SERVER
-from bridge.core.handover import ClientSession, Handover, ListenStream, ModernSession
+from bridge.core.handover import ClientSession, Handover, ListenStream, ModernClientSession
 from bridge.core.jsonrpc import Inbound, WireId, classify, notification
 from bridge.core.jsonrpc import typed_id as typed
 from bridge.core.lane import Lane
@@ -150,7 +150,7 @@ class ModeB:
             if message["method"] == "notifications/cancelled":
                 self._cancel(message.get("params") or {})
             elif message["method"] == "notifications/roots/list_changed":
-                self.parking.roots_changed()
+                self.parking.own.roots_changed()
             else:  # ClientNotification (2026-07-28) is notifications/cancelled alone
                 self.ctx.debug("notification.dropped", side=CLIENT, method=message["method"])
         elif kind == "response":
@@ -368,7 +368,7 @@ class ModeB:
         elif method == "notifications/cancelled":
             self.parking.on_server_cancelled(params.get("requestId"))
         elif method == "notifications/elicitation/complete":
-            self.parking.on_elicitation_complete(params.get("elicitationId"))
+            self.parking.own.elicitation_complete(params.get("elicitationId"))
         elif not self.streams.on_notification(message):
             self.ctx.debug("notification.dropped", side=SERVER, method=method)
 
@@ -443,13 +443,13 @@ class ModeB:
         reason, data = outage.error()
         self.router.fail_all(reason, data)
         self.parking.fail_all(reason, data)
-        return Handover(ModernSession(streams) if streams else None, unsent)
+        return Handover(ModernClientSession(streams) if streams else None, unsent)
 
     def resume(self, session: ClientSession) -> None:
         """The client's listen streams at a new legacy server: the bridge's handshake first,
         at once (the streams need their subscriptions again), then each stream re-opened.
         With no stream, the handshake waits for the first request, as at the first start."""
-        assert isinstance(session, ModernSession)
+        assert isinstance(session, ModernClientSession)
         if not session.streams:
             return
         self.restoring = session.streams

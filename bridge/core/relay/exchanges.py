@@ -24,7 +24,7 @@ from bridge.core.eras import (
 from bridge.core.errors import server_lost
 from bridge.core.events import CLIENT, SERVER, Send
 from bridge.core.exchange import NO_REQUEST, ClientRequest, Exchange
-from bridge.core.handover import LegacySession, ListenStream
+from bridge.core.handover import LegacyClientSession, ListenStream
 from bridge.core.jsonrpc import WireId
 from bridge.core.relay.revision_gap import RevisionGap
 from bridge.core.splice import SPLICE_MIN, with_id
@@ -44,7 +44,7 @@ class RelayHost(Protocol):
 
     ctx: Context
     gap: RevisionGap | None
-    legacy: LegacySession | None
+    legacy: LegacyClientSession | None
     client_batching: bool
 
     def untrace(self, call: RelayedTracedCall) -> None:
@@ -143,8 +143,9 @@ class RelayedInitialize(_SessionCall):
         version = result.get("protocolVersion")
         relay.client_batching = version == BATCHING_VERSION
         caps = result.get("capabilities")
-        relay.legacy = LegacySession(self.params, version if isinstance(version, str) else "",
-                                     caps if isinstance(caps, dict) else {})
+        relay.legacy = LegacyClientSession(self.params,
+                                           version if isinstance(version, str) else "",
+                                           caps if isinstance(caps, dict) else {})
 
 
 class RelayedSetLevel(_SessionCall):

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from bridge.core import errors
 from bridge.core.codec import Message
 from bridge.core.context import Context
-from bridge.core.dispatch import from_server
+from bridge.core.dispatch import from_server, refuse_modern_request
 from bridge.core.eras import (
     BATCHING_VERSION,
     META_LOG_LEVEL,
@@ -29,9 +29,9 @@ from bridge.core.exchange import Exchange, served_request
 from bridge.core.handover import (
     ClientSession,
     Handover,
-    LegacySession,
+    LegacyClientSession,
     ListenStream,
-    ModernSession,
+    ModernClientSession,
     acknowledged_list_changes,
     announce,
     told_list_changes,
@@ -76,7 +76,7 @@ class PassThrough:
         self.era = era
         self.router = Router(ctx)
         self.client_batching = False  # a plain attribute: read for every client line
-        self.legacy: LegacySession | None = None  # once the client's initialize is answered
+        self.legacy: LegacyClientSession | None = None  # once the client's initialize is answered
         # A restarted legacy server that negotiated a newer revision than the client's: what
         # it sends is shaped for the client's (revision_gap.py).
         self.gap: RevisionGap | None = None
@@ -169,6 +169,9 @@ class PassThrough:
     on_server = from_server
 
     def on_server_request(self, message: Message) -> None:
+        if self.era == "modern":  # neither end speaks a revision with server requests
+            refuse_modern_request(self.ctx, message)
+            return
         if self.gap is not None:
             self._shaped_request(message)
             return
@@ -303,8 +306,9 @@ class PassThrough:
     def client_session(self) -> ClientSession | None:
         if self.era == "legacy":
             return self.legacy
-        return ModernSession([exchange.stream for exchange in self.router.pending[SERVER].values()
-                              if isinstance(exchange, RelayedListen)])
+        return ModernClientSession([exchange.stream
+                                    for exchange in self.router.pending[SERVER].values()
+                                    if isinstance(exchange, RelayedListen)])
 
     # A restarted server ------------------------------------------------------------------
 
@@ -323,12 +327,12 @@ class PassThrough:
         return Handover(session)
 
     def resume(self, session: ClientSession) -> None:
-        if isinstance(session, LegacySession):
+        if isinstance(session, LegacyClientSession):
             self._resume_legacy(session)
         else:
             self._resume_modern(session)
 
-    def _resume_modern(self, session: ModernSession) -> None:
+    def _resume_modern(self, session: ModernClientSession) -> None:
         """Re-open the client's listen streams under new ids, mapped to the client's own."""
         for stream in session.streams:
             self.router.forward(SERVER, dict(stream.request), RelayedListen(self, stream))
@@ -337,7 +341,7 @@ class PassThrough:
                 announce(self.ctx, acknowledged_list_changes(stream), stream.request["id"])
         self.ctx.log("info", "session.resumed", mode="P", streams=len(session.streams))
 
-    def _resume_legacy(self, session: LegacySession) -> None:
+    def _resume_legacy(self, session: LegacyClientSession) -> None:
         """Replay the client's own initialize; the rest follows its answer."""
         self.legacy = session
         self.client_batching = session.version == BATCHING_VERSION  # as the client negotiated

@@ -23,6 +23,8 @@ Must not be used as a model of a server: it answers `server/discover`, `tools/li
   die       the server exits at once, the connection dropped (a crash)
   open      a correct answer: how many `endless` and `silent` calls still hold their
             connection (structuredContent {"open": N}): what a cancel must leave is 0
+  ask       an event stream with a request to the client (elicitation/create, which this
+            revision sends only inside an InputRequiredResult), then a correct answer
 
 Runs under the test's interpreter (the standard library only). With CERT and KEY (PEM files)
 it speaks HTTPS.
@@ -50,7 +52,7 @@ DISCOVER = {"supportedVersions": [MODERN], "capabilities": {"tools": {"listChang
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "bad-http-server",
                                                              "version": "1.0.0"}}}
 TOOLS = ["html", "status500", "auth", "drop", "cut", "endless", "silent", "redirect", "garbage",
-         "echo", "whoami", "moved", "open", "slow", "peak", "stall", "die"]
+         "echo", "whoami", "moved", "open", "slow", "peak", "stall", "die", "ask"]
 SLOW = 0.005
 under_way = peak = 0
 counting = threading.Lock()
@@ -132,6 +134,14 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(request_id, {"content": [{"type": "text", "text": str(HOLDING.count)}],
                                  "structuredContent": {"open": HOLDING.count},
                                  "resultType": "complete"})
+
+    def call_ask(self, request_id: object) -> None:
+        question = {"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create",
+                    "params": {"message": "Name?", "requestedSchema": {"type": "object"}}}
+        done = {"jsonrpc": "2.0", "id": request_id,
+                "result": {"content": [{"type": "text", "text": "asked"}],
+                           "resultType": "complete"}}
+        self.stream([json.dumps(question), json.dumps(done)], close=True, counted=False)
 
     def call_whoami(self, request_id: object) -> None:
         told = self.headers.get("Authorization", "none")
