@@ -6,12 +6,14 @@ systemd): the entry points do that, and hand a session its two sides (`sides.py`
 `Session.run` means every task of the session has ended and its server children are reaped.
 For fds and a child, the tasks are:
 
-    nursery ─┬─ read-client   client fd → lines → core → writes to both sides
-             ├─ read-server-N server fd → lines → core → writes (N: the child's generation)
-             ├─ wait-server-N the child's exit → ChildExited
-             ├─ read-stderr-N server's stderr → `server.stderr` log events (and the exit's tail)
-             ├─ clock         sleeps until the core's next deadline → TimerFired
-             └─ write-*       only while a peer's pipe is full: drains its backlog in order
+    nursery ─┬─ read-client     client fd → lines → core → writes to both sides
+             ├─ server-N ─┬─ read-server-N  server fd → lines → core → writes
+             │            └─ wait-server-N  the child's exit → ChildExited
+             ├─ read-stderr-N   server's stderr → `server.stderr` log events (and the exit's tail)
+             ├─ clock           sleeps until the core's next deadline → TimerFired
+             └─ write-*         only while a peer's pipe is full: drains its backlog in order
+
+`server-N` is the child's generation (generation.py): retiring it cancels its tasks together.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Media types of Streamable HTTP, and what a client's `Accept` header lets the server send.
 
-Must not decide the shape of an answer (`headers.answer_shape` does); it only reads headers.
+Must not decide the shape of an answer (`headers.takes_stream` and the router do); it only
+reads headers.
 """
 
 from __future__ import annotations

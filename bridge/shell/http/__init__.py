@@ -7,7 +7,7 @@ framing). The modules, from the bytes up: `address` (the listen address and the 
 answers to), `connection` (one h11 connection over a trio stream), `route` (one answer's
 queue of messages), `modern` (the routes of 2026-07-28 POSTs on the shared core), `legacy`
 and `legacy_requests` (legacy sessions and their requests), `router` (one HTTP request:
-which answer it gets), `server_side` (where each session's server comes from: a child, or
-the remote endpoint of `--url`) and `front` (the listener, the shared session and the
-nursery that owns every task).
+which answer it gets) and `front` (the listener, the shared session and the nursery that
+owns every task). Where each session's server comes from (a child, or the remote endpoint of
+`--url`) is bridge/shell/server_side.py's.
 """
