@@ -26,6 +26,9 @@ class ClientIdentity:
     issuer: str = ""
     """The authorization server this identity belongs to; never offered to another one."""
 
+    def __repr__(self) -> str:  # never the secret in a log or a traceback
+        return f"ClientIdentity({self.client_id!r}, {self.auth_method!r}, {self.issuer!r})"
+
 
 @dataclass(frozen=True, slots=True)
 class Preregistered:
@@ -35,6 +38,9 @@ class Preregistered:
     client_id: str | None = None
     client_secret: str | None = None
     metadata_url: str | None = None
+
+    def __repr__(self) -> str:  # never the secret in a log or a traceback
+        return f"Preregistered({self.client_id!r}, metadata_url={self.metadata_url!r})"
 
 
 class Register:

@@ -40,11 +40,14 @@ def run_stdio(core_config: CoreConfig, shell: ShellConfig) -> int:
 def _run_remote(core_config: CoreConfig, shell: ShellConfig) -> int:
     """The same bridge, its server a Streamable HTTP endpoint (nothing to start early)."""
     import os
+    from dataclasses import replace
 
     from bridge.shell.remote.endpoint import resolve
 
-    where = resolve(shell, os.environ)  # before fds 0 and 1 are taken: an unset ${VAR} is
-    check_transcript(shell.transcript)  # a config error on stderr, as a bad flag is
+    # Before fds 0 and 1 are taken: an unset ${VAR} is a config error on stderr, as a bad
+    # flag is. A sign-in may open the user's browser here: a user runs this bridge.
+    where = replace(resolve(shell, os.environ), interactive=True)
+    check_transcript(shell.transcript)
     fds = take_stdio()
     from bridge.shell.trio_import import import_trio
 

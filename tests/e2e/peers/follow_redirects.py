@@ -1,0 +1,15 @@
+"""The browser of the OAuth e2e tests (named in BROWSER): GET the authorization URL and follow
+its redirects, as a user's browser does when the authorization server approves at once, so
+the redirect reaches the bridge's loopback listener.
+
+Usage: follow_redirects.py URL
+"""
+
+from __future__ import annotations
+
+import sys
+import urllib.request
+
+if __name__ == "__main__":
+    with urllib.request.urlopen(sys.argv[1], timeout=30) as response:
+        response.read()
