@@ -54,7 +54,7 @@ commands (each has its own --help):
   serve     the bridge as a daemon on a Unix socket, a session per client
   connect   a client's end of that daemon: relays stdin and stdout to it
   check     start a server, report its era, what it offers, which mode
-  auth      sign in to a remote server (login), show (status) or forget (logout) it
+  auth      sign in to a remote server with OAuth (login, status, logout)
   demo      a legacy client and a modern-only server, through the bridge
 
 examples:

@@ -7,6 +7,11 @@ call every tool with arguments made from its schema or the calls the scenario's 
 names, read every resource, get every prompt), so a scenario that wants a schema echoed back
 (json-schema-2020-12-preservation) is not in the list; bridge/DESIGN.md §The HTTP upstream
 records what each scenario gave.
+
+The `auth/*` scenarios sign in as a user would: the bridge is started with the client the
+scenario's context names (peers/oauth_bridge.py), its sign-ins stored in the test's own
+directory, and the browser is a command named in `BROWSER` (peers/follow_redirects.py) that
+follows the authorization server's redirect to the bridge's loopback listener.
 """
 
 from __future__ import annotations
@@ -33,17 +38,58 @@ SCENARIOS = (
     "sse-retry",
     "request-metadata",
 )
+# Every auth scenario the 2026-07-28 and 2025-11-25 requirement sets require of a client.
+AUTH_SCENARIOS = (
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+)
 SCENARIO_TIMEOUT = 120
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_a_client_scenario_passes_through_the_bridge(legacy_python, scenario, tmp_path):
-    client = f"{legacy_python} {venvs.PEERS_DIR / 'conformance_client.py'}"
     bridge = json.dumps([sys.executable, "-m", "bridge"])
+    assert_passes(legacy_python, scenario, tmp_path, {"ROSETTA_BRIDGE": bridge})
+
+
+@pytest.mark.parametrize("scenario", AUTH_SCENARIOS)
+def test_an_auth_scenario_signs_in_through_the_bridge(legacy_python, scenario, tmp_path):
+    bridge = json.dumps([sys.executable, str(venvs.PEERS_DIR / "oauth_bridge.py")])
+    browser = f"{sys.executable} {venvs.PEERS_DIR / 'follow_redirects.py'} %s"
+    assert_passes(legacy_python, scenario, tmp_path, {
+        "ROSETTA_BRIDGE": bridge, "BROWSER": browser,
+        "XDG_CONFIG_HOME": str(tmp_path / "config")})
+
+
+def assert_passes(legacy_python, scenario, tmp_path, env):
+    client = f"{legacy_python} {venvs.PEERS_DIR / 'conformance_client.py'}"
     proc = subprocess.run(
         conformance_suite.suite_command("client", "--command", client, "--scenario", scenario),
         capture_output=True, text=True, timeout=SCENARIO_TIMEOUT, cwd=tmp_path,
-        env={**os.environ, "ROSETTA_BRIDGE": bridge})
+        env={**os.environ, **env})
     out = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
     passed = re.search(r"Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings", out)
     assert passed is not None, out[-3000:]

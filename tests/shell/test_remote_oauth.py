@@ -221,3 +221,19 @@ def test_the_store_forgets_a_sign_in(tmp_path):
     assert store.forget(MCP) and store.load(MCP) is None and not store.forget(MCP)
     assert not [p for p in (tmp_path / "oauth" / "credentials").glob("*.json")]
     assert os.listdir(tmp_path / "oauth" / "servers") == []
+
+
+async def test_a_401_without_metadata_names_what_is_missing_and_the_header(tmp_path, browser):
+    def bare(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(401 if str(request.url) == MCP else 404)
+
+    provider = OAuth((), SignIn(MCP, Preregistered(), TokenStore(tmp_path / "oauth"),
+                                logs.logger(), interactive=True,
+                                transport=httpx2.MockTransport(bare)))
+    async with httpx2.AsyncClient(auth=provider, transport=httpx2.MockTransport(bare)) as c:
+        assert (await c.post(MCP, json={})).status_code == 401
+    assert browser == []
+    assert provider.remedy(401) == (
+        f"{MCP} asks for credentials but publishes no protected resource metadata (RFC 9728) "
+        'saying where to sign in; or give credentials with --header "Authorization: Bearer '
+        '${TOKEN}"')

@@ -295,9 +295,13 @@ class OAuth(httpx2.Auth):
 
     def remedy(self, status: int) -> str:
         url = self._sign_in.server
-        why = f"{self._sign_in.problem}; " if self._sign_in.problem else ""
-        return (f"{why}sign in again with `mcp-rosetta auth login {url}`, or give "
-                'credentials with --header "Authorization: Bearer ${TOKEN}"')
+        header = 'give credentials with --header "Authorization: Bearer ${TOKEN}"'
+        if self._sign_in.problem is not None:
+            return f"{self._sign_in.problem}; or {header}"
+        if status == 403:
+            return (f"the account signed in is not allowed this: to sign in as another, "
+                    f"`mcp-rosetta auth logout {url}` then `mcp-rosetta auth login {url}`")
+        return f"sign in again with `mcp-rosetta auth login {url}`, or {header}"
 
     async def async_auth_flow(self, request: httpx2.Request,
                               ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
