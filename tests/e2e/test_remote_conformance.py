@@ -38,7 +38,8 @@ SCENARIOS = (
     "sse-retry",
     "request-metadata",
 )
-# Every auth scenario the 2026-07-28 and 2025-11-25 requirement sets require of a client.
+# Every auth scenario the 2026-07-28 requirement set requires of a client; the first ones
+# (to auth/pre-registration) the 2025-11-25 set requires too. Each runs at each revision.
 AUTH_SCENARIOS = (
     "auth/metadata-default",
     "auth/metadata-var1",
@@ -66,6 +67,11 @@ AUTH_SCENARIOS = (
     "auth/iss-normalized",
     "auth/metadata-issuer-mismatch",
 )
+AUTH_RUNS = (
+    *[(name, "2026-07-28") for name in AUTH_SCENARIOS],
+    *[(name, "2025-11-25")
+      for name in AUTH_SCENARIOS[:AUTH_SCENARIOS.index("auth/pre-registration") + 1]],
+)
 SCENARIO_TIMEOUT = 120
 
 
@@ -75,19 +81,21 @@ def test_a_client_scenario_passes_through_the_bridge(legacy_python, scenario, tm
     assert_passes(legacy_python, scenario, tmp_path, {"ROSETTA_BRIDGE": bridge})
 
 
-@pytest.mark.parametrize("scenario", AUTH_SCENARIOS)
-def test_an_auth_scenario_signs_in_through_the_bridge(legacy_python, scenario, tmp_path):
+@pytest.mark.parametrize(("scenario", "revision"), AUTH_RUNS)
+def test_an_auth_scenario_signs_in_through_the_bridge(legacy_python, scenario, revision,
+                                                      tmp_path):
     bridge = json.dumps([sys.executable, str(venvs.PEERS_DIR / "oauth_bridge.py")])
     browser = f"{sys.executable} {venvs.PEERS_DIR / 'follow_redirects.py'} %s"
     assert_passes(legacy_python, scenario, tmp_path, {
         "ROSETTA_BRIDGE": bridge, "BROWSER": browser,
-        "XDG_CONFIG_HOME": str(tmp_path / "config")})
+        "XDG_CONFIG_HOME": str(tmp_path / "config")}, "--spec-version", revision)
 
 
-def assert_passes(legacy_python, scenario, tmp_path, env):
+def assert_passes(legacy_python, scenario, tmp_path, env, *flags):
     client = f"{legacy_python} {venvs.PEERS_DIR / 'conformance_client.py'}"
     proc = subprocess.run(
-        conformance_suite.suite_command("client", "--command", client, "--scenario", scenario),
+        conformance_suite.suite_command("client", "--command", client, "--scenario", scenario,
+                                        *flags),
         capture_output=True, text=True, timeout=SCENARIO_TIMEOUT, cwd=tmp_path,
         env={**os.environ, **env})
     out = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)

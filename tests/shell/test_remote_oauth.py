@@ -237,3 +237,37 @@ async def test_a_401_without_metadata_names_what_is_missing_and_the_header(tmp_p
         f"{MCP} asks for credentials but publishes no protected resource metadata (RFC 9728) "
         'saying where to sign in; or give credentials with --header "Authorization: Bearer '
         '${TOKEN}"')
+
+
+async def test_insufficient_scope_steps_up_with_the_union_and_stops_when_nothing_is_new(
+        tmp_path, browser):
+    scopes_of: dict[str, set[str]] = {}
+
+    def server(request: httpx2.Request) -> httpx2.Response:
+        url = str(request.url).split("?")[0]
+        if url == MCP:
+            token = request.headers.get("authorization", "").removeprefix("Bearer ")
+            if token not in WORLD.valid:
+                return httpx2.Response(401, headers={"WWW-Authenticate": (
+                    f'Bearer resource_metadata="{PRM}", scope="read"')})
+            if "write" not in scopes_of[token] or "admin" in json.loads(request.content):
+                return httpx2.Response(403, headers={"WWW-Authenticate": (
+                    'Bearer error="insufficient_scope", scope="write"'
+                    if "admin" not in json.loads(request.content) else
+                    'Bearer error="insufficient_scope", scope="read"')})
+            return httpx2.Response(200, json={})
+        response = WORLD(request)
+        if url == f"{AS}/token":
+            scopes_of[f"access-{WORLD.issued}"] = set(WORLD.challenge["scope"].split())
+        return response
+
+    provider = OAuth((), SignIn(MCP, Preregistered(), TokenStore(tmp_path / "oauth"),
+                                logs.logger(), interactive=True,
+                                transport=httpx2.MockTransport(server)))
+    async with httpx2.AsyncClient(auth=provider, transport=httpx2.MockTransport(server)) as c:
+        assert (await c.post(MCP, json={"write": 1})).status_code == 200
+        asked = [dict(parse_qsl(urlsplit(u).query))["scope"] for u in browser]
+        assert asked == ["read", "read write"]
+        assert (await c.post(MCP, json={"admin": 1})).status_code == 403
+    assert len(browser) == 2
+    assert "not asking again" in provider.remedy(403)

@@ -87,7 +87,10 @@ class SignIn:
                 self._credentials, self._loaded = self._store.load(self.server), True
             found = self._credentials
             if found is not None and found.grant.due(time.time()):
-                found = await self._guarded(self._refresh(found))
+                # On a failure that is not a refusal the old token still goes: it may
+                # have a moment left, and its 401 leads to a renewal.
+                await self._guarded(self._refresh(found))
+                found = self._credentials
             return found.grant.access_token if found is not None else None
 
     async def renew(self, challenge: Challenge | None, refused: str | None) -> str | None:
@@ -105,9 +108,10 @@ class SignIn:
                 self.problem = "the server refuses the scopes it asked for; not asking again"
                 return None
             if current is not None and not step_up and current.grant.refresh_token:
-                refreshed = await self._guarded(self._refresh(current))
-                if refreshed is not None and refreshed.grant.access_token != refused:
-                    return refreshed.grant.access_token
+                await self._guarded(self._refresh(current))
+                fresh = self._credentials
+                if fresh is not None and fresh.grant.access_token != refused:
+                    return fresh.grant.access_token
             signed = await self._guarded(self._sign_in(challenge, granted))
             return signed.grant.access_token if signed is not None else None
 
@@ -129,7 +133,7 @@ class SignIn:
     async def _refresh(self, current: Credentials) -> Credentials:
         """The grant refreshed under the store's lock: another process may have refreshed
         it (a rotating refresh token is used once), so what the file holds is read first.
-        A refused refresh token is forgotten and one new sign-in made, if one may be."""
+        A refused refresh token (GrantRefused) is forgotten: the caller signs in anew."""
         c = current
         fd = await trio.to_thread.run_sync(self._store.lock, c.issuer, c.resource,
                                            c.client.client_id)
@@ -153,9 +157,9 @@ class SignIn:
             self._store.drop_grant(c)
             self._credentials = None
             self._log.info("oauth.grant_refused", issuer=c.issuer)
+            raise
         finally:
             self._store.unlock(fd)
-        return await self._sign_in(None, c.grant.scope)  # the lock is not held meanwhile
 
     async def _sign_in(self, challenge: Challenge | None, granted: tuple[str, ...],
                        ) -> Credentials:
