@@ -18,6 +18,8 @@ from bridge.oauth.discovery import AuthorizationServer, ProtectedResource
 from bridge.oauth.errors import OAuthError
 
 OFFLINE_ACCESS = "offline_access"
+SIGN_IN_TIMEOUT = 300.0
+"""Seconds the user has to finish signing in in the browser."""
 
 
 def code_challenge(verifier: str) -> str:

@@ -52,6 +52,8 @@ def _run_remote(core_config: CoreConfig, shell: ShellConfig) -> int:
     from bridge.shell.trio_import import import_trio
 
     import_trio()
+    from bridge.shell.remote.token_store import first_sign_in_probe
     from bridge.shell.stdio_main import serve_remote
 
+    core_config = first_sign_in_probe(core_config, where, os.environ)
     return serve_remote(core_config, shell, fds, where)

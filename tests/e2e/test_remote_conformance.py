@@ -91,6 +91,17 @@ def test_an_auth_scenario_signs_in_through_the_bridge(legacy_python, scenario, r
         "XDG_CONFIG_HOME": str(tmp_path / "config")}, "--spec-version", revision)
 
 
+def test_a_sign_in_slower_than_the_era_probe_still_finds_the_servers_era(legacy_python,
+                                                                         tmp_path):
+    # The user approves after 8 s, past the 5 s probe_timeout: the era must come from the
+    # 2026-07-28 server's answer once signed in, not from the probe's timer (legacy).
+    bridge = json.dumps([sys.executable, str(venvs.PEERS_DIR / "oauth_bridge.py")])
+    browser = f"{sys.executable} {venvs.PEERS_DIR / 'follow_redirects.py'} --after 8 %s"
+    assert_passes(legacy_python, "auth/metadata-default", tmp_path, {
+        "ROSETTA_BRIDGE": bridge, "BROWSER": browser,
+        "XDG_CONFIG_HOME": str(tmp_path / "config")}, "--spec-version", "2026-07-28")
+
+
 def assert_passes(legacy_python, scenario, tmp_path, env, *flags):
     client = f"{legacy_python} {venvs.PEERS_DIR / 'conformance_client.py'}"
     proc = subprocess.run(

@@ -78,3 +78,21 @@ def test_auth_status_shows_no_token_and_logout_forgets(tmp_path, monkeypatch, ca
     assert main(["auth", "logout", URL]) == 0
     assert main(["auth", "status", URL]) == 1
     assert "not signed in" in capsys.readouterr().out
+
+
+def test_the_probe_outwaits_a_first_sign_in_only(tmp_path):
+    from bridge.core.config import CoreConfig
+    from bridge.shell.remote.endpoint import Endpoint
+    from bridge.shell.remote.token_store import first_sign_in_probe
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+    first = Endpoint(URL, oauth=Preregistered(), interactive=True)
+    assert first_sign_in_probe(CoreConfig(), first, env).probe_timeout == 330.0
+    daemon = Endpoint(URL, oauth=Preregistered(), interactive=False)
+    assert first_sign_in_probe(CoreConfig(), daemon, env).probe_timeout == 5.0
+    header = Endpoint(URL, oauth=None, interactive=True)
+    assert first_sign_in_probe(CoreConfig(), header, env).probe_timeout == 5.0
+    TokenStore(config_root(env)).save(Credentials(
+        URL, "https://as.example", URL, ClientIdentity("app", issuer="https://as.example"),
+        Grant("a")))
+    assert first_sign_in_probe(CoreConfig(), first, env).probe_timeout == 5.0

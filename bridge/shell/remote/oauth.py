@@ -25,6 +25,7 @@ import httpx2
 import trio
 
 from bridge.oauth.authorize import (
+    SIGN_IN_TIMEOUT,
     STEP_UPS,
     PendingAuthorization,
     authorization_code,
@@ -54,8 +55,6 @@ from bridge.shell.logs import Logger
 from bridge.shell.remote import loopback
 from bridge.shell.remote.token_store import Credentials, TokenStore
 
-SIGN_IN_TIMEOUT = 300.0
-"""Seconds the user has to finish signing in in the browser."""
 EXCHANGE_TIMEOUT = httpx2.Timeout(30.0)
 
 

@@ -20,12 +20,15 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bridge.core.config import CoreConfig
+from bridge.oauth.authorize import SIGN_IN_TIMEOUT
 from bridge.oauth.registration import ClientIdentity
 from bridge.oauth.tokens import Grant
+from bridge.shell.remote.endpoint import Endpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,19 @@ def config_root(environ: Mapping[str, str]) -> Path:
     base = environ.get("XDG_CONFIG_HOME") or os.path.join(
         environ.get("HOME") or os.path.expanduser("~"), ".config")
     return Path(base, "mcp-rosetta", "oauth")
+
+
+def first_sign_in_probe(core: CoreConfig, where: Endpoint,
+                        environ: Mapping[str, str]) -> CoreConfig:
+    """`core` with a probe that outwaits a first sign-in: when the server may ask for one
+    and none is stored, the era probe's 401 is answered by signing in in the browser, and
+    the era must come from the server's answer after it, not from the probe's timer. Over
+    HTTP every probe gets an answer, so a long wait costs nothing to a server that needs
+    no sign-in."""
+    if where.oauth is None or not where.interactive \
+            or TokenStore(config_root(environ)).signed_in(where.url):
+        return core
+    return replace(core, probe_timeout=max(core.probe_timeout, SIGN_IN_TIMEOUT + 30))
 
 
 def digest(*parts: str) -> str:
@@ -70,6 +86,10 @@ class TokenStore:
                                ClientIdentity(**stored["client"]), Grant(**_grant(stored)))
         except (KeyError, TypeError):
             return None
+
+    def signed_in(self, server: str) -> bool:
+        """Whether `server`'s URL has a sign-in stored (cheap: no grant is read)."""
+        return self._path("servers", digest(server)).is_file()
 
     def save(self, credentials: Credentials) -> None:
         c = credentials
