@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -100,6 +101,33 @@ def test_a_sign_in_slower_than_the_era_probe_still_finds_the_servers_era(legacy_
     assert_passes(legacy_python, "auth/metadata-default", tmp_path, {
         "ROSETTA_BRIDGE": bridge, "BROWSER": browser,
         "XDG_CONFIG_HOME": str(tmp_path / "config")}, "--spec-version", "2026-07-28")
+
+
+def test_auth_login_signs_in_once_and_the_bridge_then_needs_no_browser(legacy_python,
+                                                                        tmp_path):
+    # The scenario's client is `auth login URL` (the browser follows the redirect), then the
+    # tour with a browser that fails: the bridge must use the stored tokens.
+    login = shlex.join([sys.executable, "-m", "bridge", "auth", "login"])
+    status = shlex.join([sys.executable, "-m", "bridge", "auth", "status"])
+    tour = shlex.join([legacy_python.path, str(venvs.PEERS_DIR / "conformance_client.py")])
+    follow = f"{sys.executable} {venvs.PEERS_DIR / 'follow_redirects.py'} %s"
+    script = (f'BROWSER="{follow}" {login} "$0" >&2 && {status} "$0" >&2 '
+              f'&& BROWSER=false {tour} "$0"')
+    client = shlex.join(["sh", "-c", script])
+    env = {**os.environ, "ROSETTA_BRIDGE": json.dumps([sys.executable, "-m", "bridge"]),
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    proc = subprocess.run(
+        conformance_suite.suite_command("client", "--command", client, "--scenario",
+                                        "auth/metadata-default", "--spec-version", "2026-07-28"),
+        capture_output=True, text=True, timeout=SCENARIO_TIMEOUT, cwd=tmp_path, env=env)
+    out = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+    assert "OVERALL: PASSED" in out, out[-3000:]
+    (index,) = (tmp_path / "config" / "mcp-rosetta" / "oauth" / "servers").glob("*.json")
+    url = json.loads(index.read_text())["server"]
+    shown = subprocess.run([sys.executable, "-m", "bridge", "auth", "status", url],
+                           capture_output=True, text=True, timeout=30, env=env)
+    assert shown.returncode == 0 and "client: test-client-id" in shown.stdout, shown
+    assert "test-token" not in shown.stdout
 
 
 def assert_passes(legacy_python, scenario, tmp_path, env, *flags):
