@@ -40,20 +40,15 @@ def run_stdio(core_config: CoreConfig, shell: ShellConfig) -> int:
 def _run_remote(core_config: CoreConfig, shell: ShellConfig) -> int:
     """The same bridge, its server a Streamable HTTP endpoint (nothing to start early)."""
     import os
-    from dataclasses import replace
 
     from bridge.shell.remote.endpoint import resolve
 
-    # Before fds 0 and 1 are taken: an unset ${VAR} is a config error on stderr, as a bad
-    # flag is. A sign-in may open the user's browser here: a user runs this bridge.
-    where = replace(resolve(shell, os.environ), interactive=True)
-    check_transcript(shell.transcript)
+    where = resolve(shell, os.environ)  # before fds 0 and 1 are taken: an unset ${VAR} is
+    check_transcript(shell.transcript)  # a config error on stderr, as a bad flag is
     fds = take_stdio()
     from bridge.shell.trio_import import import_trio
 
     import_trio()
-    from bridge.shell.remote.token_store import first_sign_in_probe
     from bridge.shell.stdio_main import serve_remote
 
-    core_config = first_sign_in_probe(core_config, where, os.environ)
     return serve_remote(core_config, shell, fds, where)

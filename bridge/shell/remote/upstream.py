@@ -36,7 +36,7 @@ from bridge.core.eras import HEADER_MISMATCH
 from bridge.core.events import SERVER, ChildExited, ChildStarted
 from bridge.shell.http.modern import ParamHeaders
 from bridge.shell.logs import Logger
-from bridge.shell.remote.auth import AuthProvider, provider_for
+from bridge.shell.remote.auth import AuthProvider, StaticHeaders
 from bridge.shell.remote.endpoint import Endpoint, Network
 from bridge.shell.remote.mapping import (
     EVENT_STREAM,
@@ -216,7 +216,7 @@ class HttpUpstream:
         self._feeds = feeds
         """The client's outlet: answers and events are read only while it is not congested."""
         self._network = network = endpoint.network
-        self._auth = auth or provider_for(endpoint, self._log)
+        self._auth = auth or StaticHeaders(endpoint.headers)
         self._link = Link(1)
         self._hurried = False
         self._param_headers = ParamHeaders()
@@ -799,9 +799,11 @@ def opener(where: Endpoint, log: Logger, *, limit: int,
            reach_first: bool = False) -> OpenUpstream:
     """How a session opens its upstream to `where` once its nursery is open; `feeds` is the
     client's outlet, which paces the reading of answers and events."""
+    from bridge.shell.remote.auth import provider_for
+
     def open_upstream(driver: Feed, nursery: trio.Nursery, feeds: Throttle) -> HttpUpstream:
         return HttpUpstream(where, driver, nursery, log, limit=limit, feeds=feeds,
-                            reach_first=reach_first)
+                            reach_first=reach_first, auth=provider_for(where, log))
 
     return open_upstream
 
