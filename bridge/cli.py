@@ -362,12 +362,8 @@ def _auth(argv: list[str]) -> int:
         url=args.url, oauth_client_id=args.oauth_client_id,
         oauth_client_secret_file=args.oauth_client_secret_file,
         oauth_client_metadata_url=args.oauth_client_metadata_url), os.environ)
-    from bridge.shell.trio_import import import_trio
+    from bridge.shell.remote.auth_command import run_auth  # a short command: trio as it is
 
-    import_trio()
-    from bridge.shell.remote.auth_command import run_auth
-
-    startup.over()
     return run_auth(args.action, args.url, given)
 
 
