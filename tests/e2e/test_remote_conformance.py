@@ -130,6 +130,36 @@ def test_auth_login_signs_in_once_and_the_bridge_then_needs_no_browser(legacy_py
     assert "test-token" not in shown.stdout
 
 
+def test_the_daemon_uses_the_stored_sign_in(legacy_python, tmp_path):
+    # `auth login URL`, then `serve --url URL` on a Unix socket, which never opens a browser,
+    # reached by the tour through `connect`: the daemon's sessions use the stored tokens.
+    bridge = [sys.executable, "-m", "bridge"]
+    sock = tmp_path / "d.sock"
+    relay = json.dumps(["sh", "-c", f"exec {shlex.join([*bridge, 'connect', f'unix:{sock}'])}",
+                        "{url}"])
+    follow = f"{sys.executable} {venvs.PEERS_DIR / 'follow_redirects.py'} %s"
+    tour = shlex.join([legacy_python.path, str(venvs.PEERS_DIR / "conformance_client.py")])
+    script = "\n".join([
+        f'BROWSER="{follow}" {shlex.join([*bridge, "auth", "login"])} "$0" >&2 || exit 1',
+        f'{shlex.join([*bridge, "serve", "--listen", f"unix:{sock}"])} --url "$0" '
+        f'2>{tmp_path / "daemon.log"} &',
+        "daemon=$!",
+        f"i=0; while [ ! -S {sock} ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
+        f"BROWSER=false ROSETTA_BRIDGE={shlex.quote(relay)} {tour} \"$0\"; rc=$?",
+        'kill "$daemon"; wait "$daemon"; exit "$rc"'])
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    proc = subprocess.run(
+        conformance_suite.suite_command("client", "--command", shlex.join(["sh", "-c", script]),
+                                        "--scenario", "auth/metadata-default",
+                                        "--spec-version", "2026-07-28"),
+        capture_output=True, text=True, timeout=SCENARIO_TIMEOUT, cwd=tmp_path, env=env)
+    out = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+    daemon = (tmp_path / "daemon.log").read_text()
+    assert "OVERALL: PASSED" in out, out[-3000:] + daemon[-2000:]
+    assert '"event":"oauth.signed_in"' not in daemon.replace(" ", ""), daemon[-2000:]
+    assert "test-token" not in daemon
+
+
 def assert_passes(legacy_python, scenario, tmp_path, env, *flags):
     client = f"{legacy_python} {venvs.PEERS_DIR / 'conformance_client.py'}"
     proc = subprocess.run(
