@@ -65,14 +65,7 @@ def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                  where: Endpoint) -> int:
     """The stdio bridge whose server is the Streamable HTTP endpoint `where`."""
     early, log = _started(shell)
-    from dataclasses import replace
-
-    from bridge.shell.remote.token_store import first_sign_in_probe
     from bridge.shell.remote.upstream import opener  # httpx2: only for --url
-
-    # A user runs this bridge: a sign-in may open their browser (the daemon's never does).
-    where = replace(where, interactive=True)
-    core_config = first_sign_in_probe(core_config, where, os.environ)
 
     session = Session(
         Bridge(core_config, secret=os.urandom(32)),

@@ -96,3 +96,13 @@ def test_the_probe_outwaits_a_first_sign_in_only(tmp_path):
         URL, "https://as.example", URL, ClientIdentity("app", issuer="https://as.example"),
         Grant("a")))
     assert first_sign_in_probe(CoreConfig(), first, env).probe_timeout == 5.0
+
+
+def test_the_stdio_bridge_may_open_the_browser(tmp_path):
+    from bridge.core.config import CoreConfig
+    from bridge.shell.remote.endpoint import Endpoint
+    from bridge.shell.remote.token_store import run_by_a_user
+
+    where, core = run_by_a_user(Endpoint(URL, oauth=Preregistered()), CoreConfig(),
+                                {"XDG_CONFIG_HOME": str(tmp_path)})
+    assert where.interactive and core.probe_timeout == 330.0

@@ -49,6 +49,15 @@ def config_root(environ: Mapping[str, str]) -> Path:
     return Path(base, "mcp-rosetta", "oauth")
 
 
+def run_by_a_user(where: Endpoint, core: CoreConfig, environ: Mapping[str, str],
+                  ) -> tuple[Endpoint, CoreConfig]:
+    """`where` for the stdio bridge, which a user runs: a sign-in may open their browser
+    (the daemon's and the HTTP front's never do), and `core` with an era probe that outwaits
+    a first sign-in (first_sign_in_probe)."""
+    where = replace(where, interactive=True)
+    return where, first_sign_in_probe(core, where, environ)
+
+
 def first_sign_in_probe(core: CoreConfig, where: Endpoint,
                         environ: Mapping[str, str]) -> CoreConfig:
     """`core` with a probe that outwaits a first sign-in: when the server may ask for one
