@@ -81,6 +81,9 @@ class SignIn:
 
     async def token(self) -> str | None:
         """The access token to send, refreshed first when it is about to expire."""
+        found = self._credentials
+        if self._loaded and (found is None or not found.grant.due(time.time())):
+            return found.grant.access_token if found is not None else None  # no wait
         async with self._lock:
             if not self._loaded:
                 self._credentials, self._loaded = self._store.load(self.server), True
