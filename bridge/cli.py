@@ -14,12 +14,14 @@ from typing import Any, NoReturn
 from bridge import __version__, collector
 from bridge.config import (
     Settings,
+    client_metadata_url,
     count,
     file_path,
     header_line,
     http_host,
     http_origin,
     load_settings,
+    oauth_client_id,
     root_uri,
     seconds,
     server_url,
@@ -38,6 +40,7 @@ mcp-rosetta [options] -- COMMAND [ARGS...]
        mcp-rosetta serve [options] [--listen ADDRESS] --url URL
        mcp-rosetta connect unix:PATH
        mcp-rosetta check [--json] [options] -- COMMAND [ARGS...]
+       mcp-rosetta auth login|status|logout URL
        mcp-rosetta demo [--full | --server]"""
 
 DESCRIPTION = """\
@@ -51,6 +54,7 @@ commands (each has its own --help):
   serve     the bridge as a daemon on a Unix socket, a session per client
   connect   a client's end of that daemon: relays stdin and stdout to it
   check     start a server, report its era, what it offers, which mode
+  auth      sign in to a remote server with OAuth (login, status, logout)
   demo      a legacy client and a modern-only server, through the bridge
 
 examples:
@@ -197,6 +201,15 @@ def bridge_options(p: argparse.ArgumentParser, check: bool = False,
                             help="send this header with every request to --url; ${VAR} is "
                                  "read from the environment (values are never logged); "
                                  "repeatable")
+        group.add_argument("--oauth-client-id", type=_checked(oauth_client_id), metavar="ID",
+                            help="sign in with this client, registered beforehand at the "
+                                 "server's authorization server")
+        group.add_argument("--oauth-client-secret-file", type=_checked(file_path),
+                            metavar="FILE", help="that client's secret, from this file (or "
+                            "$MCP_ROSETTA_OAUTH_CLIENT_SECRET; never on the command line)")
+        group.add_argument("--oauth-client-metadata-url", type=_checked(client_metadata_url),
+                            metavar="URL", help="sign in with this Client ID Metadata "
+                            "Document where the authorization server supports them")
         group.add_argument("--connect-timeout", type=_seconds_flag, metavar="DURATION",
                             help="fail a request to --url that has no connection after this "
                                  "long (10s)")
@@ -236,7 +249,8 @@ def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
             "max_message_bytes", "log_level", "log_format", "listen", "max_sessions",
             "token_file", "max_connections", "url", "connect_timeout", "read_timeout",
-            "max_upstream_connections")
+            "max_upstream_connections", "oauth_client_id", "oauth_client_secret_file",
+            "oauth_client_metadata_url")
     values: dict[str, Any] = {k: getattr(args, k) for k in keys
                               if getattr(args, k, None) is not None}
     for repeated in ("roots", "allowed_hosts", "allowed_origins", "headers"):
@@ -269,6 +283,8 @@ def _run(argv: Sequence[str]) -> int:
         return _serve(rest)
     if command == "check":
         return _check(rest)
+    if command == "auth":
+        return _auth(rest)
     return _bridge(list(argv))
 
 
@@ -318,6 +334,31 @@ def _check(argv: list[str]) -> int:
 
     collector.resume()
     return run_check(settings, as_json="--json" in _split(argv)[0])  # no abbreviations
+
+
+def _auth(argv: list[str]) -> int:
+    p = _Parser(prog="mcp-rosetta auth", usage=_usage("auth"),
+                description="Sign in to a remote server that asks for OAuth (login: opens "
+                            "the browser, stores the tokens for later runs, the daemon and "
+                            "the HTTP front), show what is stored (status, never a token), "
+                            "or forget it (logout).")
+    p.add_argument("action", choices=("login", "status", "logout"))
+    p.add_argument("url", type=_checked(server_url), metavar="URL")
+    p.add_argument("--oauth-client-id", type=_checked(oauth_client_id), metavar="ID")
+    p.add_argument("--oauth-client-secret-file", type=_checked(file_path), metavar="FILE")
+    p.add_argument("--oauth-client-metadata-url", type=_checked(client_metadata_url),
+                   metavar="URL")
+    args = p.parse_args(argv)
+    from bridge.shell.remote.endpoint import oauth_client
+    from bridge.shell.settings import ShellConfig
+
+    given = oauth_client(ShellConfig(
+        url=args.url, oauth_client_id=args.oauth_client_id,
+        oauth_client_secret_file=args.oauth_client_secret_file,
+        oauth_client_metadata_url=args.oauth_client_metadata_url), os.environ)
+    from bridge.shell.remote.auth_command import run_auth  # a short command: trio as it is
+
+    return run_auth(args.action, args.url, given)
 
 
 def _connect(argv: list[str]) -> int:

@@ -187,6 +187,26 @@ def server_url(value: Any) -> str:
     return str(value)
 
 
+def oauth_client_id(value: Any) -> str:
+    """A client id registered with the authorization server (--oauth-client-id)."""
+    if not isinstance(value, str) or not value.strip() or any(c in value for c in "\r\n\0"):
+        raise ValueError("expected a client id, a one-line string")
+    return value.strip()
+
+
+def client_metadata_url(value: Any) -> str:
+    """The URL of a Client ID Metadata Document: https with a path (client-registration
+    §Client ID Metadata Documents)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if parts is None or parts.scheme != "https" or not parts.hostname \
+            or parts.path in ("", "/"):
+        raise ValueError('expected an https:// URL with a path, e.g. '
+                         '"https://app.example.com/oauth/client.json"')
+    return str(value)
+
+
 _HEADER_NAME = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"  # RFC 9110 §5.6.2: a token (compiled at first use)
 _VARIABLE = r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}"
 
@@ -345,6 +365,9 @@ SHELL_KEYS: dict[str, Check] = {
     "command": command,
     "url": server_url,
     "headers": header_table,
+    "oauth_client_id": oauth_client_id,
+    "oauth_client_secret_file": file_path,
+    "oauth_client_metadata_url": client_metadata_url,
     "connect_timeout": seconds,
     "read_timeout": seconds,
     "max_upstream_connections": count,
@@ -375,7 +398,8 @@ DAEMON_KEYS: dict[str, Check] = {
 # Keys both layers read: the core waits drain_timeout for answers it owes once the client has
 # closed its input; the shell then gives a client that stopped reading as long to resume.
 TIMING_KEYS = ("shutdown_grace", "kill_grace", "drain_timeout")
-SHELL_FIELDS = ("command", "url", "headers", "connect_timeout", "read_timeout",
+SHELL_FIELDS = ("command", "url", "headers", "oauth_client_id", "oauth_client_secret_file",
+                "oauth_client_metadata_url", "connect_timeout", "read_timeout",
                 "max_upstream_connections", "log_format", "max_message_bytes", "env",
                 "pass_env", "cwd", "transcript", "config_file")
 SECRET_KEYS = frozenset({"env", "headers"})

@@ -6,7 +6,7 @@ import pytest
 
 from bridge.cli import main
 
-COMMANDS = ("serve", "connect", "check", "demo")
+COMMANDS = ("serve", "connect", "check", "auth", "demo")
 
 
 def help_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:

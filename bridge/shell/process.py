@@ -39,8 +39,11 @@ def _run_remote(core_config: CoreConfig, shell: ShellConfig) -> int:
     import os
 
     from bridge.shell.remote.endpoint import resolve
+    from bridge.shell.remote.token_store import run_by_a_user
 
-    where = resolve(shell, os.environ)  # before fds 0 and 1 are taken: an unset ${VAR} is
+    # Before fds 0 and 1 are taken: an unset ${VAR} is a config error on stderr, as a bad
+    # flag is. A user runs this bridge: a sign-in may open their browser.
+    where, core_config = run_by_a_user(resolve(shell, os.environ), core_config, os.environ)
     check_transcript(shell.transcript)  # a config error on stderr, as a bad flag is
     fds = take_stdio()
     from bridge.shell.stdio_main import serve_remote

@@ -35,6 +35,12 @@ class ShellConfig:
     headers: tuple[tuple[str, str], ...] = ()
     """(Name, value) sent with every request to `url`; values may hold ${VAR}, read from the
     environment at start. Never logged."""
+    oauth_client_id: str | None = None
+    """A client id registered beforehand with the authorization server of `url`."""
+    oauth_client_secret_file: str | None = None
+    """The file holding that client's secret (or $MCP_ROSETTA_OAUTH_CLIENT_SECRET)."""
+    oauth_client_metadata_url: str | None = None
+    """The https URL of a Client ID Metadata Document to sign in with, where supported."""
     connect_timeout: float = 10.0
     """Seconds to open a connection to `url` (DNS, TCP and TLS) before the request fails."""
     read_timeout: float = 30.0

@@ -4,17 +4,21 @@ Must not log or echo a credential. The upstream is given one `AuthProvider` when
 and never looks at credentials itself: the provider's `httpx2.Auth` signs every request the
 upstream sends (POSTs, the GET streams, the DELETE), and may answer a 401 itself by sending
 the request again with fresh credentials (httpx2's auth flow: `response = yield request`),
-which is where OAuth will plug in. A 401/403 that reaches the upstream is the provider's
-last word: one error to the client, naming the URL, the server's `WWW-Authenticate`
-challenge and the provider's `remedy`.
+as the OAuth provider does (bridge/shell/remote/oauth.py). A 401/403 that reaches the
+upstream is the provider's last word: one error to the client, naming the URL, the server's
+`WWW-Authenticate` challenge and the provider's `remedy`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import httpx2
+
+if TYPE_CHECKING:
+    from bridge.shell.logs import Logger
+    from bridge.shell.remote.endpoint import Endpoint
 
 
 class AuthProvider(Protocol):
@@ -51,3 +55,18 @@ class StaticHeaders(httpx2.Auth):
         for name, value in self._headers:
             request.headers[name] = value
         yield request
+
+
+def provider_for(endpoint: Endpoint, log: Logger) -> AuthProvider:
+    """The endpoint's provider: OAuth sign-in beside the user's headers, unless the user
+    gives their own Authorization header (then those headers alone)."""
+    if endpoint.oauth is None:
+        return StaticHeaders(endpoint.headers)
+    import os
+
+    from bridge.shell.remote.oauth import OAuth, SignIn
+    from bridge.shell.remote.token_store import TokenStore, config_root
+
+    store = TokenStore(config_root(os.environ))
+    return OAuth(endpoint.headers, SignIn(endpoint.url, endpoint.oauth, store, log,
+                                          interactive=endpoint.interactive))

@@ -10,7 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bridge.config import with_environment
+from bridge.errors import ConfigError
+from bridge.oauth.registration import Preregistered
 from bridge.shell.settings import ShellConfig
+
+SECRET_VARIABLE = "MCP_ROSETTA_OAUTH_CLIENT_SECRET"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +34,12 @@ class Endpoint:
     """The user's headers (--header), `${VAR}` already taken from the environment; their
     values are never logged."""
     network: Network = Network()
+    oauth: Preregistered | None = None
+    """How to sign in with OAuth when the server asks; None: the user's own Authorization
+    header is sent instead."""
+    interactive: bool = False
+    """Whether a sign-in may open the user's browser (the stdio bridge); else only stored
+    sign-ins are used and refreshed (the daemon, the HTTP front)."""
 
 
 def resolve(shell: ShellConfig, environ: Mapping[str, str]) -> Endpoint:
@@ -37,4 +47,25 @@ def resolve(shell: ShellConfig, environ: Mapping[str, str]) -> Endpoint:
     one)."""
     assert shell.url is not None
     network = Network(shell.connect_timeout, shell.read_timeout, shell.max_upstream_connections)
-    return Endpoint(shell.url, with_environment(shell.headers, environ), network)
+    headers = with_environment(shell.headers, environ)
+    own = any(name.lower() == "authorization" for name, _ in headers)
+    return Endpoint(shell.url, headers, network,
+                    None if own else oauth_client(shell, environ))
+
+
+def oauth_client(shell: ShellConfig, environ: Mapping[str, str]) -> Preregistered:
+    """The client the user registered (--oauth-client-id, its secret from a file or the
+    environment, never the command line) or the metadata document they host."""
+    secret = environ.get(SECRET_VARIABLE) or None
+    if shell.oauth_client_secret_file is not None:
+        try:
+            with open(shell.oauth_client_secret_file, encoding="utf-8") as file:
+                secret = file.read().strip() or None
+        except OSError as exc:
+            raise ConfigError(f"cannot read the OAuth client secret from "
+                              f"{shell.oauth_client_secret_file}: {exc.strerror or exc}"
+                              ) from None
+    if secret is not None and shell.oauth_client_id is None:
+        raise ConfigError("an OAuth client secret is given without its client id: add "
+                          "--oauth-client-id ID (oauth_client_id = ...)")
+    return Preregistered(shell.oauth_client_id, secret, shell.oauth_client_metadata_url)

@@ -213,8 +213,10 @@ def opener(where: Endpoint, log: Logger, *, limit: int,
            reach_first: bool = False) -> OpenServer:
     """How a session opens its upstream to `where` once its nursery is open; `feeds` is the
     client's outlet, which paces the reading of answers and events."""
+    from bridge.shell.remote.auth import provider_for
+
     def open_upstream(driver: Feed, nursery: trio.Nursery, feeds: Throttle) -> HttpUpstream:
         return HttpUpstream(where, driver, nursery, log, limit=limit, feeds=feeds,
-                            reach_first=reach_first)
+                            reach_first=reach_first, auth=provider_for(where, log))
 
     return open_upstream
