@@ -1,5 +1,5 @@
-"""The core and the Streamable HTTP layer stay pure: no I/O, clock, randomness, trio or
-structlog (DESIGN.md)."""
+"""The core, the Streamable HTTP layer and the OAuth client's rules stay pure: no I/O, clock,
+randomness, trio or structlog (DESIGN.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pathlib
 import pytest
 
 import bridge.core
+import bridge.oauth
 import bridge.streamable
 
 FORBIDDEN = {"trio", "structlog", "os", "sys", "time", "random", "secrets", "subprocess",
@@ -29,14 +30,17 @@ def _imports(path: pathlib.Path) -> set[str]:
 PURE = {"core": (pathlib.Path(bridge.core.__file__).parent, FORBIDDEN),
         # Sans-I/O as h11 is: no HTTP library either (the shell's connections and client).
         "streamable": (pathlib.Path(bridge.streamable.__file__).parent,
-                       FORBIDDEN | {"h11", "httpx2", "hmac", "urllib"})}
+                       FORBIDDEN | {"h11", "httpx2", "hmac", "urllib"}),
+        # The caller draws the verifier and the state, and tells the time.
+        "oauth": (pathlib.Path(bridge.oauth.__file__).parent,
+                  FORBIDDEN | {"h11", "httpx2", "hmac", "webbrowser", "fcntl"})}
 
 
 @pytest.mark.parametrize("package", sorted(PURE))
 def test_a_pure_package_imports_nothing_impure(package: str) -> None:
     root, forbidden = PURE[package]
     modules = sorted(root.rglob("*.py"))
-    assert len(modules) > 8
+    assert len(modules) > 5
     offenders = {str(p.relative_to(root)): _imports(p) & forbidden for p in modules
                  if _imports(p) & forbidden}
     assert offenders == {}
@@ -52,6 +56,13 @@ def _bridge_imports(path: pathlib.Path) -> set[str]:
             names.update(".".join(alias.name.split(".")[:2]) for alias in node.names
                          if alias.name.startswith("bridge."))
     return names
+
+
+def test_the_oauth_rules_import_nothing_of_the_bridge_but_themselves() -> None:
+    root = PURE["oauth"][0]
+    offenders = {str(p.relative_to(root)): sorted(_bridge_imports(p) - {"bridge.oauth"})
+                 for p in sorted(root.rglob("*.py"))}
+    assert {name: found for name, found in offenders.items() if found} == {}
 
 
 def test_the_streamable_layer_imports_only_the_core_and_itself() -> None:

@@ -5,8 +5,8 @@ in front of the suite's scenario server.
 Must not pick scenarios the tour cannot drive: the client does what a host does (initialize,
 call every tool with arguments made from its schema or the calls the scenario's context
 names, read every resource, get every prompt), so a scenario that wants a schema echoed back
-(json-schema-2020-12-preservation) is not in the list; bridge/DESIGN.md §The HTTP upstream
-records what each scenario gave.
+(json-schema-2020-12-preservation) is not in the list; tests/e2e/conformance/README.md
+§Client scenarios through `mcp-rosetta --url` records what each scenario gave.
 
 The `auth/*` scenarios sign in as a user would: the bridge is started with the client the
 scenario's context names (peers/oauth_bridge.py), its sign-ins stored in the test's own

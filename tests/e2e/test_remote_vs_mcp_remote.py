@@ -5,8 +5,9 @@ client (mcp 1.x), each against fresh copies of the same modern-only HTTP servers
 
 Must not time anything (tests/benchmarks/bench_remote.py does, beside this table): it runs the
 check table of relay_checks.py, asserts that mcp-rosetta passes every check, and that each of
-mcp-remote's outcomes is the one recorded here (and in bridge/DESIGN.md §The HTTP upstream and
-tests/benchmarks/README.md), so a change in either is seen.
+mcp-remote's outcomes is the one recorded here (and in tests/e2e/conformance/README.md
+§Client scenarios through `mcp-rosetta --url`, and tests/benchmarks/README.md), so a change
+in either is seen.
 """
 
 from __future__ import annotations
