@@ -53,7 +53,9 @@ class ModernClients:
         self.driver: Driver | None = None
         self.posts = 0
         """Requests open (a listen stream included): the tenant is in use."""
-        self.last_active = trio.current_time()
+        self.last_active = 0.0
+        """When its last request ended (set as its session opens: it may be made before
+        trio runs)."""
         self.ended = False
         self.started = trio.Event()
         """Set once its server is started (or it could not be: then `ended`)."""
@@ -64,6 +66,7 @@ class ModernClients:
 
     def open(self, driver: Driver, nursery: trio.Nursery) -> None:
         self.driver = driver
+        self.touch()
         if self._idle is not None:
             nursery.start_soon(self._watch_idle, name=f"idle-{self.name}")
 
