@@ -223,6 +223,8 @@ class Front:
         tenant = self.tenants.get(credential)
         if tenant is None:
             assert credential is not None  # the shared tenant is always there
+            if self.tenants.closing:
+                return replies.session_not_started(request_id)
             if self.tenants.full and self.tenants.make_room() is None:
                 return replies.too_many_tenants(request_id, self.tenants.limit)
             tenant = self._open_tenant(credential)
@@ -252,6 +254,8 @@ class Front:
                 await starting.start(partial(session.run, tenant,
                                              self._servers.opener(log)))
                 tenant.started.set()
+                if self.tenants.closing:  # the front began stopping while it started
+                    tenant.end("the front is stopping", self._settings.timing.shutdown_grace)
             log.info("http.tenant_ended", code=session.driver.stop_code)
         except Exception as exc:  # contained: the front and the other tenants go on
             log.error("http.tenant_crashed", error=repr(exc))

@@ -37,8 +37,8 @@ from bridge.shell.service import Service, watchdog_interval
 from bridge.shell.session import SessionSettings
 
 RELOADED = frozenset({"allowed_hosts", "allowed_origins", "token_file", "max_connections"})
-"""The settings a SIGHUP changes in a running front; the others need a restart (one shared
-session and its server child were started with them)."""
+"""The settings a SIGHUP changes in a running front; the others need a restart (the sessions
+and their servers were started with them)."""
 Reload = Callable[[], Settings]
 FD_MARGIN = 64
 """fds beyond one per connection: the listener, the child's pipes, refusals under way."""

@@ -132,6 +132,9 @@ class Tenants:
         shared.started.set()
         self._by_credential: dict[Credential, ModernClients] = {}
         self._emptied = trio.Event()
+        self.closing = False
+        """The front is stopping: no tenant starts, and one still starting ends once
+        started."""
 
     def __len__(self) -> int:
         return len(self._by_credential)
@@ -177,6 +180,7 @@ class Tenants:
         return oldest
 
     def end_all(self, grace: float) -> None:
+        self.closing = True
         for tenant in list(self._by_credential.values()):
             if tenant.started.is_set():
                 tenant.end("the front is stopping", grace)
