@@ -162,8 +162,8 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
                           help="tokens served at once, each a tenant with its own session "
                                "and server (16); without tokens every client is one tenant: "
                                "the front cannot tell users apart")
-        http.add_argument("--tenant-idle", type=_checked(seconds), metavar="SECONDS",
-                          help="a tenant with no request for this long ends (1800)")
+        http.add_argument("--tenant-idle", type=_seconds_flag, metavar="DURATION",
+                          help="a tenant with no request for this long ends (30m)")
     return p
 
 
