@@ -45,13 +45,14 @@ def front(legacy_python: venvs.SdkPython, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-def post(url: str, token: str, rid: Any, tool: str, meta: dict[str, Any] = ELICITATION,
+def post(url: str, token: str, rid: Any, tool: str, timeout: float = WAIT,
          **params: Any) -> tuple[int, dict[str, Any]]:
-    """One tools/call as `token`'s client: the status and the JSON-RPC answer."""
+    """One tools/call as `token`'s client, declaring elicitation: the status and the JSON-RPC
+    answer."""
     port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
     body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-            "params": {"name": tool, "arguments": {}, "_meta": meta, **params}}
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT)
+            "params": {"name": tool, "arguments": {}, "_meta": ELICITATION, **params}}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         conn.request("POST", "/mcp", json.dumps(body), {
             "content-type": "application/json",
@@ -122,3 +123,14 @@ def test_a_tenant_idle_for_tenant_idle_gets_a_new_server_and_max_tenants_refuses
         time.sleep(2.5)
         later = post(url, ALICE, 4, "pid")[1]["result"]["structuredContent"]["pid"]
         assert later != first
+
+
+def test_a_tenant_s_parked_call_does_not_hold_another_tenant_s_call(front: str) -> None:
+    """A call declaring an input capability runs alone at its legacy server, parked time
+    included: Alice's parked call, never retried, must not make Bob's wait."""
+    status, asked = post(front, ALICE, 1, "ask_name")
+    assert status == 200 and asked["result"]["resultType"] == "input_required", asked
+    began = time.monotonic()
+    status, bobs = post(front, BOB, 1, "ask_name", timeout=5.0)
+    assert time.monotonic() - began < 1.5
+    assert status == 200 and bobs["result"]["resultType"] == "input_required", bobs
