@@ -8,7 +8,7 @@ listen address and the hosts it answers to), `connection` (one h11 connection ov
 stream), `route` (one answer's queue of messages), `modern` (the routes of 2026-07-28 POSTs
 on a tenant's core), `tenants` (each credential's session for its 2026-07-28 clients),
 `legacy` and `legacy_requests` (legacy sessions and their requests), `router` (one HTTP
-request: which answer it gets), `server_side` (where each session's server comes from: a
-child, or the remote endpoint of `--url`) and `front` (the listener, the front's own session
-and the nursery that owns every task).
+request: which answer it gets) and `front` (the listener, the front's own session and the
+nursery that owns every task). Where each session's server comes from (a child, or the
+remote endpoint of `--url`) is bridge/shell/server_side.py's.
 """
