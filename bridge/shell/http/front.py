@@ -228,7 +228,8 @@ class Front:
             if self.tenants.full and self.tenants.make_room() is None:
                 return replies.too_many_tenants(request_id, self.tenants.limit)
             tenant = self._open_tenant(credential)
-        await tenant.started.wait()
+        if not tenant.started.is_set():  # else no checkpoint on every request's path
+            await tenant.started.wait()
         if tenant.ended:
             return replies.session_not_started(request_id)
         tenant.touch()
