@@ -110,6 +110,8 @@ class ModernClients:
         self.driver.post(ShutdownRequested(grace))
 
     async def _watch_idle(self) -> None:
+        """Ends the tenant once it has had no open request for `idle` seconds: its clients'
+        next request starts a new one (with a new core: what it held is gone with it)."""
         assert self._idle is not None
         while not self.ended:
             await trio.sleep_until(self.last_active + self._idle)
