@@ -80,8 +80,10 @@ The bridge as a long-running daemon on a Unix socket: every client connection
 is a session of its own, with its own server process started from COMMAND (or
 the config's `command`), or its own session with the remote server at --url.
 With --listen http://... it is a Streamable HTTP front for clients of both
-eras, before COMMAND or --url alike. Under systemd it takes the socket it is
-passed; SIGHUP reads the config again for new sessions."""
+eras, before COMMAND or --url alike: each bearer token is a tenant with its own
+session and server, and no tenant sees another's; without tokens the front
+cannot tell users apart, and all its clients are one tenant. Under systemd it
+takes the socket it is passed; SIGHUP reads the config again for new sessions."""
 
 CHECK_DESCRIPTION = """\
 Start the server as the bridge would, find its era (server/discover first,
@@ -160,6 +162,12 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
                                "(or set MCP_ROSETTA_TOKEN; never a token on the command line)")
         http.add_argument("--max-connections", type=_count_flag, metavar="N",
                           help="connections served at once; one more gets 503 (1024)")
+        http.add_argument("--max-tenants", type=_count_flag, metavar="N",
+                          help="tokens served at once, each a tenant with its own session "
+                               "and server (16); without tokens every client is one tenant: "
+                               "the front cannot tell users apart")
+        http.add_argument("--tenant-idle", type=_seconds_flag, metavar="DURATION",
+                          help="a tenant with no request for this long ends (30m)")
     return p
 
 
@@ -248,9 +256,9 @@ def _checked(check: Any) -> Any:
 def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
             "max_message_bytes", "log_level", "log_format", "listen", "max_sessions",
-            "token_file", "max_connections", "url", "connect_timeout", "read_timeout",
-            "max_upstream_connections", "oauth_client_id", "oauth_client_secret_file",
-            "oauth_client_metadata_url")
+            "token_file", "max_connections", "max_tenants", "tenant_idle", "url",
+            "connect_timeout", "read_timeout", "max_upstream_connections", "oauth_client_id",
+            "oauth_client_secret_file", "oauth_client_metadata_url")
     values: dict[str, Any] = {k: getattr(args, k) for k in keys
                               if getattr(args, k, None) is not None}
     for repeated in ("roots", "allowed_hosts", "allowed_origins", "headers"):

@@ -388,6 +388,8 @@ DAEMON_KEYS: dict[str, Check] = {
     "listen_group": account,
     "max_sessions": count,
     "session_idle": seconds,
+    "max_tenants": count,
+    "tenant_idle": seconds,
     "allowed_hosts": _list_of(http_host, '["mcp.example.com", "mcp.example.com:443"]'),
     "allowed_origins": _list_of(http_origin, '["https://app.example.com"]'),
     "token_file": file_path,

@@ -89,6 +89,13 @@ class DaemonConfig:
     session_idle: float = 1800.0
     """The HTTP front's legacy sessions: seconds with no request and no open stream after
     which a session ends and its server is stopped."""
+    max_tenants: int = 16
+    """HTTP front: credentials (bearer tokens) served at once, each a tenant with its own
+    session and server; at the limit the tenant idle longest makes room, else one more is
+    refused with 503 naming this setting."""
+    tenant_idle: float = 1800.0
+    """HTTP front: seconds with no request and no open stream after which a tenant ends and
+    its server is stopped."""
     allowed_hosts: tuple[str, ...] = ()
     """HTTP front: Host values it accepts beside its own names (lower case): `name` (any
     port) or `name:port` (that port only)."""

@@ -221,6 +221,13 @@ def too_many_sessions(request_id: object, limit: int) -> Reply:
                   "max_sessions in the configuration", {"max_sessions": limit})
 
 
+def too_many_tenants(request_id: object, limit: int) -> Reply:
+    """A new credential at `max_tenants`, every tenant in use."""
+    return _error(503, request_id, INTERNAL_ERROR,
+                  f"too many tenants (max_tenants = {limit}); try again later, or raise "
+                  "max_tenants in the configuration", {"max_tenants": limit})
+
+
 def session_not_started(request_id: object) -> Reply:
     return _error(503, request_id, INTERNAL_ERROR,
                   "the session could not be started (the front's log says why); try again")

@@ -211,6 +211,14 @@ def request(rid: Any, method: str, token: Any = None, **params: Any) -> dict[str
     return {"jsonrpc": "2.0", "id": rid, "method": method, "params": {**params, "_meta": meta}}
 
 
+class Cores(list[ScriptedCore]):
+    """Every tenant's core, as the front makes them (its `make_core`)."""
+
+    def __call__(self) -> ScriptedCore:
+        self.append(ScriptedCore())
+        return self[-1]
+
+
 @dataclass
 class Running:
     front: Front

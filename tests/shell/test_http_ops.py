@@ -28,7 +28,7 @@ from bridge.shell.http.front import Access
 from bridge.shell.http.health import Readiness, readiness
 from bridge.shell.service import Service
 from tests.shell import test_http_front as front_tests
-from tests.shell.test_http_front import Client, request, running
+from tests.shell.test_http_front import Client, Cores, request, running
 
 TOKEN = "s3cret-Token_1"
 OTHER = "another.token+2="
@@ -118,7 +118,8 @@ def test_the_allowlist_settings_from_file_and_flags(tmp_path: Path) -> None:
 async def test_without_the_token_every_request_is_401_with_a_challenge(
         autojump_clock: Any) -> None:
     tokens = Tokens((TOKEN.encode(), OTHER.encode()))
-    async with running(access=Access(tokens=tokens)) as r:
+    cores = Cores()
+    async with running(access=Access(tokens=tokens), make_core=cores) as r:
         client = await r.client()
         missing = await client.post(LIST)
         assert missing.status == 401
@@ -134,10 +135,11 @@ async def test_without_the_token_every_request_is_401_with_a_challenge(
         assert basic.status == 401 and "not Bearer" in basic.json["error"]["message"]
         other_path = await client.post(LIST, authorization="Bearer nope")
         assert other_path.status == 401  # before the path or anything else is said
-        assert r.core.received == []  # nothing reached the core
+        assert r.core.received == [] and cores == []  # nothing reached a core
         for token in (TOKEN, OTHER):
             good = await client.post(LIST, authorization=f"bearer {token}")
             assert good.status == 200 and good.json["result"] == {"tools": []}
+        assert [len(core.ids_of("tools/list")) for core in cores] == [1, 1]  # a tenant each
         await trio.testing.wait_all_tasks_blocked()
         logged = r.events("http.request")
         assert [e["status"] for e in logged] == [401] * 4 + [200] * 2
@@ -195,7 +197,7 @@ def test_a_non_loopback_socket_without_a_token_is_refused_naming_both_ways() -> 
 async def test_a_reload_changes_the_tokens_and_the_allowlist_for_the_next_request(
         autojump_clock: Any) -> None:
     tokens = Tokens((b"old",))
-    async with running(access=Access(tokens=tokens)) as r:
+    async with running(access=Access(tokens=tokens), make_core=Cores()) as r:
         client = await r.client()
         assert (await client.post(LIST, authorization="Bearer old")).status == 200
         r.front.reload(Access(("mcp.example.com",), (), tokens.with_tokens((b"new",))), 5)

@@ -1,18 +1,22 @@
-"""The front: a listening TCP socket, one shared bridge session behind it, and the nursery
-that owns every task of both.
+"""The front: a listening TCP socket, the bridge sessions behind it, and the nursery that
+owns every task of them.
 
-Must not hold protocol logic (the shared core decides) nor touch the process (signals,
-systemd's environment: `main.py`). Every modern request, whatever connection carries it, is
-a client message of the one shared session (bridge/shell/session.py, its client side
-`ModernClients`), so its server is started once, not per request. Each legacy session
-(`legacy.py`) is a session of its own, with its own core and server, as a daemon session
-is. A server is a child or a session with a remote endpoint (bridge/shell/server_side.py):
-the tasks below are a child's; a remote one's are `http-dispatch`, one per request,
-`http-listen-N`.
+Must not hold protocol logic (the cores decide) nor touch the process (signals, systemd's
+environment: `main.py`). Every modern request, whatever connection carries it, is a client
+message of its tenant's session (bridge/shell/session.py, its client side
+`tenants.ModernClients`), so a server is started once per tenant, not per request. The
+front's own session is started with it (its server's readiness is /readyz's): without tokens
+it is every client's; with tokens each credential's first request starts a tenant of its
+own. Each legacy session (`legacy.py`) is a session of its own too, with its own core and
+server, as a daemon session is. A server is a child or a session with a remote endpoint
+(bridge/shell/server_side.py): the tasks below are a child's; a remote one's are
+`http-dispatch`, one per request, `http-listen-N`.
 
     front ─┬─ shared ─── read-server-N / wait-server-N / read-stderr-N, clock   (session.py)
            ├─ sessions ─┬─ session-1 ─┬─ read-server-N ... clock   its own server and core
            │            │             └─ idle-1    ends it after session_idle
+           │            ├─ tenant-D ──┬─ read-server-N ... clock   D: its credential's digest
+           │            │             └─ idle-D    ends it after tenant_idle
            │            └─ session-2 ...
            └─ accept ─┬─ connection-1 ─┬─ (one request at a time; h11)
                       │                └─ watch-close   the client's end while an answer waits
@@ -27,26 +31,26 @@ import itertools
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import trio
 
-from bridge.core.events import CLIENT, MessageDecoded, Send
 from bridge.shell.driver import Core, Driver
 from bridge.shell.http.address import Address, front_names
-from bridge.shell.http.auth import Tokens
+from bridge.shell.http.auth import Credential, Tokens
 from bridge.shell.http.connection import Bodies, Connection, HttpError
 from bridge.shell.http.health import Health, ServerView
 from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.modern import Mapping
 from bridge.shell.http.route import STREAM_BACKLOG
 from bridge.shell.http.router import Endpoint, Router
+from bridge.shell.http.tenants import ModernClients, Tenants
 from bridge.shell.logs import Logger
-from bridge.shell.pump import Throttle
 from bridge.shell.server_side import Servers
 from bridge.shell.service import REFUSAL_WAIT, accept_all
 from bridge.shell.session import Session, SessionSettings
-from bridge.shell.sides import NEVER_FULL
 from bridge.streamable import replies
+from bridge.streamable.replies import Reply
 
 MAX_HEADER = 16 * 1024
 IDLE_TIMEOUT = 60.0
@@ -71,47 +75,6 @@ class Access:
     tokens: Tokens | None = None
 
 
-class ModernClients:
-    """The client side of the shared session: every modern request, whatever connection
-    carried it. The router feeds the core each request (renamed: `Mapping.admit`), and
-    what the core sends the client goes to the POST it belongs to (`Mapping.deliver`).
-    Answers are queued per POST, each within its own bound (`route.py`): it is never full."""
-
-    batch = None
-    throttle = NEVER_FULL
-
-    def __init__(self, mapping: Mapping) -> None:
-        self._mapping = mapping
-        self._driver: Driver | None = None
-
-    def open(self, driver: Driver, nursery: trio.Nursery) -> None:
-        self._driver = driver
-
-    def listen(self, server: Throttle) -> None:
-        """Requests come as connections carry them (the router calls `feed`)."""
-
-    def feed(self, line: bytes) -> None:
-        """One client message (a POST's request, renamed, or its cancellation)."""
-        assert self._driver is not None
-        self._driver.lines(CLIENT, [line])
-
-    def decoded(self, event: MessageDecoded) -> None:
-        """One client message the router decoded itself (a POST's request, renamed)."""
-        assert self._driver is not None
-        self._driver.decoded(event)
-
-    def send(self, send: Send) -> None:
-        self._mapping.deliver(send)
-
-    async def drain(self, stall_timeout: float) -> None:
-        """The core stopped: every POST still waiting ends once its stream has written what
-        is queued."""
-        self.close()
-
-    def close(self) -> None:
-        self._mapping.abandon_all()
-
-
 class Front:
     """Serves one listening socket until the core stops or `stop` is called: what an HTTP
     listening service serves (bridge/shell/service.py)."""
@@ -127,12 +90,13 @@ class Front:
                  max_connections: int = MAX_CONNECTIONS, access: Access = Access(),
                  view: ServerView | None = None, stream_backlog: int = STREAM_BACKLOG,
                  make_core: Callable[[], Core] | None = None, max_sessions: int = 16,
-                 session_idle: float = 1800.0) -> None:
+                 session_idle: float = 1800.0, max_tenants: int = 16,
+                 tenant_idle: float = 1800.0) -> None:
         """`servers`: where each session's server side comes from (a child per session, or
-        a session with the remote endpoint per session); `make_core`: a
-        legacy session's own core (None: legacy sessions are refused, as
-        over `max_sessions`); `session_idle`: seconds after which an idle one ends;
-        `stream_backlog`: the bound of every stream's route (`route.py`)."""
+        a session with the remote endpoint per session); `make_core`: a legacy session's
+        or a tenant's own core (None: both are refused, as over `max_sessions` and
+        `max_tenants`); `session_idle`, `tenant_idle`: seconds after which an idle one
+        ends; `stream_backlog`: the bound of every stream's route (`route.py`)."""
         self._core = core
         self._servers = servers
         self._address = address
@@ -152,7 +116,9 @@ class Front:
         self._session_tasks: trio.Nursery | None = None
         self._stream_backlog = stream_backlog
         self.mapping = Mapping(log, stream_backlog)
-        self._clients = ModernClients(self.mapping)
+        self._clients = ModernClients(self.mapping, log)
+        self.tenants = Tenants(max_tenants if make_core is not None else 0, self._clients)
+        self._tenant_idle = tenant_idle
         self._bodies = Bodies(BODIES_HELD * settings.max_message_bytes)
         self.session = Session(core, log, settings=settings, notify=_serving(notify))
         self._numbers = itertools.count(1)
@@ -175,11 +141,12 @@ class Front:
             grace = self._settings.timing.shutdown_grace
         self.session.shut_down(grace)
         self.sessions.end_all(grace if self._asked == 1 else 0.0)
+        self.tenants.end_all(grace if self._asked == 1 else 0.0)
 
     async def run(self, listener: socket.socket) -> int:
         """Serve until the shared core says Stop; its exit code."""
         host, self.port = listener.getsockname()[:2]
-        self._router = Router(self._endpoint(), self.mapping, self._clients, self._log,
+        self._router = Router(self._endpoint(), self._tenant_of, self._log,
                               self._health, self.sessions, self._open_session,
                               self._settings.timing.shutdown_grace)
         async with trio.open_nursery() as nursery:
@@ -198,21 +165,24 @@ class Front:
     async def _serve_shared(self, nursery: trio.Nursery, *,
                             task_status: trio.TaskStatus[None]) -> None:
         """The shared session, its server started before the first request is read; once
-        it has ended and every legacy session with it, the front ends."""
+        it has ended and every legacy session and tenant with it, the front ends."""
         opener = self._servers.opener(self._log, reach_first=True)
         await self.session.run(self._clients, opener, task_status=task_status)
         await self.sessions.wait_empty()
+        await self.tenants.wait_empty()
         nursery.cancel_scope.cancel()
 
     # Legacy sessions ------------------------------------------------------------------------
 
     async def _hold_sessions(self, *, task_status: trio.TaskStatus[None]) -> None:
-        """The legacy sessions' nursery; they are ended when the shared session stops."""
+        """The nursery of the legacy sessions and the tenants; they are ended when the
+        shared session stops."""
         async with trio.open_nursery() as sessions:
             self._session_tasks = sessions
             task_status.started()
             await self.session.stopped.wait()
             self.sessions.end_all(self._settings.timing.shutdown_grace)
+            self.tenants.end_all(self._settings.timing.shutdown_grace)
             await trio.sleep_forever()
 
     async def _open_session(self) -> LegacySession | None:
@@ -243,6 +213,57 @@ class Front:
             log.error("http.session_crashed", error=repr(exc))
         finally:
             self.sessions.discard(client)
+
+    # Tenants ---------------------------------------------------------------------------------
+
+    async def _tenant_of(self, credential: Credential | None,
+                         request_id: object) -> ModernClients | Reply:
+        """The tenant of `credential`, started on its first request (at `max_tenants`, the
+        one idle longest makes room); the refusal if there is no room or it cannot start."""
+        tenant = self.tenants.get(credential)
+        if tenant is None:
+            assert credential is not None  # the shared tenant is always there
+            if self.tenants.closing:
+                return replies.session_not_started(request_id)
+            if self.tenants.full and self.tenants.make_room() is None:
+                return replies.too_many_tenants(request_id, self.tenants.limit)
+            tenant = self._open_tenant(credential)
+        if not tenant.started.is_set():  # else no checkpoint on every request's path
+            await tenant.started.wait()
+        if tenant.ended:
+            return replies.session_not_started(request_id)
+        tenant.touch()
+        return tenant
+
+    def _open_tenant(self, credential: Credential) -> ModernClients:
+        """A new tenant, in the table at once (a second request of its credential waits for
+        the same one); its session starts in the sessions' nursery."""
+        assert self._make_core is not None and self._session_tasks is not None
+        log = self._log.bind(tenant=credential.digest)
+        tenant = ModernClients(Mapping(log, self._stream_backlog), log, credential,
+                               idle=self._tenant_idle)
+        self.tenants.add(tenant)
+        session = Session(self._make_core(), log, settings=self._settings)
+        self._session_tasks.start_soon(self._run_tenant, tenant, session, log,
+                                       name=f"tenant-{credential.digest}")
+        return tenant
+
+    async def _run_tenant(self, tenant: ModernClients, session: Session, log: Logger) -> None:
+        log.info("http.tenant_started", tenants=len(self.tenants))
+        try:
+            async with trio.open_nursery() as starting:
+                await starting.start(partial(session.run, tenant,
+                                             self._servers.opener(log)))
+                tenant.started.set()
+                if self.tenants.closing:  # the front began stopping while it started
+                    tenant.end("the front is stopping", self._settings.timing.shutdown_grace)
+            log.info("http.tenant_ended", code=session.driver.stop_code)
+        except Exception as exc:  # contained: the front and the other tenants go on
+            log.error("http.tenant_crashed", error=repr(exc))
+        finally:
+            tenant.ended = True
+            tenant.started.set()
+            self.tenants.discard(tenant)
 
     @property
     def access(self) -> Access:

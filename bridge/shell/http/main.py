@@ -37,13 +37,13 @@ from bridge.shell.service import Service, watchdog_interval
 from bridge.shell.session import SessionSettings
 
 RELOADED = frozenset({"allowed_hosts", "allowed_origins", "token_file", "max_connections"})
-"""The settings a SIGHUP changes in a running front; the others need a restart (one shared
-session and its server child were started with them)."""
+"""The settings a SIGHUP changes in a running front; the others need a restart (the sessions
+and their servers were started with them)."""
 Reload = Callable[[], Settings]
 FD_MARGIN = 64
 """fds beyond one per connection: the listener, the child's pipes, refusals under way."""
 FDS_PER_SESSION = 4
-"""A legacy session's server child: its three pipes and its pidfd."""
+"""A legacy session's or a tenant's server child: its three pipes and its pidfd."""
 
 
 def run_http(settings: Settings, reload: Reload) -> int:
@@ -63,19 +63,20 @@ def run_http(settings: Settings, reload: Reload) -> int:
         log.info("daemon.started", **logs.started_fields(settings.shell),
                  tokens=len(tokens))
         daemon = settings.daemon
-        room_for(daemon.max_connections + FDS_PER_SESSION * daemon.max_sessions + FD_MARGIN,
-                 log)
+        sessions_at_most = daemon.max_sessions + daemon.max_tenants
+        room_for(daemon.max_connections + FDS_PER_SESSION * sessions_at_most + FD_MARGIN, log)
         from bridge.core.bridge import Bridge
 
-        def legacy_core() -> Bridge:  # a legacy session's own, as a daemon session's
+        def own_core() -> Bridge:  # a legacy session's or a tenant's, as a daemon session's
             return Bridge(settings.core, secret=os.urandom(32))
 
         bridge = Bridge(settings.core, secret=os.urandom(32))
         notify = Notifier(log)
         front = Front(bridge, servers, address, log,
                       settings=sessions, notify=notify,
-                      make_core=legacy_core, max_sessions=daemon.max_sessions,
-                      session_idle=daemon.session_idle, idle_timeout=daemon.connection_idle,
+                      make_core=own_core, max_sessions=daemon.max_sessions,
+                      session_idle=daemon.session_idle, max_tenants=daemon.max_tenants,
+                      tenant_idle=daemon.tenant_idle, idle_timeout=daemon.connection_idle,
                       max_connections=daemon.max_connections,
                       stream_backlog=daemon.stream_backlog,
                       access=_access(settings, Tokens(tokens) if tokens else None),

@@ -1,4 +1,4 @@
-"""A 2026-07-28 POST mapped onto the one shared bridge session: the routes of its requests.
+"""A 2026-07-28 POST mapped onto its tenant's bridge session: the routes of its requests.
 
 Must not answer for the core nor hold a protocol rule: `bridge.streamable` checks a request
 (`headers.check`) and renames it into the front's id space and back (`renaming.Renaming`);
@@ -52,7 +52,7 @@ def open_exchange(original: object, wire: str, method: str, log: Logger,
 
 
 class Mapping:
-    """The front's half of the shared session: every POST's request in flight by its id."""
+    """The front's half of a tenant's session: every POST's request in flight by its id."""
 
     def __init__(self, log: Logger, backlog: int = STREAM_BACKLOG) -> None:
         self._log = log

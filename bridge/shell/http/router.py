@@ -3,29 +3,30 @@
 Must not read or write bytes itself (`connection.py`) nor answer for the core: it refuses
 what the transport refuses (path, method, Host and Origin, media type, a body that is not one
 request, mismatched headers: `bridge.streamable` decides and words each), and hands a modern
-request to the shared session through `modern.Mapping`, then carries the core's messages for
-it back as one JSON answer or an event stream.
+request to its tenant's session (`tenants.py`) through the tenant's `modern.Mapping`, then
+carries the core's messages for it back as one JSON answer or an event stream.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol
 
 import trio
 
+from bridge.core.codec import Message
 from bridge.core.events import CLIENT, MessageDecoded
 from bridge.shell.http.address import Names
-from bridge.shell.http.auth import Denied, Tokens
+from bridge.shell.http.auth import Credential, Denied, Tokens
 from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.health import Health
 from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.legacy_requests import Answer, LegacyRequests, OpenSession
-from bridge.shell.http.modern import Exchange, Mapping, Routes
+from bridge.shell.http.modern import Exchange, Routes
 from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.route import STOPPED_READING, Route, RouteState
+from bridge.shell.http.tenants import ModernClients
 from bridge.shell.logs import Logger
 from bridge.streamable import replies, sse
 from bridge.streamable.era import Era, era_of
@@ -53,22 +54,18 @@ class Endpoint:
     """When set, every request but the health checks presents one (auth.py)."""
 
 
-class CoreInlet(Protocol):
-    """Where a client's messages enter the shared core (the front's driver): a line, or a
-    message decoded here."""
-
-    def feed(self, line: bytes) -> None: ...
-    def decoded(self, event: MessageDecoded) -> None: ...
+TenantOf = Callable[[Credential | None, object], Awaitable[ModernClients | Reply]]
+"""The tenant a request's credential names (`tenants.py`), its session started; or the
+refusal that answers the request (its id given) when none can be."""
 
 
 class Router:
-    def __init__(self, endpoint: Endpoint, mapping: Mapping, core: CoreInlet, log: Logger,
+    def __init__(self, endpoint: Endpoint, tenant_of: TenantOf, log: Logger,
                  health: Health | None = None, sessions: Sessions | None = None,
                  open_session: OpenSession | None = None, grace: float = 0.0) -> None:
         self.endpoint = endpoint
         """Replaced whole when a reload changes the allowlist or the tokens."""
-        self._mapping = mapping
-        self._core = core  # the shared core's way in
+        self._tenant_of = tenant_of
         self._log = log
         self._health = health or Health()
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
@@ -113,19 +110,34 @@ class Router:
         if message is not None and era_of(request.headers, message) is Era.LEGACY:
             return await self._legacy.post(conn, request, message, outcome)
         refused = refuse_body(message)
+        if refused is not None:
+            return refused
+        assert isinstance(message, dict)
+        outcome.rpc = message.get("method")
+        tenant = await self._tenant_of(outcome.credential, message.get("id"))
+        if isinstance(tenant, Reply):
+            return tenant
+        refused = check(request.headers, message, tenant.mapping.param_headers)
         if refused is None:
-            assert isinstance(message, dict)
-            outcome.rpc = message.get("method")
-            refused = check(request.headers, message, self._mapping.param_headers)
-            if refused is None:
-                exchange, renamed = self._mapping.admit(message, conn.peer)
-                answer = None if takes_stream(request.headers) \
-                    else partial(self._answer, json_only=True)
-                # The core takes the value decoded here: the body is parsed once.
-                hand_in = partial(self._core.decoded, MessageDecoded(CLIENT, renamed))
-                await self._through_core(conn, exchange, hand_in, outcome, self._mapping,
-                                         self._core.feed, answer=answer)
+            await self._modern(conn, request, message, outcome, tenant)
         return refused
+
+    async def _modern(self, conn: Connection, request: Request, message: Message,
+                      outcome: Outcome, tenant: ModernClients) -> None:
+        """A modern request through its tenant's core, and its answer back."""
+        mapping = tenant.mapping
+        exchange, renamed = mapping.admit(message, conn.peer)
+        answer = None if takes_stream(request.headers) \
+            else partial(self._answer, json_only=True)
+        # The core takes the value decoded here: the body is parsed once.
+        hand_in = partial(tenant.decoded, MessageDecoded(CLIENT, renamed))
+        tenant.posts += 1
+        try:
+            await self._through_core(conn, exchange, hand_in, outcome, mapping, tenant.feed,
+                                     answer=answer)
+        finally:
+            tenant.posts -= 1
+            tenant.touch()
 
     def _refusal(self, request: Request, outcome: Outcome) -> Reply | None:
         health = self._health.answer(request)

@@ -1,0 +1,193 @@
+"""Tenants: the modern clients of one credential, and the bridge session they share.
+
+Must not read or write HTTP (`router.py` does) nor start a session (the front does). On the
+front every credential is a tenant: a bearer token, known by its `Credential` digest (never
+the token). A tenant's session is its own: its core (so its roots, its parked calls, and the
+key that seals their `requestState`: another tenant's retry is refused as tampered with),
+its server, its listen streams, log level and progress. Without tokens the front cannot tell
+clients apart: they are all one tenant, the front's own session, which is never ended for
+idleness (its end is the front's).
+
+A tenant with a request open (a listen stream included) is in use. One with none for
+`tenant_idle` seconds ends, and its server is stopped; at `max_tenants` a new credential ends
+the tenant idle longest (no open request, none for `EVICTABLE_AFTER` s), else is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import trio
+
+from bridge.core.events import CLIENT, MessageDecoded, Send, ShutdownRequested
+from bridge.shell.driver import Driver
+from bridge.shell.http.auth import Credential
+from bridge.shell.http.legacy import EVICTABLE_AFTER
+from bridge.shell.http.modern import Mapping
+from bridge.shell.logs import Logger
+from bridge.shell.pump import Throttle
+from bridge.shell.sides import NEVER_FULL
+
+
+def tenant_name(credential: Credential | None) -> str:
+    """How logs name a tenant: its credential's digest, or "shared" without tokens."""
+    return "shared" if credential is None else credential.digest
+
+
+class ModernClients:
+    """The client side of one tenant's session: every modern request its credential sends,
+    whatever connection carried it. The router feeds the core each request (renamed:
+    `Mapping.admit`), and what the core sends the client goes to the POST it belongs to
+    (`Mapping.deliver`). Answers are queued per POST, each within its own bound
+    (`route.py`): it is never full. `idle` None: never ended for idleness."""
+
+    batch = None
+    throttle = NEVER_FULL
+
+    def __init__(self, mapping: Mapping, log: Logger, credential: Credential | None = None,
+                 *, idle: float | None = None) -> None:
+        self.mapping = mapping
+        self.credential = credential
+        self._log = log
+        self._idle = idle
+        self.driver: Driver | None = None
+        self.posts = 0
+        """Requests open (a listen stream included): the tenant is in use."""
+        self.last_active = 0.0
+        """When its last request ended (set as its session opens: it may be made before
+        trio runs)."""
+        self.ended = False
+        self.started = trio.Event()
+        """Set once its server is started (or it could not be: then `ended`)."""
+
+    @property
+    def name(self) -> str:
+        return tenant_name(self.credential)
+
+    def open(self, driver: Driver, nursery: trio.Nursery) -> None:
+        self.driver = driver
+        self.touch()
+        if self._idle is not None:
+            nursery.start_soon(self._watch_idle, name=f"idle-{self.name}")
+
+    def listen(self, server: Throttle) -> None:
+        """Requests come as connections carry them (the router calls `feed`)."""
+
+    def feed(self, line: bytes) -> None:
+        """One client message (a POST's request, renamed, or its cancellation)."""
+        assert self.driver is not None
+        self.driver.lines(CLIENT, [line])
+
+    def decoded(self, event: MessageDecoded) -> None:
+        """One client message the router decoded itself (a POST's request, renamed)."""
+        assert self.driver is not None
+        self.driver.decoded(event)
+
+    def send(self, send: Send) -> None:
+        self.mapping.deliver(send)
+
+    async def drain(self, stall_timeout: float) -> None:
+        """The core stopped: every POST still waiting ends once its stream has written what
+        is queued."""
+        self.close()
+
+    def close(self) -> None:
+        self.ended = True
+        self.mapping.abandon_all()
+
+    # Its life ------------------------------------------------------------------------------
+
+    def touch(self) -> None:
+        self.last_active = trio.current_time()
+
+    def end(self, reason: str, grace: float = 0.0) -> None:
+        """Ask its core to stop (answering what it owes within `grace`); its server follows."""
+        if self.ended:
+            return
+        self.ended = True
+        self._log.info("http.tenant_ending", reason=reason)
+        assert self.driver is not None
+        self.driver.post(ShutdownRequested(grace))
+
+    async def _watch_idle(self) -> None:
+        """Ends the tenant once it has had no open request for `idle` seconds: its clients'
+        next request starts a new one (with a new core: what it held is gone with it)."""
+        assert self._idle is not None
+        while not self.ended:
+            await trio.sleep_until(self.last_active + self._idle)
+            if self.posts:
+                self.touch()  # an open request is activity; its end touches again
+            elif trio.current_time() >= self.last_active + self._idle:
+                self.end(f"idle for {self._idle:g} s (tenant_idle)")
+
+
+class Tenants:
+    """The tenants by credential. A place is taken when a tenant is added (by the request
+    that opens it, before its server has started), so a burst of new credentials cannot pass
+    `limit`, and a second request of the same credential waits for the same tenant."""
+
+    def __init__(self, limit: int, shared: ModernClients) -> None:
+        self.limit = limit
+        self.shared = shared
+        """The front's own session: every client's when no token is set (never counted).
+        Its server is started before the front listens: no request waits for it."""
+        shared.started.set()
+        self._by_credential: dict[Credential, ModernClients] = {}
+        self._emptied = trio.Event()
+        self.closing = False
+        """The front is stopping: no tenant starts, and one still starting ends once
+        started."""
+
+    def __len__(self) -> int:
+        return len(self._by_credential)
+
+    def __iter__(self) -> Iterator[ModernClients]:
+        """The live tenants (the shared one aside)."""
+        return (t for t in list(self._by_credential.values()) if not t.ended)
+
+    @property
+    def full(self) -> bool:
+        """`limit` live tenants (one ending no longer counts: its server is stopping)."""
+        return sum(not t.ended for t in self._by_credential.values()) >= self.limit
+
+    def get(self, credential: Credential | None) -> ModernClients | None:
+        """The live tenant of `credential`; None for none yet (or one ended)."""
+        if credential is None:
+            return self.shared
+        tenant = self._by_credential.get(credential)
+        return None if tenant is None or tenant.ended else tenant
+
+    def add(self, tenant: ModernClients) -> None:
+        assert tenant.credential is not None
+        self._by_credential[tenant.credential] = tenant
+
+    def discard(self, tenant: ModernClients) -> None:
+        assert tenant.credential is not None
+        if self._by_credential.get(tenant.credential) is tenant:
+            del self._by_credential[tenant.credential]
+        if not self._by_credential:
+            self._emptied.set()
+
+    def make_room(self) -> ModernClients | None:
+        """Full: end the live tenant idle longest among those with no open request and none
+        for `EVICTABLE_AFTER` s, and return it; None if every tenant is in use."""
+        now = trio.current_time()
+        idle = [t for t in self._by_credential.values() if not t.ended and not t.posts
+                and t.started.is_set() and t.last_active + EVICTABLE_AFTER <= now]
+        if not idle:
+            return None
+        oldest = min(idle, key=lambda tenant: tenant.last_active)
+        oldest.end(f"max_tenants ({self.limit}) reached: the tenant idle longest, with no "
+                   "open request, makes room for a new one")
+        return oldest
+
+    def end_all(self, grace: float) -> None:
+        self.closing = True
+        for tenant in list(self._by_credential.values()):
+            if tenant.started.is_set():
+                tenant.end("the front is stopping", grace)
+
+    async def wait_empty(self) -> None:
+        while self._by_credential:
+            self._emptied = trio.Event()
+            await self._emptied.wait()

@@ -1,0 +1,136 @@
+"""Tenants on the HTTP front, against the real legacy server (mcp 1.30 FastMCP) and the real
+modern client (mcp 2.3 `Client`): two bearer tokens, two tenants that never see each other.
+
+Must not fake a peer: the front is a `python -m bridge serve --listen http://…` process with
+a token file of two tokens, the server tests/e2e/peers/legacy_server.py, the clients
+tests/e2e/peers/tenant_client.py (both tokens' clients in one process) or plain HTTP/1.1 for
+what a client SDK would not do (another token's retry of a parked call).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import conformance_suite as cs
+import pytest
+import venvs
+
+WAIT = 60.0
+ALICE, BOB = "alice-token-1", "bob-token-2"
+ELICITATION = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+               "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"}}
+
+
+def front_command(legacy_python: venvs.SdkPython, tokens: Path, port: int,
+                  *options: str) -> list[str]:
+    (tokens).write_text(f"{ALICE}\n{BOB}\n")
+    return [sys.executable, "-m", "bridge", "serve", "--listen",
+            f"http://127.0.0.1:{port}/mcp", "--token-file", str(tokens), *options, "--",
+            *legacy_python.peer("legacy_server")]
+
+
+@pytest.fixture
+def front(legacy_python: venvs.SdkPython, tmp_path: Path) -> Iterator[str]:
+    """The URL of a front with two tokens, in front of the legacy peer."""
+    port = cs.free_port()
+    with cs.http_server(front_command(legacy_python, tmp_path / "tokens", port), port) as url:
+        yield url
+
+
+def post(url: str, token: str, rid: Any, tool: str, timeout: float = WAIT,
+         **params: Any) -> tuple[int, dict[str, Any]]:
+    """One tools/call as `token`'s client, declaring elicitation: the status and the JSON-RPC
+    answer."""
+    port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+    body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": tool, "arguments": {}, "_meta": ELICITATION, **params}}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("POST", "/mcp", json.dumps(body), {
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
+            "mcp-name": tool, "authorization": f"Bearer {token}"})
+        response = conn.getresponse()
+        data = response.read()
+        if response.getheader("content-type") == "text/event-stream":
+            data = [line for line in data.split(b"\n") if line.startswith(b"data: ")][-1][6:]
+        return response.status, json.loads(data)
+    finally:
+        conn.close()
+
+
+def test_roots_listen_streams_logs_and_progress_never_cross_tenants(
+        front: str, modern_python: venvs.SdkPython) -> None:
+    cmd = [modern_python.path, str(venvs.PEERS_DIR / "tenant_client.py"), front, ALICE, BOB]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=WAIT * 2,
+                          cwd=venvs.REPO_ROOT, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    alice, bob = report["A"], report["B"]
+    assert alice["roots"] == {"roots": ["file:///secret-of-A"]}
+    # Bob declares no roots: his server asks, and nobody may answer for him with Alice's.
+    assert "secret-of-A" not in json.dumps(bob["roots"])
+    assert "roots" in bob["roots"]["error"]
+    assert alice["heard"] == {"b_added": [], "a_added": ["ToolsListChanged"]}
+    assert alice["logs"] == [["warning", "chatty warning"], ["error", "chatty error"]]
+    assert bob["logs"] == [["error", "chatty error"]]
+    assert alice["progress"] == bob["progress"] == [1.0, 2.0, 3.0]
+
+
+def test_another_tenant_s_retry_of_a_parked_call_is_refused_and_the_owner_s_still_works(
+        front: str) -> None:
+    status, asked = post(front, ALICE, 1, "ask_name")
+    assert status == 200, asked
+    result = asked["result"]
+    assert result["resultType"] == "input_required", result
+    [(key, question)] = result["inputRequests"].items()
+    assert question["method"] == "elicitation/create"
+    retry = {"inputResponses": {key: {"action": "accept", "content": {"name": "mallory"}}},
+             "requestState": result["requestState"]}
+    status, refused = post(front, BOB, 2, "ask_name", **retry)
+    assert refused["error"]["code"] == -32602, refused  # Bob's tenant never issued it
+    assert refused["error"]["data"] == {"reason": "tampered"}
+    mine = {**retry, "inputResponses": {key: {"action": "accept",
+                                              "content": {"name": "octocat"}}}}
+    status, answered = post(front, ALICE, 3, "ask_name", **mine)
+    assert status == 200, answered
+    assert answered["result"]["content"][0]["text"] == "hello octocat", answered
+
+
+def test_a_tenant_idle_for_tenant_idle_gets_a_new_server_and_max_tenants_refuses(
+        legacy_python: venvs.SdkPython, tmp_path: Path) -> None:
+    port = cs.free_port()
+    cmd = front_command(legacy_python, tmp_path / "tokens", port, "--tenant-idle", "1",
+                        "--max-tenants", "1")
+    with cs.http_server(cmd, port) as url:
+        first = post(url, ALICE, 1, "pid")[1]["result"]["structuredContent"]["pid"]
+        status, refused = post(url, BOB, 1, "pid")  # Alice's tenant was in use 0 s ago
+        assert status == 503 and refused["error"]["data"] == {"max_tenants": 1}, refused
+        time.sleep(2.5)  # past tenant_idle: Alice's tenant ended, its server stopped
+        status, bobs = post(url, BOB, 2, "pid")
+        assert status == 200, bobs
+        again = post(url, ALICE, 3, "pid")
+        assert again[0] == 503  # Bob's tenant is the one now
+        time.sleep(2.5)
+        later = post(url, ALICE, 4, "pid")[1]["result"]["structuredContent"]["pid"]
+        assert later != first
+
+
+def test_a_tenant_s_parked_call_does_not_hold_another_tenant_s_call(front: str) -> None:
+    """A call declaring an input capability runs alone at its legacy server, parked time
+    included: Alice's parked call, never retried, must not make Bob's wait."""
+    status, asked = post(front, ALICE, 1, "ask_name")
+    assert status == 200 and asked["result"]["resultType"] == "input_required", asked
+    began = time.monotonic()
+    status, bobs = post(front, BOB, 1, "ask_name", timeout=5.0)
+    assert time.monotonic() - began < 1.5
+    assert status == 200 and bobs["result"]["resultType"] == "input_required", bobs
