@@ -1,5 +1,6 @@
-"""What one line the core sends to the server becomes over HTTP, and what an HTTP answer
-becomes for the core: lines, each a JSON-RPC message.
+"""What one line the core sends to the server becomes over HTTP (how the upstream handles
+it, and its POST's headers), and what an HTTP answer becomes for the core: lines, each a
+JSON-RPC message.
 
 Must not do I/O (no sockets, no trio): the upstream (`bridge/shell/remote/upstream.py`)
 carries the requests out.
@@ -112,11 +113,17 @@ class Handling(Enum):
         return self in (Handling.CLOSE_STREAM, Handling.POST_THEN_CLOSE)
 
 
+def opens_session(out: ServerBound) -> bool:
+    """Whether `out`'s answer opens a legacy session: its headers name the session id, and
+    its result the protocol version, that every later request carries."""
+    return out.kind is Kind.REQUEST and out.method == "initialize"
+
+
 def handling(out: ServerBound, *, legacy: bool) -> Handling:
     """What the upstream does with `out`; `legacy`: the core opened a legacy session."""
+    if opens_session(out):
+        return Handling.OPEN_SESSION
     if out.kind is Kind.REQUEST:
-        if out.method == "initialize":
-            return Handling.OPEN_SESSION
         return Handling.LISTEN if out.method == "subscriptions/listen" else Handling.TAKE_TURN
     if out.kind is Kind.RESPONSE:
         return Handling.POST if legacy else Handling.DROP
@@ -155,12 +162,6 @@ def post_headers(out: ServerBound, session: ServerSession | None) -> dict[str, s
         if session.protocol_version is not None:
             headers["MCP-Protocol-Version"] = session.protocol_version
     return headers
-
-
-def opens_session(out: ServerBound) -> bool:
-    """Whether `out`'s answer opens a legacy session: its headers name the session id, and
-    its result the protocol version, that every later request carries."""
-    return out.kind is Kind.REQUEST and out.method == "initialize"
 
 
 def logs_refusal(out: ServerBound) -> bool:
