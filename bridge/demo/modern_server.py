@@ -21,7 +21,9 @@ LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "e
 Message = dict[str, Any]
 
 
-class Failure(Exception):
+class ErrorAnswer(Exception):
+    """A request's JSON-RPC error answer, raised where the server finds it."""
+
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code, self.message, self.data = code, message, data
@@ -64,21 +66,21 @@ def call_tool(params: Message) -> Message:
     elif params.get("name") == "add" and all(isinstance(args.get(k), int | float) for k in "ab"):
         data = {"sum": args["a"] + args["b"]}
     else:
-        raise Failure(-32602, f"Unknown tool or bad arguments: {params.get('name')!r}")
+        raise ErrorAnswer(-32602, f"Unknown tool or bad arguments: {params.get('name')!r}")
     return {"content": [{"type": "text", "text": json.dumps(data)}], "structuredContent": data}
 
 
 def read_resource(params: Message) -> Message:
     if params.get("uri") != RESOURCE["uri"]:
         # 2026-07-28 server/resources.mdx §Error Handling: not found is -32602.
-        raise Failure(-32602, "Resource not found", {"uri": params.get("uri")})
+        raise ErrorAnswer(-32602, "Resource not found", {"uri": params.get("uri")})
     return {"contents": [{"uri": RESOURCE["uri"], "mimeType": "text/plain", "text": README}],
             **cacheable()}
 
 
 def get_prompt(params: Message) -> Message:
     if params.get("name") != "haiku":
-        raise Failure(-32602, f"Unknown prompt: {params.get('name')!r}")
+        raise ErrorAnswer(-32602, f"Unknown prompt: {params.get('name')!r}")
     topic = (params.get("arguments") or {}).get("topic", "bridges")
     text = f"Write a haiku about {topic}."
     return {"messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
@@ -96,24 +98,25 @@ METHODS: dict[str, Callable[[Message], Message]] = {
 
 
 def check_envelope(method: str, params: Any) -> Message:
-    """The request's params once its envelope is known good; else the Failure to answer."""
+    """The request's params once its envelope is known good; else the error to answer it with."""
     if method == "initialize":
         # versioning.mdx §Compatibility Matrix: a modern-only server SHOULD name its versions.
         asked = params.get("protocolVersion") if isinstance(params, dict) else None
-        raise Failure(-32022, f"Unsupported protocol version: this server speaks only {VERSION}"
+        raise ErrorAnswer(-32022, f"Unsupported protocol version: this server speaks only {VERSION}"
                       " (no initialize handshake)", {"supported": [VERSION], "requested": asked})
     body: Message = params if isinstance(params, dict) else {}
     meta = body.get("_meta")
     if not isinstance(meta, dict) or not isinstance(meta.get(META + "protocolVersion"), str) \
             or not isinstance(meta.get(META + "clientCapabilities"), dict):
         # basic/index.mdx §_meta: a request missing a required field is rejected with -32602.
-        raise Failure(-32602, "Missing required _meta fields: protocolVersion, clientCapabilities")
+        raise ErrorAnswer(-32602,
+                          "Missing required _meta fields: protocolVersion, clientCapabilities")
     if meta[META + "protocolVersion"] != VERSION:
-        raise Failure(-32022, "Unsupported protocol version",
+        raise ErrorAnswer(-32022, "Unsupported protocol version",
                       {"supported": [VERSION], "requested": meta[META + "protocolVersion"]})
     level = meta.get(META + "logLevel")
     if level is not None and level not in LEVELS:
-        raise Failure(-32602, f"Invalid log level: {level!r}")
+        raise ErrorAnswer(-32602, f"Invalid log level: {level!r}")
     return body
 
 
@@ -123,11 +126,11 @@ def answer(request: Message) -> Message:
         params = check_envelope(method, request.get("params"))
         handler = METHODS.get(method)
         if handler is None:
-            raise Failure(-32601, f"Method not found: {method}")
+            raise ErrorAnswer(-32601, f"Method not found: {method}")
         result = {"resultType": "complete", **handler(params),
                   "_meta": {META + "serverInfo": SERVER_INFO}}
         return {"jsonrpc": "2.0", "id": request["id"], "result": result}
-    except Failure as exc:
+    except ErrorAnswer as exc:
         error: Message = {"code": exc.code, "message": exc.message}
         if exc.data is not None:
             error["data"] = exc.data

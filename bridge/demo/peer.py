@@ -20,7 +20,7 @@ class DemoFailed(Exception):
     """Something did not happen as the demo expects; the message says what."""
 
 
-class Peer:
+class PipedPeer:
     """A subprocess we talk to over its stdin/stdout; a thread turns its stdout into messages."""
 
     def __init__(self, argv: list[str], env: dict[str, str], stderr: IO[bytes]) -> None:
@@ -70,7 +70,7 @@ class Peer:
             self.process.wait()
 
 
-class Transcript:
+class ServerTranscript:
     """The lines the demo server appended ("in" or "out" + JSON), read as they come."""
 
     def __init__(self, path: Path) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import bridge
-from bridge.demo.peer import DemoFailed, Peer, Transcript
+from bridge.demo.peer import DemoFailed, PipedPeer, ServerTranscript
 from bridge.demo.show import heading, hop, note
 
 VERSION = "2025-06-18"
@@ -111,7 +111,7 @@ class OutputClosed(Exception):
 class Demo:
     def __init__(self, tmp: Path, full: bool) -> None:
         self.full = full
-        self.transcript = Transcript(tmp / "server-transcript.txt")
+        self.transcript = ServerTranscript(tmp / "server-transcript.txt")
         self.stderr_path = tmp / "bridge-stderr.txt"
         self.env = dict(os.environ, MCP_ROSETTA_DEMO_TRANSCRIPT=str(self.transcript.path))
         # The subprocesses must import this very copy of the package, installed or not.
@@ -134,7 +134,7 @@ class Demo:
         argv = [sys.executable, "-m", "bridge", "--log-level", "warning", "--log-format", "json",
                 "--", *self.server]
         with open(self.stderr_path, "wb") as stderr:
-            peer = Peer(argv, self.env, stderr)
+            peer = PipedPeer(argv, self.env, stderr)
             try:
                 for number, step in enumerate(STEPS, start=1):
                     self.step(number, step, peer)
@@ -145,7 +145,7 @@ class Demo:
     def without_bridge(self) -> None:
         self.out(heading(0, "Without the bridge, the server refuses the legacy handshake"))
         with open(os.devnull, "wb") as devnull:
-            peer = Peer(self.server, dict(self.env, MCP_ROSETTA_DEMO_TRANSCRIPT=""), devnull)
+            peer = PipedPeer(self.server, dict(self.env, MCP_ROSETTA_DEMO_TRANSCRIPT=""), devnull)
             try:
                 peer.send(INITIALIZE)
                 self.out(hop("client → server", INITIALIZE, full=self.full))
@@ -157,7 +157,7 @@ class Demo:
             finally:
                 peer.kill()
 
-    def step(self, number: int, step: Step, peer: Peer) -> None:
+    def step(self, number: int, step: Step, peer: PipedPeer) -> None:
         self.out(heading(number, step.title))
         self.out(hop("client → bridge", step.message, full=self.full))
         peer.send(step.message)
@@ -191,7 +191,7 @@ class Demo:
         if step.check is not None and not step.check(result):
             raise DemoFailed(f"unexpected {step.message['method']} result: {json.dumps(result)}")
 
-    def finish(self, peer: Peer) -> None:
+    def finish(self, peer: PipedPeer) -> None:
         self.out(heading(len(STEPS) + 1, "The client closes stdin; the bridge stops the server"))
         code = peer.close()
         if code != 0:

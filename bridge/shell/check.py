@@ -16,12 +16,13 @@ from typing import Any
 
 import trio
 
+from bridge.check_client import INITIALIZED, initialize_request
 from bridge.check_report import LISTS, Listing, Report, as_text
 from bridge.check_report import as_json as json_report
 from bridge.config import Settings
 from bridge.core.config import CoreConfig
 from bridge.core.envelope import build_request
-from bridge.core.eras import LATEST_LEGACY_VERSION, MODERN_PROTOCOL_VERSION, Era, is_modern_error
+from bridge.core.eras import MODERN_PROTOCOL_VERSION, Era, is_modern_error
 from bridge.core.handshake import server_info_of
 from bridge.core.jsonrpc import request
 from bridge.core.probe import discover_request, is_discover_result
@@ -170,15 +171,13 @@ async def _legacy(wire: Wire, core: CoreConfig, facts: Facts) -> None:
     facts.update(legacy_version=result.get("protocolVersion"),
                  server_info=_table(result.get("serverInfo")) or None,
                  capabilities=_table(result.get("capabilities")))
-    await wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    await wire.send(INITIALIZED)
     await _lists(wire, core, facts, request)
 
 
 async def _initialize(wire: Wire, core: CoreConfig, facts: Facts) -> Message | None:
     """The server's InitializeResult; None, with the failure in `facts`, if it gave none."""
-    params = {"protocolVersion": LATEST_LEGACY_VERSION, "capabilities": {},
-              "clientInfo": core.bridge_info}
-    answer = await wire.request(request(wire.next_id(), "initialize", params),
+    answer = await wire.request(initialize_request(wire.next_id(), core.bridge_info),
                                 core.handshake_timeout)
     facts.setdefault("answer_ms", _ms_since(wire, trio.current_time()))
     result = None if answer is None else answer.get("result")

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import trio
 
-from bridge.core.jsonrpc import error_response
+from bridge.check_client import answer_server_request
 from bridge.shell.child import Child
 from bridge.shell.lines import LineSplitter, Oversized
 from bridge.shell.settings import Timing
@@ -156,14 +156,8 @@ class Wire:
                 send.send_nowait(message)  # a second answer to one id is not waited for
 
     async def _answer(self, request: dict[str, Any]) -> None:
-        # check declares no client capabilities: the server may ping, and gets nothing else.
-        if request["method"] == "ping":
-            reply = {"jsonrpc": "2.0", "id": request["id"], "result": {}}
-        else:
-            reply = error_response(request["id"], -32601,
-                                   f"mcp-rosetta check does not serve {request['method']}")
         with contextlib.suppress(ServerGone):
-            await self.send(reply)
+            await self.send(answer_server_request(request))
 
 
 async def _receive(stream: trio.lowlevel.FdStream) -> bytes:

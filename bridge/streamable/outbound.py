@@ -1,5 +1,6 @@
-"""What one line the core sends to the server becomes over HTTP, and what an HTTP answer
-becomes for the core: lines, each a JSON-RPC message.
+"""What one line the core sends to the server becomes over HTTP (how the upstream handles
+it, and its POST's headers), and what an HTTP answer becomes for the core: lines, each a
+JSON-RPC message.
 
 Must not do I/O (no sockets, no trio): the upstream (`bridge/shell/remote/upstream.py`)
 carries the requests out.
@@ -75,6 +76,64 @@ def read_outgoing(line: bytes) -> ServerBound | None:
                     params=params if modern and method == "tools/call" else None)
 
 
+# What the upstream does with each line -----------------------------------------------------
+
+
+class Handling(Enum):
+    """What the upstream does with one line the core sent: decided here by the line's kind,
+    its method and the server's era; the upstream carries it out."""
+
+    OPEN_SESSION = "open-session"
+    """`initialize`: the server is legacy; POSTed before the next line is read, since every
+    later POST carries the session id its answer gives (transports.mdx §Session Management)."""
+    LISTEN = "listen"
+    """`subscriptions/listen`: a stream held for the session, not work: POSTed at once,
+    outside the bound on requests in flight."""
+    TAKE_TURN = "take-turn"
+    """Any other request: POSTed in order as connections free up."""
+    CLOSE_STREAM = "close-stream"
+    """A cancellation to a modern server: closing the request's stream is the cancel message
+    (streamable-http.mdx §Cancellation); nothing is POSTed."""
+    POST_THEN_CLOSE = "post-then-close"
+    """A cancellation to a legacy server: a disconnection is no cancel there (transports.mdx
+    §Sending Messages), so the notification is POSTed, then the request's stream closed."""
+    OPEN_LISTENING = "open-listening"
+    """A legacy server's `notifications/initialized`: POSTed while the session's GET stream
+    opens (transports.mdx §Listening for Messages from the Server)."""
+    POST = "post"
+    """Any other notification, or a legacy server's answer to its own request: POSTed, and
+    accepted with 202."""
+    DROP = "drop"
+    """A response to a modern server: it sends no requests of its own, so nothing awaits one
+    (streamable-http.mdx §Sending Messages)."""
+
+    @property
+    def cancels(self) -> bool:
+        """Whether the line cancels a request: nothing to send when it has not left yet."""
+        return self in (Handling.CLOSE_STREAM, Handling.POST_THEN_CLOSE)
+
+
+def opens_session(out: ServerBound) -> bool:
+    """Whether `out`'s answer opens a legacy session: its headers name the session id, and
+    its result the protocol version, that every later request carries."""
+    return out.kind is Kind.REQUEST and out.method == "initialize"
+
+
+def handling(out: ServerBound, *, legacy: bool) -> Handling:
+    """What the upstream does with `out`; `legacy`: the core opened a legacy session."""
+    if opens_session(out):
+        return Handling.OPEN_SESSION
+    if out.kind is Kind.REQUEST:
+        return Handling.LISTEN if out.method == "subscriptions/listen" else Handling.TAKE_TURN
+    if out.kind is Kind.RESPONSE:
+        return Handling.POST if legacy else Handling.DROP
+    if out.method == "notifications/cancelled":
+        return Handling.POST_THEN_CLOSE if legacy else Handling.CLOSE_STREAM
+    if out.method == "notifications/initialized" and legacy:
+        return Handling.OPEN_LISTENING
+    return Handling.POST
+
+
 # Requests ----------------------------------------------------------------------------------
 
 
@@ -105,57 +164,10 @@ def post_headers(out: ServerBound, session: ServerSession | None) -> dict[str, s
     return headers
 
 
-# Tools whose x-mcp-header annotations are invalid ------------------------------------------
-
-HEADER_TYPES: Final = frozenset({"integer", "string", "boolean"})
-_TCHARS: Final = frozenset("!#$%&'*+-.^_`|~0123456789"
-                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-
-
-def invalid_annotation(schema: object) -> str | None:
-    """Why a tool's inputSchema breaks §Schema Extension's constraints on `x-mcp-header`
-    (None: it does not). Clients MUST exclude such a tool from tools/list."""
-    seen: set[str] = set()
-    return _check_schema(schema, reachable=True, seen=seen)
-
-
-def _check_schema(schema: object, *, reachable: bool, seen: set[str]) -> str | None:
-    if isinstance(schema, list):
-        for item in schema:
-            if (why := _check_schema(item, reachable=False, seen=seen)) is not None:
-                return why
-        return None
-    if not isinstance(schema, dict):
-        return None
-    for key, value in schema.items():
-        if key == "x-mcp-header":
-            if (why := _check_header(value, schema, reachable, seen)) is not None:
-                return why
-        elif key == "properties" and isinstance(value, dict):
-            for sub in value.values():
-                if (why := _check_schema(sub, reachable=reachable, seen=seen)) is not None:
-                    return why
-        elif (why := _check_schema(value, reachable=False, seen=seen)) is not None:
-            return why  # items, oneOf, $defs, ...: not statically reachable
-    return None
-
-
-def _check_header(name: object, schema: dict[str, object], reachable: bool,
-                  seen: set[str]) -> str | None:
-    if not isinstance(name, str) or not name:
-        return "an empty x-mcp-header"
-    if not set(name) <= _TCHARS:
-        return f"x-mcp-header {name!r} is not an HTTP field-name token"
-    if name.lower() in seen:
-        return f"x-mcp-header {name!r} is used twice (names are case-insensitive)"
-    seen.add(name.lower())
-    if schema.get("type") not in HEADER_TYPES:
-        return (f"x-mcp-header {name!r} is on a parameter of type {schema.get('type')!r} "
-                "(only integer, string and boolean)")
-    if not reachable:
-        return (f"x-mcp-header {name!r} is not reachable through properties alone "
-                "(items, oneOf, $ref, ...)")
-    return None
+def logs_refusal(out: ServerBound) -> bool:
+    """Whether an HTTP refusal of `out` is worth a warning: a refused `server/discover` is
+    how a legacy endpoint says what it is (§Backward Compatibility)."""
+    return out.method != "server/discover"
 
 
 # Answers -----------------------------------------------------------------------------------

@@ -32,12 +32,13 @@ NEEDS = {
     "shell/check.py": {
         "bridge.core.envelope": "builds its list requests with the bridge's envelope",
         "bridge.core.handshake": "reads serverInfo from a DiscoverResult as the bridge does",
-        "bridge.core.jsonrpc": "builds its legacy initialize request as the bridge does",
+        "bridge.core.jsonrpc": "builds its legacy list requests as the bridge does",
         "bridge.core.probe": "sends the bridge's probe and judges its answer the same way, "
                              "so what the check reports is what the bridge will meet",
     },
-    "shell/check_wire.py": {
-        "bridge.core.jsonrpc": "answers a request the server sends the check with an error",
+    "check_client.py": {
+        "bridge.core.jsonrpc": "builds the legacy handshake as the bridge does, and answers a "
+                               "request the server sends the check with an error",
     },
     "streamable/outbound.py": {
         "bridge.core.errors": "a failed exchange with an HTTP server is answered with the "

@@ -15,9 +15,13 @@ from bridge.core.probe import discover_request
 from bridge.streamable.headers import ParamHeaders, encoded
 from bridge.streamable.media import media_type
 from bridge.streamable.outbound import (
+    Handling,
     Kind,
     ServerSession,
+    handling,
     json_answer,
+    logs_refusal,
+    opens_session,
     post_headers,
     read_outgoing,
     status_answer,
@@ -163,26 +167,50 @@ def test_media_type_drops_parameters() -> None:
     assert media_type(None) == ""
 
 
-def schema(**properties: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": properties}
+
+# What the upstream does with each line: the lines a session sends, in order, each with how
+# it is carried to a legacy server and to a modern one.
+SESSION = [
+    ({"id": "rosetta-1", "method": "initialize", "params": {}},
+     Handling.OPEN_SESSION, Handling.OPEN_SESSION),
+    ({"method": "notifications/initialized"}, Handling.OPEN_LISTENING, Handling.POST),
+    ({"id": "rosetta-2", "method": "tools/call", "params": {"name": "a"}},
+     Handling.TAKE_TURN, Handling.TAKE_TURN),
+    ({"id": "rosetta-3", "method": "subscriptions/listen", "params": {"_meta": META}},
+     Handling.LISTEN, Handling.LISTEN),
+    ({"method": "notifications/cancelled", "params": {"requestId": "rosetta-2"}},
+     Handling.POST_THEN_CLOSE, Handling.CLOSE_STREAM),
+    ({"method": "notifications/roots/list_changed"}, Handling.POST, Handling.POST),
+    ({"id": 0, "result": {}}, Handling.POST, Handling.DROP),
+    ({"id": 1, "error": {"code": -32601, "message": "no"}}, Handling.POST, Handling.DROP),
+]
 
 
-def test_invalid_x_mcp_header_annotations_are_named() -> None:
-    from bridge.streamable.outbound import invalid_annotation
+def test_each_line_of_a_session_is_handled_as_its_kind_method_and_era_say() -> None:
+    legacy, modern = [], []
+    for message, _, _ in SESSION:
+        out = read_outgoing(line({"jsonrpc": "2.0", **message}))
+        assert out is not None
+        legacy.append(handling(out, legacy=True))
+        modern.append(handling(out, legacy=False))
+    assert legacy == [want for _, want, _ in SESSION]
+    assert modern == [want for _, _, want in SESSION]
 
-    good = schema(region={"type": "string", "x-mcp-header": "Region"},
-                  opts=schema(dry={"type": "boolean", "x-mcp-header": "Dry"}))
-    assert invalid_annotation(good) is None
-    assert invalid_annotation({"type": "object"}) is None
-    bad = {
-        "empty": schema(a={"type": "string", "x-mcp-header": ""}),
-        "token": schema(a={"type": "string", "x-mcp-header": "Bad Name"}),
-        "twice": schema(a={"type": "string", "x-mcp-header": "Same"},
-                        b={"type": "string", "x-mcp-header": "same"}),
-        "number": schema(a={"type": "number", "x-mcp-header": "N"}),
-        "object": schema(a={"type": "object", "x-mcp-header": "O"}),
-        "items": schema(a={"type": "array", "items": {"type": "string", "x-mcp-header": "I"}}),
-        "oneOf": schema(a={"oneOf": [{"type": "string", "x-mcp-header": "One"}]}),
-    }
-    for case, tool_schema in bad.items():
-        assert invalid_annotation(tool_schema), case
+
+def test_only_a_cancellation_waits_on_whether_its_request_left() -> None:
+    assert {how for how in Handling if how.cancels} == {
+        Handling.CLOSE_STREAM, Handling.POST_THEN_CLOSE}
+
+
+def test_the_initialize_answer_opens_a_session_and_nothing_else_does() -> None:
+    initialize = read_outgoing(line({"jsonrpc": "2.0", "id": 1, "method": "initialize"}))
+    initialized = read_outgoing(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    assert initialize is not None and opens_session(initialize)
+    assert initialized is not None and not opens_session(initialized)
+    assert not opens_session(request())
+
+
+def test_a_refused_probe_is_not_worth_a_warning_a_refused_request_is() -> None:
+    probe = read_outgoing(line(discover_request("rosetta-1", CoreConfig())))
+    assert probe is not None and not logs_refusal(probe)
+    assert logs_refusal(request("tools/call"))

@@ -48,7 +48,7 @@ class Denied(Exception):
 class Tokens:
     """The tokens in force. `check` compares the presented one against every token with
     `hmac.compare_digest`, whatever matched earlier, so the time taken names none of them.
-    Neither field is in the repr: an Access or Endpoint printed names no token."""
+    Neither field is in the repr: an Access or FrontEndpoint printed names no token."""
 
     tokens: tuple[bytes, ...] = field(repr=False)
     key: bytes = field(default_factory=lambda: os.urandom(32), repr=False)

@@ -43,7 +43,7 @@ from bridge.shell.http.health import Health, ServerView
 from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.modern import Mapping
 from bridge.shell.http.route import STREAM_BACKLOG
-from bridge.shell.http.router import Endpoint, Router
+from bridge.shell.http.router import FrontEndpoint, RequestRouter
 from bridge.shell.http.tenants import ModernClients, Tenants
 from bridge.shell.logs import Logger
 from bridge.shell.server_side import Servers
@@ -108,7 +108,7 @@ class Front:
         self._max_connections = max_connections
         self._access = access
         self._health = Health(view)
-        self._router: Router | None = None
+        self._router: RequestRouter | None = None
         self.connections = 0
         self._make_core = make_core
         self.sessions = Sessions(max_sessions if make_core is not None else 0)
@@ -146,9 +146,9 @@ class Front:
     async def run(self, listener: socket.socket) -> int:
         """Serve until the shared core says Stop; its exit code."""
         host, self.port = listener.getsockname()[:2]
-        self._router = Router(self._endpoint(), self._tenant_of, self._log,
-                              self._health, self.sessions, self._open_session,
-                              self._settings.timing.shutdown_grace)
+        self._router = RequestRouter(self._endpoint(), self._tenant_of, self._log,
+                                     self._health, self.sessions, self._open_session,
+                                     self._settings.timing.shutdown_grace)
         async with trio.open_nursery() as nursery:
             await nursery.start(self._hold_sessions, name="sessions")
             await nursery.start(self._serve_shared, nursery, name="shared")
@@ -276,11 +276,11 @@ class Front:
         if self._router is not None:
             self._router.endpoint = self._endpoint()
 
-    def _endpoint(self) -> Endpoint:
+    def _endpoint(self) -> FrontEndpoint:
         access = self._access
         names = front_names(self._address.host, self.port, access.allowed_hosts,
                             access.allowed_origins)
-        endpoint = Endpoint(self._address.path, names, tokens=access.tokens)
+        endpoint = FrontEndpoint(self._address.path, names, tokens=access.tokens)
         if self._keep_alive is not None:
             endpoint = dataclasses.replace(endpoint, keep_alive=self._keep_alive)
         return endpoint
@@ -301,7 +301,7 @@ class Front:
         nursery.start_soon(self._connection, trio.SocketStream(connection), self._router,
                            number, peer, name=f"connection-{number}")
 
-    async def _connection(self, stream: trio.SocketStream, router: Router, number: int,
+    async def _connection(self, stream: trio.SocketStream, router: RequestRouter, number: int,
                           peer: str) -> None:
         conn = Connection(stream, max_header=self._max_header,
                           max_body=self._settings.max_message_bytes, peer=peer,

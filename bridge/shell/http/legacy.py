@@ -30,7 +30,7 @@ from bridge.core.codec import Message, encode
 from bridge.core.events import CLIENT, Send, ShutdownRequested
 from bridge.shell.driver import line_of
 from bridge.shell.http.auth import Credential
-from bridge.shell.http.modern import EventLog, Exchange, open_exchange
+from bridge.shell.http.modern import EventLog, PostExchange, open_exchange
 from bridge.shell.http.route import STREAM_BACKLOG, Outgoing, RouteState
 from bridge.shell.logs import Logger
 from bridge.shell.sides import NEVER_FULL
@@ -67,7 +67,7 @@ class LegacySession:
         self._idle = idle
         self._backlog = backlog
         self.driver: Driver | None = None
-        self._routes: dict[object, Exchange] = {}
+        self._routes: dict[object, PostExchange] = {}
         self._pending: deque[Message | list[Message]] = deque()
         self._queue_limit = queue_limit
         self._replay_limit = replay_limit
@@ -92,7 +92,7 @@ class LegacySession:
     def in_flight(self, request_id: object) -> bool:
         return request_id in self._routes
 
-    def admit(self, message: Message, body: bytes) -> tuple[Exchange, EventLog, bytes]:
+    def admit(self, message: Message, body: bytes) -> tuple[PostExchange, EventLog, bytes]:
         """A POSTed request: its route, its stream's event log, the line to hand the core."""
         request_id = message.get("id")
         exchange = open_exchange(request_id, str(request_id), str(message.get("method")),
@@ -113,7 +113,7 @@ class LegacySession:
         self.feed(_line(message, body))
 
     @staticmethod
-    def abandon(exchange: Exchange) -> bytes | None:
+    def abandon(exchange: PostExchange) -> bytes | None:
         """The POST's connection closed before its answer. §Sending Messages 6: that is not a
         cancellation; the route stays, so what the core still sends for the request waits on
         its channel for the client to resume the stream (GET with `Last-Event-ID`)."""

@@ -2,7 +2,7 @@
 answer. Spec citations are section names of 2025-11-25 `basic/transports.mdx`.
 
 Must not hold sessions (`legacy.py` does): a POSTed request is carried like a modern one
-(`router.Router._through_core`, given as `carry`: the core, the client's close), with the
+(`router.RequestRouter._through_core`, given as `carry`: the core, the client's close), with the
 session's routes, the `Mcp-Session-Id` header on its answer, and an answer of its own: always
 an event stream, primed with an event id (§Sending Messages 6), every event with an id, so a
 client that loses the connection resumes it by GET with `Last-Event-ID` (§Resumability).
@@ -21,7 +21,7 @@ from bridge.core.eras import LEGACY_PROTOCOL_VERSIONS
 from bridge.core.events import CLIENT, MessageDecoded
 from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.legacy import LegacySession, Sessions
-from bridge.shell.http.modern import EventLog, Exchange, Routes
+from bridge.shell.http.modern import EventLog, PostExchange, Routes
 from bridge.shell.http.outcome import Outcome
 from bridge.streamable import replies, sse
 from bridge.streamable.era import OPENS_SESSION, SESSION_HEADER, VERSION_HEADER
@@ -29,7 +29,7 @@ from bridge.streamable.event_ids import parse_event_id
 from bridge.streamable.media import EVENT_STREAM
 from bridge.streamable.replies import Reply
 
-Answer = Callable[[Connection, Exchange, Outcome, tuple[tuple[str, str], ...]],
+Answer = Callable[[Connection, PostExchange, Outcome, tuple[tuple[str, str], ...]],
                   Awaitable[bool]]
 """Writes a POST's answer from its route; True once it is out (else the client left)."""
 
@@ -41,7 +41,7 @@ OpenSession = Callable[[], Awaitable[LegacySession | None]]
 class Carry(Protocol):
     """The router's way of taking a POSTed request through a core and back."""
 
-    def __call__(self, conn: Connection, exchange: Exchange, hand_in: Callable[[], None],
+    def __call__(self, conn: Connection, exchange: PostExchange, hand_in: Callable[[], None],
                  outcome: Outcome, routes: Routes, feed: Callable[[bytes], None],
                  headers: tuple[tuple[str, str], ...] = (),
                  answer: Answer | None = None) -> Awaitable[None]: ...
@@ -187,7 +187,7 @@ class LegacyRequests:
                 return
             await conn.send(data)
 
-    async def _post_stream(self, log: EventLog, conn: Connection, exchange: Exchange,
+    async def _post_stream(self, log: EventLog, conn: Connection, exchange: PostExchange,
                            outcome: Outcome, headers: tuple[tuple[str, str], ...]) -> bool:
         """A POST's answer: an event stream, its priming event first (§Sending Messages 6),
         then the request's messages until its answer."""

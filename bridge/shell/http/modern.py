@@ -24,7 +24,7 @@ GONE = "the HTTP client closed the connection"
 
 
 @dataclass(slots=True)
-class Exchange:
+class PostExchange:
     """One POST's request while the core has it: its names, and where its messages go."""
 
     names: Renamed
@@ -32,7 +32,7 @@ class Exchange:
     """Its messages on their way to the client, within the backlog bound."""
 
 
-EventLog: TypeAlias = event_ids.EventLog[Exchange]
+EventLog: TypeAlias = event_ids.EventLog[PostExchange]
 """A legacy stream's event log: a POST stream's messages come by its exchange's route."""
 
 
@@ -40,15 +40,15 @@ class Routes(Protocol):
     """Where a POST's route is given up when its client goes away (`Mapping`,
     `legacy.LegacySession`): the line that cancels it at the core, if any."""
 
-    def abandon(self, exchange: Exchange) -> bytes | None: ...
+    def abandon(self, exchange: PostExchange) -> bytes | None: ...
 
 
 def open_exchange(original: object, wire: str, method: str, log: Logger,
-                  backlog: int = STREAM_BACKLOG, **names: object) -> Exchange:
+                  backlog: int = STREAM_BACKLOG, **names: object) -> PostExchange:
     """A POST's exchange and its route: the one place both eras' POST streams are made, so
     both have the bound (`route.py`). `names`: what the log says the route is for."""
     route = Route(log, backlog, **names, request=original, rpc_method=method)
-    return Exchange(Renamed(original, wire, method), route)
+    return PostExchange(Renamed(original, wire, method), route)
 
 
 class Mapping:
@@ -58,7 +58,7 @@ class Mapping:
         self._log = log
         self._backlog = backlog
         self._renaming = Renaming()
-        self._routes: dict[str, Exchange] = {}
+        self._routes: dict[str, PostExchange] = {}
 
     @property
     def param_headers(self) -> ParamHeaders:
@@ -68,12 +68,12 @@ class Mapping:
     def in_flight(self) -> int:
         return len(self._routes)
 
-    def admit(self, message: Message, client: str = "") -> tuple[Exchange, Message]:
+    def admit(self, message: Message, client: str = "") -> tuple[PostExchange, Message]:
         """`message` renamed for the core: its exchange, and the message to hand the core."""
         names, renamed = self._renaming.admit(message)
         route = Route(self._log, self._backlog, client=client, request=names.original,
                       rpc_method=names.method)
-        exchange = Exchange(names, route)
+        exchange = PostExchange(names, route)
         self._routes[names.wire] = exchange
         return exchange, renamed
 
@@ -106,7 +106,7 @@ class Mapping:
         if final:
             exchange.route.close()
 
-    def abandon(self, exchange: Exchange) -> bytes | None:
+    def abandon(self, exchange: PostExchange) -> bytes | None:
         """The POST's client went away before its answer: the line that cancels it at the
         core (streamable-http.mdx §Cancellation), or None if it was already answered."""
         if self._routes.pop(exchange.names.wire, None) is None:

@@ -1,6 +1,6 @@
 """What one HTTP request came to: the fields of its `http.request` log line.
 
-Must not log (`router.Router.serve` does, once per request); the paths that serve a request
+Must not log (`router.RequestRouter.serve` does, once per request); the paths that serve a request
 (`router.py` for both eras, `legacy_requests.py` for legacy sessions) fill it in as they go.
 """
 

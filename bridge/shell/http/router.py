@@ -23,7 +23,7 @@ from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.health import Health
 from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.legacy_requests import Answer, LegacyRequests, OpenSession
-from bridge.shell.http.modern import Exchange, Routes
+from bridge.shell.http.modern import PostExchange, Routes
 from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.route import STOPPED_READING, Route, RouteState
 from bridge.shell.http.tenants import ModernClients
@@ -45,7 +45,9 @@ KEEP_ALIVE_S = 15.0
 
 
 @dataclass(frozen=True, slots=True)
-class Endpoint:
+class FrontEndpoint:
+    """What the front serves requests as: its path, the names it answers to, its tokens."""
+
     path: str
     names: Names
     """The Host and Origin values this front accepts (its own, and the allowlist's)."""
@@ -59,8 +61,11 @@ TenantOf = Callable[[Credential | None, object], Awaitable[ModernClients | Reply
 refusal that answers the request (its id given) when none can be."""
 
 
-class Router:
-    def __init__(self, endpoint: Endpoint, tenant_of: TenantOf, log: Logger,
+class RequestRouter:
+    """Gives each HTTP request of the front its answer: a refusal, a legacy session's, or
+    its tenant's core's."""
+
+    def __init__(self, endpoint: FrontEndpoint, tenant_of: TenantOf, log: Logger,
                  health: Health | None = None, sessions: Sessions | None = None,
                  open_session: OpenSession | None = None, grace: float = 0.0) -> None:
         self.endpoint = endpoint
@@ -159,7 +164,7 @@ class Router:
             return replies.not_found_path(request.target)
         return refuse_method(request.method, request.headers)
 
-    async def _through_core(self, conn: Connection, exchange: Exchange,
+    async def _through_core(self, conn: Connection, exchange: PostExchange,
                             hand_in: Callable[[], None], outcome: Outcome, routes: Routes,
                             feed: Callable[[bytes], None],
                             headers: tuple[tuple[str, str], ...] = (),
@@ -200,7 +205,7 @@ class Router:
             return f"{STOPPED_READING} (over {route.bound} bytes queued)"
         return "the client closed the connection before the answer"
 
-    async def _answer(self, conn: Connection, exchange: Exchange, outcome: Outcome,
+    async def _answer(self, conn: Connection, exchange: PostExchange, outcome: Outcome,
                       headers: tuple[tuple[str, str], ...] = (), *,
                       json_only: bool = False) -> bool:
         """Carry the core's messages for `exchange` to the client; True once its answer is

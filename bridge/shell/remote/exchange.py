@@ -13,19 +13,20 @@ from typing import TYPE_CHECKING
 import httpx2
 import trio
 
-from bridge.core.codec import decode, encode
-from bridge.core.eras import HEADER_MISMATCH
+from bridge.core.codec import decode
 from bridge.shell.remote.failures import GONE
 from bridge.shell.remote.learning import learn, screened
 from bridge.shell.remote.sse import RequestEvents
+from bridge.streamable.learned import needs_relearn, tools_listing
 from bridge.streamable.media import EVENT_STREAM, JSON, media_type
 from bridge.streamable.outbound import (
-    Kind,
     ServerBound,
     ServerSession,
     failure_line,
     is_answer,
     json_answer,
+    logs_refusal,
+    opens_session,
     status_answer,
     status_problem,
 )
@@ -54,8 +55,7 @@ class Poster:
         line: bytes | None = None
         with link.cancellable(out.id) as scope:
             line = await self._exchange(link, out)
-            if line is not None and out.params is not None and is_header_mismatch(line) \
-                    and await self._relearn(link, out):
+            if line is not None and needs_relearn(out, line) and await self._relearn(link, out):
                 line = await self._exchange(link, out)
         if line is not None and not scope.cancelled_caught:
             self._conduit.feed(link, line)
@@ -109,7 +109,7 @@ class Poster:
         conduit = self._conduit
         status = response.status_code
         kind = media_type(response.headers.get("content-type"))
-        if status == 200 and out.method == "initialize" and link.legacy is not None:
+        if status == 200 and opens_session(out) and link.legacy is not None:
             link.legacy = ServerSession(response.headers.get("mcp-session-id"))
         if status == 200 and kind == EVENT_STREAM:
             return await self._events.answer(link, out, response)
@@ -124,7 +124,7 @@ class Poster:
             return None  # transports.mdx §Session Management: start a new session
         challenge = response.headers.get("www-authenticate")
         remedy = conduit.auth.remedy(status)
-        if out.method != "server/discover":  # the probe's refusal is how a legacy server says so
+        if logs_refusal(out):
             conduit.log.warning("upstream.refused", method=out.method, status=status,
                                 error=status_problem(status, kind, body, conduit.url, challenge,
                                                      remedy))
@@ -134,23 +134,17 @@ class Poster:
         """streamable-http.mdx §Client Behavior: after a HeaderMismatch, list the tools (their
         annotations may have changed, or were never seen) before the one retry. Whether the
         listing was read."""
-        assert isinstance(out.params, dict)
-        params: dict[str, object] = {"_meta": out.params.get("_meta")}
+        cursor: str | None = None
         for page in range(TOOL_PAGES):
-            request_id = f"rosetta-upstream-tools-{page}"
-            request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list",
-                       "params": params}
-            listing = ServerBound(Kind.REQUEST, encode(request), id=request_id,
-                               method="tools/list", version=out.version)
-            answer = await self._fetch(link, listing)
+            answer = await self._fetch(link, tools_listing(out, page, cursor))
             result = answer.get("result") if isinstance(answer, dict) else None
             if not isinstance(result, dict):
                 return False
             self._conduit.param_headers.learn(result)
-            cursor = result.get("nextCursor")
-            if not isinstance(cursor, str):
+            next_cursor = result.get("nextCursor")
+            if not isinstance(next_cursor, str):
                 return True
-            params = {**params, "cursor": cursor}
+            cursor = next_cursor
         return True
 
     async def _fetch(self, link: Link, out: ServerBound) -> object:
@@ -184,8 +178,3 @@ def same_origin_redirect(response: httpx2.Response) -> httpx2.URL | None:
     same = (there.scheme, there.host, there.port) == (here.scheme, here.host, here.port)
     return there if same else None
 
-
-def is_header_mismatch(line: bytes) -> bool:
-    message = decode(line) if b"-32020" in line else None
-    error = message.get("error") if isinstance(message, dict) else None
-    return isinstance(error, dict) and error.get("code") == HEADER_MISMATCH

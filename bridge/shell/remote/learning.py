@@ -1,5 +1,6 @@
-"""What the answers teach the upstream's next requests, and what of them the client must not
-see: the tools' `x-mcp-header` annotations, and a legacy server's protocol version.
+"""What the upstream keeps of each answer it reads, by what `bridge/streamable/learned.py`
+decides: the tools' `x-mcp-header` annotations, a legacy server's protocol version, and the
+tools the client must not see, logged.
 
 Must not send or feed anything: the exchange and the event-stream reader call it on each
 answer they read.
@@ -10,8 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from bridge.core.codec import encode
-from bridge.streamable.outbound import ServerBound, invalid_annotation
+from bridge.streamable.learned import legacy_version, lists_tools, screen_tools
+from bridge.streamable.outbound import ServerBound
 
 if TYPE_CHECKING:
     from bridge.shell.remote.conduit import Conduit
@@ -19,38 +20,20 @@ if TYPE_CHECKING:
 
 
 def learn(conduit: Conduit, link: Link, out: ServerBound, answer: object) -> None:
-    """What an answer teaches the next requests: the tools' `x-mcp-header` annotations
-    (a modern tools/list), or the protocol version a legacy server's `initialize` result
-    names, sent on every later request (transports.mdx §Protocol Version Header)."""
-    if out.method == "tools/list" and out.version is not None and isinstance(answer, dict):
+    """Keep what `answer` teaches the next requests: the annotations a modern tools/list
+    names, or the protocol version a legacy server's `initialize` result names."""
+    if lists_tools(out) and isinstance(answer, dict):
         conduit.param_headers.learn(answer.get("result"))
-        return
-    if out.method != "initialize" or link.legacy is None or not isinstance(answer, dict):
-        return
-    result = answer.get("result")
-    version = result.get("protocolVersion") if isinstance(result, dict) else None
-    if isinstance(version, str):
+    elif link.legacy is not None and (version := legacy_version(out, answer)) is not None:
         link.legacy = replace(link.legacy, protocol_version=version)
 
 
 def screened(conduit: Conduit, out: ServerBound, answer: object) -> bytes | None:
-    """A modern tools/list answer without the tools whose `x-mcp-header` annotations are
-    invalid (§Schema Extension: the client MUST exclude them, SHOULD log why); None when
+    """`answer` without the tools the client must not see, each logged with why; None when
     it has none."""
-    if out.method != "tools/list" or out.version is None or not isinstance(answer, dict):
+    screen = screen_tools(out, answer)
+    if screen is None:
         return None
-    result = answer.get("result")
-    tools = result.get("tools") if isinstance(result, dict) else None
-    if not isinstance(tools, list):
-        return None
-    kept = []
-    for tool in tools:
-        why = invalid_annotation(tool.get("inputSchema")) if isinstance(tool, dict) else None
-        if why is None:
-            kept.append(tool)
-        else:
-            conduit.log.warning("upstream.tool_excluded", tool=tool.get("name"), reason=why)
-    if len(kept) == len(tools):
-        return None
-    assert isinstance(result, dict)
-    return encode({**answer, "result": {**result, "tools": kept}})
+    for name, why in screen.excluded:
+        conduit.log.warning("upstream.tool_excluded", tool=name, reason=why)
+    return screen.line

@@ -44,7 +44,13 @@ from bridge.shell.remote.link import Link
 from bridge.shell.remote.listen import GetStream
 from bridge.shell.remote.reach import REACH_AT_MOST, Reachability
 from bridge.shell.remote.slots import Slots
-from bridge.streamable.outbound import Kind, ServerBound, ServerSession, read_outgoing
+from bridge.streamable.outbound import (
+    Handling,
+    ServerBound,
+    ServerSession,
+    handling,
+    read_outgoing,
+)
 
 if TYPE_CHECKING:
     from bridge.shell.pump import Throttle
@@ -174,36 +180,32 @@ class HttpUpstream:
                 await self._route(link, out)
 
     async def _route(self, link: Link, out: ServerBound) -> None:
-        if out.kind is Kind.REQUEST:
-            if out.method == "initialize":  # every later POST needs its session id
-                link.legacy = ServerSession()
-                await self._poster.request(link, out)
-            elif out.method == "subscriptions/listen":  # a stream for the session, not work:
-                link.start_soon(self._poster.request, link, out, name="http-listen")
-            else:
-                self._slots.take_turn(link, out)
-        elif out.kind is Kind.NOTIFICATION:
-            await self._notify(link, out)
-        elif link.legacy is None:  # streamable-http.mdx §Sending Messages: no responses
+        """Carry out what the Streamable HTTP layer decides for `out` (`outbound.handling`)."""
+        how = handling(out, legacy=link.legacy is not None)
+        if how is Handling.OPEN_SESSION:
+            link.legacy = ServerSession()
+            await self._poster.request(link, out)
+        elif how is Handling.LISTEN:
+            link.start_soon(self._poster.request, link, out, name="http-listen")
+        elif how is Handling.TAKE_TURN:
+            self._slots.take_turn(link, out)
+        elif how is Handling.DROP:
             self._log.warning("upstream.dropped", reason="a response to a modern server")
-        else:
-            await self._poster.one_way(link, out)
-
-    async def _notify(self, link: Link, out: ServerBound) -> None:
-        if out.method == "notifications/cancelled" and self._slots.unqueue(link, out.cancels):
+        elif how.cancels and self._slots.unqueue(link, out.cancels):
             return  # the server never saw the request: nothing to cancel there
-        if out.method == "notifications/cancelled" and link.legacy is None:
-            # streamable-http.mdx §Cancellation: closing the stream is the cancel message.
+        elif how is Handling.CLOSE_STREAM:
             if not link.cancel(out.cancels):
                 self._log.info("upstream.dropped", method=out.method,
                                reason="the request it cancels is not under way")
-            return
-        opened = self._get.open(link) if out.method == "notifications/initialized" else None
+        else:
+            await self._post(link, out, how)
+
+    async def _post(self, link: Link, out: ServerBound, how: Handling) -> None:
+        """POST a notification or a response, and what goes with it."""
+        opened = self._get.open(link) if how is Handling.OPEN_LISTENING else None
         await self._poster.one_way(link, out)
-        if out.method == "notifications/cancelled":
-            # transports.mdx §Sending Messages: a disconnection is no cancel, so the
-            # notification went first; now nothing more is wanted from the request's
-            # stream, which a server may hold open for ever.
+        if how is Handling.POST_THEN_CLOSE:
+            # Nothing more is wanted from the request's stream, which a server may hold open.
             link.cancel(out.cancels)
         if opened is not None:
             await self._get.opened(opened)
