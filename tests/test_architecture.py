@@ -3,6 +3,7 @@ the protocol's methods named in the pure layers rather than in the shell, and la
 only import downward:
 
     cli, launch, demo        the commands, and the demo beside them
+    config, server_options   the configuration file and the flags, read for the commands
     shell                    I/O: sessions, their sides, the services, fd and HTTP bytes
     streamable               the Streamable HTTP rules, pure
     core                     the bridge's protocol rules, pure
@@ -27,6 +28,11 @@ METHOD = re.compile(
     r"|server/discover|subscriptions/listen|logging/setLevel|sampling/createMessage"
     r"|elicitation/create|roots/list|completion/complete")
 """An MCP method's name, as a whole string literal."""
+
+COMMANDS = ("bridge.cli", "bridge.launch", "bridge.demo", "bridge.config",
+            "bridge.server_options")
+"""The layer above the shell: the commands, and the file and flags they read into `Settings`
+(which the shell's entry points are handed, never read themselves)."""
 
 Sources = dict[str, str]
 """Module text by its path under bridge/ ("shell/http/router.py")."""
@@ -152,14 +158,14 @@ def _layer_allows(path: str, module: str) -> bool:
     if path.startswith("streamable/"):
         return _within(module, "bridge.core", "bridge.streamable")
     if path.startswith("shell/"):
-        return not _within(module, "bridge.cli", "bridge.launch", "bridge.demo")
+        return not _within(module, *COMMANDS)
     return True
 
 
 def upward_imports(sources: Sources) -> list[str]:
     """Each import that runs against the layers, as path:line:module. The core and the
     Streamable HTTP layer never import the shell (nor anything above them), and the shell
-    never imports the commands."""
+    never imports the commands, nor the reading of their file and flags."""
     modules = _package_modules()
     found = []
     for path, text in sorted(sources.items()):
@@ -185,13 +191,17 @@ def test_the_layer_check_finds_each_arrow_running_up() -> None:
                             "if TYPE_CHECKING:\n    from bridge.shell import driver\n"),
         "shell/d.py": "from bridge import cli\nfrom bridge.config import Settings\n",
         "shell/e.py": "import bridge.launch\nfrom bridge.demo.peer import PipedPeer\n",
+        "shell/f.py": ("def f():\n    from bridge.server_options import add_server_options\n"
+                       "import bridge.config as config\n"),
+        "config.py": "from bridge.shell.settings import Settings\n",
         "cli.py": "from bridge.shell import stdio_main\n",
     }
     assert upward_imports(planted) == [
         "core/a.py:1:bridge.config",
         "core/b.py:2:bridge.shell.logs",
-        "shell/d.py:1:bridge.cli",
+        "shell/d.py:1:bridge.cli", "shell/d.py:2:bridge.config",
         "shell/e.py:1:bridge.launch",
         "shell/e.py:2:bridge.demo.peer",
+        "shell/f.py:2:bridge.server_options", "shell/f.py:3:bridge.config",
         "streamable/c.py:5:bridge.shell", "streamable/c.py:5:bridge.shell.driver",
     ]
