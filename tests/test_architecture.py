@@ -117,6 +117,74 @@ def test_the_method_check_finds_a_method_named_in_the_shell() -> None:
                                         "shell/up.py:3:notifications/cancelled"]
 
 
+# The bridge's own HTTP refusals worded in one module per side --------------------------------
+
+ANSWERING = {"Reply", "HttpError", "Response", "respond", "refuse", "start_stream"}
+"""What gives an HTTP answer its status: the front's Reply and HttpError, h11's Response, a
+connection's respond, refuse and start_stream."""
+WORDED_IN = ("streamable/replies.py", "oauth/authorize.py")
+"""Where the bridge's own refusals are worded: the front's answers, and the sign-in's loopback
+page (the only HTTP the bridge answers on the upstream's side)."""
+
+
+def _error_statuses(node: ast.AST) -> list[int]:
+    return [found.value for found in ast.walk(node) if isinstance(found, ast.Constant)
+            and type(found.value) is int and 400 <= found.value <= 599]
+
+
+def _sets_status(node: ast.Assign) -> bool:
+    """Whether the assignment sets a `.status` (alone or in a tuple)."""
+    targets = [item for target in node.targets
+               for item in (target.elts if isinstance(target, ast.Tuple) else [target])]
+    return any(isinstance(target, ast.Attribute) and target.attr == "status"
+               for target in targets)
+
+
+def spelled_refusals(sources: Sources, under: tuple[str, ...] = ("shell/http/",
+                                                                  "shell/remote/")) -> list[str]:
+    """Each error status (4xx, 5xx) spelled under `under` as an answer's status (the first
+    argument or the status keyword of an answering call, or assigned to a `.status`), as
+    path:line:status. Reading a status an upstream sent (`status == 404`) is no refusal."""
+    found = []
+    for path, text in sorted(sources.items()):
+        if not path.startswith(under):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            spelled: list[ast.AST] = []
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                    getattr(node.func, "id", "")
+                if name in ANSWERING:
+                    spelled += node.args[:1]
+                    spelled += [kw.value for kw in node.keywords
+                                if kw.arg in ("status", "status_code")]
+            elif isinstance(node, ast.Assign) and _sets_status(node):
+                spelled.append(node.value)
+            found += [f"{path}:{node.lineno}:{status}"
+                      for part in spelled for status in _error_statuses(part)]
+    return sorted(found)
+
+
+def test_the_shell_spells_no_refusal_of_its_own() -> None:
+    sources = _sources()
+    assert all(path in sources for path in WORDED_IN)
+    assert spelled_refusals(sources) == []
+
+
+def test_the_refusal_check_finds_a_status_spelled_in_the_shell() -> None:
+    planted = {
+        "shell/http/a.py": ("raise HttpError(413, 'body over')\n"
+                            "return Reply(405, b'', reason='GET only')\n"
+                            "outcome.status, outcome.reason = 503, 'stopping'\n"
+                            "if response.status == 404: log.info('x', status=404)\n"),
+        "shell/remote/b.py": ("await conn.respond(200, b'')\n"
+                              "h11.Response(status_code=200 if found else 404)\n"),
+        "streamable/replies.py": "def gone() -> Reply:\n    return Reply(410, b'')\n",
+    }
+    assert spelled_refusals(planted) == ["shell/http/a.py:1:413", "shell/http/a.py:2:405",
+                                         "shell/http/a.py:3:503", "shell/remote/b.py:2:404"]
+
+
 # Layers import only downward ---------------------------------------------------------------
 
 
