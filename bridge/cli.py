@@ -13,7 +13,6 @@ from typing import Any, NoReturn
 
 from bridge import __version__, collector
 from bridge.config import (
-    Settings,
     client_metadata_url,
     count,
     file_path,
@@ -31,7 +30,7 @@ from bridge.config import (
 from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, ConfigError, UsageError
 from bridge.server_options import add_server_options, server_overrides
-from bridge.shell.settings import LEVELS, LOG_FORMATS
+from bridge.shell.settings import LEVELS, LOG_FORMATS, Settings
 
 USAGE = """\
 mcp-rosetta [options] -- COMMAND [ARGS...]

@@ -14,19 +14,18 @@ from typing import Any
 
 from bridge.core.config import CoreConfig
 from bridge.core.eras import LOG_LEVELS
-from bridge.core.record import record
 from bridge.errors import BridgeError, ConfigError
-from bridge.shell.settings import LEVELS, LOG_FORMATS, DaemonConfig, ShellConfig, Timing
+from bridge.shell.settings import (
+    LEVELS,
+    LOG_FORMATS,
+    DaemonConfig,
+    Settings,
+    ShellConfig,
+    Timing,
+)
 
 Check = Callable[[Any], Any]
 """Returns the value to use, or raises ValueError with what was expected."""
-
-
-@record(frozen=True)
-class Settings:
-    core: CoreConfig
-    shell: ShellConfig
-    daemon: DaemonConfig
 
 
 def choice(*options: str) -> Check:
@@ -208,7 +207,6 @@ def client_metadata_url(value: Any) -> str:
 
 
 _HEADER_NAME = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"  # RFC 9110 §5.6.2: a token (compiled at first use)
-_VARIABLE = r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}"
 
 
 def header_name(value: Any) -> str:
@@ -237,22 +235,6 @@ def header_line(text: str) -> tuple[str, str]:
     if not colon:
         raise ValueError('expected "Name: value", e.g. "Authorization: Bearer ${TOKEN}"')
     return header_name(name.strip()), header_value(name.strip(), value)
-
-
-def with_environment(headers: tuple[tuple[str, str], ...],
-                     environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """The headers with each ${VAR} replaced by its value; ConfigError for an unset one."""
-    def value(name: str, text: str) -> str:
-        def variable(match: re.Match[str]) -> str:
-            found = environ.get(match[1])
-            if found is None:
-                raise ConfigError(f"header {name}: ${{{match[1]}}} is not set in the "
-                                  f"environment; export it, or give the value itself")
-            return found
-
-        return re.sub(_VARIABLE, variable, text)
-
-    return tuple((name, value(name, text)) for name, text in headers)
 
 
 def _list_of(check: Check, example: str) -> Check:

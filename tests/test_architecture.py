@@ -3,6 +3,7 @@ the protocol's methods named in the pure layers rather than in the shell, and la
 only import downward:
 
     cli, launch, demo        the commands, and the demo beside them
+    config, server_options   the configuration file and the flags, read for the commands
     shell                    I/O: sessions, their sides, the services, fd and HTTP bytes
     streamable               the Streamable HTTP rules, pure
     core                     the bridge's protocol rules, pure
@@ -27,6 +28,11 @@ METHOD = re.compile(
     r"|server/discover|subscriptions/listen|logging/setLevel|sampling/createMessage"
     r"|elicitation/create|roots/list|completion/complete")
 """An MCP method's name, as a whole string literal."""
+
+COMMANDS = ("bridge.cli", "bridge.launch", "bridge.demo", "bridge.config",
+            "bridge.server_options")
+"""The layer above the shell: the commands, and the file and flags they read into `Settings`
+(which the shell's entry points are handed, never read themselves)."""
 
 Sources = dict[str, str]
 """Module text by its path under bridge/ ("shell/http/router.py")."""
@@ -111,6 +117,74 @@ def test_the_method_check_finds_a_method_named_in_the_shell() -> None:
                                         "shell/up.py:3:notifications/cancelled"]
 
 
+# The bridge's own HTTP refusals worded in one module per side --------------------------------
+
+ANSWERING = {"Reply", "HttpError", "Response", "respond", "refuse", "start_stream"}
+"""What gives an HTTP answer its status: the front's Reply and HttpError, h11's Response, a
+connection's respond, refuse and start_stream."""
+WORDED_IN = ("streamable/replies.py", "oauth/authorize.py")
+"""Where the bridge's own refusals are worded: the front's answers, and the sign-in's loopback
+page (the only HTTP the bridge answers on the upstream's side)."""
+
+
+def _error_statuses(node: ast.AST) -> list[int]:
+    return [found.value for found in ast.walk(node) if isinstance(found, ast.Constant)
+            and type(found.value) is int and 400 <= found.value <= 599]
+
+
+def _sets_status(node: ast.Assign) -> bool:
+    """Whether the assignment sets a `.status` (alone or in a tuple)."""
+    targets = [item for target in node.targets
+               for item in (target.elts if isinstance(target, ast.Tuple) else [target])]
+    return any(isinstance(target, ast.Attribute) and target.attr == "status"
+               for target in targets)
+
+
+def spelled_refusals(sources: Sources, under: tuple[str, ...] = ("shell/http/",
+                                                                  "shell/remote/")) -> list[str]:
+    """Each error status (4xx, 5xx) spelled under `under` as an answer's status (the first
+    argument or the status keyword of an answering call, or assigned to a `.status`), as
+    path:line:status. Reading a status an upstream sent (`status == 404`) is no refusal."""
+    found = []
+    for path, text in sorted(sources.items()):
+        if not path.startswith(under):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            spelled: list[ast.AST] = []
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                    getattr(node.func, "id", "")
+                if name in ANSWERING:
+                    spelled += node.args[:1]
+                    spelled += [kw.value for kw in node.keywords
+                                if kw.arg in ("status", "status_code")]
+            elif isinstance(node, ast.Assign) and _sets_status(node):
+                spelled.append(node.value)
+            found += [f"{path}:{node.lineno}:{status}"
+                      for part in spelled for status in _error_statuses(part)]
+    return sorted(found)
+
+
+def test_the_shell_spells_no_refusal_of_its_own() -> None:
+    sources = _sources()
+    assert all(path in sources for path in WORDED_IN)
+    assert spelled_refusals(sources) == []
+
+
+def test_the_refusal_check_finds_a_status_spelled_in_the_shell() -> None:
+    planted = {
+        "shell/http/a.py": ("raise HttpError(413, 'body over')\n"
+                            "return Reply(405, b'', reason='GET only')\n"
+                            "outcome.status, outcome.reason = 503, 'stopping'\n"
+                            "if response.status == 404: log.info('x', status=404)\n"),
+        "shell/remote/b.py": ("await conn.respond(200, b'')\n"
+                              "h11.Response(status_code=200 if found else 404)\n"),
+        "streamable/replies.py": "def gone() -> Reply:\n    return Reply(410, b'')\n",
+    }
+    assert spelled_refusals(planted) == ["shell/http/a.py:1:413", "shell/http/a.py:2:405",
+                                         "shell/http/a.py:3:503", "shell/remote/b.py:2:404"]
+
+
 # Layers import only downward ---------------------------------------------------------------
 
 
@@ -152,14 +226,14 @@ def _layer_allows(path: str, module: str) -> bool:
     if path.startswith("streamable/"):
         return _within(module, "bridge.core", "bridge.streamable")
     if path.startswith("shell/"):
-        return not _within(module, "bridge.cli", "bridge.launch", "bridge.demo")
+        return not _within(module, *COMMANDS)
     return True
 
 
 def upward_imports(sources: Sources) -> list[str]:
     """Each import that runs against the layers, as path:line:module. The core and the
     Streamable HTTP layer never import the shell (nor anything above them), and the shell
-    never imports the commands."""
+    never imports the commands, nor the reading of their file and flags."""
     modules = _package_modules()
     found = []
     for path, text in sorted(sources.items()):
@@ -185,13 +259,17 @@ def test_the_layer_check_finds_each_arrow_running_up() -> None:
                             "if TYPE_CHECKING:\n    from bridge.shell import driver\n"),
         "shell/d.py": "from bridge import cli\nfrom bridge.config import Settings\n",
         "shell/e.py": "import bridge.launch\nfrom bridge.demo.peer import PipedPeer\n",
+        "shell/f.py": ("def f():\n    from bridge.server_options import add_server_options\n"
+                       "import bridge.config as config\n"),
+        "config.py": "from bridge.shell.settings import Settings\n",
         "cli.py": "from bridge.shell import stdio_main\n",
     }
     assert upward_imports(planted) == [
         "core/a.py:1:bridge.config",
         "core/b.py:2:bridge.shell.logs",
-        "shell/d.py:1:bridge.cli",
+        "shell/d.py:1:bridge.cli", "shell/d.py:2:bridge.config",
         "shell/e.py:1:bridge.launch",
         "shell/e.py:2:bridge.demo.peer",
+        "shell/f.py:2:bridge.server_options", "shell/f.py:3:bridge.config",
         "streamable/c.py:5:bridge.shell", "streamable/c.py:5:bridge.shell.driver",
     ]

@@ -80,6 +80,16 @@ def authorization_url(server: AuthorizationServer, client_id: str,
     return server.authorization_endpoint + joiner + urlencode(query)
 
 
+LANDING = (b"<!doctype html><title>mcp-rosetta</title><p>Signed in: mcp-rosetta has what it "
+           b"needs. You can close this window.</p>")
+
+
+def redirect_landing(is_callback: bool) -> tuple[int, bytes]:
+    """What the loopback listener answers the browser (status, HTML body): the landing page
+    at the redirect URI's path, 404 anywhere else (a favicon, a stray request)."""
+    return (200, LANDING) if is_callback else (404, b"not found")
+
+
 def authorization_code(pending: PendingAuthorization, answer: Mapping[str, str]) -> str:
     """The code from the redirect's query `answer`, after its checks: the `iss` as RFC 9207
     §2.4 and the specification's table say (compared as strings, before anything else is

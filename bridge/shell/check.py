@@ -19,7 +19,6 @@ import trio
 from bridge.check_client import INITIALIZED, initialize_request
 from bridge.check_report import LISTS, Listing, Report, as_text
 from bridge.check_report import as_json as json_report
-from bridge.config import Settings
 from bridge.core.config import CoreConfig
 from bridge.core.envelope import build_request
 from bridge.core.eras import MODERN_PROTOCOL_VERSION, Era, is_modern_error
@@ -29,6 +28,7 @@ from bridge.core.probe import discover_request, is_discover_result
 from bridge.errors import EX_OK, EX_UNAVAILABLE, ServerUnavailable
 from bridge.shell.check_wire import ServerGone, Wire, spawn_with_stderr
 from bridge.shell.child import Child, check_command, spawner
+from bridge.shell.settings import Settings
 
 MAX_PAGES = 50
 """Pages of one list followed at most: a server whose cursor never ends is not waited out."""

@@ -22,7 +22,6 @@ from typing import Any
 
 import trio
 
-from bridge.config import Settings
 from bridge.core.codec import encode
 from bridge.core.config import CoreConfig
 from bridge.core.refusal import refusal
@@ -34,7 +33,7 @@ from bridge.shell.logs import Logger
 from bridge.shell.server_side import servers_for
 from bridge.shell.service import NO_ROOM, REFUSAL_WAIT, accept_all
 from bridge.shell.session import Session, SessionSettings
-from bridge.shell.settings import ShellConfig
+from bridge.shell.settings import Settings, ShellConfig
 from bridge.shell.start_failure import NotStarted
 from bridge.shell.supervisor import Spawn
 from bridge.shell.transcript import Transcript

@@ -14,7 +14,6 @@ from functools import partial
 import trio
 
 from bridge import collector
-from bridge.config import Settings
 from bridge.shell import logs
 from bridge.shell.child import check_command
 from bridge.shell.daemon import Daemon
@@ -23,6 +22,7 @@ from bridge.shell.notify import Notifier
 from bridge.shell.orphans import Orphans
 from bridge.shell.server_side import check_reload
 from bridge.shell.service import Service, watchdog_interval
+from bridge.shell.settings import Settings
 from bridge.shell.transcript import check_transcript
 
 Reload = Callable[[], Settings]

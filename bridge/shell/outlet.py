@@ -6,6 +6,11 @@ take is queued, in order, and drained by a writer task that exists only while th
 backlog. A backlog past HIGH_WATER makes the outlet `congested` until it is back under
 LOW_WATER: the readers that feed this peer wait for that, so memory stays flat however slowly
 the peer reads.
+
+Its life is `OutletState`, moved only along `_OUTLET_MOVES`. Three facts stay flags beside it,
+each with a single move of its own rather than a state of the stream: `congested` (the
+back-pressure's hysteresis, read by the readers before every read), whether a writer task
+exists, and whether the pipe was widened (once, for good).
 """
 
 from __future__ import annotations
@@ -13,15 +18,40 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Callable, Sequence
+from enum import Enum
+from typing import Final
 
 import trio
 
+from bridge.core.states import IllegalMove
 from bridge.shell import fdio
 
 # Bytes queued for a peer before the sides that feed it stop reading, and the level it must
 # come back under before they read again.
 HIGH_WATER = 1024 * 1024
 LOW_WATER = HIGH_WATER // 4
+
+
+class OutletState(Enum):
+    """One peer's write end, from opened to its fd closed."""
+
+    OPEN = "writes go to the peer, or queue behind what it has not taken yet"
+    CLOSING = "no more writes: what is queued goes out, then the fd closes (EOF)"
+    CLOSED = "the fd is closed, everything written or the rest dropped"
+    BROKEN = "the peer stopped reading for good (EPIPE and the like): the fd is closed"
+
+
+_OUTLET_MOVES: dict[OutletState, frozenset[OutletState]] = {
+    OutletState.OPEN: frozenset({OutletState.CLOSING, OutletState.CLOSED, OutletState.BROKEN}),
+    OutletState.CLOSING: frozenset({OutletState.CLOSED, OutletState.BROKEN}),
+    OutletState.CLOSED: frozenset(),
+    OutletState.BROKEN: frozenset(),
+}
+# Read on every write (a member read through its class costs several times a global's).
+_OPEN: Final = OutletState.OPEN
+_CLOSING: Final = OutletState.CLOSING
+_CLOSED: Final = OutletState.CLOSED
+_BROKEN: Final = OutletState.BROKEN
 
 
 class Outlet:
@@ -42,14 +72,21 @@ class Outlet:
         self._progress = trio.Event()  # set (and replaced) whenever queued bytes leave
         self.congested = False
         self._relieved = trio.Event()
-        self.closing = False
-        self.closed = False
-        self.broken = False
-        """The peer stopped reading for good (EPIPE and the like): nothing more can reach it."""
+        self.state: OutletState = _OPEN
+
+    def _move(self, to: OutletState) -> None:
+        if to not in _OUTLET_MOVES[self.state]:
+            raise IllegalMove(f"outlet {self.name}", self.state, to)
+        self.state = to
+
+    @property
+    def ended(self) -> bool:
+        """Whether the fd is closed (CLOSED or BROKEN): nothing more reaches the peer."""
+        return self.state is _CLOSED or self.state is _BROKEN
 
     def write(self, data: bytes) -> bool:
         """Write `data` now, or queue it after what is already queued; False if it never can."""
-        if self.closing or self.broken:
+        if self.state is not _OPEN:
             return False
         if not self._backlog:
             try:
@@ -69,7 +106,7 @@ class Outlet:
     def write_pieces(self, pieces: list[bytes | memoryview]) -> bool:
         """As `write`, for bytes given in pieces (a spliced line's views of the line it came
         as): written with writev, and only what the pipe does not take is queued, as views."""
-        if self.closing or self.broken:
+        if self.state is not _OPEN:
             return False
         if self._backlog:
             for piece in pieces:
@@ -101,9 +138,9 @@ class Outlet:
     def reader_gone(self) -> bool:
         """Whether the peer can no longer read (checked now); if so the outlet is broken.
         The caller tells the core: `on_broken` is not called."""
-        if not self.broken and not self.closed and fdio.reader_gone(self._fd):
+        if not self.ended and fdio.reader_gone(self._fd):
             self._break(tell=False)
-        return self.broken
+        return self.state is _BROKEN
 
     async def relieved(self) -> None:
         """Return once the outlet is not congested (at once if it is not)."""
@@ -112,7 +149,8 @@ class Outlet:
 
     def close(self) -> None:
         """End the stream once what is queued is written (the peer then sees EOF)."""
-        self.closing = True
+        if self.state is _OPEN:
+            self._move(_CLOSING)
         if not self._backlog:
             self._close_fd()
 
@@ -120,7 +158,7 @@ class Outlet:
         """Close, then wait while the peer keeps reading; give up after `stall_timeout` seconds
         without progress. Returns what was dropped: (bytes, messages), (0, 0) if nothing."""
         self.close()
-        while not self.closed:
+        while not self.ended:
             with trio.move_on_after(stall_timeout):
                 await self._progress.wait()
                 continue
@@ -132,7 +170,6 @@ class Outlet:
         dropped = self.queued, _messages(self._backlog)
         self._backlog.clear()
         self._set_queued(0)
-        self.closing = True
         self._close_fd()
         return dropped
 
@@ -146,9 +183,9 @@ class Outlet:
     async def _write_backlog(self) -> None:
         backlog = self._backlog
         try:
-            while backlog and not self.closed:
+            while backlog and not self.ended:
                 await fdio.wait_writable(self._fd)
-                if self.closed:  # abandoned meanwhile: the fd is gone
+                if self.ended:  # abandoned meanwhile: the fd is gone
                     break
                 try:
                     written = fdio.writev_now(
@@ -159,7 +196,7 @@ class Outlet:
                 self._advance(written)
         finally:
             self._writing = False
-        if self.closing:
+        if self.state is _CLOSING:
             self._close_fd()
 
     def _advance(self, written: int) -> None:
@@ -187,19 +224,17 @@ class Outlet:
             self._relieved.set()
 
     def _break(self, tell: bool = True) -> None:
-        self.broken = True
         self._backlog.clear()
         self._set_queued(0)
-        self.closing = True
-        self._close_fd()
+        self._close_fd(_BROKEN)
         if tell and self._on_broken is not None:
             # Told from a task of its own: the write that found the peer gone may be the
             # driver's own, in the middle of carrying out the core's actions.
             self._nursery.start_soon(_call, self._on_broken)
 
-    def _close_fd(self) -> None:
-        if not self.closed:
-            self.closed = True
+    def _close_fd(self, to: OutletState = _CLOSED) -> None:
+        if not self.ended:
+            self._move(to)
             fdio.close_quietly(self._fd, blocking=self._restore_blocking, end_writing=True)
             self._progress.set()
 

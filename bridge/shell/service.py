@@ -24,10 +24,10 @@ from typing import Protocol
 
 import trio
 
-from bridge.config import Settings
 from bridge.errors import BridgeError
 from bridge.shell.logs import Logger
 from bridge.shell.orphans import Orphans
+from bridge.shell.settings import Settings
 
 STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 REFUSAL_WAIT = 5.0

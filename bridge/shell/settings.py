@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import field
 
+from bridge.core.config import CoreConfig
 from bridge.core.record import record
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
@@ -113,3 +114,15 @@ class DaemonConfig:
     stream_backlog: int = 4 * 1024 * 1024
     """HTTP front: bytes held for one answer whose client does not read them; past it the
     request is cancelled and its connection closed."""
+
+
+@record(frozen=True)
+class Settings:
+    """Everything one start of the bridge runs with: the core's rules, the shell's own
+    settings, and what only the services read. The commands build it (bridge/config.py reads
+    the file and the flags) and hand it down; the shell's entry points take it as it is and
+    never read the configuration themselves, so the shell depends on no layer above it."""
+
+    core: CoreConfig
+    shell: ShellConfig
+    daemon: DaemonConfig

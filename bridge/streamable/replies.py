@@ -112,6 +112,43 @@ def rejected(status: int, problem: str) -> Reply:
     return Reply(reply.status, reply.body, (*reply.headers, ("retry-after", "1")), problem)
 
 
+def unexpected_event(kind: str) -> Reply:
+    return rejected(400, f"expected a request, got {kind}")
+
+
+def head_too_large(limit: int) -> Reply:
+    return rejected(431, f"request head over {limit} bytes")
+
+
+def version_not_served(version: str) -> Reply:
+    return rejected(505, f"HTTP/{version} is not served here")
+
+
+def length_and_chunks() -> Reply:
+    return rejected(400, "Content-Length and Transfer-Encoding both present")
+
+
+def declared_too_large(declared: str, limit: int) -> Reply:
+    return rejected(413, f"Content-Length {declared} is over {limit}")
+
+
+def body_too_large(limit: int) -> Reply:
+    return rejected(413, f"body over {limit} bytes")
+
+
+def cut_inside_request() -> Reply:
+    return rejected(400, "the connection closed inside the request")
+
+
+def pipelined() -> Reply:
+    return rejected(400, "a request arrived before the last one was answered")
+
+
+def bodies_full(held: int, limit: int) -> Reply:
+    return rejected(503, f"the front holds {held} bytes of request bodies already (its limit "
+                         f"for all connections at once is {limit})")
+
+
 def over_capacity(limit: int) -> Reply:
     """One connection more than the front serves at once: 503, and when to come back."""
     reply = _error(503, None, INVALID_REQUEST,
@@ -121,6 +158,15 @@ def over_capacity(limit: int) -> Reply:
                    reason=f"over max_connections ({limit})")
     return Reply(reply.status, reply.body, (*reply.headers, ("retry-after", "1")),
                  reply.reason)
+
+
+def front_stopping() -> Reply:
+    """A request whose answer the front stopped before the core gave it."""
+    return Reply(503, b"", (("connection", "close"),), "the front is stopping")
+
+
+def health_method_not_allowed(method: str, path: str) -> Reply:
+    return Reply(405, b"", (("allow", "GET"),), f"{method}: {path} takes GET")
 
 
 def _phrase(status: int) -> str:

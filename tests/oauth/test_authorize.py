@@ -7,6 +7,7 @@ from bridge.oauth.authorize import (
     authorization_code,
     authorization_url,
     code_challenge,
+    redirect_landing,
     select_scope,
 )
 from bridge.oauth.challenge import Challenge
@@ -100,3 +101,9 @@ def test_a_wrong_state_is_rejected():
 def test_a_refusal_is_said():
     with pytest.raises(OAuthError, match="access_denied"):
         authorization_code(PENDING, {"state": "st4te", "error": "access_denied"})
+
+
+def test_the_redirect_lands_on_the_signed_in_page_and_anything_else_is_404() -> None:
+    status, page = redirect_landing(True)
+    assert status == 200 and b"Signed in" in page and page.startswith(b"<!doctype html>")
+    assert redirect_landing(False) == (404, b"not found")

@@ -15,7 +15,7 @@ import structlog
 import trio
 from structlog.testing import capture_logs
 
-from bridge.config import Settings, build
+from bridge.config import build
 from bridge.core.config import CoreConfig
 from bridge.core.events import Action, ChildExited, Event, MessageReceived, ShutdownRequested, Stop
 from bridge.errors import ConfigError
@@ -23,7 +23,7 @@ from bridge.shell import daemon_main, logs
 from bridge.shell.daemon import Daemon
 from bridge.shell.listeners import bind_unix
 from bridge.shell.service import Service, watchdog_interval
-from bridge.shell.settings import ShellConfig
+from bridge.shell.settings import Settings, ShellConfig
 from bridge.shell.start_failure import NotStarted
 from bridge.shell.supervisor import Spawn
 from tests.session_log import most_at_once

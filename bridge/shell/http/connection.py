@@ -17,6 +17,9 @@ from http import HTTPStatus
 import h11
 import trio
 
+from bridge.streamable import replies
+from bridge.streamable.replies import Reply
+
 READ_SIZE = 64 * 1024
 WRITE_PIECE = 64 * 1024
 """Answers are written in pieces of at most this many bytes, each within the stall timeout:
@@ -24,13 +27,12 @@ a client that takes nothing for that long is given up on, however long the answe
 
 
 class HttpError(Exception):
-    """The client sent what cannot be a request (malformed, too large): answer `status`
-    if the connection still can, then close it."""
+    """The client sent what cannot be a request (malformed, too large): give it `reply`
+    (worded by `bridge.streamable.replies`) if the connection still can, then close it."""
 
-    def __init__(self, status: int, problem: str) -> None:
-        super().__init__(problem)
-        self.status = status
-        self.problem = problem
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(reply.reason)
+        self.reply = reply
 
 
 class Bodies:
@@ -97,15 +99,15 @@ class Connection:
         if head is None:
             return None
         if not isinstance(head, h11.Request):
-            raise HttpError(400, f"expected a request, got {type(head).__name__}")
+            raise HttpError(replies.unexpected_event(type(head).__name__))
         # h11 bounds a head that arrives in pieces (max_incomplete_event_size); one that
         # arrives whole in a read is bounded here, the same way.
         size = len(head.target) + sum(len(n) + len(v) + 4 for n, v in head.headers)
         if size > self._max_header:
-            raise HttpError(431, f"request head over {self._max_header} bytes")
+            raise HttpError(replies.head_too_large(self._max_header))
         if head.http_version not in (b"1.0", b"1.1"):  # h11 parses any x.y (HTTP/2's preface)
-            raise HttpError(505, f"HTTP/{head.http_version.decode('ascii', 'replace')} is not "
-                                 "served here")
+            raise HttpError(replies.version_not_served(
+                head.http_version.decode("ascii", "replace")))
         headers: dict[str, str] = {}
         for name, value in head.headers:
             key = name.decode("latin-1")
@@ -114,11 +116,11 @@ class Connection:
         if "transfer-encoding" in headers and "content-length" in headers:
             # RFC 9112 §6.3: a request with both is how requests are smuggled past a proxy
             # that reads the other one; h11 would go by the chunks and keep the connection.
-            raise HttpError(400, "Content-Length and Transfer-Encoding both present")
+            raise HttpError(replies.length_and_chunks())
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit():
             if int(declared) > self._max_body:
-                raise HttpError(413, f"Content-Length {declared} is over {self._max_body}")
+                raise HttpError(replies.declared_too_large(declared, self._max_body))
             self._hold(int(declared))  # all of it now: refused before a byte is read
         if self._h11.they_are_waiting_for_100_continue:  # curl does, for bodies over 1 MiB
             await self._send(h11.InformationalResponse(status_code=100, headers=[]))
@@ -127,11 +129,11 @@ class Connection:
         while True:
             event = await self._next_event()
             if event is None:
-                raise HttpError(400, "the connection closed inside the request")
+                raise HttpError(replies.cut_inside_request())
             if isinstance(event, h11.Data):
                 size += len(event.data)
                 if size > self._max_body:
-                    raise HttpError(413, f"body over {self._max_body} bytes")
+                    raise HttpError(replies.body_too_large(self._max_body))
                 if declared is None:
                     self._hold(len(event.data))
                 chunks.append(bytes(event.data))
@@ -142,9 +144,7 @@ class Connection:
 
     def _hold(self, size: int) -> None:
         if not self._bodies.take(size):
-            raise HttpError(503, f"the front holds {self._bodies.held} bytes of request "
-                                 f"bodies already (its limit for all connections at once "
-                                 f"is {self._bodies.limit})")
+            raise HttpError(replies.bodies_full(self._bodies.held, self._bodies.limit))
         self._held += size
 
     def release(self) -> None:
@@ -158,7 +158,7 @@ class Connection:
             try:
                 event = self._h11.next_event()
             except h11.RemoteProtocolError as exc:
-                raise HttpError(exc.error_status_hint, _problem(exc)) from None
+                raise _malformed(exc) from None
             if event is h11.NEED_DATA:
                 if self.peer_closed:
                     self._h11.receive_data(b"")
@@ -167,10 +167,10 @@ class Connection:
                 try:
                     self._h11.receive_data(data)
                 except h11.RemoteProtocolError as exc:
-                    raise HttpError(exc.error_status_hint, _problem(exc)) from None
+                    raise _malformed(exc) from None
                 continue
             if event is h11.PAUSED:
-                raise HttpError(400, "a request arrived before the last one was answered")
+                raise HttpError(replies.pipelined())
             if isinstance(event, h11.ConnectionClosed):
                 return None
             return event  # type: ignore[return-value]
@@ -272,6 +272,11 @@ class Connection:
 
 
 _QUOTED = re.compile(r":\s|\s(?:b'|b\"|bytearray\()")
+
+
+def _malformed(exc: h11.RemoteProtocolError) -> HttpError:
+    """What h11 could not parse, refused with the status it suggests."""
+    return HttpError(replies.rejected(exc.error_status_hint, _problem(exc)))
 
 
 def _problem(exc: h11.RemoteProtocolError) -> str:

@@ -321,8 +321,8 @@ class Front:
                 if not conn.reusable:
                     break
         except HttpError as exc:
-            log.info("http.rejected", status=exc.status, reason=exc.problem)
-            refusal = replies.rejected(exc.status, exc.problem)
+            refusal = exc.reply
+            log.info("http.rejected", status=refusal.status, reason=refusal.reason)
             with trio.move_on_after(1.0):
                 await conn.refuse(refusal.status, refusal.body, refusal.headers)
         except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -21,6 +21,7 @@ from typing import Protocol
 from bridge.core.bridge import ServerState
 from bridge.core.codec import encode
 from bridge.shell.http.connection import Request
+from bridge.streamable import replies
 from bridge.streamable.media import JSON
 from bridge.streamable.replies import Reply
 
@@ -78,7 +79,7 @@ class Health:
         if path not in PATHS:
             return None
         if request.method != "GET":
-            return Reply(405, b"", (("allow", "GET"),), f"{request.method}: {path} takes GET")
+            return replies.health_method_not_allowed(request.method, path)
         if path == HEALTHZ:
             return Reply(200, b'{"status":"ok"}', _JSON, "health")
         state = readiness(self.view, self.stopping)

@@ -22,7 +22,6 @@ from functools import partial
 
 import trio
 
-from bridge.config import Settings
 from bridge.errors import ConfigError
 from bridge.shell import logs
 from bridge.shell.child import check_command
@@ -35,6 +34,7 @@ from bridge.shell.orphans import Orphans
 from bridge.shell.server_side import check_reload, servers_for
 from bridge.shell.service import Service, watchdog_interval
 from bridge.shell.session import SessionSettings
+from bridge.shell.settings import Settings
 
 RELOADED = frozenset({"allowed_hosts", "allowed_origins", "token_file", "max_connections"})
 """The settings a SIGHUP changes in a running front; the others need a restart (the sessions

@@ -220,8 +220,9 @@ class RequestRouter:
                                 reason="the client's Accept takes no event stream")
                 first = await route.get()
         except trio.EndOfChannel:  # the front stopped before the core answered
-            outcome.status, outcome.reason = 503, "the front is stopping"
-            await conn.respond(503, b"", (("connection", "close"),))
+            refusal = replies.front_stopping()
+            outcome.status, outcome.reason = refusal.status, refusal.reason
+            await conn.respond(refusal.status, refusal.body, refusal.headers)
             return True
         if first.final:
             outcome.status = first.status

@@ -6,15 +6,16 @@ httpx2 must come after trio): no HTTP here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bridge.config import with_environment
 from bridge.errors import ConfigError
 from bridge.oauth.registration import Preregistered
 from bridge.shell.settings import ShellConfig
 
 SECRET_VARIABLE = "MCP_ROSETTA_OAUTH_CLIENT_SECRET"
+_VARIABLE = r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}"  # compiled by `re` at its first use
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,23 @@ def resolve(shell: ShellConfig, environ: Mapping[str, str]) -> Endpoint:
     own = any(name.lower() == "authorization" for name, _ in headers)
     return Endpoint(shell.url, headers, network,
                     None if own else oauth_client(shell, environ))
+
+
+def with_environment(headers: tuple[tuple[str, str], ...],
+                     environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The headers with each ${VAR} replaced by its value; ConfigError for an unset one."""
+    def value(name: str, text: str) -> str:
+        def variable(match: re.Match[str]) -> str:
+            found = environ.get(match[1])
+            if found is None:
+                raise ConfigError(f"header {name}: ${{{match[1]}}} is not set in the "
+                                  f"environment; export it, or give the value itself")
+            return found
+
+        return re.sub(_VARIABLE, variable, text)
+
+    return tuple((name, value(name, text)) for name, text in headers)
+
 
 
 def oauth_client(shell: ShellConfig, environ: Mapping[str, str]) -> Preregistered:

@@ -1,5 +1,6 @@
 """The browser's side of a sign-in: the loopback listener the authorization server's
-redirect comes back to, and the opening of the authorization URL.
+redirect comes back to, and the opening of the authorization URL. What the browser is shown
+is `bridge.oauth.authorize`'s (`redirect_landing`); this module only moves the bytes.
 
 The redirect URI is http://127.0.0.1:PORT/callback (OAuth 2.1 §8.4.2, loopback redirect for
 native apps) with a PORT that stays the same for a given server URL, so a redirect URI
@@ -18,12 +19,12 @@ from urllib.parse import parse_qsl, urlsplit
 import h11
 import trio
 
+from bridge.oauth.authorize import redirect_landing
+
 CALLBACK = "/callback"
 PORTS = (20000, 32000)
 """The range the port is taken from: below Linux's ephemeral ports, so an outgoing
 connection rarely holds it."""
-PAGE = (b"<!doctype html><title>mcp-rosetta</title><p>Signed in: mcp-rosetta has what it "
-        b"needs. You can close this window.</p>")
 MAX_REQUEST = 64 * 1024
 
 
@@ -68,9 +69,9 @@ async def _serve_one(stream: trio.SocketStream) -> dict[str, str] | None:
             if isinstance(event, h11.Request):
                 target = urlsplit(event.target.decode("ascii", "replace"))
                 found = target.path == CALLBACK
-                body = PAGE if found else b"not found"
+                status, body = redirect_landing(found)
                 await stream.send_all(conn.send(h11.Response(
-                    status_code=200 if found else 404,
+                    status_code=status,
                     headers=[("Content-Type", "text/html; charset=utf-8"),
                              ("Content-Length", str(len(body))), ("Connection", "close"),
                              ("Cache-Control", "no-store")])) or b"")

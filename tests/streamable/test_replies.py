@@ -1,0 +1,42 @@
+"""The front's own refusals of what HTTP/1.1 cannot take, as the client reads them."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from bridge.streamable import replies
+
+
+@pytest.mark.parametrize(("reply", "status", "reason"), [
+    (replies.unexpected_event("Data"), 400, "expected a request, got Data"),
+    (replies.head_too_large(8192), 431, "request head over 8192 bytes"),
+    (replies.version_not_served("2.0"), 505, "HTTP/2.0 is not served here"),
+    (replies.length_and_chunks(), 400, "Content-Length and Transfer-Encoding both present"),
+    (replies.declared_too_large("999", 10), 413, "Content-Length 999 is over 10"),
+    (replies.body_too_large(10), 413, "body over 10 bytes"),
+    (replies.cut_inside_request(), 400, "the connection closed inside the request"),
+    (replies.pipelined(), 400, "a request arrived before the last one was answered"),
+])
+def test_a_request_http_refuses_names_its_cause_and_what_to_send(
+        reply: replies.Reply, status: int, reason: str) -> None:
+    error = orjson.loads(reply.body)["error"]
+    assert (reply.status, reply.reason, error["code"]) == (status, reason, -32600)
+    assert f": {reason}; send " in error["message"]
+    assert ("retry-after", "1") not in reply.headers
+
+
+def test_full_request_bodies_are_503_with_when_to_come_back() -> None:
+    reply = replies.bodies_full(900, 1000)
+    assert (reply.status, reply.reason) == (503, "the front holds 900 bytes of request bodies "
+                                                 "already (its limit for all connections at "
+                                                 "once is 1000)")
+    assert orjson.loads(reply.body)["error"]["message"].endswith("; try again in a moment")
+    assert ("retry-after", "1") in reply.headers
+
+
+def test_a_stopping_front_and_a_health_post_are_answered_without_a_body() -> None:
+    assert replies.front_stopping() == replies.Reply(
+        503, b"", (("connection", "close"),), "the front is stopping")
+    assert replies.health_method_not_allowed("POST", "/healthz") == replies.Reply(
+        405, b"", (("allow", "GET"),), "POST: /healthz takes GET")
