@@ -80,6 +80,11 @@ def not_found_path(target: str) -> Reply:
     return Reply(404, b"", reason=f"no MCP endpoint at {logged(target)}")
 
 
+def not_found(code: int, message: str, reason: str) -> Reply:
+    """404 with a body saying why and what to do instead."""
+    return _error(404, None, code, message, reason=reason)
+
+
 def method_not_allowed(method: str) -> Reply:
     """§Backward Compatibility (Earlier Streamable HTTP Revisions): a GET or DELETE that
     names no legacy session (no `Mcp-Session-Id`) is 405, as at a modern-only endpoint."""

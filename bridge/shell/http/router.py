@@ -29,6 +29,7 @@ from bridge.shell.http.route import STOPPED_READING, Route, RouteState
 from bridge.shell.http.tenants import ModernClients
 from bridge.shell.logs import Logger
 from bridge.streamable import replies, sse
+from bridge.streamable.elsewhere import elsewhere
 from bridge.streamable.era import Era, era_of
 from bridge.streamable.headers import (
     body_value,
@@ -155,6 +156,9 @@ class RequestRouter:
         origin = request.headers.get("origin")
         if origin is not None and not endpoint.names.admits_origin(origin):
             return replies.origin_forbidden(origin)
+        own = elsewhere(request.method, path_of(request.target), endpoint.path)
+        if own is not None:
+            return own
         if endpoint.tokens is not None:
             try:
                 outcome.credential = endpoint.tokens.check(request.headers.get("authorization"))
