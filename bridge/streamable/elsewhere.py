@@ -19,6 +19,8 @@ from bridge.streamable.replies import Reply, not_found
 DISCOVERY_PREFIXES = ("/.well-known/oauth-protected-resource",
                       "/.well-known/oauth-authorization-server",
                       "/.well-known/openid-configuration")
+OPENID_APPENDED = "/.well-known/openid-configuration"
+"""OpenID Connect Discovery also appends its path to an issuer's (`/mcp/.well-known/...`)."""
 REGISTRATION = "/register"
 
 NO_OAUTH = ("Not Found: this server does not sign clients in with OAuth; send "
@@ -44,5 +46,5 @@ def elsewhere(method: str, path: str, endpoint: str) -> Reply | None:
 def _oauth(method: str, path: str) -> bool:
     if method == "POST" and path == REGISTRATION:
         return True
-    return method == "GET" and any(path == prefix or path.startswith(prefix + "/")
-                                   for prefix in DISCOVERY_PREFIXES)
+    return method == "GET" and (path.endswith(OPENID_APPENDED) or any(
+        path == prefix or path.startswith(prefix + "/") for prefix in DISCOVERY_PREFIXES))

@@ -17,6 +17,7 @@ OAUTH = [
     ("GET", "/.well-known/oauth-protected-resource/mcp"),
     ("GET", "/.well-known/oauth-authorization-server"),
     ("GET", "/.well-known/openid-configuration"),
+    ("GET", "/mcp/.well-known/openid-configuration"),
     ("POST", "/register"),
 ]
 
