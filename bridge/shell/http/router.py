@@ -163,7 +163,8 @@ class RequestRouter:
             try:
                 outcome.credential = endpoint.tokens.check(request.headers.get("authorization"))
             except Denied as denied:
-                return replies.unauthorized(denied.problem, presented=denied.presented)
+                return replies.unauthorized(denied.problem, presented=denied.presented,
+                                            request_id=_id_of(request))
         if path_of(request.target) != endpoint.path:
             return replies.not_found_path(request.target)
         return refuse_method(request.method, request.headers)
@@ -252,6 +253,13 @@ class RequestRouter:
         await conn.end_stream()
         return True
 
+
+
+def _id_of(request: Request) -> object:
+    """The id of the JSON-RPC request a refused POST carried, if it carried one."""
+    message = body_value(request.body) if request.method == "POST" else None
+    rid = message.get("id") if isinstance(message, dict) else None
+    return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
 
 
 async def _no_session() -> LegacySession | None:  # pragma: no cover - Sessions(0) is always full
