@@ -54,7 +54,7 @@ other way round)."""
 
 COMMANDS = """\
 commands (each has its own --help):
-  serve     the bridge as a daemon on a Unix socket, a session per client
+  serve     the bridge as a daemon (Unix socket or HTTP), a session per client
   connect   a client's end of that daemon: relays stdin and stdout to it
   check     start a server, report its era, what it offers, which mode
   auth      sign in to a remote server with OAuth (login, status, logout)
@@ -160,7 +160,7 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
     if serve:
         p.add_argument("--listen", type=_checked(socket_path), metavar="ADDRESS",
                        help="unix:PATH, or http://HOST:PORT/PATH for the Streamable "
-                            "HTTP front (modern clients)")
+                            "HTTP front (clients of both eras)")
         p.add_argument("--max-sessions", type=_count_flag, metavar="N",
                        help="clients served at once; one more is refused (16)")
         http = p.add_argument_group("the HTTP front (--listen http://...)")

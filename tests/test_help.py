@@ -76,3 +76,11 @@ def test_check_without_a_command_says_how_to_give_one(
     assert main(["check", "--json"]) == 64
     assert capsys.readouterr().err == ("mcp-rosetta: no server command: mcp-rosetta check "
                                        "[options] [--] COMMAND [ARGS...]\n")
+
+
+def test_the_help_says_serve_fronts_clients_of_both_eras(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    top = "\n".join(help_of([], capsys))
+    assert "serve     the bridge as a daemon (Unix socket or HTTP)" in top
+    serve = " ".join(" ".join(help_of(["serve"], capsys)).split())
+    assert "HTTP front (clients of both eras)" in serve and "modern clients" not in serve
