@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import orjson
 
-INTERNAL_ERROR = -32603
-"""JSON-RPC 2.0's code for an error of the receiver itself (the bridge could not start)."""
+from bridge.core.eras import INTERNAL_ERROR
+
 LINE_MAX = 1024 * 1024
 """Bytes read looking for the first request; a longer first line is not answered."""
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +83,21 @@ def test_the_readme_s_mcp_remote_snippet_lets_npx_install_unasked() -> None:
     for args in snippets:
         if "mcp-remote" in args:
             assert json.loads(f"[{args}]")[:2] == ["-y", "mcp-remote"]
+
+
+def test_the_front_warns_at_start_of_a_token_file_open_to_others(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("a-token\n")
+    tokens.chmod(0o640)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bridge", "serve", "--listen", "http://127.0.0.1:0/mcp",
+         "--token-file", str(tokens), "--log-format", "json", "true"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    try:
+        lines = [json.loads(proc.stderr.readline()) for _ in range(2)]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert lines[1]["event"] == "http.token_file_exposed" and lines[1]["level"] == "warning"
+    assert "(mode 0640)" in lines[1]["fix"]
