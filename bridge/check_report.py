@@ -75,7 +75,9 @@ def as_json(report: Report) -> str:
 
 
 def as_text(report: Report) -> str:
-    lines = [_cut(f"mcp-rosetta check -- {shlex.join(report.command)}")]
+    # The whole command, wrapped: a header cut short hides the arguments that differ.
+    lines = textwrap.wrap(f"mcp-rosetta check -- {shlex.join(report.command)}", WIDTH,
+                          subsequent_indent="    ", break_on_hyphens=False)
     for label, value in _rows(report):
         lines += _row(label, value)
     if report.stderr_tail and not report.servable:

@@ -6,7 +6,9 @@ Must not hold bridge logic; its only output is --help/--version and one-line err
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -33,12 +35,13 @@ from bridge.server_options import add_server_options, server_overrides
 from bridge.shell.settings import LEVELS, LOG_FORMATS, Settings
 
 USAGE = """\
-mcp-rosetta [options] -- COMMAND [ARGS...]
+mcp-rosetta [options] [--] COMMAND [ARGS...]
+       mcp-rosetta [options] --stdio "COMMAND [ARGS...]"
        mcp-rosetta [options] --url URL [--header "NAME: VALUE"]...
-       mcp-rosetta serve [options] [--listen ADDRESS] [-- COMMAND [ARGS...]]
+       mcp-rosetta serve [options] [--listen ADDRESS] [[--] COMMAND [ARGS...]]
        mcp-rosetta serve [options] [--listen ADDRESS] --url URL
        mcp-rosetta connect unix:PATH
-       mcp-rosetta check [--json] [options] -- COMMAND [ARGS...]
+       mcp-rosetta check [--json] [options] [--] COMMAND [ARGS...]
        mcp-rosetta auth login|status|logout URL
        mcp-rosetta demo [--full | --server]"""
 
@@ -50,7 +53,7 @@ other way round)."""
 
 COMMANDS = """\
 commands (each has its own --help):
-  serve     the bridge as a daemon on a Unix socket, a session per client
+  serve     the bridge as a daemon (Unix socket or HTTP), a session per client
   connect   a client's end of that daemon: relays stdin and stdout to it
   check     start a server, report its era, what it offers, which mode
   auth      sign in to a remote server with OAuth (login, status, logout)
@@ -58,6 +61,8 @@ commands (each has its own --help):
 
 examples:
   mcp-rosetta -- python -m my_server --port 0
+  mcp-rosetta npx -y @modelcontextprotocol/server-everything
+  mcp-rosetta --stdio "python -m my_server --port 0"
   mcp-rosetta --config /etc/mcp-rosetta/weather.toml
   mcp-rosetta serve --config /etc/mcp-rosetta/weather.toml
   mcp-rosetta connect /run/mcp-rosetta/weather.sock
@@ -66,6 +71,9 @@ examples:
 
 """
 NOTES = """\
+The server command starts at the first argument that is not an option, or
+after --; every argument after its start is the server's. For a launcher that
+eats --, leave it out, or give the command as one string to --stdio.
 Durations take a unit (250ms, 5s, 2m; bare: seconds), sizes too (512KiB,
 64MiB; bare: bytes). Flags override the config file. Exit status: 0 clean,
 64 usage, 69 server unavailable, 78 bad config.
@@ -106,9 +114,16 @@ def shipped_files() -> str:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        if message.startswith("unrecognized arguments"):
-            message += "; the server command goes after --"
+        if message.startswith("unrecognized arguments: "):
+            message = self._unknown(message.removeprefix("unrecognized arguments: ").split())
         raise UsageError(f"{message} (see {self.prog} --help)")
+
+    def _unknown(self, words: list[str]) -> str:
+        """Only options are left over (the first other word starts the server command):
+        name the first, and the option it is likely a typo of."""
+        option = words[0].split("=", 1)[0]
+        near = difflib.get_close_matches(option, list(self._option_string_actions), n=1)
+        return f"unknown option {option}" + (f"; did you mean {near[0]}?" if near else "")
 
 
 def _seconds_flag(text: str) -> float:
@@ -144,7 +159,7 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
     if serve:
         p.add_argument("--listen", type=_checked(socket_path), metavar="ADDRESS",
                        help="unix:PATH, or http://HOST:PORT/PATH for the Streamable "
-                            "HTTP front (modern clients)")
+                            "HTTP front (clients of both eras)")
         p.add_argument("--max-sessions", type=_count_flag, metavar="N",
                        help="clients served at once; one more is refused (16)")
         http = p.add_argument_group("the HTTP front (--listen http://...)")
@@ -174,9 +189,39 @@ def check_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mcp-rosetta check", usage=_usage("check"),
                 description=CHECK_DESCRIPTION,
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    p.add_argument("--version", action="version", version=f"mcp-rosetta {__version__}")
     p.add_argument("--json", action="store_true", help="one JSON object, for machines")
     bridge_options(p, check=True)
     return p
+
+
+def _command_arguments(p: argparse.ArgumentParser) -> None:
+    """The server command: from the first argument that is not an option (after a `--`
+    too), or as one string in --stdio for launchers that drop every `--` they are given."""
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND",
+                   help="the server command and its arguments (all that follows is the "
+                        "server's)")
+    p.add_argument("--stdio", type=_checked(_one_string_command), metavar='"COMMAND ARGS"',
+                   help="the server command as one string, split as a shell would "
+                        "(no shell runs it)")
+
+
+def _one_string_command(text: str) -> list[str]:
+    words = shlex.split(text)
+    if not words:
+        raise ValueError("no command in it")
+    return words
+
+
+def _server_command(args: argparse.Namespace) -> list[str]:
+    """The command given after the options (without the `--` that may open it) or in
+    --stdio; both is a usage error."""
+    given = list(args.command)
+    if given[:1] == ["--"]:
+        given = given[1:]
+    if given and args.stdio:
+        raise UsageError(f"both --stdio and a server command ({given[0]} ...): give one")
+    return given or list(args.stdio or ())
 
 
 def _usage(command: str) -> str:
@@ -196,11 +241,12 @@ def bridge_options(p: argparse.ArgumentParser, check: bool = False,
                    help="auto probes with server/discover (default); or pin the server's era")
     p.add_argument("--probe-timeout", type=_seconds_flag, metavar="DURATION",
                    help="wait this long for the probe before taking the server as legacy (5s)")
+    _command_arguments(p)
     add_server_options(p, _checked, transcript=not check)
     if check:  # the rest changes nothing in how a server is started and probed
         return
     if remote:
-        group = p.add_argument_group("a remote server (instead of -- COMMAND)")
+        group = p.add_argument_group("a remote server (instead of a server COMMAND)")
         group.add_argument("--url", type=_checked(server_url), metavar="URL",
                             help="the server is this Streamable HTTP endpoint (either era)")
         group.add_argument("--header", type=_checked(header_line), action="append",
@@ -269,16 +315,10 @@ def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     return values
 
 
-def _split(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Options before the first "--", the server command after it."""
-    if "--" in argv:
-        at = list(argv).index("--")
-        return list(argv[:at]), list(argv[at + 1:])
-    return list(argv), []
-
-
 def _run(argv: Sequence[str]) -> int:
     command, rest = (argv[0], list(argv[1:])) if argv else ("", [])
+    if command == "help":
+        return _run([*rest, "--help"])
     if command == "demo":
         from bridge.demo.run import main as demo
 
@@ -295,14 +335,18 @@ def _run(argv: Sequence[str]) -> int:
     return _bridge(list(argv))
 
 
+def _is_bridge(argv: Sequence[str]) -> bool:
+    """Whether `argv` is the stdio bridge's (not a command's such as serve or check)."""
+    return not argv or argv[0] not in ("demo", "connect", "serve", "check", "auth", "help")
+
+
 def _settings(argv: list[str], serve: bool, p: argparse.ArgumentParser | None = None,
               ) -> tuple[Settings, Callable[[], Settings]]:
     """The settings the flags and the config file give (parsed by `p`, by default the
     bridge's or the daemon's parser), and how to read them again."""
-    options, command = _split(argv)
     p = p or parser(serve)
-    args = p.parse_args(options)
-    overrides = _overrides(args, command)
+    args = p.parse_args(argv)
+    overrides = _overrides(args, _server_command(args))
 
     def load() -> Settings:
         settings = load_settings(args.config, overrides)
@@ -313,8 +357,8 @@ def _settings(argv: list[str], serve: bool, p: argparse.ArgumentParser | None = 
         if not settings.shell.command:
             if args.config:  # the file was meant to name it: a config error, like a bad key
                 raise ConfigError(f"config {args.config}: no server command: set command = "
-                                  "[...] in the file, or give one after --")
-            raise UsageError(f"no server command: {p.prog} [options] -- COMMAND [ARGS...]")
+                                  "[...] in the file, or give one after the options")
+            raise UsageError(f"no server command: {p.prog} [options] [--] COMMAND [ARGS...]")
         return settings
 
     return load(), load
@@ -336,11 +380,12 @@ def _serve(argv: list[str]) -> int:
 
 
 def _check(argv: list[str]) -> int:
-    settings, _ = _settings(argv, serve=False, p=check_parser())
+    p = check_parser()
+    settings, _ = _settings(argv, serve=False, p=p)
     from bridge.shell.check import run_check
 
     collector.resume()
-    return run_check(settings, as_json="--json" in _split(argv)[0])  # no abbreviations
+    return run_check(settings, as_json=p.parse_args(argv).json)
 
 
 def _auth(argv: list[str]) -> int:
@@ -384,12 +429,21 @@ def _connect(argv: list[str]) -> int:
     return run_connect(address)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command for all but `connect ADDRESS` (bridge/launch.py); returns the exit status."""
+def main(argv: Sequence[str] | None = None, *, answer_client: bool = False) -> int:
+    """The command for all but `connect ADDRESS` (bridge/launch.py); returns the exit status.
+    With `answer_client` (the process a client launched), a bridge that cannot start also
+    answers the client's first request with its error, which a client shows where it may
+    never show the bridge's stderr."""
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        return _run(sys.argv[1:] if argv is None else argv)
+        return _run(args)
     except BridgeError as exc:
         sys.stderr.write(f"mcp-rosetta: {exc}\n")
+        sys.stderr.flush()
+        if answer_client and _is_bridge(args) and isinstance(exc, UsageError | ConfigError):
+            from bridge.shell.usage_answer import answer_first_request
+
+            answer_first_request(str(exc), exc.code)
         return exc.code
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0

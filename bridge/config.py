@@ -6,6 +6,7 @@ the key, a bad flag value a UsageError (exit 64); nothing else happens here.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
@@ -160,6 +161,9 @@ def roots(value: Any) -> tuple[str, ...]:
 def socket_path(value: Any) -> str:
     """`unix:PATH` or a plain absolute path, as the path; or an `http://HOST:PORT/PATH`
     address (the Streamable HTTP front), kept as it is."""
+    if isinstance(value, str) and value.startswith("https://"):
+        raise ValueError("the front speaks plain HTTP: TLS belongs to a reverse proxy in "
+                         "front of it; listen on http://HOST:PORT/PATH behind the proxy")
     if isinstance(value, str) and value.startswith("http://"):
         from bridge.shell.http.address import parse_address
 
@@ -418,7 +422,9 @@ def validate(raw: Mapping[str, Any], where: str, error: type[BridgeError]) -> di
     for key, value in raw.items():
         check = checks.get(key)
         if check is None:
-            raise error(f"{where}: unknown key {key!r}")
+            near = difflib.get_close_matches(key, list(checks), n=1)
+            hint = f"; did you mean {near[0]}?" if near else ""
+            raise error(f"{where}: unknown key {key!r}{hint}")
         try:
             values[key] = check(value)
         except ValueError as exc:

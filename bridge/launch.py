@@ -20,18 +20,20 @@ def main(argv: list[str] | None = None) -> int:
     status."""
     collector.pause()
     try:
-        return _command(sys.argv[1:] if argv is None else list(argv))
+        return _command(sys.argv[1:] if argv is None else list(argv), argv is None)
     finally:  # an error, an early exit, a command whose start-up never ended
         collector.resume()
 
 
-def _command(args: list[str]) -> int:
+def _command(args: list[str], launched: bool) -> int:
+    """`launched`: this process is the command itself (not a test calling main), whose
+    client may be waiting on stdin for an answer."""
     # What argparse takes as `connect ADDRESS` when ADDRESS does not look like a flag.
     if len(args) == 2 and args[0] == "connect" and not args[1].startswith("-"):
         return _connect(args[1])
     from bridge.cli import main as cli
 
-    return cli(args)
+    return cli(args, answer_client=launched)
 
 
 def _connect(address: str) -> int:

@@ -51,3 +51,11 @@ def test_json_carries_the_verdict_and_the_modes() -> None:
     assert (legacy["servable"], legacy["modes"]) == (True, {"legacy": "P", "modern": "B"})
     failed = json.loads(as_json(Report(("srv",), era="legacy", failure="no answer")))
     assert (failed["servable"], failed["failure"]) == (False, "no answer")
+
+
+def test_the_header_shows_the_whole_command_wrapped() -> None:
+    command = ("npx", "-y", "@modelcontextprotocol/server-everything", "--flag-one",
+               "--flag-two", "--the-argument-that-differs")
+    header = as_text(Report(command=command, failure="x")).split("\ncannot serve it")[0]
+    assert "--the-argument-that-differs" in header and "…" not in header
+    assert all(len(line) <= 80 for line in header.splitlines())

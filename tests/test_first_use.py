@@ -98,7 +98,8 @@ def test_a_config_without_a_server_command_is_a_config_error(
     config.write_text("probe_timeout = 1\n")
     assert main(["--config", str(config)]) == EX_CONFIG
     assert capsys.readouterr().err == (f"mcp-rosetta: config {config}: no server command: set "
-                                       "command = [...] in the file, or give one after --\n")
+                                       "command = [...] in the file, or give one after the "
+                                       "options\n")
 
 
 def test_no_config_and_no_server_command_stays_a_usage_error(

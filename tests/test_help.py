@@ -36,7 +36,7 @@ def test_the_top_level_help_lists_the_commands(capsys: pytest.CaptureFixture[str
 def test_serve_has_its_own_help(capsys: pytest.CaptureFixture[str]) -> None:
     lines = help_of(["serve"], capsys)
     assert lines[0] == ("usage: mcp-rosetta serve [options] [--listen ADDRESS] "
-                        "[-- COMMAND [ARGS...]]")
+                        "[[--] COMMAND [ARGS...]]")
     out = "\n".join(lines)
     assert "--listen ADDRESS" in out and "--max-sessions N" in out
     assert "a session of its own" in out and "commands (each" not in out
@@ -45,7 +45,7 @@ def test_serve_has_its_own_help(capsys: pytest.CaptureFixture[str]) -> None:
 def test_check_has_its_own_help_with_the_options_that_matter(
         capsys: pytest.CaptureFixture[str]) -> None:
     lines = help_of(["check"], capsys)
-    assert lines[0] == "usage: mcp-rosetta check [--json] [options] -- COMMAND [ARGS...]"
+    assert lines[0] == "usage: mcp-rosetta check [--json] [options] [--] COMMAND [ARGS...]"
     options = {word for line in lines for word in line.split() if word.startswith("--")}
     assert {"--json", "--config", "--server-era", "--probe-timeout"} <= options
     assert "--log-format" not in options and "--listen" not in options
@@ -75,4 +75,12 @@ def test_check_without_a_command_says_how_to_give_one(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--json"]) == 64
     assert capsys.readouterr().err == ("mcp-rosetta: no server command: mcp-rosetta check "
-                                       "[options] -- COMMAND [ARGS...]\n")
+                                       "[options] [--] COMMAND [ARGS...]\n")
+
+
+def test_the_help_says_serve_fronts_clients_of_both_eras(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    top = "\n".join(help_of([], capsys))
+    assert "serve     the bridge as a daemon (Unix socket or HTTP)" in top
+    serve = " ".join(" ".join(help_of(["serve"], capsys)).split())
+    assert "HTTP front (clients of both eras)" in serve and "modern clients" not in serve

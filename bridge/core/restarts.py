@@ -11,6 +11,7 @@ from collections import deque
 
 from bridge.core.codec import Message
 from bridge.core.config import CoreConfig
+from bridge.core.stderr_cause import telling_line
 
 # What of a server's stderr an error carries: its last lines, each cut short.
 STDERR_LINES, STDERR_LINE_CHARS = 10, 400
@@ -21,7 +22,7 @@ class Outage:
     what the shell knows beyond it (`cause`: why it could not start) and its last stderr
     lines."""
 
-    __slots__ = ("cause", "code", "stderr_tail", "went")
+    __slots__ = ("cause", "code", "stderr_tail", "telling", "went")
 
     def __init__(self, code: int | None, cause: str = "",
                  stderr_tail: tuple[str, ...] = (), went: str = "") -> None:
@@ -29,13 +30,17 @@ class Outage:
         self.cause = cause
         self.went = went
         self.stderr_tail = tuple(line[:STDERR_LINE_CHARS] for line in stderr_tail[-STDERR_LINES:])
+        telling = telling_line(stderr_tail)
+        self.telling = None if telling is None else telling[:STDERR_LINE_CHARS]
+        """The line of its stderr that says why (`stderr_cause`), from all the lines given."""
 
     def learn(self, later: Outage) -> None:
         """The second word of the same crash (its exit after its closed output)."""
         if self.code is None:
             self.code = later.code
         self.cause = self.cause or later.cause
-        self.stderr_tail = self.stderr_tail or later.stderr_tail
+        if not self.stderr_tail:
+            self.stderr_tail, self.telling = later.stderr_tail, later.telling
 
     @property
     def what(self) -> str:
@@ -71,8 +76,11 @@ class Outage:
         else:
             text = (f"mcp-rosetta: the server {self.what} before it answered anything; "
                     f"run the server command by hand to see why")
-        last = next((line for line in reversed(self.stderr_tail) if line.strip()), None)
-        return text if last is None else f"{text}. Its stderr ended with: {last.strip()}"
+        if self.telling is None:
+            return text
+        last = next(line for line in reversed(self.stderr_tail) if line.strip())
+        told = "ended with" if last.strip() == self.telling else "said"
+        return f"{text}. Its stderr {told}: {self.telling}"
 
 
 class Restarts:

@@ -8,6 +8,7 @@ here is removed again when the daemon stops; one systemd passed belongs to syste
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import socket
 import stat
@@ -76,7 +77,11 @@ def tcp_listener(listen: str, host: str, port: int) -> socket.socket:
     try:
         return bind_tcp(host, port)
     except OSError as exc:
-        raise ConfigError(f"cannot listen on {listen}: {exc.strerror}") from None
+        fix = ""
+        if exc.errno == errno.EADDRINUSE:
+            fix = (f"; another process holds port {port} (`ss -ltnp 'sport = :{port}'` "
+                   "names it): stop it, or listen on another port")
+        raise ConfigError(f"cannot listen on {listen}: {exc.strerror}{fix}") from None
 
 
 def bind_tcp(host: str, port: int) -> socket.socket:

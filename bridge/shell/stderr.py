@@ -16,8 +16,9 @@ from bridge.shell.logs import Logger
 
 LINE_MAX = 8 * 1024
 """Bytes of one line that are logged; the rest is counted (`cut`)."""
-TAIL_LINES = 10
-"""Lines kept for ChildExited.stderr_tail: the fault of a server that exits is near the end."""
+TAIL_LINES = 20
+"""Lines kept for ChildExited.stderr_tail: the fault of a server that exits is near the end,
+but not always last (npm writes its 404 a dozen lines before it ends)."""
 RATE = 1000.0
 BURST = 1000
 """Lines per second logged, after a burst of BURST lines at once; beyond, lines are counted."""

@@ -66,11 +66,13 @@ def origin_forbidden(origin: str) -> Reply:
                      "allowed_origins (--allow-origin)")
 
 
-def unauthorized(problem: str, *, presented: bool) -> Reply:
+def unauthorized(problem: str, *, presented: bool, request_id: object = None) -> Reply:
     """RFC 6750 §3: 401 with a `WWW-Authenticate` challenge; `invalid_token` once a token
-    was presented and is not accepted (§3.1)."""
+    was presented and is not accepted (§3.1). The error answers the request's id when the
+    body is a request, so a client matches it to what it sent."""
     challenge = 'Bearer realm="mcp-rosetta"' + (', error="invalid_token"' if presented else "")
-    reply = _error(401, None, INVALID_REQUEST, f"Unauthorized: {problem}", reason=problem)
+    reply = _error(401, request_id, INVALID_REQUEST, f"Unauthorized: {problem}",
+                   reason=problem)
     return Reply(401, reply.body, (*reply.headers, ("www-authenticate", challenge)),
                  reply.reason)
 
@@ -78,6 +80,11 @@ def unauthorized(problem: str, *, presented: bool) -> Reply:
 def not_found_path(target: str) -> Reply:
     """The reason names the target as the log may write it (`target.logged`)."""
     return Reply(404, b"", reason=f"no MCP endpoint at {logged(target)}")
+
+
+def not_found(code: int, message: str, reason: str) -> Reply:
+    """404 with a body saying why and what to do instead."""
+    return _error(404, None, code, message, reason=reason)
 
 
 def method_not_allowed(method: str) -> Reply:

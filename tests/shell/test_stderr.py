@@ -89,7 +89,7 @@ async def test_childexited_carries_the_last_lines_flushed_first(autojump_clock: 
     core = ExitCore()
     async with bridged(core) as h:
         child = await h.spawner.nth(0)
-        child.complain(b"".join(b"noise %d\n" % i for i in range(20)))
+        child.complain(b"".join(b"noise %d\n" % i for i in range(30)))
         child.complain(b"Traceback: ModuleNotFoundError: no module named 'x'")  # no newline
         await trio.sleep(1)
         child.exit(1)

@@ -113,3 +113,18 @@ def read_tokens(token_file: str | None, environ: Mapping[str, str] = os.environ,
     if env_token:
         tokens = (*tokens, *_checked((env_token.encode("utf-8", "surrogateescape"),), TOKEN_ENV))
     return tokens
+
+
+def exposed(token_file: str | None) -> str | None:
+    """What to do about a token file other users may read or write (its mode grants group or
+    others any access), or None: the tokens are the front's only lock."""
+    if token_file is None:
+        return None
+    try:
+        mode = os.stat(token_file).st_mode & 0o777
+    except OSError:
+        return None  # read_tokens has said why already
+    if not mode & 0o077:
+        return None
+    return (f"token_file {token_file} is open to other users (mode {mode:04o}): anyone who "
+            f"reads it can use the server; chmod 600 {token_file}")

@@ -26,7 +26,7 @@ from bridge.errors import ConfigError
 from bridge.shell import logs
 from bridge.shell.child import check_command
 from bridge.shell.http.address import is_loopback, parse_address
-from bridge.shell.http.auth import TOKEN_ENV, Tokens, read_tokens
+from bridge.shell.http.auth import TOKEN_ENV, Tokens, exposed, read_tokens
 from bridge.shell.http.front import FD_FIX, Access, Front
 from bridge.shell.listeners import tcp_listener
 from bridge.shell.notify import Notifier
@@ -62,6 +62,9 @@ def run_http(settings: Settings, reload: Reload) -> int:
         log = logs.configure(settings.shell.log_level, settings.shell.log_format)
         log.info("daemon.started", **logs.started_fields(settings.shell),
                  tokens=len(tokens))
+        loose = exposed(settings.daemon.token_file)
+        if loose is not None:
+            log.warning("http.token_file_exposed", fix=loose)
         daemon = settings.daemon
         sessions_at_most = daemon.max_sessions + daemon.max_tenants
         room_for(daemon.max_connections + FDS_PER_SESSION * sessions_at_most + FD_MARGIN, log)

@@ -29,6 +29,7 @@ from bridge.shell.http.route import STOPPED_READING, Route, RouteState
 from bridge.shell.http.tenants import ModernClients
 from bridge.shell.logs import Logger
 from bridge.streamable import replies, sse
+from bridge.streamable.elsewhere import elsewhere
 from bridge.streamable.era import Era, era_of
 from bridge.streamable.headers import (
     body_value,
@@ -155,11 +156,15 @@ class RequestRouter:
         origin = request.headers.get("origin")
         if origin is not None and not endpoint.names.admits_origin(origin):
             return replies.origin_forbidden(origin)
+        own = elsewhere(request.method, path_of(request.target), endpoint.path)
+        if own is not None:
+            return own
         if endpoint.tokens is not None:
             try:
                 outcome.credential = endpoint.tokens.check(request.headers.get("authorization"))
             except Denied as denied:
-                return replies.unauthorized(denied.problem, presented=denied.presented)
+                return replies.unauthorized(denied.problem, presented=denied.presented,
+                                            request_id=_id_of(request))
         if path_of(request.target) != endpoint.path:
             return replies.not_found_path(request.target)
         return refuse_method(request.method, request.headers)
@@ -249,6 +254,13 @@ class RequestRouter:
         await conn.end_stream()
         return True
 
+
+
+def _id_of(request: Request) -> object:
+    """The id of the JSON-RPC request a refused POST carried, if it carried one."""
+    message = body_value(request.body) if request.method == "POST" else None
+    rid = message.get("id") if isinstance(message, dict) else None
+    return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
 
 
 async def _no_session() -> LegacySession | None:  # pragma: no cover - Sessions(0) is always full
