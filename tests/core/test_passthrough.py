@@ -115,3 +115,13 @@ def test_an_answer_after_a_cancellation_is_expected_and_dropped_quietly() -> Non
     assert sent(h.server(answer({"id": "never-sent"}, {})), "client") == []
     assert [log.event for log in h.logs if log.event.startswith("response.")] == [
         "response.unmatched"]
+
+
+def test_tasks_pass_between_two_legacy_peers_as_any_other_method() -> None:
+    """Both sides speak 2025-11-25's tasks, so pass-through translates nothing of them (the
+    README: only modes A and B refuse tasks)."""
+    h, _ = legacy_pair("2025-11-25")
+    forwarded = one(h.client(request(3, "tasks/get", {"taskId": "t-1"})), "server")
+    assert forwarded["method"] == "tasks/get" and forwarded["params"] == {"taskId": "t-1"}
+    reply = one(h.server(answer(forwarded, {"taskId": "t-1", "status": "working"})), "client")
+    assert reply == {"jsonrpc": "2.0", "id": 3, "result": {"taskId": "t-1", "status": "working"}}
