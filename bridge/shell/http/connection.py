@@ -8,6 +8,7 @@ frames every byte (no HTTP parsing here); this module only moves bytes and enfor
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -325,12 +326,15 @@ def _problem(exc: h11.RemoteProtocolError) -> str:
     return text if len(cut) == 1 else f"{cut[0]} (the bytes are not logged)"
 
 
-def _encoded(headers: tuple[tuple[str, str], ...]) -> list[tuple[bytes, bytes]]:
-    return [(name.encode("ascii"), value.encode("latin-1")) for name, value in headers]
+@functools.lru_cache(maxsize=256)
+def _encoded(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[bytes, bytes], ...]:
+    """Headers as h11 takes them; the same few sets (a JSON answer's, an event stream's)
+    come on nearly every answer, so each is encoded once."""
+    return tuple((name.encode("ascii"), value.encode("latin-1")) for name, value in headers)
+
+
+_REASONS = {status.value: status.phrase.encode("ascii") for status in HTTPStatus}
 
 
 def _reason(status: int) -> bytes:
-    try:
-        return HTTPStatus(status).phrase.encode("ascii")
-    except ValueError:
-        return b""
+    return _REASONS.get(status, b"")
