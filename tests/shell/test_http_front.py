@@ -218,6 +218,12 @@ class Cores(list[ScriptedCore]):
         self.append(ScriptedCore())
         return self[-1]
 
+    async def made(self, count: int) -> None:
+        """Wait until the front has made `count` cores (a request written is not yet read)."""
+        with trio.fail_after(WAIT):
+            while len(self) < count:
+                await trio.sleep(0.001)
+
 
 @dataclass
 class Running:

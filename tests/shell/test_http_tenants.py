@@ -79,6 +79,7 @@ async def test_what_a_tenant_s_core_sends_reaches_only_its_own_clients(
                                                               **bearer(ALICE)})
         await bob.send("POST", json.dumps(call).encode(), {**rpc_headers(call),
                                                             **bearer(BOB)})
+        await cores.made(2)
         for core in cores:
             await core.wait_for("tools/call")
         for n, core in enumerate(cores):

@@ -8,9 +8,10 @@ frames every byte (no HTTP parsing here); this module only moves bytes and enfor
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 
@@ -64,8 +65,13 @@ class Request:
 
 
 class Connection:
-    """h11 over one trio stream. `next_request`, then one answer (`respond`, or
-    `start_stream` + `send` + `end_stream`), then `next_request` again while `reusable`."""
+    """h11 over one trio stream. Within `reading()`: `next_request`, then one answer
+    (`respond`, or `start_stream` + `send` + `end_stream`), then `next_request` again while
+    `reusable`.
+
+    One reader task per connection (`reading`) is the only one that receives: it feeds h11
+    while a request is awaited, and while an answer is written it watches for the client's
+    close (the request's cancellation), so no task is started per request."""
 
     def __init__(self, stream: trio.abc.Stream, *, max_header: int, max_body: int,
                  peer: str = "", stall_timeout: float = math.inf,
@@ -83,6 +89,16 @@ class Connection:
         self._max_body = max_body
         self._max_header = max_header
         self.peer_closed = False
+        self._awaiting = False
+        """`next_request` waits for bytes: the reader reads for it."""
+        self._answer: trio.CancelScope | None = None
+        """The answer `until_closed` writes: the reader cancels it when the client closes."""
+        self._kept = 0
+        """Bytes the reader took while the current answer is written (a pipelining client)."""
+        self._wanted = trio.lowlevel.ParkingLot()
+        """The reader waits here until bytes are wanted."""
+        self._arrived = trio.lowlevel.ParkingLot()
+        """`next_request` waits here for the reader's bytes."""
 
     @property
     def reusable(self) -> bool:
@@ -163,17 +179,57 @@ class Connection:
                 if self.peer_closed:
                     self._h11.receive_data(b"")
                     continue
-                data = await self._receive()
-                try:
-                    self._h11.receive_data(data)
-                except h11.RemoteProtocolError as exc:
-                    raise _malformed(exc) from None
+                await self._more_bytes()
                 continue
             if event is h11.PAUSED:
                 raise HttpError(replies.pipelined())
             if isinstance(event, h11.ConnectionClosed):
                 return None
             return event  # type: ignore[return-value]
+
+    async def _more_bytes(self) -> None:
+        """Wait until the reader has given h11 more bytes, or found the client's end."""
+        self._awaiting = True
+        try:
+            self._wanted.unpark_all()
+            await self._arrived.park()
+        finally:
+            self._awaiting = False
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        """The connection's reader task runs within this block (`read-client`). What the
+        block raises leaves it as itself, not in an exception group (HttpError is answered)."""
+        failure: Exception | None = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._read, name="read-client")
+            try:
+                yield
+            except Exception as exc:
+                failure = exc
+            finally:
+                nursery.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+
+    def _wants_bytes(self) -> bool:
+        """A request is awaited, or an answer is written and the bytes a client pipelines
+        meanwhile are still within the header limit (past it, its close goes unseen)."""
+        return self._awaiting or (self._answer is not None and self._kept <= self._max_header)
+
+    async def _read(self) -> None:
+        while not self.peer_closed:
+            while not self._wants_bytes():
+                await self._wanted.park()
+            data = await self._receive()
+            if data:
+                self._h11.receive_data(data)
+                if self._answer is not None:
+                    self._kept += len(data)
+            elif self._answer is not None:
+                self._answer.cancel()
+            self._awaiting = False  # satisfied: the awaiting task decides whether it needs more
+            self._arrived.unpark_all()
 
     async def _receive(self) -> bytes:
         try:
@@ -186,30 +242,18 @@ class Connection:
 
     async def until_closed(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run `work` (writing an answer) until it ends, the client closes its end first
-        (streamable-http.mdx §Cancellation: that is the request's cancellation), or a write
-        finds the client gone."""
-        async with trio.open_nursery() as nursery:
-            async def watch() -> None:
-                await self._watch_close()
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(watch, name="watch-close")
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await work()
-            nursery.cancel_scope.cancel()
-
-    async def _watch_close(self) -> None:
-        """Return once the client has closed its end. Bytes a client pipelines meanwhile are
-        kept for h11, up to the header limit; past it, watching stops."""
-        kept = 0
-        while True:
-            data = await self._receive()
-            if not data:
-                return
-            kept += len(data)
-            self._h11.receive_data(data)
-            if kept > self._max_header:
-                await trio.sleep_forever()
+        (streamable-http.mdx §Cancellation: that is the request's cancellation; the reader
+        sees it), or a write finds the client gone."""
+        with trio.CancelScope() as answer:
+            if self.peer_closed:
+                answer.cancel()
+            self._answer, self._kept = answer, 0
+            self._wanted.unpark_all()
+            try:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await work()
+            finally:
+                self._answer = None
 
     # Answers --------------------------------------------------------------------------------
 
@@ -287,12 +331,15 @@ def _problem(exc: h11.RemoteProtocolError) -> str:
     return text if len(cut) == 1 else f"{cut[0]} (the bytes are not logged)"
 
 
-def _encoded(headers: tuple[tuple[str, str], ...]) -> list[tuple[bytes, bytes]]:
-    return [(name.encode("ascii"), value.encode("latin-1")) for name, value in headers]
+@functools.lru_cache(maxsize=256)
+def _encoded(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[bytes, bytes], ...]:
+    """Headers as h11 takes them; the same few sets (a JSON answer's, an event stream's)
+    come on nearly every answer, so each is encoded once."""
+    return tuple((name.encode("ascii"), value.encode("latin-1")) for name, value in headers)
+
+
+_REASONS = {status.value: status.phrase.encode("ascii") for status in HTTPStatus}
 
 
 def _reason(status: int) -> bytes:
-    try:
-        return HTTPStatus(status).phrase.encode("ascii")
-    except ValueError:
-        return b""
+    return _REASONS.get(status, b"")

@@ -19,7 +19,7 @@ server, as a daemon session is. A server is a child or a session with a remote e
            │            │             └─ idle-D    ends it after tenant_idle
            │            └─ session-2 ...
            └─ accept ─┬─ connection-1 ─┬─ (one request at a time; h11)
-                      │                └─ watch-close   the client's end while an answer waits
+                      │                └─ read-client   its bytes; its close cancels an answer
                       └─ connection-2 ...
 """
 
@@ -309,17 +309,18 @@ class Front:
                           bodies=self._bodies)
         log = self._log.bind(connection=number)
         try:
-            while True:
-                with trio.move_on_after(self._idle) as idle:
-                    request = await conn.next_request()
-                if idle.cancelled_caught:
-                    log.info("http.idle_closed", idle_s=self._idle)
-                    break
-                if request is None:
-                    break
-                await router.serve(conn, request)
-                if not conn.reusable:
-                    break
+            async with conn.reading():
+                while True:
+                    with trio.move_on_after(self._idle) as idle:
+                        request = await conn.next_request()
+                    if idle.cancelled_caught:
+                        log.info("http.idle_closed", idle_s=self._idle)
+                        break
+                    if request is None:
+                        break
+                    await router.serve(conn, request)
+                    if not conn.reusable:
+                        break
         except HttpError as exc:
             refusal = exc.reply
             log.info("http.rejected", status=refusal.status, reason=refusal.reason)
@@ -341,10 +342,11 @@ class Front:
         refusal = replies.over_capacity(self._max_connections)
         self._log.warning("http.refused", reason=refusal.reason)
         with trio.move_on_after(REFUSAL_WAIT):
-            with contextlib.suppress(HttpError, trio.BrokenResourceError,
-                                     trio.ClosedResourceError):
-                await conn.next_request()
-            await conn.refuse(refusal.status, refusal.body, refusal.headers)
+            async with conn.reading():
+                with contextlib.suppress(HttpError, trio.BrokenResourceError,
+                                         trio.ClosedResourceError):
+                    await conn.next_request()
+                await conn.refuse(refusal.status, refusal.body, refusal.headers)
         with trio.CancelScope(shield=True), trio.move_on_after(REFUSAL_WAIT):
             await conn.close()
 

@@ -13,7 +13,7 @@ gives up, even while it waits for the client to take bytes. A POST's answer uses
 from __future__ import annotations
 
 import enum
-import math
+from collections import deque
 from dataclasses import dataclass
 
 import trio
@@ -50,7 +50,12 @@ class RouteState(enum.Enum):
 class Route:
     def __init__(self, log: Logger, bound: int = STREAM_BACKLOG, **names: object) -> None:
         """`names`: what the log says the route is for (the client, its request)."""
-        self._in, self._out = trio.open_memory_channel[Outgoing](math.inf)
+        self._queue: deque[Outgoing] = deque()
+        self._ended = False
+        """No more is put: once `_queue` is emptied, the writer is told EndOfChannel."""
+        self._waiting = trio.lowlevel.ParkingLot()
+        """The writer, while nothing is queued (a deque and a parking lot: what a memory
+        channel would give, without its two objects and its statistics per answer)."""
         self._log = log
         self._names = names
         self.bound = bound
@@ -71,7 +76,8 @@ class Route:
             return False
         self.queued_bytes += size
         self.queued += 1
-        self._in.send_nowait(outgoing)
+        self._queue.append(outgoing)
+        self._waiting.unpark()
         return True
 
     def give_up(self, **why: object) -> None:
@@ -80,7 +86,7 @@ class Route:
         if self.state is RouteState.GAVE_UP:
             return
         self.state = RouteState.GAVE_UP
-        self._in.close()
+        self._end()
         self.scope.cancel()
         self._log.warning("http.client_dropped", **self._names, bytes=self.queued_bytes,
                           messages=self.queued, **why, reason=STOPPED_READING)
@@ -88,11 +94,22 @@ class Route:
     def close(self) -> None:
         if self.state is RouteState.OPEN:
             self.state = RouteState.CLOSED
-        self._in.close()
+        self._end()
+
+    def _end(self) -> None:
+        self._ended = True
+        self._waiting.unpark_all()
+
+    async def _next(self) -> Outgoing:
+        while not self._queue:
+            if self._ended:
+                raise trio.EndOfChannel
+            await self._waiting.park()
+        return self._queue.popleft()
 
     async def get(self) -> Outgoing:
         """The next message to write; trio.EndOfChannel once closed and emptied."""
-        outgoing = await self._out.receive()
+        outgoing = await self._next()
         self.queued_bytes -= len(outgoing.line)
         self.queued -= 1
         return outgoing
@@ -102,12 +119,9 @@ class Route:
         write, so it keeps up with the server's reader, which queues many messages a turn
         (one write per message lets a backlog build even for a client that reads at once).
         trio.EndOfChannel once closed and emptied."""
-        taken = [await self._out.receive()]
-        while True:
-            try:
-                taken.append(self._out.receive_nowait())
-            except (trio.WouldBlock, trio.EndOfChannel):
-                break
+        taken = [await self._next()]
+        taken.extend(self._queue)
+        self._queue.clear()
         self.queued -= len(taken)
         self.queued_bytes -= sum(len(outgoing.line) for outgoing in taken)
         return taken
