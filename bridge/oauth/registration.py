@@ -38,9 +38,12 @@ class Preregistered:
     client_id: str | None = None
     client_secret: str | None = None
     metadata_url: str | None = None
+    client_credentials: bool = False
+    """A service: the client signs in as itself (client credentials grant), never a user."""
 
     def __repr__(self) -> str:  # never the secret in a log or a traceback
-        return f"Preregistered({self.client_id!r}, metadata_url={self.metadata_url!r})"
+        return (f"Preregistered({self.client_id!r}, metadata_url={self.metadata_url!r}, "
+                f"client_credentials={self.client_credentials!r})")
 
 
 class Register:

@@ -90,10 +90,12 @@ def servers(tmp_path: Path, modern_python: venvs.SdkPython) -> Iterator[Servers]
         auth.wait()
 
 
-def tour(python: venvs.SdkPython, servers: Servers, browser: str) -> dict[str, Any]:
+def tour(python: venvs.SdkPython, servers: Servers, browser: str, *options: str,
+         env: dict[str, str] | None = None) -> dict[str, Any]:
     """The legacy client's basic tour through `mcp-rosetta --url`, checked."""
-    report = venvs.run_client(python, "basic", [sys.executable, "-m", "bridge", "--url",
-                                                servers.url], env=servers.env(browser))
+    bridge = [sys.executable, "-m", "bridge", "--url", servers.url, *options]
+    report = venvs.run_client(python, "basic", bridge, env={**servers.env(browser),
+                                                            **(env or {})})
     checks.check_legacy_basic(report)
     return report
 
@@ -168,6 +170,21 @@ def test_the_daemon_uses_the_stored_sign_in(legacy_python, servers, tmp_path):
     assert servers.granted("authorization_code") == 1 and not servers.errors()
     assert "oauth.signed_in" not in daemon_log
     assert servers.stored()["grant"]["access_token"] not in daemon_log
+
+
+def test_a_service_signs_in_with_client_credentials(legacy_python, servers):
+    # The client oauth_server.mjs registered for services, its secret from the environment.
+    service = ("--oauth-client-id", "e2e-service", "--oauth-client-credentials")
+    secret = {"MCP_ROSETTA_OAUTH_CLIENT_SECRET": "e2e-service-secret"}
+    tour(legacy_python, servers, "false", *service, env=secret)
+    assert servers.granted("client_credentials") == 1 and not servers.errors()
+    first = servers.stored()["grant"]
+    assert first["refresh_token"] is None
+    time.sleep(DUE)  # due: a new grant, as there is no refresh token
+    tour(legacy_python, servers, "false", *service, env=secret)
+    assert servers.granted("client_credentials") >= 2 and not servers.errors()
+    assert servers.granted("authorization_code") == 0
+    assert servers.stored()["grant"]["access_token"] != first["access_token"]
 
 
 def revoke(issuer: str, token: str, client_id: str) -> None:

@@ -50,7 +50,14 @@ from bridge.oauth.registration import (
     registered_identity,
     registration_request,
 )
-from bridge.oauth.tokens import Grant, authenticate, code_form, refresh_form, token_answer
+from bridge.oauth.tokens import (
+    Grant,
+    authenticate,
+    client_credentials_form,
+    code_form,
+    refresh_form,
+    token_answer,
+)
 from bridge.shell.logs import Logger
 from bridge.shell.remote import loopback
 from bridge.shell.remote.token_store import Credentials, TokenStore
@@ -145,6 +152,8 @@ class SignIn:
                     time.time()):
                 self._credentials = stored
                 return stored
+            if c.grant.refresh_token is None and self._given.client_credentials:
+                return await self._sign_in(None, c.grant.scope)
             if c.grant.refresh_token is None:
                 raise GrantRefused("the access token expired and there is no refresh token")
             server = await self._authorization_server(c.issuer)
@@ -165,13 +174,16 @@ class SignIn:
 
     async def _sign_in(self, challenge: Challenge | None, granted: tuple[str, ...],
                        ) -> Credentials:
-        """Discovery, registration, the browser's authorization and the code's exchange."""
+        """Discovery, registration, the browser's authorization and the code's exchange; a
+        service's client credentials instead of the last three."""
         resource = await self._protected_resource(challenge)
         issuer = resource.authorization_servers[0]
         server = await self._authorization_server(issuer)
         port = loopback.redirect_port(self.server)
         redirect = loopback.redirect_uri(port)
         scope = select_scope(challenge, resource, server, granted)
+        if self._given.client_credentials:
+            return await self._as_service(server, resource.resource, redirect, scope)
         if not self._interactive:
             raise OAuthError(f"not signed in to {self.server}: run `mcp-rosetta auth login "
                              f"{self.server}` once, where a browser can be opened")
@@ -185,9 +197,23 @@ class SignIn:
         code = authorization_code(pending, answer)
         form = code_form(client, code, pending.verifier, redirect, resource.resource)
         grant = await self._token_request(server, client, form, None)
+        return self._signed(server, resource.resource, client, grant, scope)
+
+    async def _as_service(self, server: AuthorizationServer, resource: str, redirect: str,
+                          scope: str | None) -> Credentials:
+        """The client credentials grant: the pre-registered client signs in as itself, with
+        no browser (so the daemon and the HTTP front may do it too)."""
+        client = await self._identity(server, redirect, scope)
+        form = client_credentials_form(client, resource, scope)
+        grant = await self._token_request(server, client, form, None)
+        return self._signed(server, resource, client, grant, scope)
+
+    def _signed(self, server: AuthorizationServer, resource: str, client: ClientIdentity,
+                grant: Grant, scope: str | None) -> Credentials:
+        """The new grant stored and used from now on."""
         if not grant.scope and scope:
             grant = replace(grant, scope=tuple(scope.split()))
-        signed = Credentials(self.server, server.issuer, resource.resource, client, grant)
+        signed = Credentials(self.server, server.issuer, resource, client, grant)
         self._store.save(signed)
         self._credentials = signed
         self._log.info("oauth.signed_in", issuer=server.issuer, scope=scope)

@@ -7,6 +7,7 @@
 // - refresh tokens for every client allowed the grant, rotated on each use (a refresh token
 //   used twice revokes the whole grant, as OAuth 2.1 §4.3.1 allows);
 // - token revocation (RFC 7009);
+// - the client credentials grant for one pre-registered service client (SERVICE below);
 // - the user's login and consent approved at once, on a GET of the interaction page, so a
 //   browser that only follows redirects (peers/follow_redirects.py) completes the sign-in.
 //
@@ -20,17 +21,25 @@ import Provider, { errors } from 'oidc-provider';
 const [port, resource, ttl] = process.argv.slice(2);
 const issuer = `http://127.0.0.1:${port}`;
 const scope = 'mcp';
+const SERVICE = {
+  client_id: 'e2e-service',
+  client_secret: 'e2e-service-secret',
+  grant_types: ['client_credentials'],
+  redirect_uris: [],
+  response_types: [],
+};
 
 function log(event, fields = {}) {
   process.stdout.write(`${JSON.stringify({ event, ...fields })}\n`);
 }
 
 const provider = new Provider(issuer, {
-  clients: [],
+  clients: [SERVICE],
   scopes: ['openid', 'offline_access', scope],
   cookies: { keys: ['e2e-only-cookie-key'] },
   features: {
     devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
     registration: { enabled: true },
     revocation: { enabled: true },
     resourceIndicators: {
