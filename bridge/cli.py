@@ -361,6 +361,9 @@ def _auth(argv: list[str]) -> int:
     p.add_argument("--oauth-client-metadata-url", type=_checked(client_metadata_url),
                    metavar="URL")
     p.add_argument("--oauth-client-credentials", action="store_true")
+    p.add_argument("--device", action="store_true",
+                   help="login on a machine with no browser: show a code to enter on another "
+                        "device (device authorization), where the server offers it")
     args = p.parse_args(argv)
     from bridge.shell.remote.endpoint import oauth_client
     from bridge.shell.settings import ShellConfig
@@ -372,7 +375,7 @@ def _auth(argv: list[str]) -> int:
         oauth_client_credentials=args.oauth_client_credentials), os.environ)
     from bridge.shell.remote.auth_command import run_auth  # a short command: trio as it is
 
-    return run_auth(args.action, args.url, given)
+    return run_auth(args.action, args.url, given, device=args.device)
 
 
 def _connect(argv: list[str]) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -31,6 +32,7 @@ import pytest
 import venvs
 from remote_peers import free_port, serving, wait_listening, without_proxies
 
+from bridge.oauth.registration import DEVICE_GRANT
 from bridge.oauth.tokens import REFRESH_MARGIN
 
 TTL = REFRESH_MARGIN + 6
@@ -185,6 +187,29 @@ def test_a_service_signs_in_with_client_credentials(legacy_python, servers):
     assert servers.granted("client_credentials") >= 2 and not servers.errors()
     assert servers.granted("authorization_code") == 0
     assert servers.stored()["grant"]["access_token"] != first["access_token"]
+
+
+def test_auth_login_by_device_then_the_bridge_uses_it(legacy_python, servers):
+    # No browser: `auth login --device` prints the page and the code; the user (another
+    # device: peers/device_user.py) opens the page and approves; the login then returns.
+    env = {**without_proxies(dict(os.environ)), **servers.env("false")}
+    login = subprocess.Popen([sys.executable, "-m", "bridge", "auth", "login", "--device",
+                              servers.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, text=True, env=env)
+    assert login.stderr is not None
+    told = ""
+    for line in login.stderr:
+        told += line
+        if (page := re.search(r"open (\S+) on any device and enter the code (\S+)", line)):
+            break
+    assert page is not None, told
+    user = [sys.executable, str(venvs.PEERS_DIR / "device_user.py"), page[1]]
+    subprocess.run(user, check=True, timeout=60, env=env)
+    out, err = login.communicate(timeout=60)
+    assert login.returncode == 0 and out.startswith(f"signed in to {servers.url}"), told + err
+    assert servers.granted(DEVICE_GRANT) == 1 and not servers.errors(), servers.events()
+    tour(legacy_python, servers, "false")
+    assert servers.granted("authorization_code") == 0 and not servers.errors()
 
 
 def revoke(issuer: str, token: str, client_id: str) -> None:

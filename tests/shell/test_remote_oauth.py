@@ -306,3 +306,49 @@ async def test_a_services_due_token_is_replaced_by_a_new_grant_not_refreshed(tmp
     assert await service(tmp_path).token() == "access-1"
     grants = [f["grant_type"] for f in WORLD.posts_to(f"{AS}/token")]
     assert grants == ["client_credentials"] and browser == []
+
+
+class DeviceWorld(World):
+    """The authorization server offers device authorization; the user approves after the
+    first poll."""
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        url = str(request.url).split("?")[0]
+        if url == f"{AS}/.well-known/oauth-authorization-server":
+            return httpx2.Response(200, json={
+                "issuer": AS, "authorization_endpoint": f"{AS}/authorize",
+                "token_endpoint": f"{AS}/token", "registration_endpoint": f"{AS}/register",
+                "device_authorization_endpoint": f"{AS}/device",
+                "code_challenge_methods_supported": ["S256"]})
+        if url == f"{AS}/device":
+            self.seen.append(("POST", url, dict(parse_qsl(request.content.decode()))))
+            return httpx2.Response(200, json={
+                "device_code": "dev-secret", "user_code": "WDJB-MJHT",
+                "verification_uri": f"{AS}/device", "expires_in": 60, "interval": 0.01})
+        if url == f"{AS}/register":
+            self.registered = json.loads(request.content)
+        if url == f"{AS}/token" and len(self.posts_to(f"{AS}/token")) == 0:
+            self.seen.append(("POST", url, dict(parse_qsl(request.content.decode()))))
+            return httpx2.Response(400, json={"error": "authorization_pending"})
+        return super().__call__(request)
+
+    def _token(self, form: dict[str, str]) -> httpx2.Response:
+        assert form["device_code"] == "dev-secret"
+        self.issued += 1
+        return httpx2.Response(200, json={"access_token": "access-d", "token_type": "Bearer",
+                                          "expires_in": 3600, "refresh_token": "refresh-d"})
+
+
+async def test_a_device_sign_in_polls_until_the_user_approves(tmp_path, browser, capsys):
+    world = DeviceWorld()
+    sign = SignIn(MCP, Preregistered(), TokenStore(tmp_path / "oauth"), logs.logger(),
+                  interactive=True, transport=httpx2.MockTransport(world))
+    signed = await sign.sign_in(None, device=True)
+    assert signed.grant.access_token == "access-d" and browser == []
+    assert "urn:ietf:params:oauth:grant-type:device_code" in world.registered["grant_types"]
+    (started,) = world.posts_to(f"{AS}/device")
+    assert started == {"client_id": "dyn-1", "resource": MCP}
+    polls = world.posts_to(f"{AS}/token")
+    assert len(polls) == 2 and polls[1]["grant_type"].endswith("device_code")
+    told = capsys.readouterr().err
+    assert "WDJB-MJHT" in told and "dev-secret" not in told

@@ -7,6 +7,7 @@
 // - refresh tokens for every client allowed the grant, rotated on each use (a refresh token
 //   used twice revokes the whole grant, as OAuth 2.1 §4.3.1 allows);
 // - token revocation (RFC 7009);
+// - device authorization (RFC 8628), whose pages peers/device_user.py fills in;
 // - the client credentials grant for one pre-registered service client (SERVICE below);
 // - the user's login and consent approved at once, on a GET of the interaction page, so a
 //   browser that only follows redirects (peers/follow_redirects.py) completes the sign-in.
@@ -40,6 +41,7 @@ const provider = new Provider(issuer, {
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
+    deviceFlow: { enabled: true },
     registration: { enabled: true },
     revocation: { enabled: true },
     resourceIndicators: {
