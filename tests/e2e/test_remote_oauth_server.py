@@ -98,6 +98,9 @@ def tour(python: venvs.SdkPython, servers: Servers, browser: str, *options: str,
     bridge = [sys.executable, "-m", "bridge", "--url", servers.url, *options]
     report = venvs.run_client(python, "basic", bridge, env={**servers.env(browser),
                                                             **(env or {})})
+    # What the client, the bridge and the authorization server said, should the tour fail.
+    assert "protocolVersion" in report.get("initialize", {}), (
+        report.get("errors"), report["_stderr"][-3000:], servers.events())
     checks.check_legacy_basic(report)
     return report
 
