@@ -263,6 +263,9 @@ def bridge_options(p: argparse.ArgumentParser, check: bool = False,
         group.add_argument("--oauth-client-metadata-url", type=_checked(client_metadata_url),
                             metavar="URL", help="sign in with this Client ID Metadata "
                             "Document where the authorization server supports them")
+        group.add_argument("--oauth-client-credentials", action="store_const", const=True,
+                            help="a service: sign in as the --oauth-client-id client itself "
+                                 "(client credentials grant, with its secret; no browser)")
         group.add_argument("--connect-timeout", type=_seconds_flag, metavar="DURATION",
                             help="fail a request to --url that has no connection after this "
                                  "long (10s)")
@@ -303,7 +306,8 @@ def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
             "max_message_bytes", "log_level", "log_format", "listen", "max_sessions",
             "token_file", "max_connections", "max_tenants", "tenant_idle", "url",
             "connect_timeout", "read_timeout", "max_upstream_connections", "oauth_client_id",
-            "oauth_client_secret_file", "oauth_client_metadata_url")
+            "oauth_client_secret_file", "oauth_client_metadata_url",
+            "oauth_client_credentials")
     values: dict[str, Any] = {k: getattr(args, k) for k in keys
                               if getattr(args, k, None) is not None}
     for repeated in ("roots", "allowed_hosts", "allowed_origins", "headers"):
@@ -400,6 +404,10 @@ def _auth(argv: list[str]) -> int:
     p.add_argument("--oauth-client-secret-file", type=_checked(file_path), metavar="FILE")
     p.add_argument("--oauth-client-metadata-url", type=_checked(client_metadata_url),
                    metavar="URL")
+    p.add_argument("--oauth-client-credentials", action="store_true")
+    p.add_argument("--device", action="store_true",
+                   help="login on a machine with no browser: show a code to enter on another "
+                        "device (device authorization), where the server offers it")
     args = p.parse_args(argv)
     from bridge.shell.remote.endpoint import oauth_client
     from bridge.shell.settings import ShellConfig
@@ -407,10 +415,11 @@ def _auth(argv: list[str]) -> int:
     given = oauth_client(ShellConfig(
         url=args.url, oauth_client_id=args.oauth_client_id,
         oauth_client_secret_file=args.oauth_client_secret_file,
-        oauth_client_metadata_url=args.oauth_client_metadata_url), os.environ)
+        oauth_client_metadata_url=args.oauth_client_metadata_url,
+        oauth_client_credentials=args.oauth_client_credentials), os.environ)
     from bridge.shell.remote.auth_command import run_auth  # a short command: trio as it is
 
-    return run_auth(args.action, args.url, given)
+    return run_auth(args.action, args.url, given, device=args.device)
 
 
 def _connect(argv: list[str]) -> int:

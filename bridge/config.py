@@ -63,6 +63,12 @@ def _amount(value: Any, units: Mapping[str, float], bare: str) -> float | None:
     return None if per is None else float(match[1]) * per
 
 
+def switch(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    return value
+
+
 def seconds(value: Any) -> float:
     amount = _amount(value, _SECONDS_PER, "s")
     if amount is None or not math.isfinite(amount) or amount < 0:
@@ -354,6 +360,7 @@ SHELL_KEYS: dict[str, Check] = {
     "oauth_client_id": oauth_client_id,
     "oauth_client_secret_file": file_path,
     "oauth_client_metadata_url": client_metadata_url,
+    "oauth_client_credentials": switch,
     "connect_timeout": seconds,
     "read_timeout": seconds,
     "max_upstream_connections": count,
@@ -387,9 +394,9 @@ DAEMON_KEYS: dict[str, Check] = {
 # closed its input; the shell then gives a client that stopped reading as long to resume.
 TIMING_KEYS = ("shutdown_grace", "kill_grace", "drain_timeout")
 SHELL_FIELDS = ("command", "url", "headers", "oauth_client_id", "oauth_client_secret_file",
-                "oauth_client_metadata_url", "connect_timeout", "read_timeout",
-                "max_upstream_connections", "log_format", "max_message_bytes", "env",
-                "pass_env", "cwd", "transcript", "config_file")
+                "oauth_client_metadata_url", "oauth_client_credentials", "connect_timeout",
+                "read_timeout", "max_upstream_connections", "log_format", "max_message_bytes",
+                "env", "pass_env", "cwd", "transcript", "config_file")
 SECRET_KEYS = frozenset({"env", "headers"})
 """Keys whose values are never echoed in an error (they may hold secrets)."""
 MERGED_KEYS = ("env", "pass_env", "headers", "allowed_hosts", "allowed_origins")

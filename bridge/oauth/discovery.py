@@ -110,6 +110,8 @@ class AuthorizationServer:
     token_endpoint_auth_methods: tuple[str, ...] = ("client_secret_basic",)
     client_id_metadata_document_supported: bool = False
     iss_parameter_supported: bool = False
+    device_authorization_endpoint: str | None = None
+    """Where device authorization (RFC 8628 §4) starts, when the server offers it."""
 
 
 def authorization_server(document: Any, issuer: str) -> AuthorizationServer:
@@ -132,6 +134,7 @@ def authorization_server(document: Any, issuer: str) -> AuthorizationServer:
                          "(code_challenge_methods_supported): signing in without it is not "
                          "safe, so mcp-rosetta does not")
     registration = document.get("registration_endpoint")
+    device = document.get("device_authorization_endpoint")
     return AuthorizationServer(
         issuer=issuer, authorization_endpoint=str(endpoints[0]),
         token_endpoint=str(endpoints[1]),
@@ -142,7 +145,8 @@ def authorization_server(document: Any, issuer: str) -> AuthorizationServer:
         client_id_metadata_document_supported=document.get(
             "client_id_metadata_document_supported") is True,
         iss_parameter_supported=document.get(
-            "authorization_response_iss_parameter_supported") is True)
+            "authorization_response_iss_parameter_supported") is True,
+        device_authorization_endpoint=device if isinstance(device, str) and device else None)
 
 
 def _strings(value: Any) -> tuple[str, ...] | None:

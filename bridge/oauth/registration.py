@@ -13,6 +13,8 @@ from bridge.oauth.discovery import AuthorizationServer
 from bridge.oauth.errors import OAuthError
 
 CLIENT_NAME = "mcp-rosetta"
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+"""The grant type of device authorization (RFC 8628 §3.4)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +40,12 @@ class Preregistered:
     client_id: str | None = None
     client_secret: str | None = None
     metadata_url: str | None = None
+    client_credentials: bool = False
+    """A service: the client signs in as itself (client credentials grant), never a user."""
 
     def __repr__(self) -> str:  # never the secret in a log or a traceback
-        return f"Preregistered({self.client_id!r}, metadata_url={self.metadata_url!r})"
+        return (f"Preregistered({self.client_id!r}, metadata_url={self.metadata_url!r}, "
+                f"client_credentials={self.client_credentials!r})")
 
 
 class Register:
@@ -79,14 +84,17 @@ def auth_method(secret: str | None, server: AuthorizationServer) -> str:
     return "client_secret_basic"
 
 
-def registration_request(redirect_uri: str, scope: str | None) -> dict[str, Any]:
+def registration_request(redirect_uri: str, scope: str | None,
+                         device: bool = False) -> dict[str, Any]:
     """The client metadata sent to the registration endpoint: a native application
     (`application_type`, OpenID Connect Registration §2) using a loopback redirect, wanting
-    refresh tokens (grant_types), as a public client."""
+    refresh tokens (grant_types), as a public client; and device authorization too where the
+    server offers it (`device`), so the one client signs in either way."""
+    grants = ["authorization_code", "refresh_token", *([DEVICE_GRANT] if device else [])]
     body: dict[str, Any] = {
         "client_name": CLIENT_NAME,
         "redirect_uris": [redirect_uri],
-        "grant_types": ["authorization_code", "refresh_token"],
+        "grant_types": grants,
         "response_types": ["code"],
         "token_endpoint_auth_method": "none",
         "application_type": "native",

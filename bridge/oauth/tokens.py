@@ -55,6 +55,18 @@ def refresh_form(client: ClientIdentity, refresh_token: str, resource: str,
     return form
 
 
+def client_credentials_form(client: ClientIdentity, resource: str,
+                            scope: str | None) -> dict[str, str]:
+    """The client credentials grant (OAuth 2.1 §4.2): a service acting for itself, no user
+    and no refresh token (a new grant is asked for when the token is due), `resource`
+    included (RFC 8707 §2.2)."""
+    form = {"grant_type": "client_credentials", "resource": resource,
+            "client_id": client.client_id}
+    if scope:
+        form["scope"] = scope
+    return form
+
+
 def authenticate(client: ClientIdentity, form: dict[str, str],
                  ) -> tuple[dict[str, str], dict[str, str]]:
     """The headers and form that present the client at the token endpoint: HTTP Basic with

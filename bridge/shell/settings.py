@@ -42,6 +42,8 @@ class ShellConfig:
     """The file holding that client's secret (or $MCP_ROSETTA_OAUTH_CLIENT_SECRET)."""
     oauth_client_metadata_url: str | None = None
     """The https URL of a Client ID Metadata Document to sign in with, where supported."""
+    oauth_client_credentials: bool = False
+    """Sign in as that client itself (a service: client credentials grant, no browser)."""
     connect_timeout: float = 10.0
     """Seconds to open a connection to `url` (DNS, TCP and TLS) before the request fails."""
     read_timeout: float = 30.0

@@ -75,6 +75,10 @@ NPM_CLIENTS = {
     # Needs node >= 22.19: run under conformance_suite.node().
     "inspector": Published("npm", ("@modelcontextprotocol/inspector@2.12.0",), "mcp-inspector"),
     "mcp-remote": Published("npm", ("mcp-remote@0.15.1",), "mcp-remote"),
+    # Not a client either: the authorization server of tests/e2e/test_remote_oauth_server.py,
+    # run by peers/oauth_server.mjs under conformance_suite.node() (it wants node >= 22).
+    "oidc-provider": Published("npm", ("oidc-provider@9.13.3",),
+                               "../oidc-provider/package.json"),
 }
 CLIENTS = {"legacy": "legacy_client.py", "modern": "modern_client.py"}
 READY_MARKER = ".rosetta-ready"

@@ -106,3 +106,24 @@ def test_the_stdio_bridge_may_open_the_browser(tmp_path):
     where, core = run_by_a_user(Endpoint(URL, oauth=Preregistered()), CoreConfig(),
                                 {"XDG_CONFIG_HOME": str(tmp_path)})
     assert where.interactive and core.probe_timeout == 330.0
+
+
+def test_client_credentials_take_the_clients_id_and_secret(tmp_path):
+    where = resolve(shell(oauth_client_id="svc", oauth_client_credentials=True),
+                    {SECRET_VARIABLE: "svc-secret"})
+    assert where.oauth == Preregistered("svc", "svc-secret", None, client_credentials=True)
+    assert "svc-secret" not in repr(where)
+    args = parser().parse_args(["--url", URL, "--oauth-client-id", "svc",
+                                "--oauth-client-credentials"])
+    assert args.oauth_client_credentials is True
+
+
+def test_client_credentials_without_a_secret_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="--oauth-client-secret-file"):
+        resolve(shell(oauth_client_id="svc", oauth_client_credentials=True), {})
+    config = tmp_path / "bridge.toml"
+    config.write_text('url = "https://mcp.example.com/mcp"\noauth_client_credentials = "yes"\n')
+    with pytest.raises(ConfigError, match="oauth_client_credentials"):
+        load_settings(str(config), {})
+    config.write_text('url = "https://mcp.example.com/mcp"\noauth_client_credentials = true\n')
+    assert load_settings(str(config), {}).shell.oauth_client_credentials is True

@@ -69,6 +69,11 @@ class World:
         return httpx2.Response(404)
 
     def _token(self, form: dict[str, str]) -> httpx2.Response:
+        if form["grant_type"] == "client_credentials":  # a service: no refresh token
+            self.issued += 1
+            self.valid = {f"access-{self.issued}"}
+            return httpx2.Response(200, json={"access_token": f"access-{self.issued}",
+                                              "token_type": "Bearer", "expires_in": 3600})
         if form["grant_type"] == "refresh_token":
             if form["refresh_token"] not in self.refresh_tokens:
                 return httpx2.Response(400, json={"error": "invalid_grant"})
@@ -271,3 +276,79 @@ async def test_insufficient_scope_steps_up_with_the_union_and_stops_when_nothing
         assert (await c.post(MCP, json={"admin": 1})).status_code == 403
     assert len(browser) == 2
     assert "not asking again" in provider.remedy(403)
+
+
+SERVICE = Preregistered("svc", "svc-secret", client_credentials=True)
+
+
+def service(tmp_path: Path) -> SignIn:
+    return SignIn(MCP, SERVICE, TokenStore(tmp_path / "oauth"), logs.logger(),
+                  interactive=False, transport=httpx2.MockTransport(WORLD))
+
+
+async def test_a_service_signs_in_with_client_credentials_and_no_browser(tmp_path, browser):
+    with capture_logs() as logged:
+        response = await call(OAuth((), service(tmp_path)))
+    assert response.status_code == 200 and browser == []
+    # Its secret goes in HTTP Basic (the server's default method), not in the form.
+    (grant,) = WORLD.posts_to(f"{AS}/token")
+    assert grant == {"grant_type": "client_credentials", "resource": MCP, "scope": "mcp:read"}
+    assert not WORLD.posts_to(f"{AS}/register")
+    assert "svc-secret" not in repr(logged) and "access-1" not in repr(logged)
+    assert TokenStore(tmp_path / "oauth").load(MCP).client.client_id == "svc"
+
+
+async def test_a_services_due_token_is_replaced_by_a_new_grant_not_refreshed(tmp_path, browser):
+    store = TokenStore(tmp_path / "oauth")
+    store.save(Credentials(MCP, AS, MCP, ClientIdentity("svc", "svc-secret",
+                                                        "client_secret_basic", AS),
+                           Grant("access-0", None, time.time() + 10, ("mcp:read",))))
+    assert await service(tmp_path).token() == "access-1"
+    grants = [f["grant_type"] for f in WORLD.posts_to(f"{AS}/token")]
+    assert grants == ["client_credentials"] and browser == []
+
+
+class DeviceWorld(World):
+    """The authorization server offers device authorization; the user approves after the
+    first poll."""
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        url = str(request.url).split("?")[0]
+        if url == f"{AS}/.well-known/oauth-authorization-server":
+            return httpx2.Response(200, json={
+                "issuer": AS, "authorization_endpoint": f"{AS}/authorize",
+                "token_endpoint": f"{AS}/token", "registration_endpoint": f"{AS}/register",
+                "device_authorization_endpoint": f"{AS}/device",
+                "code_challenge_methods_supported": ["S256"]})
+        if url == f"{AS}/device":
+            self.seen.append(("POST", url, dict(parse_qsl(request.content.decode()))))
+            return httpx2.Response(200, json={
+                "device_code": "dev-secret", "user_code": "WDJB-MJHT",
+                "verification_uri": f"{AS}/device", "expires_in": 60, "interval": 0.01})
+        if url == f"{AS}/register":
+            self.registered = json.loads(request.content)
+        if url == f"{AS}/token" and len(self.posts_to(f"{AS}/token")) == 0:
+            self.seen.append(("POST", url, dict(parse_qsl(request.content.decode()))))
+            return httpx2.Response(400, json={"error": "authorization_pending"})
+        return super().__call__(request)
+
+    def _token(self, form: dict[str, str]) -> httpx2.Response:
+        assert form["device_code"] == "dev-secret"
+        self.issued += 1
+        return httpx2.Response(200, json={"access_token": "access-d", "token_type": "Bearer",
+                                          "expires_in": 3600, "refresh_token": "refresh-d"})
+
+
+async def test_a_device_sign_in_polls_until_the_user_approves(tmp_path, browser, capsys):
+    world = DeviceWorld()
+    sign = SignIn(MCP, Preregistered(), TokenStore(tmp_path / "oauth"), logs.logger(),
+                  interactive=True, transport=httpx2.MockTransport(world))
+    signed = await sign.sign_in(None, device=True)
+    assert signed.grant.access_token == "access-d" and browser == []
+    assert "urn:ietf:params:oauth:grant-type:device_code" in world.registered["grant_types"]
+    (started,) = world.posts_to(f"{AS}/device")
+    assert started == {"client_id": "dyn-1", "resource": MCP}
+    polls = world.posts_to(f"{AS}/token")
+    assert len(polls) == 2 and polls[1]["grant_type"].endswith("device_code")
+    told = capsys.readouterr().err
+    assert "WDJB-MJHT" in told and "dev-secret" not in told

@@ -1,6 +1,7 @@
 """`mcp-rosetta auth login|status|logout URL`: a user's sign-ins to remote servers.
 
-`login` signs in now, where a browser can be opened, so the daemon and the HTTP front (which
+`login` signs in now, where a browser can be opened (or, with `--device`, by a code entered
+on another device), so the daemon and the HTTP front (which
 never open one) find the tokens stored; `status` says what is stored (never a token);
 `logout` forgets it. Must print only to stderr and stdout of its own (no protocol here).
 """
@@ -25,7 +26,7 @@ from bridge.shell.remote.token_store import Credentials, TokenStore, config_root
 PROBE = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 
 
-def run_auth(action: str, url: str, given: Preregistered) -> int:
+def run_auth(action: str, url: str, given: Preregistered, *, device: bool = False) -> int:
     """Exit status 0 when done (`status`: when signed in), 1 otherwise."""
     store = TokenStore(config_root(os.environ))
     if action == "logout":
@@ -38,7 +39,7 @@ def run_auth(action: str, url: str, given: Preregistered) -> int:
         return 0 if found else 1
     log = logs.configure("warning")
     try:
-        signed = trio.run(_login, url, given, store, log)
+        signed = trio.run(_login, url, given, store, log, device)
     except (OAuthError, httpx2.HTTPError) as exc:
         sys.stderr.write(f"mcp-rosetta: signing in to {url} failed: {exc}\n")
         return 1
@@ -47,9 +48,9 @@ def run_auth(action: str, url: str, given: Preregistered) -> int:
 
 
 async def _login(url: str, given: Preregistered, store: TokenStore,
-                 log: logs.Logger) -> Credentials:
+                 log: logs.Logger, device: bool) -> Credentials:
     return await SignIn(url, given, store, log, interactive=True).sign_in(
-        await _challenge(url))
+        await _challenge(url), device=device)
 
 
 async def _challenge(url: str) -> Challenge | None:

@@ -86,4 +86,9 @@ def oauth_client(shell: ShellConfig, environ: Mapping[str, str]) -> Preregistere
     if secret is not None and shell.oauth_client_id is None:
         raise ConfigError("an OAuth client secret is given without its client id: add "
                           "--oauth-client-id ID (oauth_client_id = ...)")
-    return Preregistered(shell.oauth_client_id, secret, shell.oauth_client_metadata_url)
+    if shell.oauth_client_credentials and secret is None:
+        raise ConfigError("signing in with client credentials needs the client's id and "
+                          "secret: --oauth-client-id ID and --oauth-client-secret-file FILE "
+                          f"(or ${SECRET_VARIABLE})")
+    return Preregistered(shell.oauth_client_id, secret, shell.oauth_client_metadata_url,
+                         shell.oauth_client_credentials)

@@ -33,6 +33,7 @@ from bridge.oauth.authorize import (
     select_scope,
 )
 from bridge.oauth.challenge import Challenge, parse_challenge
+from bridge.oauth.device import Wait, device_answer, device_form, poll_answer, poll_form
 from bridge.oauth.discovery import (
     AuthorizationServer,
     ProtectedResource,
@@ -50,7 +51,14 @@ from bridge.oauth.registration import (
     registered_identity,
     registration_request,
 )
-from bridge.oauth.tokens import Grant, authenticate, code_form, refresh_form, token_answer
+from bridge.oauth.tokens import (
+    Grant,
+    authenticate,
+    client_credentials_form,
+    code_form,
+    refresh_form,
+    token_answer,
+)
 from bridge.shell.logs import Logger
 from bridge.shell.remote import loopback
 from bridge.shell.remote.token_store import Credentials, TokenStore
@@ -117,10 +125,13 @@ class SignIn:
             signed = await self._guarded(self._sign_in(challenge, granted))
             return signed.grant.access_token if signed is not None else None
 
-    async def sign_in(self, challenge: Challenge | None) -> Credentials:
-        """A new sign-in now (`mcp-rosetta auth login`), whatever is stored."""
+    async def sign_in(self, challenge: Challenge | None, *, device: bool = False,
+                      ) -> Credentials:
+        """A new sign-in now (`mcp-rosetta auth login`), whatever is stored; `device`: by
+        device authorization (a code entered on another device), for a machine with no
+        browser."""
         async with self._lock:
-            return await self._sign_in(challenge, ())
+            return await self._sign_in(challenge, (), device=device)
 
     async def _guarded(self, work: Any) -> Credentials | None:
         try:
@@ -145,6 +156,8 @@ class SignIn:
                     time.time()):
                 self._credentials = stored
                 return stored
+            if c.grant.refresh_token is None and self._given.client_credentials:
+                return await self._sign_in(None, c.grant.scope)
             if c.grant.refresh_token is None:
                 raise GrantRefused("the access token expired and there is no refresh token")
             server = await self._authorization_server(c.issuer)
@@ -163,19 +176,25 @@ class SignIn:
         finally:
             self._store.unlock(fd)
 
-    async def _sign_in(self, challenge: Challenge | None, granted: tuple[str, ...],
-                       ) -> Credentials:
-        """Discovery, registration, the browser's authorization and the code's exchange."""
+    async def _sign_in(self, challenge: Challenge | None, granted: tuple[str, ...], *,
+                       device: bool = False) -> Credentials:
+        """Discovery, registration, the browser's authorization and the code's exchange; a
+        service's client credentials instead of the last three."""
         resource = await self._protected_resource(challenge)
         issuer = resource.authorization_servers[0]
         server = await self._authorization_server(issuer)
         port = loopback.redirect_port(self.server)
         redirect = loopback.redirect_uri(port)
         scope = select_scope(challenge, resource, server, granted)
+        if self._given.client_credentials:
+            return await self._as_service(server, resource.resource, redirect, scope)
         if not self._interactive:
             raise OAuthError(f"not signed in to {self.server}: run `mcp-rosetta auth login "
                              f"{self.server}` once, where a browser can be opened")
         client = await self._identity(server, redirect, scope)
+        if device:
+            grant = await self._by_device(server, client, resource.resource, scope)
+            return self._signed(server, resource.resource, client, grant, scope)
         pending = PendingAuthorization(
             issuer=server.issuer, iss_required=server.iss_parameter_supported,
             state=secrets.token_urlsafe(24), verifier=secrets.token_urlsafe(48),
@@ -185,9 +204,23 @@ class SignIn:
         code = authorization_code(pending, answer)
         form = code_form(client, code, pending.verifier, redirect, resource.resource)
         grant = await self._token_request(server, client, form, None)
+        return self._signed(server, resource.resource, client, grant, scope)
+
+    async def _as_service(self, server: AuthorizationServer, resource: str, redirect: str,
+                          scope: str | None) -> Credentials:
+        """The client credentials grant: the pre-registered client signs in as itself, with
+        no browser (so the daemon and the HTTP front may do it too)."""
+        client = await self._identity(server, redirect, scope)
+        form = client_credentials_form(client, resource, scope)
+        grant = await self._token_request(server, client, form, None)
+        return self._signed(server, resource, client, grant, scope)
+
+    def _signed(self, server: AuthorizationServer, resource: str, client: ClientIdentity,
+                grant: Grant, scope: str | None) -> Credentials:
+        """The new grant stored and used from now on."""
         if not grant.scope and scope:
             grant = replace(grant, scope=tuple(scope.split()))
-        signed = Credentials(self.server, server.issuer, resource.resource, client, grant)
+        signed = Credentials(self.server, server.issuer, resource, client, grant)
         self._store.save(signed)
         self._credentials = signed
         self._log.info("oauth.signed_in", issuer=server.issuer, scope=scope)
@@ -220,8 +253,8 @@ class SignIn:
         if known is not None:
             return known
         async with self._client() as http:
-            response = await http.post(server.registration_endpoint,
-                                       json=registration_request(redirect, scope))
+            response = await http.post(server.registration_endpoint, json=registration_request(
+                redirect, scope, server.device_authorization_endpoint is not None))
         if response.status_code not in (200, 201):
             raise OAuthError(f"the authorization server {server.issuer} refused to register "
                              f"mcp-rosetta ({response.status_code})")
@@ -229,6 +262,35 @@ class SignIn:
         self._store.remember_client(redirect, client)
         self._log.info("oauth.registered", issuer=server.issuer)
         return client
+
+    async def _by_device(self, server: AuthorizationServer, client: ClientIdentity,
+                         resource: str, scope: str | None) -> Grant:
+        """Device authorization (RFC 8628): the user code shown on stderr, then the token
+        endpoint polled at the interval the server asks for until the user answered."""
+        if server.device_authorization_endpoint is None:
+            raise OAuthError(f"the authorization server {server.issuer} offers no device "
+                             "authorization (device_authorization_endpoint): sign in where "
+                             "a browser can be opened")
+        headers, body = authenticate(client, device_form(client, resource, scope))
+        async with self._client() as http:
+            response = await http.post(server.device_authorization_endpoint, data=body,
+                                       headers=headers)
+        started = device_answer(response.status_code, _json(response), server.issuer)
+        sys.stderr.write(started.instructions(self.server) + "\n")
+        sys.stderr.flush()
+        outcome: Grant | Wait = Wait(started.interval)
+        with trio.move_on_after(started.expires_in):
+            while isinstance(outcome, Wait):
+                await trio.sleep(outcome.interval)
+                headers, body = authenticate(client, poll_form(
+                    client, started.device_code, resource))
+                async with self._client() as http:
+                    response = await http.post(server.token_endpoint, data=body,
+                                               headers=headers)
+                outcome = poll_answer(response.status_code, _json(response), time.time(),
+                                      server.issuer, outcome.interval)
+            return outcome
+        raise OAuthError(f"the code to sign in to {self.server} was not entered in time")
 
     async def _authorize(self, url: str, port: int) -> dict[str, str]:
         """Open `url` in the user's browser (and print it) and wait for the redirect."""
