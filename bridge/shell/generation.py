@@ -23,7 +23,7 @@ Task = Callable[..., Awaitable[object]]
 class Generation:
     """The nursery of one server generation, and whether it still serves."""
 
-    __slots__ = ("_early", "_nursery", "_scope", "ended")
+    __slots__ = ("_early", "_nursery", "_scope", "ended", "retired")
 
     def __init__(self, parent: trio.Nursery, name: str) -> None:
         self._scope = trio.CancelScope()
@@ -32,12 +32,11 @@ class Generation:
         """Tasks started before the nursery was open."""
         self.ended = trio.Event()
         """Set once every task of the generation has returned."""
+        self.retired = False
+        """Whether the generation was retired: its tasks are cancelled, or being. A plain
+        attribute, not the scope's `cancel_called` (a property that reads the clock): the
+        driver reads it for every line the server sends."""
         parent.start_soon(self._host, name=name)
-
-    @property
-    def retired(self) -> bool:
-        """Whether the generation was retired: its tasks are cancelled, or being."""
-        return self._scope.cancel_called
 
     def start_soon(self, task: Task, *args: Any, name: str) -> None:
         """Run `task` in the generation; a retired generation starts nothing."""
@@ -50,6 +49,7 @@ class Generation:
 
     def retire(self) -> None:
         """Cancel every task of the generation: nothing more of it reaches the core."""
+        self.retired = True
         self._scope.cancel()
 
     async def _host(self) -> None:

@@ -38,8 +38,8 @@ async def pump(fd: int, side: Side, driver: Driver, limit: int, throttles: Seque
                reader_gone: Callable[[], bool] | None = None) -> None:
     """Read `fd` until EOF (an error counts as EOF), then report PeerClosed; owns `fd`.
 
-    `source` names the child incarnation the lines come from (None for the client); once it
-    is retired, what it still says is dropped. `reader_gone` says, at EOF, whether the peer
+    `source` is the server generation the lines come from (None for the client); once it is
+    retired, what it still says is dropped. `reader_gone` says, at EOF, whether the peer
     cannot read any more either (PeerClosed.gone).
     """
     restore_blocking = fdio.make_nonblocking(fd)

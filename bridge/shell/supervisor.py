@@ -53,7 +53,8 @@ class Incarnation:
 
     def __init__(self, gen: int, parent: trio.Nursery) -> None:
         self.gen = gen
-        self._generation = Generation(parent, f"server-{gen}")
+        self.generation = Generation(parent, f"server-{gen}")
+        """Its tasks, and the source the driver reads its lines from (whether it retired)."""
         self.child: Child | None = None
         self.outlet: Outlet | None = None
         self.early: list[bytes] = []
@@ -67,15 +68,15 @@ class Incarnation:
 
     @property
     def retired(self) -> bool:
-        return self._generation.retired
+        return self.generation.retired
 
     @property
     def ended(self) -> trio.Event:
         """Set once its reader and its waiter have returned (after `retire`)."""
-        return self._generation.ended
+        return self.generation.ended
 
     def start_soon(self, task: Task, *args: object, name: str) -> None:
-        self._generation.start_soon(task, *args, name=name)
+        self.generation.start_soon(task, *args, name=name)
 
     def retire(self) -> None:
         """Cancel its reader and waiter. Its stdout is kept open (the reader closes its own
@@ -85,7 +86,7 @@ class Incarnation:
         if self.child is not None and not self.stdout_eof.is_set():
             with contextlib.suppress(OSError):  # out of fds: its stdout closes with the reader
                 self.kept_stdout = os.dup(self.child.stdout)
-        self._generation.retire()
+        self.generation.retire()
 
 
 class Supervisor:
@@ -234,7 +235,8 @@ class Supervisor:
 
     async def _read(self, inc: Incarnation, child: Child) -> None:
         try:
-            await pump(child.stdout, SERVER, self._driver, self._limit, (self._feeds,), inc)
+            await pump(child.stdout, SERVER, self._driver, self._limit, (self._feeds,),
+                       inc.generation)
         finally:
             inc.stdout_eof.set()
 
