@@ -77,7 +77,11 @@ class Holder:
 
     def __init__(self, path: Path) -> None:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.connect(str(path))
+        try:
+            self._sock.connect(str(path))
+        except OSError:
+            self._sock.close()
+            raise
         self._sock.settimeout(WAIT)
         self._file = self._sock.makefile("rb")
 
@@ -140,11 +144,14 @@ def test_the_daemon_serves_several_clients_reloads_and_stops_clean(
     holder = None
     try:
         deadline = time.monotonic() + WAIT
-        while not sock.exists():
+        # The first connection makes systemd-socket-activate exec the daemon. Its socket file
+        # exists from bind(2), a moment before listen(2): until then a connection is refused.
+        while holder is None:
             assert time.monotonic() < deadline and daemon.poll() is None
-            time.sleep(0.02)
-        # The first connection makes systemd-socket-activate exec the daemon.
-        holder = Holder(sock)
+            try:
+                holder = Holder(sock)
+            except (FileNotFoundError, ConnectionRefusedError):
+                time.sleep(0.02)
         before = holder.ask(LEGACY_INIT)["result"]
         assert before["serverInfo"]["name"] == "rosetta-modern-server"
         notify.wait_for("READY=1")
