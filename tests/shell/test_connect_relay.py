@@ -145,7 +145,7 @@ class Daemon:
                 self.received.update(chunk)
                 self.received_bytes += len(chunk)
             self.got_eof.set()
-        except ConnectionResetError:
+        except OSError:  # reset by the relay, or closed here once the daemon's side is served
             pass
         self.ended.set()
 
