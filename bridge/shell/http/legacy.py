@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from bridge.core.codec import Message, encode
-from bridge.core.events import CLIENT, Send, ShutdownRequested
+from bridge.core.events import CLIENT, MessageDecoded, Send, ShutdownRequested
 from bridge.shell.driver import line_of
 from bridge.shell.http.auth import Credential
 from bridge.shell.http.modern import EventLog, PostExchange, open_exchange
@@ -109,8 +109,10 @@ class LegacySession:
         return self.get_log if prefix == GET_PREFIX else self._post_logs.get(prefix)
 
     def accept(self, message: Message, body: bytes) -> None:
-        """A POSTed response or notification: to the core."""
-        self.feed(_line(message, body))
+        """A POSTed response or notification: to the core, as the value decoded here (and the
+        line that spells it), parsed once."""
+        assert self.driver is not None
+        self.driver.decoded(MessageDecoded(CLIENT, message, _line(message, body)))
 
     @staticmethod
     def abandon(exchange: PostExchange) -> bytes | None:
