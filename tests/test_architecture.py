@@ -273,3 +273,20 @@ def test_the_layer_check_finds_each_arrow_running_up() -> None:
         "shell/f.py:2:bridge.server_options", "shell/f.py:3:bridge.config",
         "streamable/c.py:5:bridge.shell", "streamable/c.py:5:bridge.shell.driver",
     ]
+
+
+def printing_modules(sources: Sources) -> list[str]:
+    """The modules that call `print`: stdout is the protocol's wire, every word of the
+    bridge's own goes to the logger (stderr)."""
+    return sorted(path for path, text in sources.items()
+                  if any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                         and node.func.id == "print" for node in ast.walk(ast.parse(text))))
+
+
+def test_no_module_of_the_bridge_prints() -> None:
+    assert printing_modules(_sources()) == []
+
+
+def test_the_print_check_finds_a_print() -> None:
+    planted = {"shell/a.py": 'print("signed in")\n', "shell/b.py": '"""print() is not here"""\n'}
+    assert printing_modules(planted) == ["shell/a.py"]

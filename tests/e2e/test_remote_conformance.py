@@ -126,8 +126,8 @@ def test_auth_login_signs_in_once_and_the_bridge_then_needs_no_browser(legacy_py
     url = json.loads(index.read_text())["server"]
     shown = subprocess.run([sys.executable, "-m", "bridge", "auth", "status", url],
                            capture_output=True, text=True, timeout=30, env=env)
-    assert shown.returncode == 0 and "client: test-client-id" in shown.stdout, shown
-    assert "test-token" not in shown.stdout
+    assert shown.returncode == 0 and "client: test-client-id" in shown.stderr, shown
+    assert shown.stdout == "" and "test-token" not in shown.stderr
 
 
 def test_the_daemon_uses_the_stored_sign_in(legacy_python, tmp_path):

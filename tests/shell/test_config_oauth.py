@@ -64,7 +64,7 @@ def test_a_metadata_document_url_is_https_with_a_path(url, capsys):
     assert "https:// URL with a path" in capsys.readouterr().err
 
 
-def test_auth_status_shows_no_token_and_logout_forgets(tmp_path, monkeypatch, capsys):
+def test_auth_status_shows_no_token_and_logout_forgets(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     store = TokenStore(config_root({"XDG_CONFIG_HOME": str(tmp_path)}))
     store.save(Credentials(URL, "https://as.example", URL,
@@ -72,12 +72,14 @@ def test_auth_status_shows_no_token_and_logout_forgets(tmp_path, monkeypatch, ca
                                           "https://as.example"),
                            Grant("access-x", "refresh-x", time.time() + 3600, ("read",))))
     assert main(["auth", "status", URL]) == 0
-    out = capsys.readouterr().out
+    shown = capfd.readouterr()
+    out = shown.err  # stdout is the protocol wire: nothing of it is written there
+    assert shown.out == ""
     assert "https://as.example" in out and "client: app" in out and "scope: read" in out
     assert not any(s in out for s in ("access-x", "refresh-x", "secret-x"))
     assert main(["auth", "logout", URL]) == 0
     assert main(["auth", "status", URL]) == 1
-    assert "not signed in" in capsys.readouterr().out
+    assert "auth.not_signed_in" in capfd.readouterr().err
 
 
 def test_the_probe_outwaits_a_first_sign_in_only(tmp_path):

@@ -3,14 +3,14 @@
 `login` signs in now, where a browser can be opened (or, with `--device`, by a code entered
 on another device), so the daemon and the HTTP front (which
 never open one) find the tokens stored; `status` says what is stored (never a token);
-`logout` forgets it. Must print only to stderr and stdout of its own (no protocol here).
+`logout` forgets it. Says what it did through the logger, on stderr: stdout is the bridge's
+protocol wire everywhere in the package, this command's included.
 """
 
 from __future__ import annotations
 
 import datetime
 import os
-import sys
 import time
 
 import httpx2
@@ -29,21 +29,24 @@ PROBE = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 def run_auth(action: str, url: str, given: Preregistered, *, device: bool = False) -> int:
     """Exit status 0 when done (`status`: when signed in), 1 otherwise."""
     store = TokenStore(config_root(os.environ))
+    log = logs.configure("info")
     if action == "logout":
         forgot = store.forget(url)
-        print(f"signed out of {url}" if forgot else f"no sign-in to {url} was stored")
+        log.info("auth.signed_out" if forgot else "auth.none_stored", url=url)
         return 0
     if action == "status":
         found = store.load(url)
-        print(describe(found, time.time()) if found else f"not signed in to {url}")
-        return 0 if found else 1
-    log = logs.configure("warning")
+        if found is None:
+            log.info("auth.not_signed_in", url=url)
+            return 1
+        log.info("auth.signed_in", url=url, sign_in=describe(found, time.time()))
+        return 0
     try:
         signed = trio.run(_login, url, given, store, log, device)
     except (OAuthError, httpx2.HTTPError) as exc:
-        sys.stderr.write(f"mcp-rosetta: signing in to {url} failed: {exc}\n")
+        log.error("auth.sign_in_failed", url=url, error=str(exc))
         return 1
-    print(f"signed in to {url}\n{describe(signed, time.time())}")
+    log.info("auth.signed_in", url=url, sign_in=describe(signed, time.time()))
     return 0
 
 
