@@ -370,14 +370,14 @@ def _settings(argv: list[str], serve: bool, p: argparse.ArgumentParser | None = 
 
 def _bridge(argv: list[str]) -> int:
     settings, _ = _settings(argv, serve=False)
-    from bridge.shell.process import run_stdio
+    from bridge.shell.services.process import run_stdio
 
     return run_stdio(settings.core, settings.shell)
 
 
 def _serve(argv: list[str]) -> int:
     settings, reload = _settings(argv, serve=True)
-    from bridge.shell.daemon_main import run_daemon
+    from bridge.shell.services.daemon_main import run_daemon
 
     collector.resume()  # before the daemon's weeks of serving
     return run_daemon(settings, reload)
@@ -409,7 +409,7 @@ def _auth(argv: list[str]) -> int:
                    help="login on a machine with no browser: show a code to enter on another "
                         "device (device authorization), where the server offers it")
     args = p.parse_args(argv)
-    from bridge.shell.remote.endpoint import oauth_client
+    from bridge.shell.servers.remote.endpoint import oauth_client
     from bridge.shell.settings import ShellConfig
 
     given = oauth_client(ShellConfig(
@@ -417,7 +417,7 @@ def _auth(argv: list[str]) -> int:
         oauth_client_secret_file=args.oauth_client_secret_file,
         oauth_client_metadata_url=args.oauth_client_metadata_url,
         oauth_client_credentials=args.oauth_client_credentials), os.environ)
-    from bridge.shell.remote.auth_command import run_auth  # a short command: trio as it is
+    from bridge.shell.servers.remote.auth_command import run_auth  # a short command: trio as it is
 
     return run_auth(args.action, args.url, given, device=args.device)
 
@@ -432,7 +432,7 @@ def _connect(argv: list[str]) -> int:
     p.add_argument("address", metavar="unix:PATH",
                    help="the daemon's Unix socket: unix:PATH, or the path itself")
     address = p.parse_args(argv).address
-    from bridge.shell.connect import run_connect
+    from bridge.shell.services.connect import run_connect
 
     collector.resume()
     return run_connect(address)
@@ -450,7 +450,7 @@ def main(argv: Sequence[str] | None = None, *, answer_client: bool = False) -> i
         sys.stderr.write(f"mcp-rosetta: {exc}\n")
         sys.stderr.flush()
         if answer_client and _is_bridge(args) and isinstance(exc, UsageError | ConfigError):
-            from bridge.shell.usage_answer import answer_first_request
+            from bridge.shell.clients.usage_answer import answer_first_request
 
             answer_first_request(str(exc), exc.code)
         return exc.code

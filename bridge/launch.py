@@ -38,7 +38,7 @@ def _command(args: list[str], launched: bool) -> int:
 
 def _connect(address: str) -> int:
     from bridge.errors import BridgeError
-    from bridge.shell.connect import run_connect
+    from bridge.shell.services.connect import run_connect
 
     collector.resume()
     try:

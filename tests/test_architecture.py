@@ -140,8 +140,10 @@ def _sets_status(node: ast.Assign) -> bool:
                for target in targets)
 
 
-def spelled_refusals(sources: Sources, under: tuple[str, ...] = ("shell/http/",
-                                                                  "shell/remote/")) -> list[str]:
+REFUSING_FOLDERS = ("shell/http/", "shell/servers/remote/")
+
+
+def spelled_refusals(sources: Sources, under: tuple[str, ...] = REFUSING_FOLDERS) -> list[str]:
     """Each error status (4xx, 5xx) spelled under `under` as an answer's status (the first
     argument or the status keyword of an answering call, or assigned to a `.status`), as
     path:line:status. Reading a status an upstream sent (`status == 404`) is no refusal."""
@@ -177,12 +179,12 @@ def test_the_refusal_check_finds_a_status_spelled_in_the_shell() -> None:
                             "return Reply(405, b'', reason='GET only')\n"
                             "outcome.status, outcome.reason = 503, 'stopping'\n"
                             "if response.status == 404: log.info('x', status=404)\n"),
-        "shell/remote/b.py": ("await conn.respond(200, b'')\n"
+        "shell/servers/remote/b.py": ("await conn.respond(200, b'')\n"
                               "h11.Response(status_code=200 if found else 404)\n"),
         "streamable/replies.py": "def gone() -> Reply:\n    return Reply(410, b'')\n",
     }
     assert spelled_refusals(planted) == ["shell/http/a.py:1:413", "shell/http/a.py:2:405",
-                                         "shell/http/a.py:3:503", "shell/remote/b.py:2:404"]
+                                         "shell/http/a.py:3:503", "shell/servers/remote/b.py:2:404"]
 
 
 # Layers import only downward ---------------------------------------------------------------
@@ -256,13 +258,13 @@ def test_the_layer_check_finds_each_arrow_running_up() -> None:
         "streamable/c.py": ("from bridge.core.codec import encode\n"
                             "from bridge.streamable import sse\n"
                             "from typing import TYPE_CHECKING\n"
-                            "if TYPE_CHECKING:\n    from bridge.shell import driver\n"),
+                            "if TYPE_CHECKING:\n    from bridge.shell.session import driver\n"),
         "shell/d.py": "from bridge import cli\nfrom bridge.config import Settings\n",
         "shell/e.py": "import bridge.launch\nfrom bridge.demo.peer import PipedPeer\n",
         "shell/f.py": ("def f():\n    from bridge.server_options import add_server_options\n"
                        "import bridge.config as config\n"),
         "config.py": "from bridge.shell.settings import Settings\n",
-        "cli.py": "from bridge.shell import stdio_main\n",
+        "cli.py": "from bridge.shell.services import stdio_main\n",
     }
     assert upward_imports(planted) == [
         "core/a.py:1:bridge.config",
@@ -271,7 +273,8 @@ def test_the_layer_check_finds_each_arrow_running_up() -> None:
         "shell/e.py:1:bridge.launch",
         "shell/e.py:2:bridge.demo.peer",
         "shell/f.py:2:bridge.server_options", "shell/f.py:3:bridge.config",
-        "streamable/c.py:5:bridge.shell", "streamable/c.py:5:bridge.shell.driver",
+        "streamable/c.py:5:bridge.shell.session",
+        "streamable/c.py:5:bridge.shell.session.driver",
     ]
 
 

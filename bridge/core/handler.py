@@ -59,9 +59,9 @@ def new_handler(ctx: Context, client_era: Era, server_era: Era, probe: Probe,
     # Each mode is imported when chosen: a bridge runs one unless the server restarts as the
     # other era, and importing the others would add to every start-up.
     if client_era == server_era:
-        from bridge.core.relay.mode import PassThrough
+        from bridge.core.relay.mode import ModeP
 
-        return PassThrough(ctx, server_era)
+        return ModeP(ctx, server_era)
     if client_era == "legacy":
         from bridge.core.legacy_server_modern_client.mode import ModeA
 

@@ -27,7 +27,7 @@ from bridge.core.jsonrpc import request
 from bridge.core.probe import discover_request, is_discover_result
 from bridge.errors import EX_OK, EX_UNAVAILABLE, ServerUnavailable
 from bridge.shell.check_wire import ServerGone, Wire, spawn_with_stderr
-from bridge.shell.child import Child, check_command, spawner
+from bridge.shell.servers.child import Child, check_command, spawner
 from bridge.shell.settings import Settings
 
 MAX_PAGES = 50
@@ -108,7 +108,7 @@ async def _with_server(settings: Settings, step: Step, facts: Facts) -> Wire:
 
 
 def _spawner(settings: Settings) -> Callable[[], Child]:
-    """How the bridge starts this server (bridge/shell/stdio_main.py): the same function with
+    """How the bridge starts this server (services/stdio_main.py): the same function with
     the same settings, so check meets the server the bridge will."""
     return spawner(settings.shell)
 

@@ -18,8 +18,8 @@ import orjson
 import trio
 
 from bridge.check_client import answer_server_request
-from bridge.shell.child import Child
-from bridge.shell.lines import LineSplitter, Oversized
+from bridge.shell.fdio.lines import LineSplitter, Oversized
+from bridge.shell.servers.child import Child
 from bridge.shell.settings import Timing
 
 NOISE_LINES = 5

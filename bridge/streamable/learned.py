@@ -1,7 +1,7 @@
 """What the answers teach the upstream's next requests, and what of them the client must not
 see: the tools' `x-mcp-header` annotations, and a legacy server's protocol version.
 
-Must not do I/O: the upstream's exchange and event-stream reader (bridge/shell/remote/) ask
+Must not do I/O: the upstream's exchange and event-stream reader (bridge/shell/servers/remote/) ask
 it of each answer they read, and send the listing it builds.
 Rules: the 2026-07-28 streamable-http.mdx (§Schema Extension, §Client Behavior) and the
 2025-11-25 transports.mdx (§Protocol Version Header).

@@ -2,7 +2,7 @@
 it, and its POST's headers), and what an HTTP answer becomes for the core: lines, each a
 JSON-RPC message.
 
-Must not do I/O (no sockets, no trio): the upstream (`bridge/shell/remote/upstream.py`)
+Must not do I/O (no sockets, no trio): the upstream (`bridge/shell/servers/remote/upstream.py`)
 carries the requests out.
 Every request the core sends gets exactly one answer line back, whatever the server did:
 its own answer, or an error line built here that names the URL, what happened and the fix.

@@ -22,12 +22,12 @@ from bridge.core.events import (
     Send,
     Stop,
 )
-from bridge.shell.child import spawn_process
-from bridge.shell.stdio import take_stdio
+from bridge.shell.fdio.stdio import take_stdio
+from bridge.shell.servers.child import spawn_process
 
 
 class RelayCore:
-    """A Core (bridge/shell/driver.py) with no protocol: lines cross, either EOF stops it."""
+    """A Core (shell/session/driver.py) with no protocol: lines cross, either EOF stops it."""
 
     def handle(self, event: Event, now: float) -> list[Action]:
         if type(event) is MessageReceived:
@@ -49,9 +49,9 @@ def main(argv: list[str]) -> int:
     import trio
 
     from bridge.shell import logs
-    from bridge.shell.fd_client import FdClient
-    from bridge.shell.server_side import Servers
-    from bridge.shell.session import Session, SessionSettings
+    from bridge.shell.clients.fd_client import FdClient
+    from bridge.shell.session.server_side import Servers
+    from bridge.shell.session.session import Session, SessionSettings
 
     log = logs.configure("warning")
     session = Session(RelayCore(), log)

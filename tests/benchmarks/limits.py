@@ -90,7 +90,7 @@ def one_gib_line() -> None:
 
 
 def flood_unread() -> None:
-    from bridge.shell.outlet import HIGH_WATER
+    from bridge.shell.fdio.outlet import HIGH_WATER
 
     bridge = Bridge("legacy")
     idle = bridge.rss()

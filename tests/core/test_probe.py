@@ -270,7 +270,7 @@ def test_a_late_discover_result_serves_a_legacy_client_in_mode_a_with_nothing_lo
         "jsonrpc": "2.0", "id": 1, "result": {"tools": []}}
 
 
-def test_a_late_discover_result_serves_a_modern_client_in_pass_through() -> None:
+def test_a_late_discover_result_serves_a_modern_client_in_mode_p() -> None:
     h, probe = late()
     h.client(request("a", "tools/list", {"_meta": modern_meta()}))
     handshake = one(h.advance(5.0), "server")  # the fallback: mode B's own initialize

@@ -250,7 +250,7 @@ def test_mode_b_a_failed_handshake_ends_the_streams_it_could_not_reopen() -> Non
 # Pass-through, legacy -----------------------------------------------------------------------
 
 
-def test_pass_through_legacy_replays_the_clients_session_and_absorbs_the_answer() -> None:
+def test_mode_p_legacy_replays_the_clients_session_and_absorbs_the_answer() -> None:
     h = legacy_client_of_legacy_server()
     replay = one(h.server(refused(lose_and_restart(h))), "server")
     assert replay == {"jsonrpc": "2.0", "id": replay["id"], "method": "initialize",
@@ -270,7 +270,7 @@ def test_pass_through_legacy_replays_the_clients_session_and_absorbs_the_answer(
         "jsonrpc": "2.0", "id": 9, "result": {"tools": []}}
 
 
-def test_pass_through_legacy_passes_on_what_the_client_said_meanwhile_in_order() -> None:
+def test_mode_p_legacy_passes_on_what_the_client_said_meanwhile_in_order() -> None:
     h = legacy_client_of_legacy_server()
     h.exit_child(1)
     h.client(note("notifications/roots/list_changed"))
@@ -284,7 +284,7 @@ def test_pass_through_legacy_passes_on_what_the_client_said_meanwhile_in_order()
         "notifications/roots/list_changed", "tools/list"]
 
 
-def test_pass_through_legacy_goes_on_if_the_replay_is_never_answered() -> None:
+def test_mode_p_legacy_goes_on_if_the_replay_is_never_answered() -> None:
     h = legacy_client_of_legacy_server()
     one(h.server(refused(lose_and_restart(h))), "server")
     h.client(request(9, "tools/list"))
@@ -293,7 +293,7 @@ def test_pass_through_legacy_goes_on_if_the_replay_is_never_answered() -> None:
         "notifications/initialized", "resources/subscribe", "logging/setLevel", "tools/list"]
 
 
-def test_pass_through_legacy_withdraws_what_the_lost_server_was_asking() -> None:
+def test_mode_p_legacy_withdraws_what_the_lost_server_was_asking() -> None:
     h = legacy_client_of_legacy_server()
     asked = one(h.server(request(42, "roots/list")), "client")
     assert sent(h.exit_child(1), "client") == [note("notifications/cancelled", {
@@ -313,7 +313,7 @@ def modern_streams() -> tuple[Harness, Message, Message]:
     return h, listen, pending
 
 
-def test_pass_through_modern_keeps_listen_streams_open_across_the_restart() -> None:
+def test_mode_p_modern_keeps_listen_streams_open_across_the_restart() -> None:
     h, listen, _ = modern_streams()
     call = one(h.client(modern(5, "tools/call", {"name": "t"})), "server")
     assert call["method"] == "tools/call"
@@ -333,7 +333,7 @@ def test_pass_through_modern_keeps_listen_streams_open_across_the_restart() -> N
         "resultType": "complete", "_meta": {META_SUBSCRIPTION_ID: "L"}}}
 
 
-def test_pass_through_modern_listen_streams_are_not_requests_a_timeout_ends() -> None:
+def test_mode_p_modern_listen_streams_are_not_requests_a_timeout_ends() -> None:
     h = Harness(CoreConfig(request_timeout=5.0, drain_timeout=1.0))
     probe = one(h.start(), "server")
     h.client(modern_listen("L", toolsListChanged=True))
@@ -347,7 +347,7 @@ def test_pass_through_modern_listen_streams_are_not_requests_a_timeout_ends() ->
 # The new server speaks the other era ------------------------------------------------------
 
 
-def test_mode_a_becomes_pass_through_with_the_clients_own_initialize_replayed() -> None:
+def test_mode_a_becomes_mode_p_with_the_clients_own_initialize_replayed() -> None:
     h, _, _ = session()
     subscribed(h)
     one(h.client(request(5, "logging/setLevel", {"level": "warning"})), "client")
@@ -363,7 +363,7 @@ def test_mode_a_becomes_pass_through_with_the_clients_own_initialize_replayed() 
         updated(URI)]
 
 
-def test_pass_through_legacy_becomes_mode_a_with_the_clients_session() -> None:
+def test_mode_p_legacy_becomes_mode_a_with_the_clients_session() -> None:
     h = legacy_client_of_legacy_server()
     actions = h.server(answer(lose_and_restart(h), FULL))
     assert h.bridge.mode == "A"
@@ -380,7 +380,7 @@ def test_pass_through_legacy_becomes_mode_a_with_the_clients_session() -> None:
     assert one(h.client(initialize()), "client")["error"]["message"] == "Already initialized"
 
 
-def test_mode_b_becomes_pass_through_with_the_streams_reopened_as_they_came() -> None:
+def test_mode_b_becomes_mode_p_with_the_streams_reopened_as_they_came() -> None:
     h, _ = mode_b()
     subscribe = one(h.client(modern_listen(1, toolsListChanged=True,
                                            resourceSubscriptions=[URI])), "server")
@@ -394,7 +394,7 @@ def test_mode_b_becomes_pass_through_with_the_streams_reopened_as_they_came() ->
     assert sent(h.server(acknowledged(again, toolsListChanged=True)), "client") == []
 
 
-def test_pass_through_modern_becomes_mode_b_with_its_own_handshake_at_once() -> None:
+def test_mode_p_modern_becomes_mode_b_with_its_own_handshake_at_once() -> None:
     h, _, _ = modern_streams()
     actions = settled_b(h, lose_and_restart(h))
     assert h.bridge.mode == "B"

@@ -48,7 +48,7 @@ def test_a_slow_modern_server_serves_a_legacy_client_in_mode_a(
     assert (corrected["was"], corrected["era"], corrected["mode"]) == ("legacy", "modern", "P")
 
 
-def test_a_slow_modern_server_serves_a_modern_client_in_pass_through(
+def test_a_slow_modern_server_serves_a_modern_client_in_mode_p(
     modern_python, run_client, bridge_command
 ):
     report = run_client(modern_python, "basic", bridge_command(

@@ -118,12 +118,13 @@ def test_nothing_but_the_first_answer_is_imported_before_it(mode: str) -> None:
         proc.wait()
 
     early = imports(before)
-    assert {"trio", "bridge.core.bridge", "bridge.shell.session"} <= set(early)  # the hook works
+    assert {"trio", "bridge.core.bridge", "bridge.shell.session.session"} <= set(early)  # hooked
     assert not [name for name in early if name.split(".")[0] in ("structlog", "asyncio", "rich")]
     # the other modes' cores, the daemon's, the HTTP front's and --url's modules
     assert CORES[mode] in early
     others = {core for other, core in CORES.items() if other != mode}
-    assert not {*others, "bridge.shell.daemon", "bridge.shell.http", "bridge.shell.remote",
+    assert not {*others, "bridge.shell.services.daemon", "bridge.shell.http",
+                "bridge.shell.servers.remote",
                 "bridge.check_report"} & set(early)
     everything = early + imports(after)
     assert "structlog" in everything  # loaded after the answer, for the log lines

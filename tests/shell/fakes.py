@@ -28,7 +28,7 @@ from bridge.core.events import (
     ShutdownRequested,
     Stop,
 )
-from bridge.shell.lines import LineSplitter
+from bridge.shell.fdio.lines import LineSplitter
 
 OTHER = {"client": "server", "server": "client"}
 # The longest any single wait in a test may take before it counts as a hang.

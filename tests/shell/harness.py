@@ -17,13 +17,13 @@ import trio
 from structlog.testing import capture_logs
 
 from bridge.shell import logs
-from bridge.shell.driver import Core
-from bridge.shell.fd_client import FdClient
-from bridge.shell.server_side import Servers
-from bridge.shell.session import Session, SessionSettings
+from bridge.shell.clients.fd_client import FdClient
+from bridge.shell.servers.supervisor import Spawn
+from bridge.shell.session.driver import Core
+from bridge.shell.session.server_side import Servers
+from bridge.shell.session.session import Session, SessionSettings
+from bridge.shell.session.transcript import Transcript
 from bridge.shell.settings import Timing
-from bridge.shell.supervisor import Spawn
-from bridge.shell.transcript import Transcript
 from tests.shell.fakes import WAIT, LineStream, Spawner
 
 # Long enough that a polite peer never runs into it.

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from bridge.shell.child import spawn_process
+from bridge.shell.servers.child import spawn_process
 from bridge.shell.settings import Timing
 from tests.shell.fakes import WAIT, EchoCore, LineStream, Spawner
 from tests.shell.harness import FAST, bridged

@@ -19,7 +19,7 @@ from bridge.config import (
 )
 from bridge.core.config import CoreConfig
 from bridge.errors import ConfigError
-from bridge.shell.supervisor import Timing
+from bridge.shell.servers.supervisor import Timing
 
 EXAMPLE = Path(__file__).parents[2] / "config" / "mcp-rosetta.toml"
 

@@ -10,8 +10,8 @@ import pytest
 from bridge.cli import _settings
 from bridge.config import load_settings
 from bridge.errors import ConfigError, UsageError
-from bridge.shell.environment import server_environment
 from bridge.shell.logs import started_fields
+from bridge.shell.servers.environment import server_environment
 
 
 def config(tmp_path: Path, text: str) -> str:

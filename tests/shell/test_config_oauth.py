@@ -12,8 +12,8 @@ from bridge.config import load_settings
 from bridge.errors import ConfigError
 from bridge.oauth.registration import ClientIdentity, Preregistered
 from bridge.oauth.tokens import Grant
-from bridge.shell.remote.endpoint import SECRET_VARIABLE, resolve
-from bridge.shell.remote.token_store import Credentials, TokenStore, config_root
+from bridge.shell.servers.remote.endpoint import SECRET_VARIABLE, resolve
+from bridge.shell.servers.remote.token_store import Credentials, TokenStore, config_root
 
 URL = "https://mcp.example.com/mcp"
 
@@ -84,8 +84,8 @@ def test_auth_status_shows_no_token_and_logout_forgets(tmp_path, monkeypatch, ca
 
 def test_the_probe_outwaits_a_first_sign_in_only(tmp_path):
     from bridge.core.config import CoreConfig
-    from bridge.shell.remote.endpoint import Endpoint
-    from bridge.shell.remote.token_store import first_sign_in_probe
+    from bridge.shell.servers.remote.endpoint import Endpoint
+    from bridge.shell.servers.remote.token_store import first_sign_in_probe
 
     env = {"XDG_CONFIG_HOME": str(tmp_path)}
     first = Endpoint(URL, oauth=Preregistered(), interactive=True)
@@ -102,8 +102,8 @@ def test_the_probe_outwaits_a_first_sign_in_only(tmp_path):
 
 def test_the_stdio_bridge_may_open_the_browser(tmp_path):
     from bridge.core.config import CoreConfig
-    from bridge.shell.remote.endpoint import Endpoint
-    from bridge.shell.remote.token_store import run_by_a_user
+    from bridge.shell.servers.remote.endpoint import Endpoint
+    from bridge.shell.servers.remote.token_store import run_by_a_user
 
     where, core = run_by_a_user(Endpoint(URL, oauth=Preregistered()), CoreConfig(),
                                 {"XDG_CONFIG_HOME": str(tmp_path)})

@@ -10,7 +10,7 @@ import pytest
 from bridge.cli import _settings, main
 from bridge.errors import EX_CONFIG, EX_USAGE, ConfigError
 from bridge.shell.logs import started_fields
-from bridge.shell.remote.endpoint import with_environment
+from bridge.shell.servers.remote.endpoint import with_environment
 
 
 def test_url_and_headers_from_flags() -> None:

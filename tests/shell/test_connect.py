@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bridge.errors import ServerUnavailable, UsageError
-from bridge.shell.connect import connect, socket_path
+from bridge.shell.services.connect import connect, socket_path
 
 CONNECT = [sys.executable, "-m", "bridge", "connect"]
 

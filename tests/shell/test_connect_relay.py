@@ -275,6 +275,6 @@ def test_connect_starts_without_trio_structlog_the_core_or_heavy_stdlib(tmp_path
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path)
     assert (done.returncode, done.stdout) == (0, b"bye"), done.stderr
     loaded = set(done.stderr.decode().split())
-    assert "bridge.shell.connect" in loaded and "bridge.shell.bytecopy" in loaded
+    assert "bridge.shell.services.connect" in loaded and "bridge.shell.fdio.bytecopy" in loaded
     assert loaded & HEAVY == set()
     assert [m for m in loaded if m.startswith("bridge.core")] == []

@@ -19,13 +19,14 @@ from bridge.config import build
 from bridge.core.config import CoreConfig
 from bridge.core.events import Action, ChildExited, Event, MessageReceived, ShutdownRequested, Stop
 from bridge.errors import ConfigError
-from bridge.shell import daemon_main, logs
-from bridge.shell.daemon import Daemon
-from bridge.shell.listeners import bind_unix
-from bridge.shell.service import Service, watchdog_interval
+from bridge.shell import logs
+from bridge.shell.servers.start_failure import NotStarted
+from bridge.shell.servers.supervisor import Spawn
+from bridge.shell.services import daemon_main
+from bridge.shell.services.daemon import Daemon
+from bridge.shell.services.listeners import bind_unix
+from bridge.shell.services.service import Service, watchdog_interval
 from bridge.shell.settings import Settings, ShellConfig
-from bridge.shell.start_failure import NotStarted
-from bridge.shell.supervisor import Spawn
 from tests.session_log import most_at_once
 from tests.shell.fakes import WAIT, EchoCore, FakeChild, LineStream, Spawner, ids
 

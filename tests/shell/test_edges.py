@@ -18,7 +18,7 @@ from bridge.cli import main
 from bridge.errors import EX_CONFIG, EX_USAGE, ConfigError
 from bridge.shell.http.auth import Tokens, exposed
 from bridge.shell.http.front import Access
-from bridge.shell.listeners import tcp_listener
+from bridge.shell.services.listeners import tcp_listener
 from tests.shell.test_http_front import request, running
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from bridge.shell import fdio
+from bridge.shell.fdio import fdio
 
 
 def test_a_pipe_whose_reader_closed_is_gone() -> None:

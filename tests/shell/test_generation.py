@@ -1,4 +1,4 @@
-"""A server generation's nursery (bridge/shell/generation.py): tasks given before it opens
+"""A server generation's nursery (bridge/shell/session/generation.py): tasks given before it opens
 run once it does, retiring it cancels them all and starts nothing more, and `ended` says when
 every one of them has returned."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from bridge.shell.generation import Generation
+from bridge.shell.session.generation import Generation
 
 
 async def test_tasks_given_before_the_nursery_opens_run_once_it_does_until_retired() -> None:

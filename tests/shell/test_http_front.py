@@ -35,9 +35,9 @@ from bridge.core.events import (
 from bridge.shell import logs
 from bridge.shell.http.address import Address
 from bridge.shell.http.front import Front
-from bridge.shell.listeners import bind_tcp
-from bridge.shell.server_side import Servers
-from bridge.shell.session import SessionSettings
+from bridge.shell.services.listeners import bind_tcp
+from bridge.shell.session.server_side import Servers
+from bridge.shell.session.session import SessionSettings
 from tests.shell.fakes import WAIT, FakeChild, Spawner
 
 MODERN = "2026-07-28"

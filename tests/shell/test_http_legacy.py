@@ -35,9 +35,9 @@ from bridge.shell.http.address import Address
 from bridge.shell.http.auth import Tokens
 from bridge.shell.http.front import Access, Front
 from bridge.shell.http.legacy import EVICTABLE_AFTER
-from bridge.shell.listeners import bind_tcp
-from bridge.shell.server_side import Servers
-from bridge.shell.session import SessionSettings
+from bridge.shell.services.listeners import bind_tcp
+from bridge.shell.session.server_side import Servers
+from bridge.shell.session.session import SessionSettings
 from tests.shell.fakes import WAIT, FakeChild, Spawner
 from tests.shell.test_http_front import Answer, Client, ScriptedCore, client_message
 

@@ -20,13 +20,13 @@ from bridge.config import load_settings
 from bridge.core.bridge import ServerState
 from bridge.errors import ConfigError, UsageError
 from bridge.shell import logs
-from bridge.shell.environment import server_environment
 from bridge.shell.http import main as http_main
 from bridge.shell.http.address import allowed_host, allowed_origin, front_names
 from bridge.shell.http.auth import TOKEN_ENV, Denied, Tokens, parse_tokens, read_tokens
 from bridge.shell.http.front import Access
 from bridge.shell.http.health import Readiness, readiness
-from bridge.shell.service import Service
+from bridge.shell.servers.environment import server_environment
+from bridge.shell.services.service import Service
 from tests.shell import test_http_front as front_tests
 from tests.shell.test_http_front import Client, Cores, request, running
 

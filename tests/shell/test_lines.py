@@ -8,7 +8,7 @@ import tracemalloc
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridge.shell.lines import HEAD_SIZE, Line, LineSplitter, Oversized
+from bridge.shell.fdio.lines import HEAD_SIZE, Line, LineSplitter, Oversized
 
 
 def split(chunks: list[bytes]) -> list[bytes]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bridge.errors import ConfigError
-from bridge.shell.listeners import bind_unix, from_systemd
+from bridge.shell.services.listeners import bind_unix, from_systemd
 from bridge.shell.settings import DaemonConfig
 
 
@@ -60,7 +60,7 @@ def test_no_socket_from_systemd_without_its_variables() -> None:
 # Run as its own process: the socket must be fd 3, as systemd passes it.
 PASSED = textwrap.dedent("""
     import json, os, socket, sys
-    from bridge.shell.listeners import from_systemd
+    from bridge.shell.services.listeners import from_systemd
     os.dup2(int(sys.argv[1]), 3)
     os.close(int(sys.argv[1]))
     os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS="1", LISTEN_FDNAMES="x")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.shell.notify import sd_notify
+from bridge.shell.services.notify import sd_notify
 
 
 def test_without_notify_socket_nothing_happens() -> None:

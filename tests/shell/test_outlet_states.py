@@ -8,7 +8,7 @@ import pytest
 import trio
 
 from bridge.core.states import IllegalMove
-from bridge.shell.outlet import _OUTLET_MOVES, Outlet, OutletState
+from bridge.shell.fdio.outlet import _OUTLET_MOVES, Outlet, OutletState
 
 
 def test_the_outlet_table_covers_its_states_and_ends_in_closed_or_broken() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from bridge import cli
-from bridge.shell.remote.endpoint import with_environment
+from bridge.shell.servers.remote.endpoint import with_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = "## Use a remote server"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx2
 import trio
 
-from bridge.shell.remote import loopback
+from bridge.shell.servers.remote import loopback
 
 
 def test_the_port_is_the_same_for_a_server_on_every_run_and_differs_between_servers():

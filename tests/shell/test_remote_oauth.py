@@ -22,9 +22,9 @@ from bridge.oauth.authorize import code_challenge
 from bridge.oauth.registration import ClientIdentity, Preregistered
 from bridge.oauth.tokens import Grant
 from bridge.shell import logs
-from bridge.shell.remote import loopback, oauth
-from bridge.shell.remote.oauth import OAuth, SignIn
-from bridge.shell.remote.token_store import Credentials, TokenStore
+from bridge.shell.servers.remote import loopback, oauth
+from bridge.shell.servers.remote.oauth import OAuth, SignIn
+from bridge.shell.servers.remote.token_store import Credentials, TokenStore
 
 MCP = "http://mcp.test/mcp"
 AS = "http://as.test"

@@ -23,12 +23,12 @@ from bridge.core.events import (
     Side,
 )
 from bridge.shell import logs
-from bridge.shell.driver import Driver, Source
-from bridge.shell.lines import Line
-from bridge.shell.remote.conduit import client_timeout
-from bridge.shell.remote.endpoint import Endpoint, Network
-from bridge.shell.remote.reach import REACH_AT_MOST, REACH_BACKOFF
-from bridge.shell.remote.upstream import HttpUpstream
+from bridge.shell.fdio.lines import Line
+from bridge.shell.servers.remote.conduit import client_timeout
+from bridge.shell.servers.remote.endpoint import Endpoint, Network
+from bridge.shell.servers.remote.reach import REACH_AT_MOST, REACH_BACKOFF
+from bridge.shell.servers.remote.upstream import HttpUpstream
+from bridge.shell.session.driver import Driver, Source
 
 URL = "http://upstream.test/mcp"
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}

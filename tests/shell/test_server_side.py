@@ -1,4 +1,4 @@
-"""Where sessions get their server (bridge/shell/server_side.py): the front's shared session
+"""Where sessions get their server (bridge/shell/session/server_side.py): the front's shared session
 and every legacy session open theirs from the one `Servers` the front was given, each with
 its own log, and stop it when they end; an endpoint's opener gives an HTTP upstream that
 waits for its endpoint only for the shared session (a real refused connection on loopback)."""
@@ -18,16 +18,16 @@ from structlog.testing import capture_logs
 
 from bridge.core.events import ChildStarted
 from bridge.shell import logs
-from bridge.shell.driver import Driver
 from bridge.shell.http.address import Address
 from bridge.shell.http.front import Front
-from bridge.shell.listeners import bind_tcp
 from bridge.shell.logs import Logger
-from bridge.shell.remote.endpoint import Endpoint
-from bridge.shell.remote.upstream import HttpUpstream
-from bridge.shell.server_side import Servers
-from bridge.shell.session import SessionSettings
-from bridge.shell.sides import OpenServer, ServerSide
+from bridge.shell.servers.remote.endpoint import Endpoint
+from bridge.shell.servers.remote.upstream import HttpUpstream
+from bridge.shell.services.listeners import bind_tcp
+from bridge.shell.session.driver import Driver
+from bridge.shell.session.server_side import Servers
+from bridge.shell.session.session import SessionSettings
+from bridge.shell.session.sides import OpenServer, ServerSide
 from tests.shell import test_http_front as modern
 from tests.shell.fakes import WAIT, FakeChild, Spawner
 from tests.shell.test_http_front import ScriptedCore

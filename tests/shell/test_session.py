@@ -31,12 +31,13 @@ from bridge.core.events import (
     TimerFired,
 )
 from bridge.errors import ServerUnavailable
-from bridge.shell import fdio, logs
-from bridge.shell.fd_client import FdClient
-from bridge.shell.outlet import HIGH_WATER
-from bridge.shell.server_side import Servers
-from bridge.shell.session import Session, SessionSettings
-from bridge.shell.start_failure import NotStarted
+from bridge.shell import logs
+from bridge.shell.clients.fd_client import FdClient
+from bridge.shell.fdio import fdio
+from bridge.shell.fdio.outlet import HIGH_WATER
+from bridge.shell.servers.start_failure import NotStarted
+from bridge.shell.session.server_side import Servers
+from bridge.shell.session.session import Session, SessionSettings
 from tests.shell.fakes import EchoCore, FakeChild, LineStream, Spawner, ids
 from tests.shell.harness import FAST, TIMING, bridged
 

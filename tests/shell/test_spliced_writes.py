@@ -4,8 +4,8 @@ needs bytes; a batch keeps its order either way."""
 from __future__ import annotations
 
 from bridge.core.events import Action, Event, MessageReceived, Send, Spliced
-from bridge.shell.batch import Batch
-from bridge.shell.driver import Driver, line_of
+from bridge.shell.session.batch import Batch
+from bridge.shell.session.driver import Driver, line_of
 
 LINE = b'{"jsonrpc":"2.0","id":"rosetta-1","result":{"text":"' + b"x" * 20000 + b'"}}'
 CUT = LINE.index(b'"rosetta-1"')

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bridge.errors import ServerUnavailable
-from bridge.shell.child import check_command, spawn_process
-from bridge.shell.start_failure import NOT_EXECUTABLE, NOT_FOUND, NotStarted
+from bridge.shell.servers.child import check_command, spawn_process
+from bridge.shell.servers.start_failure import NOT_EXECUTABLE, NOT_FOUND, NotStarted
 
 
 def failure(argv: list[str], env: dict[str, str] | None = None,

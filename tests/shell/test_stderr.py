@@ -12,8 +12,8 @@ import trio
 
 from bridge.core.events import Action, ChildExited, Event, MessageReceived, RestartChild, Stop
 from bridge.shell import logs
-from bridge.shell.stderr import BURST, LINE_MAX, TAIL_LINES
-from bridge.shell.supervisor import EOF_WAIT
+from bridge.shell.servers.stderr import BURST, LINE_MAX, TAIL_LINES
+from bridge.shell.servers.supervisor import EOF_WAIT
 from tests.shell.fakes import EchoCore, FakeChild, Spawner
 from tests.shell.harness import bridged
 

@@ -8,7 +8,7 @@ import textwrap
 
 SCRIPT = textwrap.dedent("""
     import os, sys
-    from bridge.shell.stdio import take_stdio
+    from bridge.shell.fdio.stdio import take_stdio
     fds = take_stdio()
     print("stray print")
     os.write(1, b"stray fd write\\n")

@@ -16,8 +16,8 @@ from structlog.testing import capture_logs
 
 from bridge.core.events import Action, Event, MessageReceived, Send
 from bridge.errors import ConfigError
-from bridge.shell.driver import Driver
-from bridge.shell.transcript import Transcript, check_transcript
+from bridge.shell.session.driver import Driver
+from bridge.shell.session.transcript import Transcript, check_transcript
 from tests.shell.fakes import EchoCore, FakeChild, Spawner
 from tests.shell.harness import bridged
 

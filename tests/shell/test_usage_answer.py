@@ -8,7 +8,7 @@ import sys
 
 import orjson
 
-from bridge.shell.usage_answer import answer_first_request, refusal
+from bridge.shell.clients.usage_answer import answer_first_request, refusal
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {}}
 

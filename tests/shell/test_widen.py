@@ -9,8 +9,8 @@ import socket
 import pytest
 import trio
 
-from bridge.shell import fdio
-from bridge.shell.outlet import Outlet
+from bridge.shell.fdio import fdio
+from bridge.shell.fdio.outlet import Outlet
 
 F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", None)
 pytestmark = pytest.mark.skipif(F_GETPIPE_SZ is None, reason="pipe sizes are Linux's")

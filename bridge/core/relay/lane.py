@@ -1,6 +1,6 @@
 """Mode P's lane (core/lane.py): the client's messages relayed in one step as well.
 
-Must not decide anything the full path (`PassThrough.on_client` -> `Router`) does not: it takes
+Must not decide anything the full path (`ModeP.on_client` -> `Router`) does not: it takes
 a client's request, notification or result in the shapes `parse_inbound` takes in one pass,
 and does for them what the relay's per-kind methods do, inlining the step every call takes (a
 plain call forwarded) while no request timeout and no debug log is on; the server's lines
@@ -22,7 +22,7 @@ from bridge.core.relay.exchanges import RelayedCall, RelayHost
 
 
 class RelayLaneHost(LaneHost, RelayHost, Protocol):
-    """The relay (`PassThrough`) as its lane sees it: the per-kind methods of its full path
+    """The relay (`ModeP`) as its lane sees it: the per-kind methods of its full path
     (and, as a RelayHost, what its exchanges see)."""
 
     tracked: dict[str, Callable[[Message], Exchange]]
@@ -34,7 +34,7 @@ class RelayLaneHost(LaneHost, RelayHost, Protocol):
 
 
 class RelayLane(Lane):
-    """The steady-state route of one `PassThrough`'s messages (`inline` covers the router's
+    """The steady-state route of one `ModeP`'s messages (`inline` covers the router's
     forward as well as its take)."""
 
     __slots__ = ("relay",)
@@ -60,7 +60,7 @@ class RelayLane(Lane):
                 if params is ABSENT or type(params) is dict:
                     id_kind = type(id_)
                     if id_kind is str or id_kind is int:
-                        # PassThrough.on_client_request, Router.forward inlined if it may be.
+                        # ModeP.on_client_request, Router.forward inlined if it may be.
                         relay = self.relay
                         track = relay.tracked.get(method)
                         if track is not None:

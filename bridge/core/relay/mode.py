@@ -66,7 +66,7 @@ class RelayDue(Enum):
     RESUME = "the replayed initialize's answer"
 
 
-class PassThrough:
+class ModeP:
     """Relays both ways; the only mode with no opinion about methods."""
 
     mode: Literal["P"] = "P"

@@ -10,5 +10,5 @@ on a tenant's core), `tenants` (each credential's session for its 2026-07-28 cli
 `legacy` and `legacy_requests` (legacy sessions and their requests), `router` (one HTTP
 request: which answer it gets) and `front` (the listener, the front's own session and the
 nursery that owns every task). Where each session's server comes from (a child, or the
-remote endpoint of `--url`) is bridge/shell/server_side.py's.
+remote endpoint of `--url`) is bridge/shell/session/server_side.py's.
 """

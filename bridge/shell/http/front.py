@@ -3,13 +3,13 @@ owns every task of them.
 
 Must not hold protocol logic (the cores decide) nor touch the process (signals, systemd's
 environment: `main.py`). Every modern request, whatever connection carries it, is a client
-message of its tenant's session (bridge/shell/session.py, its client side
+message of its tenant's session (bridge/shell/session/session.py, its client side
 `tenants.ModernClients`), so a server is started once per tenant, not per request. The
 front's own session is started with it (its server's readiness is /readyz's): without tokens
 it is every client's; with tokens each credential's first request starts a tenant of its
 own. Each legacy session (`legacy.py`) is a session of its own too, with its own core and
 server, as a daemon session is. A server is a child or a session with a remote endpoint
-(bridge/shell/server_side.py): the tasks below are a child's; a remote one's are
+(bridge/shell/session/server_side.py): the tasks below are a child's; a remote one's are
 `http-dispatch`, one per request, `http-listen-N`.
 
     front ─┬─ shared ─── read-server-N / wait-server-N / read-stderr-N, clock   (session.py)
@@ -35,7 +35,6 @@ from functools import partial
 
 import trio
 
-from bridge.shell.driver import Core, Driver
 from bridge.shell.http.address import Address, front_names
 from bridge.shell.http.auth import Credential, Tokens
 from bridge.shell.http.connection import Bodies, Connection, HttpError
@@ -46,9 +45,10 @@ from bridge.shell.http.route import STREAM_BACKLOG
 from bridge.shell.http.router import FrontEndpoint, RequestRouter
 from bridge.shell.http.tenants import ModernClients, Tenants
 from bridge.shell.logs import Logger
-from bridge.shell.server_side import Servers
-from bridge.shell.service import REFUSAL_WAIT, accept_all
-from bridge.shell.session import Session, SessionSettings
+from bridge.shell.services.service import REFUSAL_WAIT, accept_all
+from bridge.shell.session.driver import Core, Driver
+from bridge.shell.session.server_side import Servers
+from bridge.shell.session.session import Session, SessionSettings
 from bridge.streamable import replies
 from bridge.streamable.replies import Reply
 
@@ -77,7 +77,7 @@ class Access:
 
 class Front:
     """Serves one listening socket until the core stops or `stop` is called: what an HTTP
-    listening service serves (bridge/shell/service.py)."""
+    listening service serves (bridge/shell/services/service.py)."""
 
     events = "http"
     fd_fix = FD_FIX

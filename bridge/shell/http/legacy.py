@@ -3,7 +3,7 @@ session's client side, which routes what its core sends the client.
 
 Must not read or write HTTP (`legacy_requests.py` does) nor decide anything for the protocol
 (each session's own core does). A legacy session is a bridge session of its own
-(bridge/shell/session.py), as the daemon gives each Unix-socket connection: its own core and
+(bridge/shell/session/session.py), as the daemon gives each Unix-socket connection: its own core and
 its own server (the front runs it), one client, so no ids are renamed. Spec citations are
 section names of 2025-11-25 `basic/transports.mdx`.
 
@@ -28,16 +28,16 @@ import trio
 
 from bridge.core.codec import Message, encode
 from bridge.core.events import CLIENT, MessageDecoded, Send, ShutdownRequested
-from bridge.shell.driver import line_of
 from bridge.shell.http.auth import Credential
 from bridge.shell.http.modern import EventLog, PostExchange, open_exchange
 from bridge.shell.http.route import STREAM_BACKLOG, Outgoing, RouteState
 from bridge.shell.logs import Logger
-from bridge.shell.sides import NEVER_FULL
+from bridge.shell.session.driver import line_of
+from bridge.shell.session.sides import NEVER_FULL
 
 if TYPE_CHECKING:
-    from bridge.shell.driver import Driver
-    from bridge.shell.pump import Throttle
+    from bridge.shell.fdio.pump import Throttle
+    from bridge.shell.session.driver import Driver
 
 QUEUE_LIMIT = 256
 """Messages held for the GET stream while none is open; one more drops the oldest."""

@@ -2,7 +2,7 @@
 systemd, the trio run.
 
 Must not serve requests itself (`front.py` does; the process around it is
-bridge/shell/service.py's). The listening socket is systemd's when it
+bridge/shell/services/service.py's). The listening socket is systemd's when it
 passes one (a .socket unit with a TCP `ListenStream=`), else bound here. A socket bound to
 anything but loopback needs bearer tokens (streamable-http.mdx §Security & Endpoint: bind
 localhost when running locally, authenticate otherwise). SIGTERM, SIGINT and SIGQUIT stop
@@ -24,16 +24,16 @@ import trio
 
 from bridge.errors import ConfigError
 from bridge.shell import logs
-from bridge.shell.child import check_command
 from bridge.shell.http.address import is_loopback, parse_address
 from bridge.shell.http.auth import TOKEN_ENV, Tokens, exposed, read_tokens
 from bridge.shell.http.front import FD_FIX, Access, Front
-from bridge.shell.listeners import tcp_listener
-from bridge.shell.notify import Notifier
-from bridge.shell.orphans import Orphans
-from bridge.shell.server_side import check_reload, servers_for
-from bridge.shell.service import Service, watchdog_interval
-from bridge.shell.session import SessionSettings
+from bridge.shell.servers.child import check_command
+from bridge.shell.services.listeners import tcp_listener
+from bridge.shell.services.notify import Notifier
+from bridge.shell.services.orphans import Orphans
+from bridge.shell.services.service import Service, watchdog_interval
+from bridge.shell.session.server_side import check_reload, servers_for
+from bridge.shell.session.session import SessionSettings
 from bridge.shell.settings import Settings
 
 RELOADED = frozenset({"allowed_hosts", "allowed_origins", "token_file", "max_connections"})

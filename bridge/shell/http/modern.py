@@ -13,9 +13,9 @@ from typing import Protocol, TypeAlias
 
 from bridge.core.codec import Message, encode
 from bridge.core.events import Send
-from bridge.shell.driver import line_of
 from bridge.shell.http.route import STREAM_BACKLOG, Outgoing, Route
 from bridge.shell.logs import Logger
+from bridge.shell.session.driver import line_of
 from bridge.streamable import event_ids, replies
 from bridge.streamable.headers import ParamHeaders
 from bridge.streamable.renaming import Renamed, Renaming, cancellation

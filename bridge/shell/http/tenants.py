@@ -20,13 +20,13 @@ from collections.abc import Iterator
 import trio
 
 from bridge.core.events import CLIENT, MessageDecoded, Send, ShutdownRequested
-from bridge.shell.driver import Driver
+from bridge.shell.fdio.pump import Throttle
 from bridge.shell.http.auth import Credential
 from bridge.shell.http.legacy import EVICTABLE_AFTER
 from bridge.shell.http.modern import Mapping
 from bridge.shell.logs import Logger
-from bridge.shell.pump import Throttle
-from bridge.shell.sides import NEVER_FULL
+from bridge.shell.session.driver import Driver
+from bridge.shell.session.sides import NEVER_FULL
 
 
 def tenant_name(credential: Credential | None) -> str:

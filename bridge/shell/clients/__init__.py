@@ -1,0 +1,1 @@
+"""Client sides over file descriptors, and what a client is told when the bridge cannot run."""

@@ -1,0 +1,1 @@
+"""File-descriptor I/O: reads, framing, ordered writes with back-pressure, stdout hygiene."""

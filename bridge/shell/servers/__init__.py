@@ -1,0 +1,1 @@
+"""Server sides: a supervised child process, or a remote endpoint (remote/)."""
