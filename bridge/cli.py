@@ -182,6 +182,13 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
                                "the front cannot tell users apart")
         http.add_argument("--tenant-idle", type=_seconds_flag, metavar="DURATION",
                           help="a tenant with no request for this long ends (30m)")
+        http.add_argument("--max-servers", type=_count_flag, metavar="N",
+                          help="server processes of one tenant: a call that may be asked "
+                               "for input runs alone at one, so up to N such calls run at "
+                               "once (8)")
+        http.add_argument("--max-servers-total", type=_count_flag, metavar="N",
+                          help="server processes the front runs beyond each tenant's "
+                               "first (64)")
     return p
 
 
@@ -304,7 +311,8 @@ def _checked(check: Any) -> Any:
 def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
             "max_message_bytes", "log_level", "log_format", "listen", "max_sessions",
-            "token_file", "max_connections", "max_tenants", "tenant_idle", "url",
+            "token_file", "max_connections", "max_tenants", "tenant_idle", "max_servers",
+            "max_servers_total", "url",
             "connect_timeout", "read_timeout", "max_upstream_connections", "oauth_client_id",
             "oauth_client_secret_file", "oauth_client_metadata_url",
             "oauth_client_credentials")

@@ -383,6 +383,10 @@ DAEMON_KEYS: dict[str, Check] = {
     "session_idle": seconds,
     "max_tenants": count,
     "tenant_idle": seconds,
+    "max_servers": count,
+    "min_servers": count,
+    "server_idle": seconds,
+    "max_servers_total": count_or_zero,
     "allowed_hosts": _list_of(http_host, '["mcp.example.com", "mcp.example.com:443"]'),
     "allowed_origins": _list_of(http_origin, '["https://app.example.com"]'),
     "token_file": file_path,
@@ -401,8 +405,9 @@ SECRET_KEYS = frozenset({"env", "headers"})
 """Keys whose values are never echoed in an error (they may hold secrets)."""
 MERGED_KEYS = ("env", "pass_env", "headers", "allowed_hosts", "allowed_origins")
 """Keys whose flags add to the file's entries (a flag's KEY wins) instead of replacing them."""
-DERIVED_CORE_FIELDS = frozenset({"debug_logs"})
-"""CoreConfig fields no key sets: debug_logs follows log_level ("debug")."""
+DERIVED_CORE_FIELDS = frozenset({"debug_logs", "state_route"})
+"""CoreConfig fields no key sets: debug_logs follows log_level ("debug"); state_route is a
+pool process's own name (the HTTP front gives it)."""
 
 
 def accepted_keys() -> dict[str, Check]:
@@ -440,18 +445,9 @@ def validate(raw: Mapping[str, Any], where: str, error: type[BridgeError]) -> di
     return values
 
 
-HTTP_PARKED_TIMEOUT = 120.0
-"""`parked_timeout` behind the HTTP front unless set. Every modern HTTP client shares one
-legacy server there, and while one client's call is parked on a question no other client's
-call can start at it (attribution: TRANSLATION.md §5.8), so a client that never retries
-would hold every other one back for the stdio default's 15 minutes."""
-
-
 def build(values: Mapping[str, Any]) -> Settings:
     """Settings from validated values; absent keys keep the documented defaults."""
     core = {k: v for k, v in values.items() if k in CORE_KEYS}
-    if str(values.get("listen", "")).startswith("http://"):
-        core.setdefault("parked_timeout", HTTP_PARKED_TIMEOUT)
     log_level = values.get("log_level", "info")
     timing = Timing(**{k: v for k, v in values.items() if k in TIMING_KEYS})
     shell = ShellConfig(**{k: v for k, v in values.items() if k in SHELL_FIELDS},

@@ -80,12 +80,10 @@ class Bridge:
         self._roots_told = False
         self._session: ClientSession | None = None  # handed over, until a handler resumes it
         self.lost_mode: Mode | None = None  # the mode of the handler last lost or dropped
-        # The hot path's one test, kept by `route`: whether client messages take the long
-        # way (not OPEN, held for a resuming handler, or a provisional verdict keeping a copy
-        # of each).
+        # The hot path's one test, kept by `route`: whether client messages take the long way
+        # (not OPEN, held for a resuming handler, or a provisional verdict copying each).
         self._detour = False
-        # The handler's one-step route (lane.py), while there is a handler.
-        self._lane: Lane | None = None
+        self._lane: Lane | None = None  # the handler's one-step route (lane.py), if any
         # By the deadline's kind; each handler takes its owner (a held request's number, or
         # None for the deadlines that exist once).
         supervision = self.supervision
@@ -106,6 +104,11 @@ class Bridge:
     def server_state(self) -> ServerState:
         """Where the server process is (the HTTP front's /readyz reads it)."""
         return self.supervision.life.state
+
+    @property
+    def legacy_server(self) -> bool:
+        """Whether the server answered the probe as a legacy one, for good (or is pinned so)."""
+        return self.supervision.probe.found_legacy
 
     @property
     def has_served(self) -> bool:

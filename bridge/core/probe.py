@@ -100,6 +100,11 @@ class Probe:
         # what it answered, and how to fix the pin.
         self.contradiction: str | None = None
 
+    @property
+    def found_legacy(self) -> bool:
+        """Legacy for good: answered so in time, or pinned (not a provisional fallback)."""
+        return self.era == "legacy" and self.state in (ProbeState.ANSWERED, ProbeState.SKIPPED)
+
     def _move(self, to: ProbeState) -> None:
         if to not in _PROBE_MOVES[self.state]:
             raise IllegalMove("probe", self.state, to)

@@ -281,6 +281,17 @@ def too_many_tenants(request_id: object, limit: int) -> Reply:
                   "max_tenants in the configuration", {"max_tenants": limit})
 
 
+def too_many_servers(request_id: object, limit: int) -> Message:
+    """A call that needs a server process of its own while every one is busy and the front
+    runs as many as it may: the error its tenant's core would answer it with."""
+    return {"jsonrpc": "2.0", "id": request_id, "error": {
+        "code": INTERNAL_ERROR,
+        "message": f"every server process is busy and the front runs its most "
+                   f"(max_servers_total = {limit}); retry later, or raise max_servers_total "
+                   "in the configuration",
+        "data": {"max_servers_total": limit}}}
+
+
 def session_not_started(request_id: object) -> Reply:
     return _error(503, request_id, INTERNAL_ERROR,
                   "the session could not be started (the front's log says why); try again")

@@ -42,6 +42,10 @@ NEEDS = {
         "bridge.core.jsonrpc": "builds the legacy handshake as the bridge does, and answers a "
                                "request the server sends the check with an error",
     },
+    "shell/http/pool.py": {
+        "bridge.core.modern_server_legacy_client.placement": "a tenant's pool places each "
+            "request where mode B's attribution rules say it may go",
+    },
     "streamable/outbound.py": {
         "bridge.core.errors": "a failed exchange with an HTTP server is answered with the "
                               "bridge's own error code (SERVER_ERROR), as the core answers one",

@@ -134,3 +134,62 @@ def test_a_tenant_s_parked_call_does_not_hold_another_tenant_s_call(front: str) 
     status, bobs = post(front, BOB, 1, "ask_name", timeout=5.0)
     assert time.monotonic() - began < 1.5
     assert status == 200 and bobs["result"]["resultType"] == "input_required", bobs
+
+
+# --- a tenant's pool of server processes --------------------------------------------------------
+
+def pool_rounds(url: str, modern_python: venvs.SdkPython, token: str, count: int,
+                rounds: int, seconds: float = 1.0) -> list[dict[str, Any]]:
+    cmd = [modern_python.path, str(venvs.PEERS_DIR / "pool_client.py"), url, token,
+           str(count), str(seconds), str(rounds)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=WAIT * 2,
+                          cwd=venvs.REPO_ROOT, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-4000:]
+    report: list[dict[str, Any]] = json.loads(done.stdout.splitlines()[-1])["rounds"]
+    return report
+
+
+def test_parallel_calls_that_may_be_asked_run_at_once_each_at_a_process_of_its_own(
+        front: str, modern_python: venvs.SdkPython) -> None:
+    """8 concurrent 1-s calls declaring elicitation, at the front's default settings: each
+    is asked its own question (the answer names the call) at a process of its own."""
+    cold, warm = pool_rounds(front, modern_python, ALICE, 8, rounds=2)
+    assert cold["seconds"] < 3.0, cold
+    assert warm["seconds"] < 1.5, warm
+    for round_, run in enumerate((cold, warm)):
+        results = run["results"]
+        assert sorted(r["who"] for r in results) == sorted(f"{round_}-{i}" for i in range(8))
+        assert all(r["name"] == f"name-of-{r['who']}" for r in results), results
+        assert len({r["pid"] for r in results}) == 8, results
+    assert {r["pid"] for r in warm["results"]} == {r["pid"] for r in cold["results"]}
+
+
+def test_past_max_servers_calls_wait_in_order_for_a_free_process(
+        legacy_python: venvs.SdkPython, modern_python: venvs.SdkPython,
+        tmp_path: Path) -> None:
+    port = cs.free_port()
+    cmd = front_command(legacy_python, tmp_path / "tokens", port, "--max-servers", "2")
+    with cs.http_server(cmd, port) as url:
+        [run] = pool_rounds(url, modern_python, ALICE, 4, rounds=1, seconds=0.5)
+    assert 1.0 <= run["seconds"] < 2.5, run  # two turns of two
+    assert len({r["pid"] for r in run["results"]}) == 2
+    assert all(r["name"] == f"name-of-{r['who']}" for r in run["results"])
+
+
+def test_one_tenant_s_flood_of_calls_does_not_delay_another_tenant_s(
+        front: str, modern_python: venvs.SdkPython) -> None:
+    """Alice's 200 calls that may be asked fill her pool and queue; Bob's call is served by
+    his own tenant at once."""
+    flood = subprocess.Popen(
+        [modern_python.path, str(venvs.PEERS_DIR / "pool_client.py"), front, ALICE, "200",
+         "2", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=venvs.REPO_ROOT,
+        stdin=subprocess.DEVNULL)
+    try:
+        time.sleep(3.0)  # her pool is full, most of her calls wait
+        began = time.monotonic()
+        status, answer = post(front, BOB, 1, "pid", timeout=10.0)
+        assert time.monotonic() - began < 1.5
+        assert status == 200 and "pid" in answer["result"]["structuredContent"], answer
+    finally:
+        flood.kill()
+        flood.communicate()

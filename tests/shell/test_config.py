@@ -12,7 +12,6 @@ from bridge.config import (
     CORE_KEYS,
     DAEMON_KEYS,
     DERIVED_CORE_FIELDS,
-    HTTP_PARKED_TIMEOUT,
     SHELL_KEYS,
     accepted_keys,
     load_settings,
@@ -99,10 +98,17 @@ def test_booleans_are_not_numbers(tmp_path: Path) -> None:
         load_settings(str(config), {})
 
 
-def test_the_http_front_parks_calls_for_less_time_unless_told(tmp_path: Path) -> None:
+def test_the_http_front_parks_calls_as_long_as_stdio_and_sizes_its_pools(
+        tmp_path: Path) -> None:
+    """A parked call holds its own process of its tenant's pool: no shorter parking there."""
     http = {"listen": "http://127.0.0.1:8808/mcp"}
-    assert load_settings(None, http).core.parked_timeout == HTTP_PARKED_TIMEOUT
-    assert load_settings(None, {"listen": "/run/b.sock"}).core.parked_timeout == 900.0
+    assert load_settings(None, http).core.parked_timeout == 900.0
+    daemon = load_settings(None, http).daemon
+    assert (daemon.max_servers, daemon.min_servers, daemon.server_idle,
+            daemon.max_servers_total) == (8, 1, 300.0, 64)
     config = tmp_path / "c.toml"
-    config.write_text('command = ["a"]\nparked_timeout = "15m"\n')
-    assert load_settings(str(config), http).core.parked_timeout == 900.0
+    config.write_text('command = ["a"]\nmax_servers = 3\nserver_idle = "1m"\n')
+    daemon = load_settings(str(config), http).daemon
+    assert (daemon.max_servers, daemon.server_idle) == (3, 60.0)
+
+

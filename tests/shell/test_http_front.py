@@ -53,6 +53,9 @@ class ScriptedCore:
     `tools/call` of "slow" with a progress line and then nothing until the test releases
     it (`later`, on a TimerFired), `subscriptions/listen` with its acknowledgement."""
 
+    handler = object()  # not mode B's: a pool of one
+    legacy_server = False
+
     def __init__(self) -> None:
         self.received: list[Any] = []
         self.later: list[Action] = []
@@ -214,7 +217,7 @@ def request(rid: Any, method: str, token: Any = None, **params: Any) -> dict[str
 class Cores(list[ScriptedCore]):
     """Every tenant's core, as the front makes them (its `make_core`)."""
 
-    def __call__(self) -> ScriptedCore:
+    def __call__(self, route: str = "", legacy: bool = False) -> ScriptedCore:
         self.append(ScriptedCore())
         return self[-1]
 

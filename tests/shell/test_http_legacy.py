@@ -51,6 +51,9 @@ class LegacyCore:
     call with the client's answer; of "change" says `list_changed` (naming no request) and
     answers; of "slow" sends progress and waits."""
 
+    handler = object()  # not mode B's: a pool of one
+    legacy_server = False
+
     def __init__(self) -> None:
         self.received: list[Any] = []
         self.asked: dict[str, Any] = {}
@@ -125,7 +128,7 @@ class Running:
 async def running(**options: Any) -> AsyncIterator[Running]:
     cores: list[LegacyCore] = []
 
-    def make_core() -> LegacyCore:
+    def make_core(route: str = "", legacy: bool = False) -> LegacyCore:
         cores.append(LegacyCore())
         return cores[-1]
 
@@ -427,7 +430,7 @@ async def test_a_session_that_cannot_start_is_503_and_the_front_goes_on(
     async with running() as r:
         made = r.front._make_core  # type: ignore[attr-defined]
 
-        def broken() -> LegacyCore:
+        def broken(route: str = "", legacy: bool = False) -> LegacyCore:
             raise OSError("no core today")
 
         r.front._make_core = broken  # type: ignore[attr-defined]

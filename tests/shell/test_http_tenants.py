@@ -87,8 +87,8 @@ async def test_what_a_tenant_s_core_sends_reaches_only_its_own_clients(
             core.later = [Send("client", {"jsonrpc": "2.0", "id": wire,
                                           "result": {"tenant": n}}, request=wire)]
         for tenant in r.front.tenants:
-            assert tenant.driver is not None
-            tenant.driver.post(TimerFired())
+            assert tenant.first.driver is not None
+            tenant.first.driver.post(TimerFired())
         for client, n in ((alice, 0), (bob, 1)):
             answer = await client.head()
             assert (await client.sse_event(answer))["params"]["progressToken"] == "t"

@@ -86,7 +86,7 @@ async def running() -> AsyncIterator[tuple[Front, Recording, list[Any]]]:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
     with capture_logs() as captured, listener:
         front = Front(ScriptedCore(), servers, Address("127.0.0.1", 0, "/mcp"), logs.logger(),
-                      settings=settings, make_core=LegacyCore)
+                      settings=settings, make_core=lambda route, legacy: LegacyCore())
         async with trio.open_nursery() as nursery:
             spawner.nursery = nursery
             nursery.start_soon(front.run, listener)

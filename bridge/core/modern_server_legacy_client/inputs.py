@@ -276,7 +276,7 @@ class Parking:
         call.nonce = self.ctx.mint_id()
         parked_timeout = self.ctx.config.parked_timeout
         state = seal(self.mode.secret, key=call.key, nonce=call.nonce, digest=call.identity(),
-                     expires=self.ctx.now + parked_timeout)
+                     expires=self.ctx.now + parked_timeout, route=self.ctx.config.state_route)
         result: Message = {
             "resultType": "input_required",
             "inputRequests": {k: q.input_request() for k, q in call.questions.items()},

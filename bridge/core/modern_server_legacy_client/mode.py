@@ -39,6 +39,7 @@ from bridge.core.modern_server_legacy_client.exchanges import (
 from bridge.core.modern_server_legacy_client.inputs import Parking
 from bridge.core.modern_server_legacy_client.listen import ClientStreams
 from bridge.core.modern_server_legacy_client.parked_call import CallDue, ParkedCall
+from bridge.core.modern_server_legacy_client.placement import Load
 from bridge.core.modern_server_legacy_client.progress import ProgressRelay
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta, read_meta, usable_info
 from bridge.core.modern_server_legacy_client.roots_sync import RootsDue
@@ -133,6 +134,14 @@ class ModeB:
             CallDue.URL: self.parking.on_timer,
             RootsDue.RESYNC: self.parking.sync.on_timer,
         }
+
+    def load(self) -> Load:
+        """Its calls, for a pool's placement (`placement.py`); the requests its handshake
+        holds are calls to come."""
+        parking, waiting = self.parking, len(self.waiting)
+        free = not (parking.holder or parking.queue or waiting or parking.roots.resyncing)
+        return Load(own_free=free and parking.shared == 0, shared_free=free,
+                    calls=len(parking.calls) + waiting)
 
     def _move(self, to: HandshakePhase) -> None:
         if to not in _HANDSHAKE_MOVES[self.phase]:

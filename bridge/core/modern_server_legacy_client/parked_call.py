@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 from bridge.core.codec import Message
 from bridge.core.exchange import NO_REQUEST, Exchange
 from bridge.core.jsonrpc import WireId
+from bridge.core.modern_server_legacy_client.placement import INPUT_CAPABILITIES
 from bridge.core.modern_server_legacy_client.questions import Question
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
 from bridge.core.modern_server_legacy_client.request_state import request_digest
@@ -22,7 +23,7 @@ from bridge.core.states import IllegalMove
 if TYPE_CHECKING:
     from bridge.core.context import Context
 
-_INPUT_CAPABILITIES = frozenset({"roots", "sampling", "elicitation"})  # one C-level test a call
+_INPUT_CAPABILITIES = INPUT_CAPABILITIES  # one C-level test a call
 _NOTHING_SHIPPED: frozenset[str] = frozenset()
 
 

@@ -5,9 +5,13 @@ it and opens what a client echoes back. mrtr.mdx §Server Requirements: requestS
 attacker-controlled input; bind it to the originating method and a digest of its salient
 params, give it a short expiry, protect its integrity, and reject what fails verification.
 
-Format: "rs1." + base64url(JSON payload) + "." + base64url(HMAC-SHA256(secret, label + payload)).
-The payload is {"k": call key, "n": nonce, "d": request digest, "x": expiry in ms}; the nonce
-lets the parking table enforce single use (mrtr.mdx warns the digest alone does not).
+Format: "rs1." + [route "~"] + base64url(JSON payload) + "." + base64url(HMAC-SHA256(secret,
+label + [route "~"] + payload)). The payload is {"k": call key, "n": nonce, "d": request
+digest, "x": expiry in ms}; the nonce lets the parking table enforce single use (mrtr.mdx
+warns the digest alone does not). The route, when the sealing core has one, names the server
+process of a pool that holds the call (`bridge.core.placement`): it is read before the state
+is opened, to find the core that can open it, and the MAC covers it, so a changed route
+reaches a core that refuses the state as tampered with.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 from bridge.core.codec import Message, RawNumber
 
 PREFIX = "rs1."
+ROUTE_END = "~"  # outside base64url's alphabet: a route cannot be confused with a payload
 _LABEL = b"mcp-rosetta requestState v1\x00"
 # Fields that ride beside a retried request's own params and so are not part of its identity.
 _NOT_SALIENT = frozenset({"_meta", "inputResponses", "requestState"})
@@ -39,12 +44,22 @@ def _number_text(value: object) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def seal(secret: bytes, *, key: str, nonce: str, digest: str, expires: float) -> str:
-    """A requestState for one parked round of the call `key`, valid until `expires` (seconds)."""
+def seal(secret: bytes, *, key: str, nonce: str, digest: str, expires: float,
+         route: str = "") -> str:
+    """A requestState for one parked round of the call `key`, valid until `expires` (seconds),
+    naming `route` (the pool's server process that holds the call) when it is not empty."""
     payload = json.dumps({"k": key, "n": nonce, "d": digest, "x": round(expires * 1000)},
                          separators=(",", ":")).encode("ascii")
-    body = _b64(payload)
+    body = f"{route}{ROUTE_END}{_b64(payload)}" if route else _b64(payload)
     return f"{PREFIX}{body}.{_b64(_mac(secret, body))}"
+
+
+def route_of(state: str) -> str:
+    """The route a requestState names ("" for none), unauthenticated: only where to take it."""
+    if not state.startswith(PREFIX):
+        return ""
+    route, end, _ = state[len(PREFIX):].partition(ROUTE_END)
+    return route if end and "." not in route else ""
 
 
 def unseal(secret: bytes, state: str) -> Message | None:
@@ -55,7 +70,7 @@ def unseal(secret: bytes, state: str) -> Message | None:
     try:
         if not hmac.compare_digest(_unb64(mac), _mac(secret, body)):
             return None  # checked before the payload is parsed: nothing unsealed is trusted
-        payload = json.loads(_unb64(body))
+        payload = json.loads(_unb64(body.rpartition(ROUTE_END)[2]))
     except ValueError:  # bad base64, bad UTF-8 or bad JSON all derive from ValueError
         return None
     return payload if _well_formed(payload) else None

@@ -41,12 +41,13 @@ from bridge.shell.http.connection import Bodies, Connection, HttpError
 from bridge.shell.http.health import Health, ServerView
 from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.modern import Mapping
+from bridge.shell.http.pool import MakeCore, Pool, PooledCore, PoolSettings, Processes
 from bridge.shell.http.route import STREAM_BACKLOG
 from bridge.shell.http.router import FrontEndpoint, RequestRouter
 from bridge.shell.http.tenants import ModernClients, Tenants
 from bridge.shell.logs import Logger
 from bridge.shell.services.service import REFUSAL_WAIT, accept_all
-from bridge.shell.session.driver import Core, Driver
+from bridge.shell.session.driver import Driver
 from bridge.shell.session.server_side import Servers
 from bridge.shell.session.session import Session, SessionSettings
 from bridge.streamable import replies
@@ -82,16 +83,16 @@ class Front:
     events = "http"
     fd_fix = FD_FIX
 
-    def __init__(self, core: Core, servers: Servers, address: Address, log: Logger, *,
+    def __init__(self, core: PooledCore, servers: Servers, address: Address, log: Logger, *,
                  settings: SessionSettings | None = None,
                  notify: Callable[[str], None] = lambda _: None,
                  idle_timeout: float = IDLE_TIMEOUT, max_header: int = MAX_HEADER,
                  keep_alive: float | None = None,
                  max_connections: int = MAX_CONNECTIONS, access: Access = Access(),
                  view: ServerView | None = None, stream_backlog: int = STREAM_BACKLOG,
-                 make_core: Callable[[], Core] | None = None, max_sessions: int = 16,
+                 make_core: MakeCore | None = None, max_sessions: int = 16,
                  session_idle: float = 1800.0, max_tenants: int = 16,
-                 tenant_idle: float = 1800.0) -> None:
+                 tenant_idle: float = 1800.0, pool: PoolSettings = PoolSettings()) -> None:
         """`servers`: where each session's server side comes from (a child per session, or
         a session with the remote endpoint per session); `make_core`: a legacy session's
         or a tenant's own core (None: both are refused, as over `max_sessions` and
@@ -115,8 +116,10 @@ class Front:
         self._session_idle = session_idle
         self._session_tasks: trio.Nursery | None = None
         self._stream_backlog = stream_backlog
+        self._pool = pool
+        self._processes = Processes(pool.max_servers_total)
         self.mapping = Mapping(log, stream_backlog)
-        self._clients = ModernClients(self.mapping, log)
+        self._clients = ModernClients(self._pool_of(self.mapping, log, core), log)
         self.tenants = Tenants(max_tenants if make_core is not None else 0, self._clients)
         self._tenant_idle = tenant_idle
         self._bodies = Bodies(BODIES_HELD * settings.max_message_bytes)
@@ -167,7 +170,7 @@ class Front:
         """The shared session, its server started before the first request is read; once
         it has ended and every legacy session and tenant with it, the front ends."""
         opener = self._servers.opener(self._log, reach_first=True)
-        await self.session.run(self._clients, opener, task_status=task_status)
+        await self.session.run(self._clients.first, opener, task_status=task_status)
         await self.sessions.wait_empty()
         await self.tenants.wait_empty()
         nursery.cancel_scope.cancel()
@@ -192,7 +195,7 @@ class Front:
         client = self.sessions.new(self._log, self._session_idle, self._stream_backlog)
         log = self._log.bind(session=client.number)
         try:
-            session = Session(self._make_core(), log, settings=self._settings)
+            session = Session(self._make_core("", False), log, settings=self._settings)
             await self._session_tasks.start(self._run_session, client, session, log,
                                             name=f"session-{client.number}")
         except Exception as exc:  # contained: this client is told, the front goes on
@@ -240,19 +243,30 @@ class Front:
         the same one); its session starts in the sessions' nursery."""
         assert self._make_core is not None and self._session_tasks is not None
         log = self._log.bind(tenant=credential.digest)
-        tenant = ModernClients(Mapping(log, self._stream_backlog), log, credential,
-                               idle=self._tenant_idle)
+        # The front's own session probed the server: a tenant's need not, if it found it legacy.
+        first = self._make_core("", self._core.legacy_server)
+        pool = self._pool_of(Mapping(log, self._stream_backlog), log, first)
+        tenant = ModernClients(pool, log, credential, idle=self._tenant_idle)
         self.tenants.add(tenant)
-        session = Session(self._make_core(), log, settings=self._settings)
+        session = Session(pool.first.core, log, settings=self._settings)
         self._session_tasks.start_soon(self._run_tenant, tenant, session, log,
                                        name=f"tenant-{credential.digest}")
         return tenant
+
+    def _pool_of(self, mapping: Mapping, log: Logger, first: PooledCore) -> Pool:
+        """A tenant's pool, its first session's core given."""
+        settings = self._settings
+
+        return Pool(mapping, log, first, make_core=self._make_core,
+                    open_server=self._servers.opener,
+                    processes=self._processes, settings=self._pool,
+                    grace=settings.timing.shutdown_grace)
 
     async def _run_tenant(self, tenant: ModernClients, session: Session, log: Logger) -> None:
         log.info("http.tenant_started", tenants=len(self.tenants))
         try:
             async with trio.open_nursery() as starting:
-                await starting.start(partial(session.run, tenant,
+                await starting.start(partial(session.run, tenant.first,
                                              self._servers.opener(log)))
                 tenant.started.set()
                 if self.tenants.closing:  # the front began stopping while it started

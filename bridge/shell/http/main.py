@@ -27,6 +27,7 @@ from bridge.shell import logs
 from bridge.shell.http.address import is_loopback, parse_address
 from bridge.shell.http.auth import TOKEN_ENV, Tokens, exposed, read_tokens
 from bridge.shell.http.front import FD_FIX, Access, Front
+from bridge.shell.http.pool import PoolSettings
 from bridge.shell.servers.child import check_command
 from bridge.shell.services.listeners import tcp_listener
 from bridge.shell.services.notify import Notifier
@@ -70,8 +71,13 @@ def run_http(settings: Settings, reload: Reload) -> int:
         room_for(daemon.max_connections + FDS_PER_SESSION * sessions_at_most + FD_MARGIN, log)
         from bridge.core.bridge import Bridge
 
-        def own_core() -> Bridge:  # a legacy session's or a tenant's, as a daemon session's
-            return Bridge(settings.core, secret=os.urandom(32))
+        def own_core(route: str, legacy: bool) -> Bridge:
+            """A legacy session's or a tenant's core, as a daemon session's; `route`: its
+            name in a tenant's pool; `legacy`: the front's own core found the server so."""
+            core = settings.core
+            if route or legacy:
+                core = dataclasses.replace(core, state_route=route, server_era="legacy")
+            return Bridge(core, secret=os.urandom(32))
 
         bridge = Bridge(settings.core, secret=os.urandom(32))
         notify = Notifier(log)
@@ -80,6 +86,8 @@ def run_http(settings: Settings, reload: Reload) -> int:
                       make_core=own_core, max_sessions=daemon.max_sessions,
                       session_idle=daemon.session_idle, max_tenants=daemon.max_tenants,
                       tenant_idle=daemon.tenant_idle, idle_timeout=daemon.connection_idle,
+                      pool=PoolSettings(daemon.max_servers, daemon.min_servers,
+                                        daemon.server_idle, daemon.max_servers_total),
                       max_connections=daemon.max_connections,
                       stream_backlog=daemon.stream_backlog,
                       access=_access(settings, Tokens(tokens) if tokens else None),

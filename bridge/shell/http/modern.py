@@ -77,16 +77,16 @@ class Mapping:
         self._routes[names.wire] = exchange
         return exchange, renamed
 
-    def deliver(self, send: Send) -> None:
-        """A message the core sends the client: onto the stream of the POST it names. The
-        driver calls it, so it must not wait: a POST whose client does not read gives up
-        past its bound (`route.py`) instead."""
+    def deliver(self, send: Send) -> bool:
+        """A message the core sends the client: onto the stream of the POST it names; True
+        if it was that POST's answer. The driver calls it, so it must not wait: a POST whose
+        client does not read gives up past its bound (`route.py`) instead."""
         message = send.message
         request = send.request
         if not isinstance(message, dict):
             self._log.warning("http.dropped", reason="a batch has no place on a 2026-07-28 "
                                                      "front")
-            return
+            return False
         exchange = self._routes.get(request) if isinstance(request, str) else None
         if exchange is None:
             # A message naming no request (a legacy server's list_changed no stream asked
@@ -96,7 +96,7 @@ class Mapping:
             self._log.info("http.dropped", method=message.get("method"),
                            request=request, reason="belongs to no open POST" if request
                            is not None else "names no request: no stream to put it on")
-            return
+            return False
         restored, final = self._renaming.restore(message, exchange.names)
         if final:
             del self._routes[exchange.names.wire]
@@ -104,6 +104,14 @@ class Mapping:
         outgoing = Outgoing(line, final, replies.status_of(restored) if final else 200)
         exchange.route.put(outgoing)  # past its bound, the route gives up (and says so)
         if final:
+            exchange.route.close()
+        return final
+
+    def close(self, wire: str) -> None:
+        """The core that had request `wire` is gone: its POST ends unanswered (the front's
+        refusal for a stopped core answers it)."""
+        exchange = self._routes.pop(wire, None)
+        if exchange is not None:
             exchange.route.close()
 
     def abandon(self, exchange: PostExchange) -> bytes | None:

@@ -139,7 +139,8 @@ class RequestRouter:
         hand_in = partial(tenant.decoded, MessageDecoded(CLIENT, renamed))
         tenant.posts += 1
         try:
-            await self._through_core(conn, exchange, hand_in, outcome, mapping, tenant.feed,
+            await self._through_core(conn, exchange, hand_in, outcome, mapping,
+                                     partial(tenant.cancel, exchange.names.wire),
                                      answer=answer)
         finally:
             tenant.posts -= 1

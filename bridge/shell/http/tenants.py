@@ -1,12 +1,12 @@
-"""Tenants: the modern clients of one credential, and the bridge session they share.
+"""Tenants: the modern clients of one credential, and the pool of sessions that serves them.
 
 Must not read or write HTTP (`router.py` does) nor start a session (the front does). On the
 front every credential is a tenant: a bearer token, known by its `Credential` digest (never
-the token). A tenant's session is its own: its core (so its roots, its parked calls, and the
-key that seals their `requestState`: another tenant's retry is refused as tampered with),
-its server, its listen streams, log level and progress. Without tokens the front cannot tell
-clients apart: they are all one tenant, the front's own session, which is never ended for
-idleness (its end is the front's).
+the token). A tenant's sessions are its own (`pool.py`): their cores (so its roots, its
+parked calls, and the keys that seal their `requestState`: another tenant's retry is refused
+as tampered with), their servers, its listen streams, log level and progress. Without tokens
+the front cannot tell clients apart: they are all one tenant, whose first session is the
+front's own, never ended for idleness (its end is the front's).
 
 A tenant with a request open (a listen stream included) is in use. One with none for
 `tenant_idle` seconds ends, and its server is stopped; at `max_tenants` a new credential ends
@@ -19,14 +19,12 @@ from collections.abc import Iterator
 
 import trio
 
-from bridge.core.events import CLIENT, MessageDecoded, Send, ShutdownRequested
-from bridge.shell.fdio.pump import Throttle
+from bridge.core.events import MessageDecoded
 from bridge.shell.http.auth import Credential
 from bridge.shell.http.legacy import EVICTABLE_AFTER
 from bridge.shell.http.modern import Mapping
+from bridge.shell.http.pool import Member, Pool
 from bridge.shell.logs import Logger
-from bridge.shell.session.driver import Driver
-from bridge.shell.session.sides import NEVER_FULL
 
 
 def tenant_name(credential: Credential | None) -> str:
@@ -35,22 +33,18 @@ def tenant_name(credential: Credential | None) -> str:
 
 
 class ModernClients:
-    """The client side of one tenant's session: every modern request its credential sends,
-    whatever connection carried it. The router feeds the core each request (renamed:
-    `Mapping.admit`), and what the core sends the client goes to the POST it belongs to
-    (`Mapping.deliver`). Answers are queued per POST, each within its own bound
-    (`route.py`): it is never full. `idle` None: never ended for idleness."""
+    """One tenant: the modern requests its credential sends, whatever connection carried
+    them, and the pool of sessions that serves them (`pool.py`). The router hands it each
+    request renamed (`Mapping.admit`); what a core sends the client goes to the POST it
+    belongs to (`Mapping.deliver`). `idle` None: never ended for idleness."""
 
-    batch = None
-    throttle = NEVER_FULL
-
-    def __init__(self, mapping: Mapping, log: Logger, credential: Credential | None = None,
+    def __init__(self, pool: Pool, log: Logger, credential: Credential | None = None,
                  *, idle: float | None = None) -> None:
-        self.mapping = mapping
+        self.pool = pool
+        pool.on_open = self._opened
         self.credential = credential
         self._log = log
         self._idle = idle
-        self.driver: Driver | None = None
         self.posts = 0
         """Requests open (a listen stream included): the tenant is in use."""
         self.last_active = 0.0
@@ -64,36 +58,27 @@ class ModernClients:
     def name(self) -> str:
         return tenant_name(self.credential)
 
-    def open(self, driver: Driver, nursery: trio.Nursery) -> None:
-        self.driver = driver
+    @property
+    def mapping(self) -> Mapping:
+        return self.pool.mapping
+
+    @property
+    def first(self) -> Member:
+        """The client side of the tenant's own session (the pool's first process)."""
+        return self.pool.first
+
+    def _opened(self, nursery: trio.Nursery) -> None:
         self.touch()
         if self._idle is not None:
             nursery.start_soon(self._watch_idle, name=f"idle-{self.name}")
 
-    def listen(self, server: Throttle) -> None:
-        """Requests come as connections carry them (the router calls `feed`)."""
-
-    def feed(self, line: bytes) -> None:
-        """One client message (a POST's request, renamed, or its cancellation)."""
-        assert self.driver is not None
-        self.driver.lines(CLIENT, [line])
-
     def decoded(self, event: MessageDecoded) -> None:
-        """One client message the router decoded itself (a POST's request, renamed)."""
-        assert self.driver is not None
-        self.driver.decoded(event)
+        """One request the router decoded (renamed), to the process the pool chooses."""
+        self.pool.take(event)
 
-    def send(self, send: Send) -> None:
-        self.mapping.deliver(send)
-
-    async def drain(self, stall_timeout: float) -> None:
-        """The core stopped: every POST still waiting ends once its stream has written what
-        is queued."""
-        self.close()
-
-    def close(self) -> None:
-        self.ended = True
-        self.mapping.abandon_all()
+    def cancel(self, wire: str, line: bytes) -> None:
+        """The client of request `wire` went away: `line` cancels it where it runs."""
+        self.pool.cancel(wire, line)
 
     # Its life ------------------------------------------------------------------------------
 
@@ -101,13 +86,13 @@ class ModernClients:
         self.last_active = trio.current_time()
 
     def end(self, reason: str, grace: float = 0.0) -> None:
-        """Ask its core to stop (answering what it owes within `grace`); its server follows."""
+        """Ask its cores to stop (answering what they owe within `grace`); their servers
+        follow."""
         if self.ended:
             return
         self.ended = True
         self._log.info("http.tenant_ending", reason=reason)
-        assert self.driver is not None
-        self.driver.post(ShutdownRequested(grace))
+        self.pool.end_all(grace)
 
     async def _watch_idle(self) -> None:
         """Ends the tenant once it has had no open request for `idle` seconds: its clients'

@@ -98,6 +98,8 @@ class Driver:
         self.transcript = transcript
         self.last_lines = 0.0
         """When a peer's lines last came in (trio's clock): how long the session has been idle."""
+        self.settled: Callable[[], None] | None = None
+        """Told after each event the core handled (a pool places waiting calls on it)."""
         if transcript is not None:  # bound once: without a transcript, no cost per message
             self.lines = self._recorded_lines  # type: ignore[method-assign]
             self._flush = self._recorded_flush  # type: ignore[method-assign]
@@ -208,6 +210,8 @@ class Driver:
             self._server_batch.write()
         if self.clock is not None:
             self.clock.watch(self._core.next_deadline())
+        if self.settled is not None:
+            self.settled()
 
     # With a transcript ---------------------------------------------------------------------
 

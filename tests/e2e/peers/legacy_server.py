@@ -144,6 +144,14 @@ async def ask_name(ctx: Context) -> str:
 
 
 @mcp.tool()
+async def ask_then_wait(ctx: Context, who: str, seconds: float = 1.0) -> dict[str, Any]:
+    """Elicit a name for `who`, then work for `seconds`: the name heard, and this process."""
+    name = await ask(ctx, f"Name for {who}?", Name, "name")
+    await anyio.sleep(seconds)
+    return {"who": who, "name": name, "pid": os.getpid()}
+
+
+@mcp.tool()
 async def ask_model(ctx: Context) -> str:
     """Sample the client's model."""
     return f"model said {await sample_capital(ctx)}"
