@@ -22,6 +22,7 @@ from bridge.config import (
     http_host,
     http_origin,
     load_settings,
+    node_address,
     oauth_client_id,
     root_uri,
     seconds,
@@ -182,6 +183,12 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
                                "the front cannot tell users apart")
         http.add_argument("--tenant-idle", type=_seconds_flag, metavar="DURATION",
                           help="a tenant with no request for this long ends (30m)")
+        http.add_argument("--node-url", type=_checked(node_address), metavar="URL",
+                          help="in a fleet (fleet_nodes, fleet_dns): this node's address "
+                               "as the others reach it, http://HOST:PORT")
+        http.add_argument("--fleet-key-file", type=_checked(file_path), metavar="FILE",
+                          help="the key every node of the fleet shares (or set "
+                               "MCP_ROSETTA_FLEET_KEY; never on the command line)")
     return p
 
 
@@ -307,7 +314,7 @@ def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
             "token_file", "max_connections", "max_tenants", "tenant_idle", "url",
             "connect_timeout", "read_timeout", "max_upstream_connections", "oauth_client_id",
             "oauth_client_secret_file", "oauth_client_metadata_url",
-            "oauth_client_credentials")
+            "oauth_client_credentials", "node_url", "fleet_key_file")
     values: dict[str, Any] = {k: getattr(args, k) for k in keys
                               if getattr(args, k, None) is not None}
     for repeated in ("roots", "allowed_hosts", "allowed_origins", "headers"):

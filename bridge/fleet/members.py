@@ -11,6 +11,7 @@ nodes serve the same path.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 EXAMPLE = '"http://10.0.0.2:8808"'
@@ -29,6 +30,21 @@ def address(value: object) -> str:
         raise ValueError(f"expected a node's address as http://HOST:PORT, e.g. {EXAMPLE}")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     return f"{parts.scheme}://{host.lower()}:{port}"
+
+
+def node_name(value: object) -> str:
+    """A node's name: visible ASCII, as it goes into log lines and headers."""
+    if not isinstance(value, str) or not value or not all("!" <= c <= "~" for c in value):
+        raise ValueError('expected a name of visible ASCII characters, e.g. "node-a"')
+    return value
+
+
+def dns_name(value: object) -> str:
+    """A host name that resolves to every node (`fleet_dns`), in lower case."""
+    if not isinstance(value, str) or not re.fullmatch(
+            r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?", value):
+        raise ValueError('expected a host name, e.g. "mcp-rosetta.default.svc.cluster.local"')
+    return value.lower()
 
 
 def host_of(node: str) -> str:
