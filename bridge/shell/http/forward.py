@@ -52,7 +52,7 @@ class Forwarder:
         when it cannot be (the session has ended with its node)."""
         outcome.forwarded_to = holder
         if not await self._fleet.is_member(holder):
-            self._log.warning("fleet.not_member", node=holder,
+            self._log.warning("fleet.not_member", holder=holder,
                               fix="a session id names a node that is not in fleet_nodes "
                                   "(or fleet_dns): list every node on every node")
             return replies.session_unknown(f"its node {holder} is not in the fleet")
@@ -81,7 +81,7 @@ class Forwarder:
                 await self._relay(conn, answer, outcome)
         except httpx2.TransportError as exc:
             if outcome.status:  # the answer had begun: the client sees it cut, and resumes
-                self._log.warning("fleet.answer_cut", node=holder, error=repr(exc))
+                self._log.warning("fleet.answer_cut", holder=holder, error=repr(exc))
                 return None
             self._lost(holder, exc)
             return replies.session_unknown(f"its node {holder} cannot be reached")
@@ -106,10 +106,10 @@ class Forwarder:
     def _lost(self, holder: str, exc: Exception) -> None:
         if holder not in self._unreachable:
             self._unreachable.add(holder)
-            self._log.warning("fleet.node_unreachable", node=holder, error=repr(exc),
+            self._log.warning("fleet.node_unreachable", holder=holder, error=repr(exc),
                               effect="its sessions are answered as ended (404)")
 
     def _reached(self, holder: str) -> None:
         if holder in self._unreachable:
             self._unreachable.discard(holder)
-            self._log.info("fleet.node_reachable", node=holder)
+            self._log.info("fleet.node_reachable", holder=holder)
