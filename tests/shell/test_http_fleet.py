@@ -12,6 +12,7 @@ start a fleet they cannot run, naming the setting."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -303,3 +304,31 @@ def test_the_key_is_read_from_its_file_first_and_never_shown(tmp_path: Any) -> N
     assert "from-the-file" not in shown and repr(KEYS.ids) not in shown
     assert _fleet_fields(made) == {"node": made.node, "node_url": "http://127.0.0.1:8001",
                                    "fleet": 2}
+
+
+async def test_with_fleet_dns_a_member_is_an_address_the_name_resolves_to() -> None:
+    member = Fleet("a", "http://127.0.0.1:8001", KEYS, dns="localhost")
+    assert await member.is_member("http://127.0.0.1:8002")
+    assert not await member.is_member("http://10.9.9.9:8001")
+    made = fleet_of(DaemonConfig(fleet_dns="localhost", node_url="http://127.0.0.1:8001"),
+                    8001, {KEY_ENV: "k" * 20})
+    assert made is not None and (made.address, made.dns) == ("http://127.0.0.1:8001",
+                                                             "localhost")
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("fleet_nodes", ["10.0.0.2:8808"], 'fleet_nodes: expected a node\'s address as '
+                                       'http://HOST:PORT, e.g. "http://10.0.0.2:8808"'),
+    ("fleet_nodes", "http://10.0.0.2:8808", "fleet_nodes: expected an array"),
+    ("node_url", "http://10.0.0.2:8808/mcp", "node_url: expected a node's address"),
+    ("fleet_dns", "not a name", "fleet_dns: expected a host name"),
+    ("node", "node a", "node: expected a name of visible ASCII"),
+])
+def test_a_fleet_setting_that_is_no_such_thing_is_refused_with_an_example(
+        key: str, value: object, says: str) -> None:
+    from bridge.config import validate
+
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        validate({key: value}, "config x.toml", ConfigError)
+    assert validate({"fleet_nodes": ["HTTP://10.0.0.2:8808/"]}, "x", ConfigError) == {
+        "fleet_nodes": ("http://10.0.0.2:8808",)}

@@ -25,6 +25,9 @@ from bridge.streamable.replies import Reply
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to reach the holder: past it, the node is taken as gone."""
+KEEPALIVE_S = 5.0
+"""Seconds an idle connection to another node is kept: well below a front's
+`connection_idle` (60 s), so one is never reused just as its node closes it."""
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "trailer",
                         "transfer-encoding", "upgrade", "host", "content-length"})
 """RFC 9110 §7.6.1: a hop's own headers, never passed on (each hop frames its own)."""
@@ -39,7 +42,8 @@ class Forwarder:
         self._log = log
         self._client = httpx2.AsyncClient(
             timeout=httpx2.Timeout(None, connect=CONNECT_TIMEOUT), follow_redirects=False,
-            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=64),
+            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=64,
+                                 keepalive_expiry=KEEPALIVE_S),
             trust_env=False, transport=transport)  # the fleet's own network: no proxy
         self._unreachable: set[str] = set()
 
