@@ -5,7 +5,8 @@ client (`streamablehttp_client`) drives them.
 
 Must not fake a balancer, a client or a server: nginx and haproxy are the Debian packages
 (.ci/run installs them), started here with their own configuration in a temporary directory;
-the nodes are `python -m bridge serve` processes sharing a fleet key.
+the nodes are `python -m bridge serve` processes sharing a fleet key. The balancers run the
+repository's own example configurations (config/fleet/), their addresses replaced.
 
 What each balancer shows:
 - the whole tour of tests/e2e/test_http_clients.py (tools listed and called, progress, logs
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import http.client
 import json
 import os
 import shutil
@@ -119,6 +121,8 @@ def fleet_nodes(tmp: Path, server_cmd: list[str]) -> Iterator[list[Node]]:
 
 # --- the balancers ----------------------------------------------------------------------------
 
+EXAMPLES = venvs.REPO_ROOT / "config" / "fleet"
+"""The repository's balancer configurations: run here as shipped, but for their addresses."""
 NGINX = """\
 worker_processes 1;
 pid {tmp}/nginx.pid;
@@ -130,54 +134,38 @@ http {{
     fastcgi_temp_path {tmp}/fastcgi;
     uwsgi_temp_path {tmp}/uwsgi;
     scgi_temp_path {tmp}/scgi;
-    upstream fleet {{
-{servers}
-    }}
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{
-            proxy_pass http://fleet;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $http_host;
-            proxy_buffering off;
-            proxy_read_timeout 1h;
-        }}
-    }}
+    include {tmp}/fleet.conf;
 }}
 """
 
-HAPROXY = """\
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 1h
-    timeout server 1h
-    option redispatch
-    retries 2
-frontend clients
-    bind 127.0.0.1:{port}
-    default_backend fleet
-backend fleet
-    balance roundrobin
-    option httpchk GET /healthz
-{servers}
-"""
+
+def _addressed(example: str, server: str, nodes: list[Node], listen: str, by: str) -> str:
+    """The example's text with its three example servers replaced by `nodes` (each line
+    `server` formatted with a node's name and port) and its listening line by `listen`."""
+    text = (EXAMPLES / example).read_text()
+    lines = [line for line in text.splitlines() if "10.0.0." not in line]
+    at = next(i for i, line in enumerate(text.splitlines()) if "10.0.0." in line)
+    lines[at:at] = [server.format(name=node.name, port=node.port) for node in nodes]
+    replaced = "\n".join(lines) + "\n"
+    assert by in replaced, f"{example} has no {by!r} line"
+    return replaced.replace(by, listen, 1)
 
 
 def nginx(tmp: Path, nodes: list[Node], port: int) -> list[str]:
-    servers = "\n".join(f"        server 127.0.0.1:{node.port};" for node in nodes)
+    (tmp / "fleet.conf").write_text(_addressed(
+        "nginx.conf", "    server 127.0.0.1:{port};", nodes, f"listen 127.0.0.1:{port};",
+        "listen 80;"))
     config = tmp / "nginx.conf"
-    config.write_text(NGINX.format(tmp=tmp, servers=servers, port=port))
+    config.write_text(NGINX.format(tmp=tmp))
     return [_program("nginx"), "-p", str(tmp), "-e", str(tmp / "error.log"), "-c", str(config),
             "-g", "daemon off;"]
 
 
 def haproxy(tmp: Path, nodes: list[Node], port: int) -> list[str]:
-    servers = "\n".join(f"    server {node.name} 127.0.0.1:{node.port} check inter 500ms"
-                        for node in nodes)
     config = tmp / "haproxy.cfg"
-    config.write_text(HAPROXY.format(servers=servers, port=port))
+    config.write_text(_addressed(
+        "haproxy.cfg", "    server {name} 127.0.0.1:{port} check inter 500ms", nodes,
+        f"bind 127.0.0.1:{port}", "bind :80"))
     return [_program("haproxy"), "-db", "-f", str(config)]
 
 
@@ -202,6 +190,7 @@ def balancer(kind: str, tmp: Path, nodes: list[Node]) -> Iterator[str]:
                                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_listening(proc, port, log)
+        _wait_for(lambda: _ready(port))  # HAProxy: its first checks of /readyz passed
         yield f"http://127.0.0.1:{port}{PATH}"
     finally:
         proc.terminate()
@@ -295,6 +284,17 @@ def test_a_stopped_node_ends_its_sessions_and_the_client_starts_anew(
         assert report["call:again"]["content"][0]["text"] == "again", context
         assert holder_of(report["session:again"], nodes) in live
         assert report["exit_code"] == 0, context
+
+
+def _ready(port: int) -> bool:
+    with contextlib.suppress(OSError, http.client.HTTPException):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            conn.request("GET", "/readyz")
+            return conn.getresponse().status == 200
+        finally:
+            conn.close()
+    return False
 
 
 def _wait_for(done: Callable[[], bool], within: float = START_TIMEOUT) -> None:
