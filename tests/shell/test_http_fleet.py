@@ -204,6 +204,22 @@ async def test_a_pass_this_fleet_did_not_sign_is_refused_with_403() -> None:
         assert [m["method"] for m in f.a.cores[0].received] == ["initialize"]
 
 
+async def test_a_forwarded_request_is_never_forwarded_again() -> None:
+    """A pass says the fleet sent it here: a session this node does not hold is unknown,
+    even one another node holds (no loop between two nodes that disagree)."""
+    async with fleet() as f:
+        session = await initialized(await f.a.client())
+        body = json.dumps(rpc(5, "tools/list")).encode()
+        sent = f.a.fleet.issue(None, passes.Bound("POST", "/mcp", session, body))
+        client = await f.b.client()
+        await client.send("POST", body, {**headers(session), passes.HEADER: sent})
+        assert (await client.whole()).status == 404
+        await until(lambda: f.events("http.request", "b"))
+        assert [(e["forwarded_by"], e.get("forwarded_to")) for e in
+                f.events("http.request", "b")] == [("a", None)]
+        assert [m["method"] for m in f.a.cores[0].received] == ["initialize"]
+
+
 async def test_a_holder_that_cannot_be_reached_ends_its_sessions_said_once() -> None:
     absent = "http://127.0.0.1:9"  # discard: nothing listens there
     async with fleet(absent=absent) as f:
