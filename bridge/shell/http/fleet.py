@@ -43,8 +43,9 @@ class Fleet:
     keys: FleetKeys = field(repr=False)
     nodes: tuple[str, ...] = ()
     dns: str | None = None
-    _resolved: frozenset[str] = frozenset()
-    _resolved_at: float = -RESOLVED_FOR
+    _resolved: frozenset[str] = field(default=frozenset(), init=False)
+    """The addresses `dns` last resolved to, and when (trio's clock)."""
+    _resolved_at: float | None = field(default=None, init=False)
 
     def mint(self) -> str:
         """A new legacy session's id, naming this node."""
@@ -68,7 +69,7 @@ class Fleet:
         if self.dns is None:
             return address in self.nodes
         now = trio.current_time()
-        if now - self._resolved_at >= RESOLVED_FOR:
+        if self._resolved_at is None or now - self._resolved_at >= RESOLVED_FOR:
             self._resolved = await _resolve(self.dns)
             self._resolved_at = now
         return members.listed(address, self.nodes, self._resolved)
