@@ -48,7 +48,8 @@ STREAMS_KEPT = 32
 """POST streams a session keeps for resumption; one more forgets the oldest."""
 ID_BYTES = 32
 """secrets.token_urlsafe's bytes of randomness: 43 visible ASCII characters (§Session
-Management: globally unique, cryptographically secure, 0x21 to 0x7E)."""
+Management: globally unique, cryptographically secure, 0x21 to 0x7E). In a fleet the id
+also names the node that holds the session (`bridge.fleet.ids`), with as many random bytes."""
 GET_PREFIX = "g"
 POST_PREFIX = "p"
 

@@ -6,6 +6,8 @@ Must not hold sessions (`legacy.py` does): a POSTed request is carried like a mo
 session's routes, the `Mcp-Session-Id` header on its answer, and an answer of its own: always
 an event stream, primed with an event id (§Sending Messages 6), every event with an id, so a
 client that loses the connection resumes it by GET with `Last-Event-ID` (§Resumability).
+In a fleet, a request (POST, GET or DELETE) for a session another node holds is that node's
+to answer: it is forwarded there (`forward.py`) before anything else is looked at.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Must not read or write bytes itself (`connection.py`) nor answer for the core: i
 what the transport refuses (path, method, Host and Origin, media type, a body that is not one
 request, mismatched headers: `bridge.streamable` decides and words each), and hands a modern
 request to its tenant's session (`tenants.py`) through the tenant's `modern.Mapping`, then
-carries the core's messages for it back as one JSON answer or an event stream.
+carries the core's messages for it back as one JSON answer or an event stream. In a fleet,
+a request another node forwarded is taken on that node's pass (`bridge.fleet.passes`) in
+place of the Host, Origin and token checks that node made.
 """
 
 from __future__ import annotations
@@ -30,9 +32,6 @@ from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.route import STOPPED_READING, Route, RouteState
 from bridge.shell.http.tenants import ModernClients
 from bridge.shell.logs import Logger
-
-if TYPE_CHECKING:
-    from bridge.shell.http.fleet import Fleet
 from bridge.streamable import replies, sse
 from bridge.streamable.elsewhere import elsewhere
 from bridge.streamable.era import SESSION_HEADER, Era, era_of
@@ -46,6 +45,9 @@ from bridge.streamable.headers import (
 from bridge.streamable.media import JSON
 from bridge.streamable.replies import Reply
 from bridge.streamable.target import logged, path_of
+
+if TYPE_CHECKING:
+    from bridge.shell.http.fleet import Fleet
 
 KEEP_ALIVE_S = 15.0
 
