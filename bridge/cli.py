@@ -22,6 +22,7 @@ from bridge.config import (
     http_host,
     http_origin,
     load_settings,
+    node_address,
     oauth_client_id,
     root_uri,
     seconds,
@@ -189,6 +190,12 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
         http.add_argument("--max-servers-total", type=_count_flag, metavar="N",
                           help="server processes the front runs beyond each tenant's "
                                "first (64)")
+        http.add_argument("--node-url", type=_checked(node_address), metavar="URL",
+                          help="in a fleet (fleet_nodes, fleet_dns): this node's address "
+                               "as the others reach it, http://HOST:PORT")
+        http.add_argument("--fleet-key-file", type=_checked(file_path), metavar="FILE",
+                          help="the key every node of the fleet shares (or set "
+                               "MCP_ROSETTA_FLEET_KEY; never on the command line)")
     return p
 
 
@@ -315,7 +322,7 @@ def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
             "max_servers_total", "url",
             "connect_timeout", "read_timeout", "max_upstream_connections", "oauth_client_id",
             "oauth_client_secret_file", "oauth_client_metadata_url",
-            "oauth_client_credentials")
+            "oauth_client_credentials", "node_url", "fleet_key_file")
     values: dict[str, Any] = {k: getattr(args, k) for k in keys
                               if getattr(args, k, None) is not None}
     for repeated in ("roots", "allowed_hosts", "allowed_origins", "headers"):

@@ -268,6 +268,19 @@ def http_origin(value: Any) -> str:
     return allowed_origin(value)
 
 
+def _fleet_check(name: str) -> Check:
+    """A check of `bridge.fleet.members`, imported only when a fleet is configured."""
+    def check(value: Any) -> Any:
+        from bridge.fleet import members
+
+        return getattr(members, name)(value)
+
+    return check
+
+
+node_address = _fleet_check("address")
+
+
 def file_mode(value: Any) -> int:
     """Permission bits, as an octal string ("0660") or a number (0o660 in TOML)."""
     try:
@@ -393,6 +406,11 @@ DAEMON_KEYS: dict[str, Check] = {
     "max_connections": count,
     "connection_idle": seconds,
     "stream_backlog": size,
+    "node": _fleet_check("node_name"),
+    "node_url": node_address,
+    "fleet_nodes": _list_of(node_address, '["http://10.0.0.2:8808", "http://10.0.0.3:8808"]'),
+    "fleet_dns": _fleet_check("dns_name"),
+    "fleet_key_file": file_path,
 }
 # Keys both layers read: the core waits drain_timeout for answers it owes once the client has
 # closed its input; the shell then gives a client that stopped reading as long to resume.

@@ -128,6 +128,22 @@ class DaemonConfig:
     stream_backlog: int = 4 * 1024 * 1024
     """HTTP front: bytes held for one answer whose client does not read them; past it the
     request is cancelled and its connection closed."""
+    node: str | None = None
+    """HTTP front in a fleet: this node's name in the logs and on the requests it forwards;
+    None: the host's name."""
+    node_url: str | None = None
+    """HTTP front in a fleet: this node's address as the others reach it (`http://HOST:PORT`);
+    None: its entry in `fleet_nodes` (the one on its port and a local address), or with
+    `fleet_dns` its host name's address."""
+    fleet_nodes: tuple[str, ...] = ()
+    """HTTP front: every node's address, this one's included; any node takes any request and
+    forwards a legacy session's to the node that holds it."""
+    fleet_dns: str | None = None
+    """HTTP front: instead of `fleet_nodes`, a name that resolves to every node's IP address
+    (a Kubernetes headless Service's)."""
+    fleet_key_file: str | None = None
+    """HTTP front in a fleet: a file holding the key every node shares (or the environment
+    variable MCP_ROSETTA_FLEET_KEY; never the command line)."""
 
 
 @record(frozen=True)

@@ -260,12 +260,19 @@ def session_missing(method: object) -> Reply:
                   "initialize answer gave; send initialize first to open a session")
 
 
-def session_unknown() -> Reply:
+def session_unknown(reason: str = "unknown or ended session") -> Reply:
     """§Session Management 3 and 4: an unknown or ended session is 404; the client starts a
-    new one with `initialize`."""
+    new one with `initialize`. In a fleet, a session whose node is gone has ended too
+    (`reason` says so in the log)."""
     return _error(404, None, INVALID_REQUEST,
                   "Session not found: it ended or never existed; send initialize without "
-                  "Mcp-Session-Id to start a new one", reason="unknown or ended session")
+                  "Mcp-Session-Id to start a new one", reason=reason)
+
+
+def fleet_pass_refused(problem: str) -> Reply:
+    """A request that says another node of the fleet forwarded it, with a pass this node
+    cannot accept: 403, naming why (a key that differs, clocks apart)."""
+    return forbidden(problem)
 
 
 def too_many_sessions(request_id: object, limit: int) -> Reply:

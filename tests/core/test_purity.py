@@ -9,6 +9,7 @@ import pathlib
 import pytest
 
 import bridge.core
+import bridge.fleet
 import bridge.oauth
 import bridge.streamable
 
@@ -63,6 +64,24 @@ def test_the_oauth_rules_import_nothing_of_the_bridge_but_themselves() -> None:
     offenders = {str(p.relative_to(root)): sorted(_bridge_imports(p) - {"bridge.oauth"})
                  for p in sorted(root.rglob("*.py"))}
     assert {name: found for name, found in offenders.items() if found} == {}
+
+
+FLEET = (pathlib.Path(bridge.fleet.__file__).parent, FORBIDDEN | {"h11", "httpx2"})
+"""The fleet's rules sign with the key the shell reads, at the time it gives: `hmac` only."""
+
+
+def test_the_fleet_rules_import_nothing_impure_nor_the_bridge() -> None:
+    root, forbidden = FLEET
+    modules = sorted(root.rglob("*.py"))
+    assert len(modules) >= 4
+    assert {str(p.relative_to(root)): _imports(p) & forbidden for p in modules
+            if _imports(p) & forbidden} == {}
+    assert {str(p.relative_to(root)): _bridge_imports(p) - {"bridge.fleet"} for p in modules
+            if _bridge_imports(p) - {"bridge.fleet"}} == {}
+    for path in modules:
+        calls = {n.func.id for n in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        assert not calls & {"open", "print", "input", "exec", "eval"}, path.name
 
 
 def test_the_streamable_layer_imports_only_the_core_and_itself() -> None:

@@ -32,6 +32,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -52,6 +53,10 @@ from bridge.shell.session.server_side import Servers
 from bridge.shell.session.session import Session, SessionSettings
 from bridge.streamable import replies
 from bridge.streamable.replies import Reply
+
+if TYPE_CHECKING:
+    from bridge.shell.http.fleet import Fleet
+    from bridge.shell.http.forward import Forwarder
 
 MAX_HEADER = 16 * 1024
 IDLE_TIMEOUT = 60.0
@@ -92,12 +97,15 @@ class Front:
                  view: ServerView | None = None, stream_backlog: int = STREAM_BACKLOG,
                  make_core: MakeCore | None = None, max_sessions: int = 16,
                  session_idle: float = 1800.0, max_tenants: int = 16,
-                 tenant_idle: float = 1800.0, pool: PoolSettings = PoolSettings()) -> None:
+                 tenant_idle: float = 1800.0, pool: PoolSettings = PoolSettings(),
+                 fleet: Fleet | None = None) -> None:
         """`servers`: where each session's server side comes from (a child per session, or
         a session with the remote endpoint per session); `make_core`: a legacy session's
         or a tenant's own core (None: both are refused, as over `max_sessions` and
         `max_tenants`); `session_idle`, `tenant_idle`: seconds after which an idle one
-        ends; `stream_backlog`: the bound of every stream's route (`route.py`)."""
+        ends; `stream_backlog`: the bound of every stream's route (`route.py`); `fleet`:
+        the fleet this front is a node of (`fleet.py`): its legacy session ids name it, and
+        a request for a session another node holds is forwarded there."""
         self._core = core
         self._servers = servers
         self._address = address
@@ -112,7 +120,9 @@ class Front:
         self._router: RequestRouter | None = None
         self.connections = 0
         self._make_core = make_core
-        self.sessions = Sessions(max_sessions if make_core is not None else 0)
+        self.sessions = Sessions(max_sessions if make_core is not None else 0,
+                                 fleet.mint if fleet is not None else None)
+        self._fleet = fleet
         self._session_idle = session_idle
         self._session_tasks: trio.Nursery | None = None
         self._stream_backlog = stream_backlog
@@ -149,9 +159,27 @@ class Front:
     async def run(self, listener: socket.socket) -> int:
         """Serve until the shared core says Stop; its exit code."""
         host, self.port = listener.getsockname()[:2]
+        forwarder: Forwarder | None = None
+        if self._fleet is not None:
+            from bridge.shell.http.forward import Forwarder  # httpx2: only in a fleet
+
+            forwarder = Forwarder(self._fleet, self._log)
         self._router = RequestRouter(self._endpoint(), self._tenant_of, self._log,
                                      self._health, self.sessions, self._open_session,
-                                     self._settings.timing.shutdown_grace)
+                                     self._settings.timing.shutdown_grace, self._fleet,
+                                     forwarder.forward if forwarder is not None else None)
+        try:
+            await self._serve(listener, host)
+        finally:
+            if forwarder is not None:
+                with trio.CancelScope(shield=True):
+                    await forwarder.aclose()
+        code = self.driver.stop_code
+        assert code is not None
+        self._log.info("http.stopped", code=code)
+        return code
+
+    async def _serve(self, listener: socket.socket, host: str) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(self._hold_sessions, name="sessions")
             await nursery.start(self._serve_shared, nursery, name="shared")
@@ -160,10 +188,6 @@ class Front:
             self._log.info("http.listening", url=f"http://{_hostport(host, self.port)}"
                                                   f"{self._address.path}")
             self.listening.set()
-        code = self.driver.stop_code
-        assert code is not None
-        self._log.info("http.stopped", code=code)
-        return code
 
     async def _serve_shared(self, nursery: trio.Nursery, *,
                             task_status: trio.TaskStatus[None]) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import secrets
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import trio
@@ -47,7 +48,8 @@ STREAMS_KEPT = 32
 """POST streams a session keeps for resumption; one more forgets the oldest."""
 ID_BYTES = 32
 """secrets.token_urlsafe's bytes of randomness: 43 visible ASCII characters (§Session
-Management: globally unique, cryptographically secure, 0x21 to 0x7E)."""
+Management: globally unique, cryptographically secure, 0x21 to 0x7E). In a fleet the id
+also names the node that holds the session (`bridge.fleet.ids`), with as many random bytes."""
 GET_PREFIX = "g"
 POST_PREFIX = "p"
 
@@ -223,6 +225,10 @@ def _line(message: Message, body: bytes) -> bytes:
     return body if b"\n" not in body and b"\r" not in body else encode(message)
 
 
+def _random_id() -> str:
+    return secrets.token_urlsafe(ID_BYTES)
+
+
 EVICTABLE_AFTER = 10.0
 """Seconds without a request before a session with no open stream may be ended to make
 room (a new session's client opens its GET stream right after `initialize`)."""
@@ -232,8 +238,10 @@ class Sessions:
     """The legacy sessions by id. A place is taken when a session is added (in the request
     that opens it), so a burst of `initialize` cannot pass `limit`."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, mint: Callable[[], str] | None = None) -> None:
+        """`mint`: a new session's id (in a fleet, one naming this node: `fleet.Fleet`)."""
         self.limit = limit
+        self._mint = mint or _random_id
         self._by_id: dict[str, LegacySession] = {}
         self._numbers = itertools.count(1)
         self._emptied = trio.Event()
@@ -267,7 +275,7 @@ class Sessions:
         return None if session is None or session.ended else session
 
     def new(self, log: Logger, idle: float, backlog: int = STREAM_BACKLOG) -> LegacySession:
-        session = LegacySession(secrets.token_urlsafe(ID_BYTES), next(self._numbers), log,
+        session = LegacySession(self._mint(), next(self._numbers), log,
                                 idle=idle, backlog=backlog)
         self._by_id[session.id] = session
         return session

@@ -6,13 +6,15 @@ Must not hold sessions (`legacy.py` does): a POSTed request is carried like a mo
 session's routes, the `Mcp-Session-Id` header on its answer, and an answer of its own: always
 an event stream, primed with an event id (§Sending Messages 6), every event with an id, so a
 client that loses the connection resumes it by GET with `Last-Event-ID` (§Resumability).
+In a fleet, a request (POST, GET or DELETE) for a session another node holds is that node's
+to answer: it is forwarded there (`forward.py`) before anything else is looked at.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -29,9 +31,22 @@ from bridge.streamable.event_ids import parse_event_id
 from bridge.streamable.media import EVENT_STREAM
 from bridge.streamable.replies import Reply
 
+if TYPE_CHECKING:
+    from bridge.shell.http.fleet import Fleet
+
 Answer = Callable[[Connection, PostExchange, Outcome, tuple[tuple[str, str], ...]],
                   Awaitable[bool]]
 """Writes a POST's answer from its route; True once it is out (else the client left)."""
+
+
+Forward = Callable[[Connection, Request, str, Outcome], Awaitable[Reply | None]]
+"""Sends a request to the node at the address given (`forward.Forwarder.forward`) and its
+answer back; or the answer to give when it cannot."""
+
+
+def _method_of(message: object) -> str | None:
+    method = message.get("method") if isinstance(message, dict) else None
+    return method if isinstance(method, str) else None
 
 
 OpenSession = Callable[[], Awaitable[LegacySession | None]]
@@ -49,17 +64,36 @@ class Carry(Protocol):
 
 class LegacyRequests:
     def __init__(self, sessions: Sessions, open_session: OpenSession, carry: Carry, *,
-                 keep_alive: float, grace: float) -> None:
+                 keep_alive: float, grace: float, fleet: Fleet | None = None,
+                 forward: Forward | None = None) -> None:
+        """`fleet` and `forward`: in a fleet, which node holds a session, and how a request
+        for one this node does not hold reaches it."""
         self._sessions = sessions
         self._open = open_session
         self._carry = carry
         self._keep_alive = keep_alive
         self._grace = grace
+        self._fleet = fleet
+        self._forward = forward
+
+    def _holder(self, request: Request, outcome: Outcome) -> str | None:
+        """The other node holding the session `request` names, to forward it to; None to
+        look the session up here (this node's, or no id of the fleet: then unknown). A
+        request another node forwarded is never forwarded again."""
+        session_id = request.headers.get(SESSION_HEADER)
+        if self._fleet is None or session_id is None or outcome.forwarded_by is not None:
+            return None
+        return self._fleet.holder(session_id)
 
     async def post(self, conn: Connection, request: Request, message: object,
                    outcome: Outcome) -> Reply | None:
         """A POST: a request carried to its answer, a response or notification fed to the
-        session's core (202), or the refusal to answer."""
+        session's core (202), or the refusal to answer; for a session another node of the
+        fleet holds, whatever that node answers."""
+        holder = self._holder(request, outcome)
+        if holder is not None and self._forward is not None:
+            outcome.rpc = _method_of(message)
+            return await self._forward(conn, request, holder, outcome)
         if not isinstance(message, dict):
             return replies.legacy_batch()
         request_id, method = message.get("id"), message.get("method")
@@ -121,6 +155,9 @@ class LegacyRequests:
 
     async def stream(self, conn: Connection, request: Request, outcome: Outcome) -> Reply | None:
         """A GET (the session's stream) or a DELETE (its end) naming a session."""
+        holder = self._holder(request, outcome)
+        if holder is not None and self._forward is not None:
+            return await self._forward(conn, request, holder, outcome)
         session = self._bound(request.headers[SESSION_HEADER], outcome)
         if session is None:
             return replies.session_unknown()

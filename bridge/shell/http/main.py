@@ -26,6 +26,7 @@ from bridge.errors import ConfigError
 from bridge.shell import logs
 from bridge.shell.http.address import is_loopback, parse_address
 from bridge.shell.http.auth import TOKEN_ENV, Tokens, exposed, read_tokens
+from bridge.shell.http.fleet import Fleet, fleet_of
 from bridge.shell.http.front import FD_FIX, Access, Front
 from bridge.shell.http.pool import PoolSettings
 from bridge.shell.servers.child import check_command
@@ -58,11 +59,12 @@ def run_http(settings: Settings, reload: Reload) -> int:
     tokens = read_tokens(settings.daemon.token_file)
     listener = tcp_listener(settings.daemon.listen, address.host, address.port)
     with listener:
-        bound = listener.getsockname()[0]
+        bound, port = listener.getsockname()[:2]
         _require_tokens(bound, tokens)
+        fleet = fleet_of(settings.daemon, port)
         log = logs.configure(settings.shell.log_level, settings.shell.log_format)
         log.info("daemon.started", **logs.started_fields(settings.shell),
-                 tokens=len(tokens))
+                 tokens=len(tokens), **_fleet_fields(fleet))
         loose = exposed(settings.daemon.token_file)
         if loose is not None:
             log.warning("http.token_file_exposed", fix=loose)
@@ -90,8 +92,8 @@ def run_http(settings: Settings, reload: Reload) -> int:
                                         daemon.server_idle, daemon.max_servers_total),
                       max_connections=daemon.max_connections,
                       stream_backlog=daemon.stream_backlog,
-                      access=_access(settings, Tokens(tokens) if tokens else None),
-                      view=bridge)
+                      access=_access(settings, _tokens(None, tokens, fleet)),
+                      view=bridge, fleet=fleet)
         reloading = Reloading(front, settings, bound, log)
         service = Service(front, log, notify, read=reload, apply=reloading.apply,
                           kill_grace=settings.shell.timing.kill_grace,
@@ -140,11 +142,24 @@ def _access(settings: Settings, tokens: Tokens | None) -> Access:
     return Access(daemon.allowed_hosts, daemon.allowed_origins, tokens)
 
 
-def _tokens(current: Tokens | None, tokens: tuple[bytes, ...]) -> Tokens | None:
-    """The tokens now in force, under the same digest key (a Credential survives a reload)."""
+def _tokens(current: Tokens | None, tokens: tuple[bytes, ...],
+            fleet: Fleet | None = None) -> Tokens | None:
+    """The tokens now in force, under the same digest key (a Credential survives a reload;
+    in a fleet every node's key is the fleet's, so a Credential is the same on each)."""
     if not tokens:
         return None
-    return current.with_tokens(tokens) if current is not None else Tokens(tokens)
+    if current is not None:
+        return current.with_tokens(tokens)
+    return Tokens(tokens, fleet.keys.credentials) if fleet is not None else Tokens(tokens)
+
+
+def _fleet_fields(fleet: Fleet | None) -> dict[str, object]:
+    """The first line's word on the fleet: this node's name and address, how many nodes (or
+    the name that lists them); never its key."""
+    if fleet is None:
+        return {}
+    return {"node": fleet.node, "node_url": fleet.address,
+            "fleet": fleet.dns if fleet.dns is not None else len(fleet.nodes)}
 
 
 def _changed(old: Settings, new: Settings) -> list[str]:

@@ -23,3 +23,7 @@ class Outcome:
     credential: Credential | None = None
     """The token the request presented (when tokens are in force): a session created by
     it is bound to it."""
+    forwarded_to: str | None = None
+    """In a fleet: the address of the node that holds the session, which answered."""
+    forwarded_by: str | None = None
+    """In a fleet: the node that forwarded this request here (its pass checked)."""

@@ -4,7 +4,9 @@ Must not read or write bytes itself (`connection.py`) nor answer for the core: i
 what the transport refuses (path, method, Host and Origin, media type, a body that is not one
 request, mismatched headers: `bridge.streamable` decides and words each), and hands a modern
 request to its tenant's session (`tenants.py`) through the tenant's `modern.Mapping`, then
-carries the core's messages for it back as one JSON answer or an event stream.
+carries the core's messages for it back as one JSON answer or an event stream. In a fleet,
+a request another node forwarded is taken on that node's pass (`bridge.fleet.passes`) in
+place of the Host, Origin and token checks that node made.
 """
 
 from __future__ import annotations
@@ -12,17 +14,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 import trio
 
 from bridge.core.codec import Message
 from bridge.core.events import CLIENT, MessageDecoded
+from bridge.fleet import passes
 from bridge.shell.http.address import Names
 from bridge.shell.http.auth import Credential, Denied, Tokens
 from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.health import Health
 from bridge.shell.http.legacy import LegacySession, Sessions
-from bridge.shell.http.legacy_requests import Answer, LegacyRequests, OpenSession
+from bridge.shell.http.legacy_requests import Answer, Forward, LegacyRequests, OpenSession
 from bridge.shell.http.modern import PostExchange, Routes
 from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.route import STOPPED_READING, Route, RouteState
@@ -30,7 +34,7 @@ from bridge.shell.http.tenants import ModernClients
 from bridge.shell.logs import Logger
 from bridge.streamable import replies, sse
 from bridge.streamable.elsewhere import elsewhere
-from bridge.streamable.era import Era, era_of
+from bridge.streamable.era import SESSION_HEADER, Era, era_of
 from bridge.streamable.headers import (
     body_value,
     check,
@@ -41,6 +45,9 @@ from bridge.streamable.headers import (
 from bridge.streamable.media import JSON
 from bridge.streamable.replies import Reply
 from bridge.streamable.target import logged, path_of
+
+if TYPE_CHECKING:
+    from bridge.shell.http.fleet import Fleet
 
 KEEP_ALIVE_S = 15.0
 
@@ -68,16 +75,19 @@ class RequestRouter:
 
     def __init__(self, endpoint: FrontEndpoint, tenant_of: TenantOf, log: Logger,
                  health: Health | None = None, sessions: Sessions | None = None,
-                 open_session: OpenSession | None = None, grace: float = 0.0) -> None:
+                 open_session: OpenSession | None = None, grace: float = 0.0,
+                 fleet: Fleet | None = None, forward: Forward | None = None) -> None:
+        """`fleet`, `forward`: this node's fleet, and how a request reaches another node."""
         self.endpoint = endpoint
         """Replaced whole when a reload changes the allowlist or the tokens."""
         self._tenant_of = tenant_of
         self._log = log
         self._health = health or Health()
+        self._fleet = fleet
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
                                       open_session or _no_session,
                                       self._through_core, keep_alive=endpoint.keep_alive,
-                                      grace=grace)
+                                      grace=grace, fleet=fleet, forward=forward)
 
     async def serve(self, conn: Connection, request: Request) -> None:
         start = trio.current_time()
@@ -96,6 +106,10 @@ class RequestRouter:
                 fields["reason"] = outcome.reason
             if outcome.credential is not None:
                 fields["credential"] = outcome.credential.digest
+            if outcome.forwarded_to is not None:
+                fields["forwarded_to"] = outcome.forwarded_to
+            if outcome.forwarded_by is not None:
+                fields["forwarded_by"] = outcome.forwarded_by
             self._log.info("http.request", method=request.method, path=logged(request.target),
                            status=outcome.status, peer=conn.peer, session=outcome.session,
                            duration_ms=round((trio.current_time() - start) * 1000, 3),
@@ -151,6 +165,38 @@ class RequestRouter:
         if health is not None:
             return health
         endpoint = self.endpoint
+        forwarded = self._forwarded(request, outcome)
+        if forwarded is not None:
+            return forwarded
+        if outcome.forwarded_by is None:
+            refused = self._admission(request, outcome)
+            if refused is not None:
+                return refused
+        if path_of(request.target) != endpoint.path:
+            return replies.not_found_path(request.target)
+        return refuse_method(request.method, request.headers)
+
+    def _forwarded(self, request: Request, outcome: Outcome) -> Reply | None:
+        """A request another node of the fleet forwarded: its pass checked, refused (403)
+        if this node cannot accept it, else the node and the credential it names taken as
+        checked (that node checked the Host, the Origin and the bearer token)."""
+        value = request.headers.get(passes.HEADER)
+        if value is None or self._fleet is None:
+            return None
+        bound = passes.Bound(request.method, request.target,
+                             request.headers.get(SESSION_HEADER, ""), request.body)
+        checked = self._fleet.check(value, bound)
+        if isinstance(checked, str):
+            return replies.fleet_pass_refused(checked)
+        outcome.forwarded_by = checked.node
+        if checked.credential is not None:
+            outcome.credential = Credential(checked.credential)
+        return None
+
+    def _admission(self, request: Request, outcome: Outcome) -> Reply | None:
+        """Who may ask: the Host, the Origin, the bearer token (and what the front answers
+        at paths beside its own before asking for one)."""
+        endpoint = self.endpoint
         host = request.headers.get("host", "").lower()
         if not endpoint.names.admits_host(host):
             return replies.host_forbidden(host)
@@ -166,9 +212,7 @@ class RequestRouter:
             except Denied as denied:
                 return replies.unauthorized(denied.problem, presented=denied.presented,
                                             request_id=_id_of(request))
-        if path_of(request.target) != endpoint.path:
-            return replies.not_found_path(request.target)
-        return refuse_method(request.method, request.headers)
+        return None
 
     async def _through_core(self, conn: Connection, exchange: PostExchange,
                             hand_in: Callable[[], None], outcome: Outcome, routes: Routes,

@@ -17,6 +17,11 @@ Scenarios:
   tour    one of each thing a client does, for the HTTP front: list and call tools, progress,
           logs at the level set, an elicitation answered, and a tools list_changed heard
           (then the new tool, named by $ROSETTA_E2E_NEW_TOOL, listed and called)
+  fleet   (HTTP only) the tour through a load balancer in front of a fleet of fronts; then
+          the session's id goes to $ROSETTA_E2E_FLEET_DIR/session and, once the file
+          `stopped` appears there (the test stopped the node holding it), one more call;
+          then a new session (initialize again, as a host does when told its session
+          ended), which lists and calls tools
 
 Prints ONE JSON object on stdout (see peer_common.Recorder); exits 1 if the session could
 not be initialized, 0 otherwise (step failures are recorded, not fatal).
@@ -28,6 +33,7 @@ import contextlib
 import os
 import sys
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -49,7 +55,7 @@ from peer_common import (
     tapped,
 )
 
-SCENARIOS = ("basic", "inputs", "notify", "logs", "restart", "time", "tour")
+SCENARIOS = ("basic", "inputs", "notify", "logs", "restart", "time", "tour", "fleet")
 SCENARIO_TIMEOUT = 60.0
 # How long to wait for a notification that should come, and for one that should not.
 EXPECT_TIMEOUT = 3.0
@@ -341,6 +347,42 @@ async def tour(session: ClientSession, rec: Recorder) -> None:
     await rec.step("call:added", lambda: session.call_tool(added, {}))
 
 
+# --- scenario: fleet ------------------------------------------------------------------------
+
+FLEET_DIR_ENV = "ROSETTA_E2E_FLEET_DIR"
+
+
+async def fleet(url: str, rec: Recorder) -> int:
+    """A session through the balancer, its node stopped mid-run, then a new session."""
+    where = Path(os.environ[FLEET_DIR_ENV])
+    timeout = timedelta(seconds=SCENARIO_TIMEOUT)
+    async with (
+        streamablehttp_client(url) as (read, write, session_id),
+        ClientSession(read, write, timeout, **callbacks(rec)) as session,
+    ):
+        if await rec.step("initialize", session.initialize) is None:
+            return 1
+        await tour(session, rec)
+        rec.out["session"] = session_id()
+        (where / "session").write_text(session_id() or "")
+        with anyio.fail_after(SCENARIO_TIMEOUT):
+            while not (where / "stopped").exists():
+                await anyio.sleep(0.05)
+        rec.phase = "stopped"
+        await rec.step("call:stopped", lambda: session.call_tool("echo", {"text": "lost"}))
+    rec.phase = "again"
+    async with (
+        streamablehttp_client(url) as (read, write, session_id),
+        ClientSession(read, write, timeout, **callbacks(rec)) as session,
+    ):
+        if await rec.step("initialize:again", session.initialize) is None:
+            return 1
+        await list_tool_names(session, rec, "tools:again")
+        await rec.step("call:again", lambda: session.call_tool("echo", {"text": "again"}))
+        rec.out["session:again"] = session_id()
+    return 0
+
+
 # --- driver ---------------------------------------------------------------------------------
 
 SCENARIO_FUNCTIONS = {
@@ -370,6 +412,8 @@ async def _first_two(transport: Any) -> Any:
 
 
 async def run(scenario: str, server_cmd: list[str], rec: Recorder) -> int:
+    if scenario == "fleet":
+        return await fleet(server_cmd[0], rec)
     timeout = timedelta(seconds=SCENARIO_TIMEOUT)
     transport = connected(server_cmd)
     if scenario == "restart":

@@ -1,0 +1,119 @@
+"""A request for a legacy session another node of the fleet holds: sent there, with a pass,
+and its answer (JSON, an event stream, a 202 or 404) streamed back as it comes.
+
+Must not decide where a request goes (`legacy_requests.py` asks the fleet) nor check it (the
+node that holds the session does, trusting the pass for what this node checked: Host,
+Origin, bearer token). Reuses httpx2, the upstream's client. The client closing its
+connection closes the forwarded request (the holder then treats it as its own client's
+close); a holder that cannot be reached answers nothing, so the session is answered as
+ended (404: §Session Management 4, the client starts a new one), and said once in the log
+until the node is reached again.
+"""
+
+from __future__ import annotations
+
+import httpx2
+
+from bridge.fleet.passes import HEADER, Bound
+from bridge.shell.http.connection import Connection, Request
+from bridge.shell.http.fleet import Fleet
+from bridge.shell.http.outcome import Outcome
+from bridge.shell.logs import Logger
+from bridge.streamable import replies
+from bridge.streamable.era import SESSION_HEADER
+from bridge.streamable.replies import Reply
+
+CONNECT_TIMEOUT = 5.0
+"""Seconds to reach the holder: past it, the node is taken as gone."""
+KEEPALIVE_S = 5.0
+"""Seconds an idle connection to another node is kept: well below a front's
+`connection_idle` (60 s), so one is never reused just as its node closes it."""
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "trailer",
+                        "transfer-encoding", "upgrade", "host", "content-length"})
+"""RFC 9110 §7.6.1: a hop's own headers, never passed on (each hop frames its own)."""
+NOT_FORWARDED = HOP_BY_HOP | {"authorization", HEADER}
+"""The bearer token stays at the node that checked it: the pass names its credential."""
+
+
+class Forwarder:
+    def __init__(self, fleet: Fleet, log: Logger,
+                 transport: httpx2.AsyncBaseTransport | None = None) -> None:
+        self._fleet = fleet
+        self._log = log
+        self._client = httpx2.AsyncClient(
+            timeout=httpx2.Timeout(None, connect=CONNECT_TIMEOUT), follow_redirects=False,
+            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=64,
+                                 keepalive_expiry=KEEPALIVE_S),
+            trust_env=False, transport=transport)  # the fleet's own network: no proxy
+        self._unreachable: set[str] = set()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def forward(self, conn: Connection, request: Request, holder: str,
+                      outcome: Outcome) -> Reply | None:
+        """`request` to the node at `holder` and its answer back; or the answer to give
+        when it cannot be (the session has ended with its node)."""
+        outcome.forwarded_to = holder
+        if not await self._fleet.is_member(holder):
+            self._log.warning("fleet.not_member", holder=holder,
+                              fix="a session id names a node that is not in fleet_nodes "
+                                  "(or fleet_dns): list every node on every node")
+            return replies.session_unknown(f"its node {holder} is not in the fleet")
+        refused: Reply | None = None
+
+        async def carry() -> None:
+            nonlocal refused
+            refused = await self._exchange(conn, request, holder, outcome)
+
+        # The client's close cancels this (the reader sees it): the forwarded request closes.
+        await conn.until_closed(carry)
+        return refused
+
+    async def _exchange(self, conn: Connection, request: Request, holder: str,
+                        outcome: Outcome) -> Reply | None:
+        bound = Bound(request.method, request.target, request.headers[SESSION_HEADER],
+                      request.body)
+        credential = outcome.credential.digest if outcome.credential is not None else None
+        headers = [(name, value) for name, value in request.headers.items()
+                   if name not in NOT_FORWARDED]
+        headers.append((HEADER, self._fleet.issue(credential, bound)))
+        try:
+            async with self._client.stream(request.method, holder + request.target,
+                                           content=request.body, headers=headers) as answer:
+                self._reached(holder)
+                await self._relay(conn, answer, outcome)
+        except httpx2.TransportError as exc:
+            if outcome.status:  # the answer had begun: the client sees it cut, and resumes
+                self._log.warning("fleet.answer_cut", holder=holder, error=repr(exc))
+                return None
+            self._lost(holder, exc)
+            return replies.session_unknown(f"its node {holder} cannot be reached")
+        return None
+
+    @staticmethod
+    async def _relay(conn: Connection, answer: httpx2.Response, outcome: Outcome) -> None:
+        status = answer.status_code
+        head = tuple((name.lower(), value) for name, value in answer.headers.items()
+                     if name.lower() not in HOP_BY_HOP)
+        if "content-length" in answer.headers:  # a whole answer: JSON, or none (202, 404)
+            body = await answer.aread()
+            outcome.status = status
+            await conn.respond(status, body, head)
+            return
+        outcome.status, outcome.stream = status, True
+        await conn.start_stream(status, head)
+        async for chunk in answer.aiter_raw():
+            await conn.send(chunk)
+        await conn.end_stream()
+
+    def _lost(self, holder: str, exc: Exception) -> None:
+        if holder not in self._unreachable:
+            self._unreachable.add(holder)
+            self._log.warning("fleet.node_unreachable", holder=holder, error=repr(exc),
+                              effect="its sessions are answered as ended (404)")
+
+    def _reached(self, holder: str) -> None:
+        if holder in self._unreachable:
+            self._unreachable.discard(holder)
+            self._log.info("fleet.node_reachable", holder=holder)

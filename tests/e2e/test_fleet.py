@@ -1,0 +1,304 @@
+"""A fleet: three `serve --listen http://…` fronts on one machine behind a real load balancer
+from Debian (nginx round-robin, HAProxy round-robin), no affinity configured, in front of a
+legacy (mcp 1.30 FastMCP) and a modern (mcp 2.3) stdio server; the Python SDK 1.x legacy
+client (`streamablehttp_client`) drives them.
+
+Must not fake a balancer, a client or a server: nginx and haproxy are the Debian packages
+(.ci/run installs them), started here with their own configuration in a temporary directory;
+the nodes are `python -m bridge serve` processes sharing a fleet key. The balancers run the
+repository's own example configurations (config/fleet/), their addresses replaced.
+
+What each balancer shows:
+- the whole tour of tests/e2e/test_http_clients.py (tools listed and called, progress, logs
+  at the level set, an elicitation answered, a tools list_changed heard on the GET stream,
+  the new tool listed and called) passes though round-robin spreads the session's requests
+  over the three nodes: the ones that do not hold it forward them to the one that does
+  (`forwarded_to` on their `http.request` lines), and the client's DELETE ends it there;
+- the node holding a session is stopped mid-run: the client's next call is answered 404
+  (the SDK's "Session terminated"), said by a node that could not reach the holder
+  (`fleet.node_unreachable`, logged once), and a new `initialize` lands on a live node and
+  goes on.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import conformance_suite as cs
+import pytest
+import venvs
+from test_http_clients import (
+    RUN_TIMEOUT,
+    START_TIMEOUT,
+    assert_whole_tour,
+    python_tour,
+    run_peer,
+    wait_listening,
+)
+
+NODES = 3
+PATH = "/mcp"
+SERVERS = ("legacy", "modern")
+
+
+@dataclass
+class Node:
+    name: str
+    port: int
+    log: Path
+    proc: subprocess.Popen[bytes]
+
+    @property
+    def address(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def lines(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.log.read_text().splitlines():
+            with contextlib.suppress(json.JSONDecodeError):
+                out.append(json.loads(line))
+        return out
+
+    def events(self, event: str) -> list[dict[str, Any]]:
+        return [line for line in self.lines() if line.get("event") == event]
+
+    def stop(self) -> None:
+        """SIGTERM, as an orchestrator stops a node, and wait for it to go."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+@contextlib.contextmanager
+def fleet_nodes(tmp: Path, server_cmd: list[str]) -> Iterator[list[Node]]:
+    """Three nodes sharing a key file, each listing all three (its own found by its port)."""
+    key = tmp / "fleet.key"
+    key.write_text(base64.b64encode(os.urandom(32)).decode() + "\n")
+    key.chmod(0o600)
+    ports = [cs.free_port() for _ in range(NODES)]
+    listed = ", ".join(f'"http://127.0.0.1:{port}"' for port in ports)
+    nodes: list[Node] = []
+    try:
+        for number, port in enumerate(ports, 1):
+            config = tmp / f"node-{number}.toml"
+            config.write_text(f'listen = "http://127.0.0.1:{port}{PATH}"\n'
+                              f'node = "node-{number}"\n'
+                              f"fleet_nodes = [{listed}]\n"
+                              f'fleet_key_file = "{key}"\n'
+                              # the balancer passes the client's Host (its own port)
+                              'allowed_hosts = ["127.0.0.1"]\n')
+            log = tmp / f"node-{number}.log"
+            with open(log, "wb") as sink:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "bridge", "serve", "--config", str(config), "--",
+                     *server_cmd], stdin=subprocess.DEVNULL, stdout=sink,
+                    stderr=subprocess.STDOUT, cwd=venvs.REPO_ROOT, start_new_session=True)
+            nodes.append(Node(f"node-{number}", port, log, proc))
+        for node in nodes:
+            wait_listening(node.proc, node.port, node.log)
+        yield nodes
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+# --- the balancers ----------------------------------------------------------------------------
+
+EXAMPLES = venvs.REPO_ROOT / "config" / "fleet"
+"""The repository's balancer configurations: run here as shipped, but for their addresses."""
+NGINX = """\
+worker_processes 1;
+pid {tmp}/nginx.pid;
+events {{ worker_connections 256; }}
+http {{
+    access_log {tmp}/access.log;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    include {tmp}/fleet.conf;
+}}
+"""
+
+
+def _addressed(example: str, server: str, nodes: list[Node], listen: str, by: str) -> str:
+    """The example's text with its three example servers replaced by `nodes` (each line
+    `server` formatted with a node's name and port) and its listening line by `listen`."""
+    text = (EXAMPLES / example).read_text()
+    lines = [line for line in text.splitlines() if "10.0.0." not in line]
+    at = next(i for i, line in enumerate(text.splitlines()) if "10.0.0." in line)
+    lines[at:at] = [server.format(name=node.name, port=node.port) for node in nodes]
+    replaced = "\n".join(lines) + "\n"
+    assert by in replaced, f"{example} has no {by!r} line"
+    return replaced.replace(by, listen, 1)
+
+
+def nginx(tmp: Path, nodes: list[Node], port: int) -> list[str]:
+    (tmp / "fleet.conf").write_text(_addressed(
+        "nginx.conf", "    server 127.0.0.1:{port};", nodes, f"listen 127.0.0.1:{port};",
+        "listen 80;"))
+    config = tmp / "nginx.conf"
+    config.write_text(NGINX.format(tmp=tmp))
+    return [_program("nginx"), "-p", str(tmp), "-e", str(tmp / "error.log"), "-c", str(config),
+            "-g", "daemon off;"]
+
+
+def haproxy(tmp: Path, nodes: list[Node], port: int) -> list[str]:
+    config = tmp / "haproxy.cfg"
+    config.write_text(_addressed(
+        "haproxy.cfg", "    server {name} 127.0.0.1:{port} check inter 500ms", nodes,
+        f"bind 127.0.0.1:{port}", "bind :80"))
+    return [_program("haproxy"), "-db", "-f", str(config)]
+
+
+def _program(name: str) -> str:
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin")
+    if found is None:
+        pytest.fail(f"{name} is not installed: apt-get install {name} (.ci/run does)")
+    return found
+
+
+BALANCERS: dict[str, Callable[[Path, list[Node], int], list[str]]] = {
+    "nginx": nginx, "haproxy": haproxy}
+
+
+@contextlib.contextmanager
+def balancer(kind: str, tmp: Path, nodes: list[Node]) -> Iterator[str]:
+    """The balancer in front of `nodes`, until the block ends; its URL."""
+    port = cs.free_port()
+    log = tmp / f"{kind}.out"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(BALANCERS[kind](tmp, nodes, port), stdin=subprocess.DEVNULL,
+                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_listening(proc, port, log)
+        _wait_for(lambda: _ready(port))  # HAProxy: its first checks of /readyz passed
+        yield f"http://127.0.0.1:{port}{PATH}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+# --- the checks -------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=SERVERS)
+def server_cmd(request: pytest.FixtureRequest, legacy_python: venvs.SdkPython,
+               modern_python: venvs.SdkPython) -> list[str]:
+    python = legacy_python if request.param == "legacy" else modern_python
+    return python.peer(f"{request.param}_server")
+
+
+def holder_of(session_id: str, nodes: list[Node]) -> Node:
+    """The node a session id names (its first part: the node's address, base64url)."""
+    head = session_id.split(".")[0]
+    address = base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)).decode()
+    return next(node for node in nodes if node.address == address)
+
+
+def requests(nodes: list[Node]) -> list[dict[str, Any]]:
+    return [line for node in nodes for line in node.events("http.request")]
+
+
+@pytest.mark.parametrize("kind", sorted(BALANCERS))
+def test_a_legacy_client_tours_a_fleet_through_a_balancer(
+        kind: str, server_cmd: list[str], legacy_python: venvs.SdkPython,
+        tmp_path: Path) -> None:
+    with fleet_nodes(tmp_path, server_cmd) as nodes, balancer(kind, tmp_path, nodes) as url:
+        report = run_peer(legacy_python.peer("legacy_client", "tour", "--", url), "py_fleet")
+        assert_whole_tour(python_tour(report), "py_fleet", report)
+        # The session lived on one node; the others forwarded it its requests.
+        started = [node for node in nodes if node.events("http.session_started")]
+        assert len(started) == 1, [node.name for node in started]
+        holder = started[0]
+        forwarded = [line for line in requests(nodes) if "forwarded_to" in line]
+        assert forwarded, "round-robin sent no request to a node that did not hold it"
+        assert {line["forwarded_to"] for line in forwarded} == {holder.address}
+        assert {line["forwarded_by"] for line in holder.events("http.request")
+                if "forwarded_by" in line} <= {node.name for node in nodes} - {holder.name}
+        # The SDK's DELETE at the end ended it at its node, whichever node it reached.
+        _wait_for(lambda: any(line.get("reason") == "the client sent DELETE"
+                              for line in holder.events("http.session_ending")))
+        errors = [line for node in nodes for line in node.lines()
+                  if line.get("level") in ("error", "critical")]
+        assert errors == []
+
+
+@pytest.mark.parametrize("kind", sorted(BALANCERS))
+def test_a_stopped_node_ends_its_sessions_and_the_client_starts_anew(
+        kind: str, server_cmd: list[str], legacy_python: venvs.SdkPython,
+        tmp_path: Path) -> None:
+    shared = tmp_path / "peer"
+    shared.mkdir()
+    with fleet_nodes(tmp_path, server_cmd) as nodes, balancer(kind, tmp_path, nodes) as url:
+        env = {**os.environ, "ROSETTA_E2E_NEW_TOOL": "py_fleet", "ROSETTA_E2E_FLEET_DIR":
+               str(shared)}
+        client = subprocess.Popen(legacy_python.peer("legacy_client", "fleet", "--", url),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  stdin=subprocess.DEVNULL, cwd=venvs.REPO_ROOT, env=env)
+        try:
+            _wait_for(lambda: (shared / "session").exists() or client.poll() is not None,
+                      RUN_TIMEOUT)
+            assert (shared / "session").exists(), client.communicate()
+            holder = holder_of((shared / "session").read_text(), nodes)
+            holder.stop()
+            (shared / "stopped").touch()
+            out, err = client.communicate(timeout=RUN_TIMEOUT)
+        finally:
+            if client.poll() is None:
+                client.kill()
+        report: dict[str, Any] = json.loads(out.splitlines()[-1])
+        context = json.dumps(report, indent=1)[-4000:] + err[-3000:]
+        assert_whole_tour(python_tour(report), "py_fleet", {**report, "exit_code": 0})
+        # The call after the stop: 404, which the SDK words as its session's end.
+        assert "Session terminated" in json.dumps(report["call:stopped"]), context
+        live = [node for node in nodes if node is not holder]
+        gone = [line for node in live for line in node.events("http.request")
+                if line.get("status") == 404 and line.get("forwarded_to") == holder.address]
+        assert gone and all("cannot be reached" in line["reason"] for line in gone), context
+        unreachable = [line for node in live for line in node.events("fleet.node_unreachable")]
+        assert 1 <= len(unreachable) <= len(live), unreachable  # once per node that tried
+        # A new session on a live node goes on.
+        assert report["call:again"]["content"][0]["text"] == "again", context
+        assert holder_of(report["session:again"], nodes) in live
+        assert report["exit_code"] == 0, context
+
+
+def _ready(port: int) -> bool:
+    with contextlib.suppress(OSError, http.client.HTTPException):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            conn.request("GET", "/readyz")
+            return conn.getresponse().status == 200
+        finally:
+            conn.close()
+    return False
+
+
+def _wait_for(done: Callable[[], bool], within: float = START_TIMEOUT) -> None:
+    deadline = time.monotonic() + within
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)

@@ -1,0 +1,351 @@
+"""Two fronts of one fleet, in process: real HTTP/1.1 over loopback between the client and
+each front and between the fronts (httpx2), scripted legacy cores, fake server children. The
+real clock: the fronts' own requests to each other go over real sockets.
+
+What is checked: a legacy session's id names the node that holds it; any other node forwards
+a request for it there (POST, its stream, a question's answer, DELETE) and streams the
+answer back, with the client's credential; a forged id or pass is refused and forwarded
+nowhere; a holder that cannot be reached makes the session ended (404), said once; a client
+that closes a forwarded request closes it at the holder; and a node's settings refuse to
+start a fleet they cannot run, naming the setting."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import structlog
+import trio
+from structlog.testing import capture_logs
+
+import tests.shell.test_http_front as modern
+from bridge.errors import ConfigError
+from bridge.fleet import ids, passes
+from bridge.fleet.keys import derive
+from bridge.shell import logs
+from bridge.shell.http.address import Address
+from bridge.shell.http.auth import Tokens
+from bridge.shell.http.fleet import KEY_ENV, Fleet, fleet_of, read_key
+from bridge.shell.http.front import Access, Front
+from bridge.shell.http.main import _fleet_fields
+from bridge.shell.services.listeners import bind_tcp
+from bridge.shell.session.server_side import Servers
+from bridge.shell.session.session import SessionSettings
+from bridge.shell.settings import DaemonConfig
+from tests.shell.fakes import WAIT, FakeChild, Spawner
+from tests.shell.test_http_front import Client, ScriptedCore
+from tests.shell.test_http_legacy import (
+    LegacyCore,
+    event_of,
+    headers,
+    initialized,
+    last,
+    post,
+    rpc,
+)
+
+SECRET = b"fleet-secret-of-this-test-0123456789"
+KEYS = derive(SECRET)
+
+
+@dataclass
+class Node:
+    front: Front
+    fleet: Fleet
+    cores: list[LegacyCore]
+
+    async def client(self) -> Client:
+        return Client(await trio.open_tcp_stream("127.0.0.1", self.front.port))
+
+
+@dataclass
+class Fleet2:
+    a: Node
+    b: Node
+    logs: list[Any]
+
+    def events(self, name: str, node: str | None = None) -> list[Any]:
+        return [e for e in self.logs if e["event"] == name
+                and (node is None or e.get("node") == node)]
+
+
+@asynccontextmanager
+async def fleet(tokens: Tokens | None = None, absent: str | None = None,
+                ) -> AsyncIterator[Fleet2]:
+    """Nodes "a" and "b" (and, listed, `absent`: an address where nothing listens)."""
+    listeners = [bind_tcp("127.0.0.1", 0), bind_tcp("127.0.0.1", 0)]
+    addresses = [f"http://127.0.0.1:{sock.getsockname()[1]}" for sock in listeners]
+    nodes_listed = (*addresses, *([absent] if absent else []))
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
+    with capture_logs() as captured:
+        async with AsyncExitStack() as stack, trio.open_nursery() as nursery:
+            made: list[Node] = []
+            for name, address, listener in zip("ab", addresses, listeners, strict=True):
+                stack.enter_context(listener)
+                cores: list[LegacyCore] = []
+
+                def make_core(route: str = "", legacy: bool = False,
+                              cores: list[LegacyCore] = cores) -> LegacyCore:
+                    cores.append(LegacyCore())
+                    return cores[-1]
+
+                spawner = Spawner(lambda n: FakeChild(n, serving=True))
+                spawner.nursery = nursery
+                member = Fleet(name, address, KEYS, nodes_listed)
+                front = Front(ScriptedCore(), Servers(SessionSettings(), spawn=spawner),
+                              Address("127.0.0.1", 0, "/mcp"), logs.logger().bind(node=name),
+                              settings=SessionSettings(), make_core=make_core, fleet=member,
+                              access=Access(allowed_hosts=("127.0.0.1",), tokens=tokens))
+                nursery.start_soon(front.run, listener)
+                with trio.fail_after(WAIT):
+                    await front.listening.wait()
+                made.append(Node(front, member, cores))
+            yield Fleet2(made[0], made[1], captured)
+            for node in made:
+                node.front.stop()
+            nursery.cancel_scope.cancel()
+
+
+async def until(done: Any) -> None:
+    """Wait for `done()`: a request's log line is written once its answer is out."""
+    with trio.fail_after(WAIT):
+        while not done():
+            await trio.sleep(0.01)
+
+
+@pytest.fixture(autouse=True)
+def _host() -> None:
+    modern.HOST = "127.0.0.1"
+
+
+async def test_a_session_opened_at_one_node_is_served_at_the_other() -> None:
+    async with fleet() as f:
+        session = await initialized(await f.a.client())
+        assert ids.holder(KEYS.ids, session) == f.a.fleet.address
+        at_b = await f.b.client()
+        listed = await post(at_b, rpc(1, "tools/list"), session)
+        assert (listed.status, last(listed)) == (200, {"jsonrpc": "2.0", "id": 1,
+                                                      "result": {"tools": []}})
+        assert listed.headers["mcp-session-id"] == session
+        assert len(f.a.cores) == 1 and f.b.cores == []  # b opened no session of its own
+        assert [m["method"] for m in f.a.cores[0].received] == ["initialize", "tools/list"]
+        await until(lambda: len(f.events("http.request", "a")) == 2)
+        await until(lambda: f.events("http.request", "b"))
+        forwarded = [e for e in f.events("http.request", "b") if e.get("rpc_method")]
+        assert [(e["status"], e["forwarded_to"]) for e in forwarded] == [
+            (200, f.a.fleet.address)]
+        held = [e for e in f.events("http.request", "a") if e.get("forwarded_by")]
+        assert [(e["rpc_method"], e["forwarded_by"]) for e in held] == [("tools/list", "b")]
+
+
+async def test_a_question_asked_through_one_node_is_answered_through_the_other() -> None:
+    async with fleet() as f:
+        session = await initialized(await f.a.client())
+        caller = await f.b.client()
+        await caller.send("POST", json.dumps(rpc(7, "tools/call", name="ask")).encode(),
+                          headers(session))
+        stream = await caller.head()
+        assert stream.headers["content-type"] == "text/event-stream"
+        assert (await event_of(caller, stream))[1] is None  # the priming event
+        _, question = await event_of(caller, stream)
+        assert question["method"] == "elicitation/create"
+        reply = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept"}}
+        assert (await post(await f.b.client(), reply, session)).status == 202
+        _, answered = await event_of(caller, stream)
+        assert answered["result"] == {"answered": {"action": "accept"}}
+
+
+async def test_delete_through_another_node_ends_the_session_at_its_node() -> None:
+    async with fleet() as f:
+        session = await initialized(await f.a.client())
+        at_b = await f.b.client()
+        await at_b.send("DELETE", b"", {"mcp-session-id": session})
+        assert (await at_b.whole()).status == 204
+        await until(lambda: f.a.cores[0].stopped)
+        gone = await post(await f.b.client(), rpc(2, "tools/list"), session)
+        assert gone.status == 404
+
+
+async def test_a_forged_or_foreign_id_is_forwarded_nowhere() -> None:
+    async with fleet() as f:
+        await initialized(await f.a.client())
+        foreign = ids.mint(derive(b"another-fleet-key-0123456789").ids, f.a.fleet.address,
+                           b"r" * 32)
+        pieces = (await initialized(await f.a.client())).split(".")
+        pieces[1] = pieces[1][:-2] + ("AA" if pieces[1][-2:] != "AA" else "BB")
+        for session in (foreign, ".".join(pieces), "x" * 43):
+            assert (await post(await f.b.client(), rpc(3, "tools/list"), session)).status \
+                == 404
+        await until(lambda: len(f.events("http.request", "b")) == 3)
+        assert [e for e in f.logs if e.get("forwarded_to")] == []
+        assert all(m["method"] == "initialize" for core in f.a.cores for m in core.received)
+
+
+async def test_a_pass_this_fleet_did_not_sign_is_refused_with_403() -> None:
+    async with fleet() as f:
+        session = await initialized(await f.a.client())
+        body = json.dumps(rpc(4, "tools/list")).encode()
+        bound = passes.Bound("POST", "/mcp", session, body)
+        forged = passes.issue(derive(b"another-fleet-key-0123456789").passes, "b", 0, None,
+                              bound)
+        client = await f.a.client()
+        await client.send("POST", body, {**headers(session), passes.HEADER: forged})
+        refused = await client.whole()
+        assert refused.status == 403
+        assert "fleet_key_file" in refused.json["error"]["message"]
+        # A good pass for another request (here: another body) is refused just the same.
+        good = f.b.fleet.issue(None, passes.Bound("POST", "/mcp", session, b"{}"))
+        await client.send("POST", body, {**headers(session), passes.HEADER: good})
+        assert (await client.whole()).status == 403
+        assert [m["method"] for m in f.a.cores[0].received] == ["initialize"]
+
+
+async def test_a_forwarded_request_is_never_forwarded_again() -> None:
+    """A pass says the fleet sent it here: a session this node does not hold is unknown,
+    even one another node holds (no loop between two nodes that disagree)."""
+    async with fleet() as f:
+        session = await initialized(await f.a.client())
+        body = json.dumps(rpc(5, "tools/list")).encode()
+        sent = f.a.fleet.issue(None, passes.Bound("POST", "/mcp", session, body))
+        client = await f.b.client()
+        await client.send("POST", body, {**headers(session), passes.HEADER: sent})
+        assert (await client.whole()).status == 404
+        await until(lambda: f.events("http.request", "b"))
+        assert [(e["forwarded_by"], e.get("forwarded_to")) for e in
+                f.events("http.request", "b")] == [("a", None)]
+        assert [m["method"] for m in f.a.cores[0].received] == ["initialize"]
+
+
+async def test_a_holder_that_cannot_be_reached_ends_its_sessions_said_once() -> None:
+    absent = "http://127.0.0.1:9"  # discard: nothing listens there
+    async with fleet(absent=absent) as f:
+        session = ids.mint(KEYS.ids, absent, b"s" * 32)
+        for rid in (1, 2):
+            gone = await post(await f.b.client(), rpc(rid, "tools/list"), session)
+            assert gone.status == 404
+            assert "initialize" in gone.json["error"]["message"]
+        await until(lambda: len(f.events("http.request", "b")) == 2)
+        assert [e["reason"] for e in f.events("http.request", "b")] == [
+            f"its node {absent} cannot be reached"] * 2
+        assert len(f.events("fleet.node_unreachable", "b")) == 1
+        # An address the fleet does not list is not even tried.
+        stranger = ids.mint(KEYS.ids, "http://127.0.0.1:10", b"s" * 32)
+        assert (await post(await f.b.client(), rpc(3, "tools/list"), stranger)).status == 404
+        assert len(f.events("fleet.not_member", "b")) == 1
+
+
+async def test_closing_a_forwarded_request_closes_it_at_its_node() -> None:
+    async with fleet() as f:
+        session = await initialized(await f.a.client())
+        caller = await f.b.client()
+        await caller.send("POST", json.dumps(rpc(9, "tools/call", name="slow")).encode(),
+                          headers(session))
+        stream = await caller.head()
+        await event_of(caller, stream)  # priming
+        assert (await event_of(caller, stream))[1]["method"] == "notifications/progress"
+        await caller.stream.aclose()
+        await until(lambda: [e for e in f.events("http.request", "a")
+                             if e.get("rpc_method") == "tools/call"])
+        held = [e for e in f.events("http.request", "a") if e.get("rpc_method") == "tools/call"]
+        assert held[0]["reason"] == "the client closed the connection before the answer"
+
+
+async def test_a_session_is_its_token_s_on_every_node() -> None:
+    tokens = Tokens((b"token-one", b"token-two"), KEYS.credentials)
+    async with fleet(tokens) as f:
+        one = {"authorization": "Bearer token-one"}
+        opener = await f.a.client()
+        init = rpc(0, "initialize", protocolVersion="2025-11-25", capabilities={},
+                   clientInfo={"name": "t", "version": "1"})
+        await opener.send("POST", json.dumps(init).encode(), {**headers(), **one})
+        session = (await opener.whole()).headers["mcp-session-id"]
+        assert (await post(await f.b.client(), rpc(1, "tools/list"), session, **one)).status \
+            == 200
+        other = await post(await f.b.client(), rpc(2, "tools/list"), session,
+                           authorization="Bearer token-two")
+        assert other.status == 404
+        none = await post(await f.b.client(), rpc(3, "tools/list"), session)
+        assert none.status == 401  # checked where it landed: never forwarded
+        await until(lambda: len(f.events("http.request", "b")) == 3)
+        assert len([e for e in f.logs if e.get("forwarded_to")]) == 2
+
+
+# --- the settings -------------------------------------------------------------------------------
+
+LISTED = ("http://127.0.0.1:8001", "http://127.0.0.1:8002")
+
+
+def test_a_node_finds_its_own_address_in_the_list_by_its_port() -> None:
+    made = fleet_of(DaemonConfig(fleet_nodes=LISTED, node="n1"), 8002, {KEY_ENV: "k" * 20})
+    assert made is not None
+    assert (made.node, made.address, made.nodes) == ("n1", "http://127.0.0.1:8002", LISTED)
+    assert fleet_of(DaemonConfig(), 8002, {}) is None
+
+
+@pytest.mark.parametrize(("daemon", "environ", "says"), [
+    (DaemonConfig(fleet_nodes=LISTED), {}, "fleet_nodes is set but no fleet key"),
+    (DaemonConfig(fleet_dns="fleet.local"), {}, "fleet_dns is set but no fleet key"),
+    (DaemonConfig(), {KEY_ENV: "k" * 20}, "but no fleet: set fleet_nodes"),
+    (DaemonConfig(fleet_nodes=LISTED, fleet_dns="fleet.local"), {KEY_ENV: "k" * 20},
+     "both fleet_nodes and fleet_dns"),
+    (DaemonConfig(fleet_nodes=LISTED), {KEY_ENV: "short"}, "MCP_ROSETTA_FLEET_KEY: the fleet "
+                                                          "key is 5 bytes"),
+    (DaemonConfig(fleet_nodes=("http://127.0.0.1:9001",)), {KEY_ENV: "k" * 20},
+     "none of its entries is this node (port 8001"),
+    (DaemonConfig(fleet_nodes=LISTED, node_url="http://10.9.9.9:8001"), {KEY_ENV: "k" * 20},
+     "node_url http://10.9.9.9:8001 is not in fleet_nodes"),
+    (DaemonConfig(fleet_nodes=LISTED, fleet_key_file="/nonexistent/key"), {},
+     "fleet_key_file /nonexistent/key: cannot read it"),
+])
+def test_a_fleet_it_cannot_run_is_refused_naming_the_setting(
+        daemon: DaemonConfig, environ: dict[str, str], says: str) -> None:
+    with pytest.raises(ConfigError, match=says.replace("(", r"\(")):
+        fleet_of(daemon, 8001, environ)
+
+
+def test_the_key_is_read_from_its_file_first_and_never_shown(tmp_path: Any) -> None:
+    key_file = tmp_path / "fleet.key"
+    key_file.write_bytes(b"from-the-file-0123456789\n")
+    assert read_key(str(key_file), {KEY_ENV: "from-the-environment-0123"}) == \
+        b"from-the-file-0123456789\n"
+    assert read_key(None, {KEY_ENV: "from-the-environment-0123"}) == \
+        b"from-the-environment-0123"
+    made = fleet_of(DaemonConfig(fleet_nodes=LISTED, fleet_key_file=str(key_file)), 8001, {})
+    assert made is not None
+    shown = repr(made) + repr(_fleet_fields(made))
+    assert "from-the-file" not in shown and repr(KEYS.ids) not in shown
+    assert _fleet_fields(made) == {"node": made.node, "node_url": "http://127.0.0.1:8001",
+                                   "fleet": 2}
+
+
+async def test_with_fleet_dns_a_member_is_an_address_the_name_resolves_to() -> None:
+    member = Fleet("a", "http://127.0.0.1:8001", KEYS, dns="localhost")
+    assert await member.is_member("http://127.0.0.1:8002")
+    assert not await member.is_member("http://10.9.9.9:8001")
+    made = fleet_of(DaemonConfig(fleet_dns="localhost", node_url="http://127.0.0.1:8001"),
+                    8001, {KEY_ENV: "k" * 20})
+    assert made is not None and (made.address, made.dns) == ("http://127.0.0.1:8001",
+                                                             "localhost")
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("fleet_nodes", ["10.0.0.2:8808"], 'fleet_nodes: expected a node\'s address as '
+                                       'http://HOST:PORT, e.g. "http://10.0.0.2:8808"'),
+    ("fleet_nodes", "http://10.0.0.2:8808", "fleet_nodes: expected an array"),
+    ("node_url", "http://10.0.0.2:8808/mcp", "node_url: expected a node's address"),
+    ("fleet_dns", "not a name", "fleet_dns: expected a host name"),
+    ("node", "node a", "node: expected a name of visible ASCII"),
+])
+def test_a_fleet_setting_that_is_no_such_thing_is_refused_with_an_example(
+        key: str, value: object, says: str) -> None:
+    from bridge.config import validate
+
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        validate({key: value}, "config x.toml", ConfigError)
+    assert validate({"fleet_nodes": ["HTTP://10.0.0.2:8808/"]}, "x", ConfigError) == {
+        "fleet_nodes": ("http://10.0.0.2:8808",)}
