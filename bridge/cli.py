@@ -182,6 +182,9 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
                                "the front cannot tell users apart")
         http.add_argument("--tenant-idle", type=_seconds_flag, metavar="DURATION",
                           help="a tenant with no request for this long ends (30m)")
+        from bridge.oauth_options import add_oauth_options
+
+        add_oauth_options(p, _checked)
     return p
 
 
@@ -313,6 +316,10 @@ def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     for repeated in ("roots", "allowed_hosts", "allowed_origins", "headers"):
         if getattr(args, repeated, None):
             values[repeated] = tuple(getattr(args, repeated))
+    if getattr(args, "oauth_issuer", False) is not False:  # serve's parser
+        from bridge.oauth_options import oauth_overrides
+
+        values.update(oauth_overrides(args))
     values.update(server_overrides(args))
     if command:
         values["command"] = tuple(command)

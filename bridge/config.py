@@ -20,6 +20,7 @@ from bridge.shell.settings import (
     LEVELS,
     LOG_FORMATS,
     DaemonConfig,
+    OAuthResource,
     Settings,
     ShellConfig,
     Timing,
@@ -328,6 +329,13 @@ def file_path(value: Any) -> str:
     return os.path.abspath(os.path.expanduser(value))
 
 
+def oauth_table(value: Any) -> dict[str, Any]:
+    """`[oauth]`: the HTTP front as an OAuth resource server (bridge/oauth_options.py)."""
+    from bridge.oauth_options import checked_table
+
+    return checked_table(value)
+
+
 CORE_KEYS: dict[str, Check] = {
     "server_era": choice("auto", "modern", "legacy"),
     "probe_timeout": seconds,
@@ -389,6 +397,7 @@ DAEMON_KEYS: dict[str, Check] = {
     "max_connections": count,
     "connection_idle": seconds,
     "stream_backlog": size,
+    "oauth": oauth_table,
 }
 # Keys both layers read: the core waits drain_timeout for answers it owes once the client has
 # closed its input; the shell then gives a client that stopped reading as long to resume.
@@ -456,8 +465,18 @@ def build(values: Mapping[str, Any]) -> Settings:
     timing = Timing(**{k: v for k, v in values.items() if k in TIMING_KEYS})
     shell = ShellConfig(**{k: v for k, v in values.items() if k in SHELL_FIELDS},
                         log_level=log_level, timing=timing)
-    daemon = DaemonConfig(**{k: v for k, v in values.items() if k in DAEMON_KEYS})
+    daemon = DaemonConfig(**{k: v for k, v in values.items()
+                             if k in DAEMON_KEYS and k != "oauth"},
+                          oauth=_oauth(values.get("oauth")))
     return Settings(CoreConfig(**core, debug_logs=log_level == "debug"), shell, daemon)
+
+
+def _oauth(table: Mapping[str, Any] | None) -> OAuthResource | None:
+    if not table:
+        return None
+    from bridge.oauth_options import oauth_resource
+
+    return oauth_resource(table)
 
 
 def load_settings(path: str | None, overrides: Mapping[str, Any]) -> Settings:
@@ -466,6 +485,8 @@ def load_settings(path: str | None, overrides: Mapping[str, Any]) -> Settings:
     for key in MERGED_KEYS:
         if key in values and key in overrides:
             overrides = {**overrides, key: (*values[key], *overrides[key])}
+    if "oauth" in values and "oauth" in overrides:  # a flag sets its key of the table
+        overrides = {**overrides, "oauth": {**values["oauth"], **overrides["oauth"]}}
     values.update(overrides)
     cwd = values.get("cwd")
     if cwd is not None and not os.path.isdir(cwd):

@@ -116,6 +116,26 @@ class DaemonConfig:
     stream_backlog: int = 4 * 1024 * 1024
     """HTTP front: bytes held for one answer whose client does not read them; past it the
     request is cancelled and its connection closed."""
+    oauth: OAuthResource | None = None
+    """HTTP front: the authorization server whose access tokens it takes ([oauth])."""
+
+
+@record(frozen=True)
+class OAuthResource:
+    """The HTTP front as an OAuth protected resource (`[oauth]`, the --oauth-* flags of
+    serve)."""
+
+    issuer: str
+    audience: str | None = None
+    """The front's URL as its clients reach it; None: the --listen URL."""
+    jwks_url: str | None = None
+    """None: the one the issuer's metadata names."""
+    scopes: tuple[str, ...] = ()
+    """Scopes every request's token must grant."""
+    introspection_client_id: str | None = None
+    introspection_secret_file: str | None = None
+    """Opaque tokens are introspected (RFC 7662) as this client, with the secret in this
+    file; None: JWT access tokens only."""
 
 
 @record(frozen=True)

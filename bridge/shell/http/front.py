@@ -32,6 +32,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -52,6 +53,9 @@ from bridge.shell.session.session import Session, SessionSettings
 from bridge.streamable import replies
 from bridge.streamable.replies import Reply
 
+if TYPE_CHECKING:
+    from bridge.shell.http.oauth_gate import Gate
+
 MAX_HEADER = 16 * 1024
 IDLE_TIMEOUT = 60.0
 """A connection with no request under way is closed after this long; a request's head and
@@ -68,11 +72,13 @@ FD_FIX = ("raise the open-file limit (LimitNOFILE= in the unit, ulimit -n) or lo
 @dataclass(frozen=True, slots=True)
 class Access:
     """Who may reach the front beyond its own names: the allowlist, and the bearer tokens
-    every request but the health checks must present (None: no token asked)."""
+    every request but the health checks must present (None: no token asked), or the OAuth
+    gate whose access tokens it takes beside them."""
 
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     tokens: Tokens | None = None
+    gate: Gate | None = None
 
 
 class Front:
@@ -280,7 +286,9 @@ class Front:
         access = self._access
         names = front_names(self._address.host, self.port, access.allowed_hosts,
                             access.allowed_origins)
-        endpoint = FrontEndpoint(self._address.path, names, tokens=access.tokens)
+        endpoint = FrontEndpoint(self._address.path, names, tokens=access.tokens,
+                                 gate=access.gate, metadata=None if access.gate is None
+                                 else access.gate.metadata)
         if self._keep_alive is not None:
             endpoint = dataclasses.replace(endpoint, keep_alive=self._keep_alive)
         return endpoint

@@ -10,16 +10,20 @@
 // - device authorization (RFC 8628), whose pages peers/device_user.py fills in;
 // - the client credentials grant for one pre-registered service client (SERVICE below);
 // - the user's login and consent approved at once, on a GET of the interaction page, so a
-//   browser that only follows redirects (peers/follow_redirects.py) completes the sign-in.
+//   browser that only follows redirects (peers/follow_redirects.py) completes the sign-in;
+//   the user is the account the authorization request's `login_hint` names, else "e2e-user";
+// - its signing keys the private JWKS in the file JWKS_FILE when given (a test then signs
+//   tokens of its own with them: expired, of another audience...), else made at start.
 //
 // Every grant and error is printed on stdout as one JSON line, for the test to count.
 //
-// Usage: node oauth_server.mjs PORT RESOURCE TTL
+// Usage: node oauth_server.mjs PORT RESOURCE TTL [JWKS_FILE]
 
+import fs from 'node:fs';
 import http from 'node:http';
 import Provider, { errors } from 'oidc-provider';
 
-const [port, resource, ttl] = process.argv.slice(2);
+const [port, resource, ttl, jwksFile] = process.argv.slice(2);
 const issuer = `http://127.0.0.1:${port}`;
 const scope = 'mcp';
 const SERVICE = {
@@ -35,6 +39,7 @@ function log(event, fields = {}) {
 }
 
 const provider = new Provider(issuer, {
+  ...(jwksFile ? { jwks: JSON.parse(fs.readFileSync(jwksFile, 'utf8')) } : {}),
   clients: [SERVICE],
   scopes: ['openid', 'offline_access', scope],
   cookies: { keys: ['e2e-only-cookie-key'] },
@@ -69,7 +74,7 @@ async function approve(ctx) {
   const details = await provider.interactionDetails(ctx.req, ctx.res);
   const { prompt, params, session } = details;
   if (prompt.name === 'login') {
-    return { login: { accountId: 'e2e-user' } };
+    return { login: { accountId: params.login_hint || 'e2e-user' } };
   }
   const grant = details.grantId
     ? await provider.Grant.find(details.grantId)
