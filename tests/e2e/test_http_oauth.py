@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import checks
 import conformance_suite as cs
 import jwt
 import pytest
@@ -45,6 +46,13 @@ class Setup:
     url: str
     key: rsa.RSAPrivateKey
     log: Path
+    as_log: Path
+
+    def granted(self) -> list[str]:
+        """The grant types the authorization server granted, in order."""
+        lines = [json.loads(line) for line in self.as_log.read_text().splitlines()
+                 if line.startswith("{")]
+        return [e["grant_type"] for e in lines if e["event"] == "granted"]
 
     def token(self, **changed: Any) -> str:
         """An access token as the authorization server signs them, with `changed` claims
@@ -104,7 +112,7 @@ def oauth_front(tmp_path: Path, signing_key: rsa.RSAPrivateKey, legacy_python: v
                    issuer, "--oauth-scope", SCOPE, "--log-format", "json", *options, "--",
                    *peer]
             with cs.http_server(["sh", "-c", f'exec "$@" 2>>{log}', "front", *cmd], port):
-                yield Setup(issuer, url, signing_key, log)
+                yield Setup(issuer, url, signing_key, log, tmp_path / "as.log")
 
     return start
 
@@ -169,9 +177,32 @@ def test_the_sdk_client_signs_in_by_itself_and_uses_the_front(oauth_front, moder
         report = sign_in_and_use(modern_python, setup.url, mode, "alice")
     assert report["echo"] == ["hello from alice"], report
     assert {"echo", "pid"} <= set(report["tools"]) and report["signed_in"] == 1
+    assert setup.granted() == ["authorization_code"]
     log = setup.log.read_text()
     assert "oauth.keys_fetched" in log
     assert setup.issuer in log and "Bearer ey" not in log
+
+
+@pytest.mark.parametrize("server", ["legacy", "modern"])
+def test_mcp_remote_under_a_legacy_stdio_client_signs_in_by_itself(
+        oauth_front, legacy_python, tmp_path, server):
+    # The browser mcp-remote opens (through xdg-open, which takes $BROWSER): one that
+    # follows the authorization URL's redirects to mcp-remote's callback.
+    browser = tmp_path / "browser"
+    browser.write_text(f'#!/bin/sh\nexec {sys.executable} '
+                       f'{venvs.PEERS_DIR / "follow_redirects.py"} "$1"\n')
+    browser.chmod(0o755)
+    proxy = venvs.npm_client("mcp-remote") / "node_modules" / "mcp-remote" / "dist" / "proxy.js"
+    with oauth_front(server) as setup:
+        remote = [cs.node(), str(proxy), setup.url, str(cs.free_port()), "--transport",
+                  "http-only"]
+        # mcp-remote keeps its OAuth state in ~/.mcp-auth: a HOME of its own
+        report = venvs.run_client(legacy_python, "basic", remote,
+                                  env={"HOME": str(tmp_path), "BROWSER": str(browser)})
+    assert "protocolVersion" in report.get("initialize", {}), (
+        report.get("errors"), report["_stderr"][-3000:], setup.log.read_text()[-3000:])
+    checks.check_legacy_basic(report)
+    assert setup.granted() == ["authorization_code"]
 
 
 def test_the_metadata_names_the_issuer_and_a_401_names_the_metadata(oauth_front):

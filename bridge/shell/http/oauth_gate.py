@@ -15,7 +15,7 @@ from __future__ import annotations
 import hmac
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,8 @@ from bridge.shell.http.auth import SCHEME, Credential
 from bridge.shell.logs import Logger
 from bridge.streamable import replies
 
+Fetch = Callable[[str], Awaitable[Any]]
+"""Fetches the JSON document at a URL; raises Unreachable."""
 FETCH_TIMEOUT = 10.0
 REFRESH_EVERY = 30.0
 """Seconds between two fetches of the key set for unknown keys."""
@@ -74,10 +76,16 @@ class Gate:
     """Checks access tokens for one front (`rules`), with the keys at `jwks_url`."""
 
     def __init__(self, rules: ResourcePolicy, log: Logger, *, jwks_url: str | None = None,
-                 introspection_client: tuple[str, str] | None = None) -> None:
+                 introspection_client: tuple[str, str] | None = None,
+                 fetch: Fetch | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         """`jwks_url` None: the one the issuer's metadata names; `introspection_client`:
-        the client id and secret to introspect opaque tokens with (None: JWTs only)."""
+        the client id and secret to introspect opaque tokens with (None: JWTs only);
+        `fetch`: how a JSON document is fetched (by default `get_json`); `clock`: seconds,
+        for REFRESH_EVERY."""
         self.rules = rules
+        self._fetch = fetch or get_json
+        self._clock = clock
         self._jwks_url = jwks_url
         self._client = introspection_client
         self._introspection: Introspection | None = None
@@ -95,7 +103,7 @@ class Gate:
         issuer = self.rules.issuer
         endpoint = None
         if self._jwks_url is None or self._client is not None:
-            found_jwks, endpoint = await _server_endpoints(issuer)
+            found_jwks, endpoint = await _server_endpoints(issuer, self._fetch)
             self._jwks_url = self._jwks_url or found_jwks
         if self._client is not None:
             if endpoint is None:
@@ -161,13 +169,13 @@ class Gate:
         async with self._fetching:
             if self._fetched != fetched:
                 return True
-            if time.monotonic() < self._fetched + REFRESH_EVERY:
+            if self._clock() < self._fetched + REFRESH_EVERY:
                 return False
-            self._fetched = time.monotonic()
+            self._fetched = self._clock()
             assert self._jwks_url is not None
             try:
-                self._keys = await _get_json(self._jwks_url)
-            except _Unreachable as exc:
+                self._keys = await self._fetch(self._jwks_url)
+            except Unreachable as exc:
                 self._log.warning("oauth.keys_unreachable", url=self._jwks_url,
                                   error=exc.problem)
                 raise Refused(503, f"the authorization server's keys cannot be fetched "
@@ -198,20 +206,23 @@ class Gate:
         return answer
 
 
-class _Unreachable(Exception):
+class Unreachable(Exception):
+    """A document that could not be fetched: `problem` says why (HTTP 404, refused...)."""
+
     def __init__(self, problem: str) -> None:
         super().__init__(problem)
         self.problem = problem
 
 
-async def _get_json(url: str) -> Any:
+async def get_json(url: str) -> Any:
+    """The JSON document at `url`; Unreachable when it cannot be fetched."""
     try:
         async with httpx2.AsyncClient(timeout=FETCH_TIMEOUT, trust_env=False) as http:
             response = await http.get(url, headers={"Accept": "application/json"})
     except httpx2.HTTPError as exc:
-        raise _Unreachable(f"{type(exc).__name__}: {exc}") from None
+        raise Unreachable(f"{type(exc).__name__}: {exc}") from None
     if response.status_code != 200:
-        raise _Unreachable(f"HTTP {response.status_code}")
+        raise Unreachable(f"HTTP {response.status_code}")
     return _json(response)
 
 
@@ -222,14 +233,14 @@ def _json(response: httpx2.Response) -> Any:
         return None
 
 
-async def _server_endpoints(issuer: str) -> tuple[str, str | None]:
+async def _server_endpoints(issuer: str, fetch: Fetch) -> tuple[str, str | None]:
     """The authorization server's key set URL and introspection endpoint, from the first
     of its metadata documents found (RFC 8414 §3, then OpenID Connect Discovery)."""
     tried = []
     for url in authorization_server_urls(issuer):
         try:
-            document = await _get_json(url)
-        except _Unreachable as exc:
+            document = await fetch(url)
+        except Unreachable as exc:
             if not exc.problem.startswith("HTTP 4"):
                 raise ConfigError(f"[oauth] issuer {issuer}: cannot reach it ({exc.problem}): "
                                   "check the URL and that the authorization server is "
