@@ -78,6 +78,6 @@ def test_the_introspection_secret_is_read_from_its_file(tmp_path):
     assert read_secret(OAuthResource(ISSUER)) is None
     missing = OAuthResource(ISSUER, introspection_client_id="front",
                             introspection_secret_file=str(tmp_path / "nope"))
-    with pytest.raises(ConfigError, match="cannot read it .* write the introspection "
-                                          "client's secret there"):
+    with pytest.raises(ConfigError, match=r"cannot read it .* write the introspection "
+                                          r"client's secret there"):
         read_secret(missing)
