@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,17 +101,35 @@ def oauth_front(tmp_path: Path, signing_key: rsa.RSAPrivateKey, legacy_python: v
     """Starts the authorization server and a front trusting it, before the `server` peer."""
 
     @contextmanager
-    def start(server: str = "legacy", *options: str) -> Iterator[Setup]:
-        port = cs.free_port()
+    def start(server: str = "legacy") -> Iterator[Setup]:
+        """`server`: "legacy", "modern", "env" (peers/env_server.py), or "upstream": the
+        front's server is guarded_server.py's, at its own URL (--url), which the front signs
+        in to as the authorization server's service client."""
+        port, upstream_port = cs.free_port(), cs.free_port()
         url = f"http://127.0.0.1:{port}/mcp"
-        peer = legacy_python.peer("legacy_server") if server == "legacy" \
-            else modern_python.peer("modern_server")
+        upstream = f"http://127.0.0.1:{upstream_port}/mcp"
         log = tmp_path / "front.log"
-        with authorization_server(tmp_path, url, signing_key) as issuer:
+        resources = url if server != "upstream" else f"{url},{upstream}"
+        with authorization_server(tmp_path, resources, signing_key) as issuer, \
+                ExitStack() as stack:
+            served = {"legacy": legacy_python.peer("legacy_server"),
+                      "modern": modern_python.peer("modern_server"),
+                      "env": [sys.executable, str(venvs.PEERS_DIR / "env_server.py")]}
+            if server == "upstream":
+                guarded = modern_python.peer("guarded_server", str(upstream_port), issuer,
+                                             str(tmp_path / "accepted.log"),
+                                             str(tmp_path / "presented.log"))
+                stack.enter_context(cs.http_server(guarded, upstream_port))
+                target = ["--url", upstream, "--oauth-client-id", "e2e-service",
+                          "--oauth-client-credentials"]
+            else:
+                target = ["--", *served[server]]
             cmd = [sys.executable, "-m", "bridge", "serve", "--listen", url, "--oauth-issuer",
-                   issuer, "--oauth-scope", SCOPE, "--log-format", "json", *options, "--",
-                   *peer]
-            with cs.http_server(["sh", "-c", f'exec "$@" 2>>{log}', "front", *cmd], port):
+                   issuer, "--oauth-scope", SCOPE, "--log-format", "json", *target]
+            env = (f"MCP_ROSETTA_OAUTH_CLIENT_SECRET=e2e-service-secret "
+                   f"XDG_CONFIG_HOME={tmp_path / 'config'}")
+            with cs.http_server(["sh", "-c", f'{env} exec "$@" 2>>{log}', "front", *cmd],
+                                port):
                 yield Setup(issuer, url, signing_key, log, tmp_path / "as.log")
 
     return start
@@ -143,17 +161,24 @@ def sign_in_and_use(python: venvs.SdkPython, url: str, mode: str,
     return report
 
 
-def request(url: str, token: str | None, method: str = "POST",
-            path: str = "/mcp") -> tuple[int, dict[str, str], Any]:
-    """A modern tools/list with `token` (or none): status, headers, JSON body."""
+def request(url: str, token: str | None, method: str = "POST", path: str = "/mcp",
+            tool: str | None = None) -> tuple[int, dict[str, str], Any]:
+    """A modern tools/list (or tools/call of `tool`) with `token` (or none): status,
+    headers, JSON body."""
     port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
-    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
+    rpc = "tools/list" if tool is None else "tools/call"
+    params: dict[str, Any] = {"_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"}}}}
+        "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"}}}
+    if tool is not None:
+        params.update(name=tool, arguments={})
+    body = {"jsonrpc": "2.0", "id": 7, "method": rpc, "params": params}
     headers = {"content-type": "application/json",
                "accept": "application/json, text/event-stream",
-               "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
+               "mcp-protocol-version": "2026-07-28", "mcp-method": rpc}
+    if tool is not None:
+        headers["mcp-name"] = tool
     if token is not None:
         headers["authorization"] = f"Bearer {token}"
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT)
@@ -267,3 +292,26 @@ def test_two_identities_are_two_tenants(oauth_front, modern_python):
                if '"http.tenant_started"' in line]
     assert len(started) == 2
     assert all(len(line["tenant"]) == 16 for line in started)
+
+
+def test_the_client_s_token_never_reaches_the_server_s_environment(oauth_front):
+    with oauth_front("env") as setup:
+        token = setup.token()
+        status, _, body = request(setup.url, token, tool="env")
+    assert status == 200, body
+    seen = json.loads(body["result"]["content"][0]["text"])["env"]
+    assert seen and not any(token in f"{name}={value}" or "Bearer" in value
+                            for name, value in seen.items())
+
+
+def test_the_client_s_token_never_reaches_an_upstream(oauth_front, modern_python, tmp_path):
+    with oauth_front("upstream") as setup:
+        report = sign_in_and_use(modern_python, setup.url, "2026-07-28", "alice")
+    assert report["echo"] == ["hello from alice"], report
+    presented = (tmp_path / "presented.log").read_text().split()
+    assert presented and report["token_sha256"] not in presented
+    # The upstream was sent the front's own token (the service client's), and only that.
+    accepted = [json.loads(line) for line in
+                (tmp_path / "accepted.log").read_text().splitlines()]
+    assert accepted and {a["client"] for a in accepted} == {"e2e-service"}
+    assert sorted(setup.granted()) == ["authorization_code", "client_credentials"]

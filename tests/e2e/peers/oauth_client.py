@@ -8,11 +8,13 @@ authorization server (peers/oauth_server.mjs) signs in the account named by `log
 Usage: oauth_client.py URL MODE USER
   MODE: "legacy" (initialize handshake) or "2026-07-28"; USER: the account to sign in as.
 Prints ONE JSON object on stdout: {"echo": text, "pid": the server's pid, "tools": [names],
-"signed_in": how many sign-ins it ran}, or {"error": "..."}.
+"signed_in": how many sign-ins it ran, "token_sha256": of the access token it used}, or
+{"error": "..."}.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from typing import Any
@@ -92,7 +94,8 @@ async def run(url: str, mode: str, user: str) -> dict[str, Any]:
     metadata = OAuthClientMetadata(client_name=f"e2e {user}", redirect_uris=[REDIRECT],
                                    grant_types=["authorization_code", "refresh_token"],
                                    response_types=["code"], token_endpoint_auth_method="none")
-    provider = OAuthClientProvider(url, metadata, Memory(), redirect_handler=browser.open,
+    memory = Memory()
+    provider = OAuthClientProvider(url, metadata, memory, redirect_handler=browser.open,
                                    callback_handler=browser.redirected)
     http = httpx2.AsyncClient(auth=provider, timeout=TIMEOUT)
     async with Client(streamable_http_client(url, http_client=http), mode=mode,
@@ -104,8 +107,10 @@ async def run(url: str, mode: str, user: str) -> dict[str, Any]:
     pid_value = (pid.structured_content or {}).get("pid")
     if pid_value is None:
         pid_value = json.loads(pid.content[0].text)["pid"]  # type: ignore[union-attr]
+    assert memory.tokens is not None
+    used = hashlib.sha256(memory.tokens.access_token.encode()).hexdigest()
     return {"echo": text, "pid": pid_value, "tools": sorted(t.name for t in tools.tools),
-            "signed_in": browser.sign_ins}
+            "signed_in": browser.sign_ins, "token_sha256": used}
 
 
 if __name__ == "__main__":

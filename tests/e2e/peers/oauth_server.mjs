@@ -2,8 +2,9 @@
 // certified implementation), configured as an MCP server's authorization server would be.
 //
 // - open dynamic client registration (RFC 7591), PKCE S256 required for every client;
-// - RFC 8707 resource indicators: the one resource is the MCP server's URL, its access tokens
-//   are JWTs (RFC 9068) for that audience, with a short lifetime (--ttl seconds);
+// - RFC 8707 resource indicators: the resources are the MCP servers' URLs (RESOURCE, commas
+//   between several; the first is the default), their access tokens JWTs (RFC 9068) for that
+//   audience, with a short lifetime (--ttl seconds);
 // - refresh tokens for every client allowed the grant, rotated on each use (a refresh token
 //   used twice revokes the whole grant, as OAuth 2.1 §4.3.1 allows);
 // - token revocation (RFC 7009);
@@ -23,7 +24,8 @@ import fs from 'node:fs';
 import http from 'node:http';
 import Provider, { errors } from 'oidc-provider';
 
-const [port, resource, ttl, jwksFile] = process.argv.slice(2);
+const [port, resourceList, ttl, jwksFile] = process.argv.slice(2);
+const resources = resourceList.split(',');
 const issuer = `http://127.0.0.1:${port}`;
 const scope = 'mcp';
 const SERVICE = {
@@ -51,12 +53,12 @@ const provider = new Provider(issuer, {
     revocation: { enabled: true },
     resourceIndicators: {
       enabled: true,
-      defaultResource: () => resource,
+      defaultResource: () => resources[0],
       useGrantedResource: () => true,
       getResourceServerInfo(ctx, indicator) {
-        if (indicator !== resource) throw new errors.InvalidTarget();
+        if (!resources.includes(indicator)) throw new errors.InvalidTarget();
         return {
-          scope, audience: resource, accessTokenTTL: Number(ttl), accessTokenFormat: 'jwt',
+          scope, audience: indicator, accessTokenTTL: Number(ttl), accessTokenFormat: 'jwt',
         };
       },
     },
