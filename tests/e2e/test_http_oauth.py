@@ -72,15 +72,15 @@ def private_jwks(key: rsa.RSAPrivateKey) -> dict[str, Any]:
 
 
 @contextmanager
-def authorization_server(tmp_path: Path, resource: str,
-                         key: rsa.RSAPrivateKey) -> Iterator[str]:
+def authorization_server(tmp_path: Path, resource: str, key: rsa.RSAPrivateKey,
+                         token_format: str = "jwt") -> Iterator[str]:
     port = cs.free_port()
     keys = tmp_path / "jwks.json"
     keys.write_text(json.dumps(private_jwks(key)))
     script = venvs.npm_peer("oidc-provider", "oauth_server.mjs")
     with open(tmp_path / "as.log", "w") as out:
         server = subprocess.Popen([cs.node(), str(script), str(port), resource, str(TTL),
-                                   str(keys)], stdout=out, stderr=subprocess.STDOUT,
+                                   str(keys), token_format], stdout=out, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL)
     try:
         wait_listening(port, server, 30)
@@ -101,16 +101,18 @@ def oauth_front(tmp_path: Path, signing_key: rsa.RSAPrivateKey, legacy_python: v
     """Starts the authorization server and a front trusting it, before the `server` peer."""
 
     @contextmanager
-    def start(server: str = "legacy") -> Iterator[Setup]:
+    def start(server: str = "legacy", opaque: bool = False) -> Iterator[Setup]:
         """`server`: "legacy", "modern", "env" (peers/env_server.py), or "upstream": the
         front's server is guarded_server.py's, at its own URL (--url), which the front signs
-        in to as the authorization server's service client."""
+        in to as the authorization server's service client. `opaque`: the access tokens
+        are opaque, and the front introspects them as the service client."""
         port, upstream_port = cs.free_port(), cs.free_port()
         url = f"http://127.0.0.1:{port}/mcp"
         upstream = f"http://127.0.0.1:{upstream_port}/mcp"
         log = tmp_path / "front.log"
         resources = url if server != "upstream" else f"{url},{upstream}"
-        with authorization_server(tmp_path, resources, signing_key) as issuer, \
+        token_format = "opaque" if opaque else "jwt"
+        with authorization_server(tmp_path, resources, signing_key, token_format) as issuer, \
                 ExitStack() as stack:
             served = {"legacy": legacy_python.peer("legacy_server"),
                       "modern": modern_python.peer("modern_server"),
@@ -124,6 +126,11 @@ def oauth_front(tmp_path: Path, signing_key: rsa.RSAPrivateKey, legacy_python: v
                           "--oauth-client-credentials"]
             else:
                 target = ["--", *served[server]]
+            if opaque:
+                secret = tmp_path / "introspection.secret"
+                secret.write_text("e2e-service-secret\n")
+                target = ["--oauth-introspection-client-id", "e2e-service",
+                          "--oauth-introspection-secret-file", str(secret), *target]
             cmd = [sys.executable, "-m", "bridge", "serve", "--listen", url, "--oauth-issuer",
                    issuer, "--oauth-scope", SCOPE, "--log-format", "json", *target]
             env = (f"MCP_ROSETTA_OAUTH_CLIENT_SECRET=e2e-service-secret "
@@ -315,3 +322,34 @@ def test_the_client_s_token_never_reaches_an_upstream(oauth_front, modern_python
                 (tmp_path / "accepted.log").read_text().splitlines()]
     assert accepted and {a["client"] for a in accepted} == {"e2e-service"}
     assert sorted(setup.granted()) == ["authorization_code", "client_credentials"]
+
+
+def test_opaque_tokens_are_introspected(oauth_front, modern_python):
+    with oauth_front("legacy", opaque=True) as setup:
+        alice = sign_in_and_use(modern_python, setup.url, "2026-07-28", "alice")
+        bob = sign_in_and_use(modern_python, setup.url, "2026-07-28", "bob")
+        status, headers, body = request(setup.url, "an-opaque-token-nobody-issued")
+        log = setup.log.read_text()
+    assert alice["echo"] == ["hello from alice"] and alice["pid"] != bob["pid"]
+    assert status == 401 and "not active" in body["error"]["message"]
+    assert 'error="invalid_token"' in headers["www-authenticate"]
+    assert "e2e-service-secret" not in log
+
+
+def test_the_many_clients_tour_keeps_two_identities_apart(oauth_front, modern_python):
+    """test_http_tenants.py's tour of two clients, each an identity of the authorization
+    server (its key signs their tokens) rather than a static token."""
+    with oauth_front("legacy") as setup:
+        alice, bob = setup.token(sub="alice"), setup.token(sub="bob")
+        cmd = [modern_python.path, str(venvs.PEERS_DIR / "tenant_client.py"), setup.url,
+               alice, bob]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=WAIT * 2,
+                              cwd=venvs.REPO_ROOT, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    a, b = report["A"], report["B"]
+    assert a["roots"] == {"roots": ["file:///secret-of-A"]}
+    assert "secret-of-A" not in json.dumps(b["roots"])
+    assert a["heard"] == {"b_added": [], "a_added": ["ToolsListChanged"]}
+    assert a["logs"] == [["warning", "chatty warning"], ["error", "chatty error"]]
+    assert b["logs"] == [["error", "chatty error"]]

@@ -13,18 +13,20 @@
 // - the user's login and consent approved at once, on a GET of the interaction page, so a
 //   browser that only follows redirects (peers/follow_redirects.py) completes the sign-in;
 //   the user is the account the authorization request's `login_hint` names, else "e2e-user";
+// - token introspection (RFC 7662), for the service client; with FORMAT "opaque" the access
+//   tokens are opaque (only introspection says what they are), else JWTs;
 // - its signing keys the private JWKS in the file JWKS_FILE when given (a test then signs
 //   tokens of its own with them: expired, of another audience...), else made at start.
 //
 // Every grant and error is printed on stdout as one JSON line, for the test to count.
 //
-// Usage: node oauth_server.mjs PORT RESOURCE TTL [JWKS_FILE]
+// Usage: node oauth_server.mjs PORT RESOURCE TTL [JWKS_FILE [FORMAT]]
 
 import fs from 'node:fs';
 import http from 'node:http';
 import Provider, { errors } from 'oidc-provider';
 
-const [port, resourceList, ttl, jwksFile] = process.argv.slice(2);
+const [port, resourceList, ttl, jwksFile, format = 'jwt'] = process.argv.slice(2);
 const resources = resourceList.split(',');
 const issuer = `http://127.0.0.1:${port}`;
 const scope = 'mcp';
@@ -51,6 +53,7 @@ const provider = new Provider(issuer, {
     deviceFlow: { enabled: true },
     registration: { enabled: true },
     revocation: { enabled: true },
+    introspection: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: () => resources[0],
@@ -58,7 +61,7 @@ const provider = new Provider(issuer, {
       getResourceServerInfo(ctx, indicator) {
         if (!resources.includes(indicator)) throw new errors.InvalidTarget();
         return {
-          scope, audience: indicator, accessTokenTTL: Number(ttl), accessTokenFormat: 'jwt',
+          scope, audience: indicator, accessTokenTTL: Number(ttl), accessTokenFormat: format,
         };
       },
     },
@@ -103,6 +106,7 @@ provider.on('registration_create.success', (ctx, client) => log('registered', { 
 provider.on('grant.success', (ctx) => log('granted', { grant_type: ctx.oidc.params.grant_type }));
 provider.on('grant.error', (ctx, err) => log('grant_error', { error: err.error, detail: err.error_description }));
 provider.on('grant.revoked', () => log('revoked'));
+provider.on('introspection.error', (ctx, err) => log('introspection_error', { error: err.error, detail: err.error_description }));
 provider.on('authorization.error', (ctx, err) => log('authorization_error', { error: err.error, detail: err.error_description }));
 provider.on('registration_create.error', (ctx, err) => log('registration_error', { error: err.error, detail: err.error_description }));
 provider.on('server_error', (ctx, err) => log('server_error', { error: String(err) }));
