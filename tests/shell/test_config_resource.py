@@ -3,6 +3,8 @@ front's URL and introspection secret as the start reads them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bridge.cli import _settings
@@ -81,3 +83,16 @@ def test_the_introspection_secret_is_read_from_its_file(tmp_path):
     with pytest.raises(ConfigError, match=r"cannot read it .* write the introspection "
                                           r"client's secret there"):
         read_secret(missing)
+
+
+def test_the_readme_s_oauth_config_is_one_serve_takes(tmp_path):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("**Sign-in with an authorization server (OAuth).**", 1)[1]
+    block = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "front.toml"
+    path.write_text(block)
+    settings = _settings(["--config", str(path)], serve=True)[0]
+    assert settings.daemon.oauth == OAuthResource(
+        "https://auth.example.com/realms/mcp", audience="https://mcp.example.com/mcp",
+        scopes=("mcp",))
+    assert settings.daemon.listen == "http://127.0.0.1:8808/mcp"
