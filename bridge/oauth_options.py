@@ -10,26 +10,49 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
-from bridge.config import file_path, oauth_client_id, server_url
 from bridge.errors import ConfigError
 from bridge.shell.settings import OAuthResource
 
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def secure_url(value: Any) -> str:
+    """An https URL, or http on a loopback host (a test's, or a local setup's): the keys
+    and the identities of the front's users travel on it (Authorization, Communication
+    Security: every authorization server endpoint is https)."""
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if parts is None or not parts.hostname or parts.fragment or not (
+            parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in LOOPBACK)):
+        raise ValueError('expected an https:// URL (http:// on loopback only), e.g. '
+                         '"https://auth.example.com"')
+    return str(value)
+
 
 def issuer_url(value: Any) -> str:
-    """An authorization server's issuer identifier (RFC 8414 §2): https (http for a
-    loopback host only, as in tests), no query or fragment."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(value) if isinstance(value, str) else None
-    loopback = parts is not None and parts.hostname in ("127.0.0.1", "::1", "localhost")
-    if parts is None or not parts.hostname or parts.query or parts.fragment \
-            or not (parts.scheme == "https" or (parts.scheme == "http" and loopback)):
-        raise ValueError('expected the authorization server\'s issuer, an https:// URL '
-                         'without query or fragment, e.g. "https://auth.example.com"')
+    """An authorization server's issuer identifier (RFC 8414 §2): a secure URL without
+    query or fragment."""
+    secure_url(value)
+    if urlsplit(value).query:
+        raise ValueError("an issuer has no query: give the authorization server's issuer, "
+                         'e.g. "https://auth.example.com/realms/mcp"')
     return str(value)
+
+
+def client_id(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or any(c in value for c in "\r\n\0"):
+        raise ValueError("expected a client id, a one-line string")
+    return value.strip()
+
+
+def secret_file(value: Any) -> str:
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ValueError("expected a file path")
+    return os.path.abspath(os.path.expanduser(value))
 
 
 def scope_name(value: Any) -> str:
@@ -48,11 +71,11 @@ def scope_names(value: Any) -> tuple[str, ...]:
 
 TABLE_KEYS: dict[str, Callable[[Any], Any]] = {
     "issuer": issuer_url,
-    "audience": server_url,
-    "jwks_url": server_url,
+    "audience": secure_url,
+    "jwks_url": secure_url,
     "scopes": scope_names,
-    "introspection_client_id": oauth_client_id,
-    "introspection_secret_file": file_path,
+    "introspection_client_id": client_id,
+    "introspection_secret_file": secret_file,
 }
 """The keys of the `[oauth]` table; serve's flag of each is --oauth-KEY (with dashes;
 --oauth-scope, repeated, for `scopes`)."""
@@ -95,18 +118,18 @@ def add_oauth_options(p: argparse.ArgumentParser,
     oauth.add_argument("--oauth-issuer", type=checked(issuer_url), metavar="URL",
                        help="take access tokens of this authorization server: each identity "
                             "(issuer and subject) is a tenant")
-    oauth.add_argument("--oauth-audience", type=checked(server_url), metavar="URL",
+    oauth.add_argument("--oauth-audience", type=checked(secure_url), metavar="URL",
                        help="the front's URL as clients reach it, which tokens must name "
                             "(the --listen URL)")
-    oauth.add_argument("--oauth-jwks-url", type=checked(server_url), metavar="URL",
+    oauth.add_argument("--oauth-jwks-url", type=checked(secure_url), metavar="URL",
                        help="the issuer's key set (the one its metadata names)")
     oauth.add_argument("--oauth-scope", type=checked(scope_name), action="append",
                        dest="oauth_scopes", metavar="SCOPE",
                        help="a scope every request's token must grant; repeatable")
-    oauth.add_argument("--oauth-introspection-client-id", type=checked(oauth_client_id),
+    oauth.add_argument("--oauth-introspection-client-id", type=checked(client_id),
                        metavar="ID", help="check opaque tokens by introspection (RFC 7662) "
                                           "as this client")
-    oauth.add_argument("--oauth-introspection-secret-file", type=checked(file_path),
+    oauth.add_argument("--oauth-introspection-secret-file", type=checked(secret_file),
                        metavar="FILE", help="that client's secret (never on the command line)")
 
 
