@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import jwt
@@ -20,7 +21,7 @@ from bridge.oauth.resource import policy
 from bridge.shell import logs
 from bridge.shell.http.auth import Tokens
 from bridge.shell.http.front import Access
-from bridge.shell.http.oauth_gate import Gate, Unreachable
+from bridge.shell.http.oauth_gate import Gate, Introspection, Link, Unreachable
 from tests.shell.test_http_front import Cores, request, running
 
 ISSUER = "https://auth.example.com"
@@ -36,13 +37,16 @@ def jwks(*keys: tuple[rsa.RSAPrivateKey, str]) -> dict[str, Any]:
                       "kid": kid} for key, kid in keys]}
 
 
-class Server:
-    """The authorization server's documents, as `Gate`'s fetch sees them."""
+class Server(Link):
+    """The authorization server, as the gate's link reaches it: its documents, and its
+    introspection of the opaque tokens in `active`."""
 
     def __init__(self, keys: dict[str, Any] | None = None) -> None:
         self.keys = keys or jwks((KEY, "k1"))
         self.fetched: list[str] = []
         self.down = False
+        self.active: dict[str, dict[str, Any]] = {}
+        self.introspected: list[str] = []
         self.metadata: dict[str, Any] = {"issuer": ISSUER, "jwks_uri": f"{ISSUER}/jwks"}
 
     async def fetch(self, url: str) -> Any:
@@ -54,6 +58,11 @@ class Server:
         if url == f"{ISSUER}/.well-known/oauth-authorization-server":
             return self.metadata
         raise Unreachable("HTTP 404")
+
+    async def introspect(self, given: Introspection, token: str) -> Mapping[str, Any]:
+        assert (given.client_id, given.client_secret) == ("front", "s3cret")
+        self.introspected.append(token)
+        return self.active.get(token, {"active": False})
 
 
 def token(sub: str = "alice", key: rsa.RSAPrivateKey = KEY, kid: str = "k1",
@@ -74,7 +83,7 @@ class Clock:
 
 async def gate(server: Server, scopes: tuple[str, ...] = ("mcp",),
                clock: Clock | None = None) -> Gate:
-    opened = Gate(policy(RESOURCE, ISSUER, scopes), logs.logger(), fetch=server.fetch,
+    opened = Gate(policy(RESOURCE, ISSUER, scopes), logs.logger(), link=server,
                   clock=clock or Clock())
     await opened.start()
     return opened
@@ -170,26 +179,42 @@ async def test_a_key_set_that_cannot_be_fetched_later_is_503_saying_so() -> None
     ("no jwks", "names no jwks_uri: set [oauth] jwks_url"),
 ])
 async def test_the_errors_at_start_name_the_cause_and_the_fix(fail: str, says: str) -> None:
-    server = Server()
-
-    async def fetch(url: str) -> Any:
-        if fail == "refused":
-            raise Unreachable("ConnectError: refused")
-        if fail == "404":
-            raise Unreachable("HTTP 404")
-        if fail == "issuer":
-            return {**server.metadata, "issuer": "https://typo.example.com"}
-        return {"issuer": ISSUER}
+    class Failing(Server):
+        async def fetch(self, url: str) -> Any:
+            if fail == "refused":
+                raise Unreachable("ConnectError: refused")
+            if fail == "404":
+                raise Unreachable("HTTP 404")
+            if fail == "issuer":
+                return {**self.metadata, "issuer": "https://typo.example.com"}
+            return {"issuer": ISSUER}
 
     with pytest.raises(ConfigError) as raised:
-        await Gate(policy(RESOURCE, ISSUER), logs.logger(), fetch=fetch).start()
+        await Gate(policy(RESOURCE, ISSUER), logs.logger(), link=Failing()).start()
     assert says in str(raised.value)
 
 
 async def test_introspection_needs_the_issuer_to_offer_it() -> None:
     with pytest.raises(ConfigError, match="names no introspection_endpoint"):
-        await Gate(policy(RESOURCE, ISSUER), logs.logger(), fetch=Server().fetch,
+        await Gate(policy(RESOURCE, ISSUER), logs.logger(), link=Server(),
                    introspection_client=("id", "secret")).start()
+
+
+async def test_an_opaque_token_is_introspected_and_the_answer_kept_30_seconds() -> None:
+    server = Server()
+    server.metadata["introspection_endpoint"] = f"{ISSUER}/introspect"
+    server.active["opaque-alice"] = {"active": True, "sub": "alice", "scope": "mcp",
+                                     "aud": RESOURCE, "exp": time.time() + 3600}
+    opened = Gate(policy(RESOURCE, ISSUER, ("mcp",)), logs.logger(), link=server,
+                  introspection_client=("front", "s3cret"))
+    await opened.start()
+    async with running(access=Access(gate=opened), make_core=Cores()) as r:
+        client = await r.client()
+        assert (await client.post(LIST, **bearer("opaque-alice"))).status == 200
+        assert (await client.post(LIST, **bearer("opaque-alice"))).status == 200
+        answer = await client.post(LIST, **bearer("opaque-mallory"))
+        assert answer.status == 401 and "not active" in answer.json["error"]["message"]
+    assert server.introspected == ["opaque-alice", "opaque-mallory"]
 
 
 async def test_every_request_of_a_burst_waits_for_one_fetch() -> None:

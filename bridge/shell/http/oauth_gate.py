@@ -12,10 +12,11 @@ only when OAuth is configured: httpx2 and PyJWT load with it.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,11 +44,13 @@ from bridge.shell.http.auth import SCHEME, Credential
 from bridge.shell.logs import Logger
 from bridge.streamable import replies
 
-Fetch = Callable[[str], Awaitable[Any]]
-"""Fetches the JSON document at a URL; raises Unreachable."""
 FETCH_TIMEOUT = 10.0
 REFRESH_EVERY = 30.0
 """Seconds between two fetches of the key set for unknown keys."""
+INTROSPECTION_TTL = 30.0
+"""Seconds an active token's introspection answer is trusted (a revocation takes effect
+within it)."""
+INTROSPECTIONS_KEPT = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,18 +80,20 @@ class Gate:
 
     def __init__(self, rules: ResourcePolicy, log: Logger, *, jwks_url: str | None = None,
                  introspection_client: tuple[str, str] | None = None,
-                 fetch: Fetch | None = None,
+                 link: Link | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         """`jwks_url` None: the one the issuer's metadata names; `introspection_client`:
         the client id and secret to introspect opaque tokens with (None: JWTs only);
-        `fetch`: how a JSON document is fetched (by default `get_json`); `clock`: seconds,
-        for REFRESH_EVERY."""
+        `link`: how the authorization server is reached; `clock`: seconds, for
+        REFRESH_EVERY."""
         self.rules = rules
-        self._fetch = fetch or get_json
+        self._link = link or Link()
         self._clock = clock
         self._jwks_url = jwks_url
         self._client = introspection_client
         self._introspection: Introspection | None = None
+        self._introspections: dict[bytes, tuple[Identity, float]] = {}
+        """Active tokens' identities by their SHA-256, and until when each is trusted."""
         self._log = log
         self._keys: Any = {"keys": []}
         self._fetched = -REFRESH_EVERY
@@ -103,7 +108,7 @@ class Gate:
         issuer = self.rules.issuer
         endpoint = None
         if self._jwks_url is None or self._client is not None:
-            found_jwks, endpoint = await _server_endpoints(issuer, self._fetch)
+            found_jwks, endpoint = await _server_endpoints(issuer, self._link)
             self._jwks_url = self._jwks_url or found_jwks
         if self._client is not None:
             if endpoint is None:
@@ -149,8 +154,7 @@ class Gate:
             if self._introspection is None:
                 raise Rejected("the token is not a JWT, and no introspection is configured "
                                "to ask the authorization server about it")
-            return identity_of_introspection(await self._introspect(token), self.rules,
-                                             time.time())
+            return await self._introspected(token)
         header = signed.header_of(token)
         alg = checked_header(header)
         key = key_for(self._keys, header.get("kid"), alg)
@@ -174,7 +178,7 @@ class Gate:
             self._fetched = self._clock()
             assert self._jwks_url is not None
             try:
-                self._keys = await self._fetch(self._jwks_url)
+                self._keys = await self._link.fetch(self._jwks_url)
             except Unreachable as exc:
                 self._log.warning("oauth.keys_unreachable", url=self._jwks_url,
                                   error=exc.problem)
@@ -185,9 +189,53 @@ class Gate:
                            if isinstance(self._keys, dict) else 0)
             return True
 
-    async def _introspect(self, token: str) -> Mapping[str, Any]:
+    async def _introspected(self, token: str) -> Identity:
+        """The identity of an opaque token, as the introspection endpoint said within
+        INTROSPECTION_TTL s (RFC 7662 §4 lets a resource keep an answer a short while, and
+        never past the token's expiry): a client's every request is not a round trip."""
+        key = hashlib.sha256(token.encode()).digest()
+        now = time.time()
+        known = self._introspections.get(key)
+        if known is not None and now < known[1]:
+            return known[0]
         assert self._introspection is not None
-        given = self._introspection
+        answer = await self._link.introspect(self._introspection, token)
+        identity = identity_of_introspection(answer, self.rules, now)
+        exp = answer.get("exp")
+        until = now + INTROSPECTION_TTL
+        if isinstance(exp, int | float) and not isinstance(exp, bool):
+            until = min(until, float(exp))
+        if len(self._introspections) >= INTROSPECTIONS_KEPT:
+            self._introspections.clear()  # a flood of tokens: start again, bounded
+        self._introspections[key] = (identity, until)
+        return identity
+
+
+class Unreachable(Exception):
+    """A document that could not be fetched: `problem` says why (HTTP 404, refused...)."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+class Link:
+    """How the gate reaches the authorization server over HTTP (a test's fake stands in)."""
+
+    async def fetch(self, url: str) -> Any:
+        """The JSON document at `url`; Unreachable when it cannot be fetched."""
+        try:
+            async with httpx2.AsyncClient(timeout=FETCH_TIMEOUT, trust_env=False) as http:
+                response = await http.get(url, headers={"Accept": "application/json"})
+        except httpx2.HTTPError as exc:
+            raise Unreachable(f"{type(exc).__name__}: {exc}") from None
+        if response.status_code != 200:
+            raise Unreachable(f"HTTP {response.status_code}")
+        return _json(response)
+
+    async def introspect(self, given: Introspection, token: str) -> Mapping[str, Any]:
+        """The introspection endpoint's answer about `token` (RFC 7662 §2.1, the client
+        authenticated with HTTP Basic); Refused (503) when there is none."""
         try:
             async with httpx2.AsyncClient(timeout=FETCH_TIMEOUT, trust_env=False) as http:
                 response = await http.post(
@@ -206,26 +254,6 @@ class Gate:
         return answer
 
 
-class Unreachable(Exception):
-    """A document that could not be fetched: `problem` says why (HTTP 404, refused...)."""
-
-    def __init__(self, problem: str) -> None:
-        super().__init__(problem)
-        self.problem = problem
-
-
-async def get_json(url: str) -> Any:
-    """The JSON document at `url`; Unreachable when it cannot be fetched."""
-    try:
-        async with httpx2.AsyncClient(timeout=FETCH_TIMEOUT, trust_env=False) as http:
-            response = await http.get(url, headers={"Accept": "application/json"})
-    except httpx2.HTTPError as exc:
-        raise Unreachable(f"{type(exc).__name__}: {exc}") from None
-    if response.status_code != 200:
-        raise Unreachable(f"HTTP {response.status_code}")
-    return _json(response)
-
-
 def _json(response: httpx2.Response) -> Any:
     try:
         return response.json()
@@ -233,13 +261,13 @@ def _json(response: httpx2.Response) -> Any:
         return None
 
 
-async def _server_endpoints(issuer: str, fetch: Fetch) -> tuple[str, str | None]:
+async def _server_endpoints(issuer: str, link: Link) -> tuple[str, str | None]:
     """The authorization server's key set URL and introspection endpoint, from the first
     of its metadata documents found (RFC 8414 §3, then OpenID Connect Discovery)."""
     tried = []
     for url in authorization_server_urls(issuer):
         try:
-            document = await fetch(url)
+            document = await link.fetch(url)
         except Unreachable as exc:
             if not exc.problem.startswith("HTTP 4"):
                 raise ConfigError(f"[oauth] issuer {issuer}: cannot reach it ({exc.problem}): "
