@@ -65,12 +65,6 @@ def metadata_path(endpoint_path: str) -> str:
     return PROTECTED_RESOURCE + endpoint_path.rstrip("/")
 
 
-def is_metadata_path(path: str, endpoint_path: str) -> bool:
-    """Whether a GET of `path` asks for the front's metadata: at its endpoint's path, or at
-    the root (where a client looks when the first is missing)."""
-    return path in (metadata_path(endpoint_path), PROTECTED_RESOURCE)
-
-
 def resource_metadata(rules: ResourcePolicy) -> dict[str, Any]:
     """The protected resource metadata document (RFC 9728 §2)."""
     document: dict[str, Any] = {"resource": rules.resource,

@@ -19,7 +19,6 @@ from bridge.oauth.resource import (
     checked_header,
     identity_of_claims,
     identity_of_introspection,
-    is_metadata_path,
     key_for,
     looks_like_jwt,
     missing_scopes,
@@ -45,9 +44,6 @@ def test_the_policy_names_the_front_by_its_canonical_url_and_its_metadata_beside
     assert RULES.resource == "https://mcp.example.com/mcp"
     assert RULES.metadata_url == \
         "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
-    assert is_metadata_path("/.well-known/oauth-protected-resource/mcp", "/mcp")
-    assert is_metadata_path("/.well-known/oauth-protected-resource", "/mcp")
-    assert not is_metadata_path("/.well-known/oauth-protected-resource/other", "/mcp")
 
 
 def test_the_metadata_lists_the_issuer_and_the_scopes():

@@ -22,6 +22,7 @@ from bridge.shell import logs
 from bridge.shell.http.auth import Tokens
 from bridge.shell.http.front import Access
 from bridge.shell.http.oauth_gate import Gate, Introspection, Link, Unreachable
+from tests.shell.test_http_elsewhere import OAUTH
 from tests.shell.test_http_front import Cores, request, running
 
 ISSUER = "https://auth.example.com"
@@ -113,6 +114,21 @@ async def test_the_metadata_is_served_and_a_401_names_it() -> None:
         answer = await client.post(LIST, **bearer("not-a-jwt"))
         assert answer.status == 401
         assert 'error="invalid_token"' in answer.headers["www-authenticate"]
+
+
+@pytest.mark.parametrize(("method", "target"), OAUTH)
+async def test_the_metadata_is_at_its_two_paths_and_the_other_discovery_paths_are_404(
+        method: str, target: str) -> None:
+    async with running(access=Access(gate=await gate(Server())), make_core=Cores()) as r:
+        client = await r.client()
+        body = b'{"client_name":"x"}' if method == "POST" else b""
+        await client.send(method, body, {"content-type": "application/json"}, target=target)
+        answer = await client.whole()
+    if method == "GET" and target.startswith("/.well-known/oauth-protected-resource"):
+        assert (answer.status, answer.json["authorization_servers"]) == (200, [ISSUER])
+    else:
+        assert answer.status == 404
+        assert "names the one to sign in with" in answer.json["error"]["message"]
 
 
 async def test_a_missing_scope_is_403_naming_it() -> None:

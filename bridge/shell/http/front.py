@@ -287,8 +287,7 @@ class Front:
         names = front_names(self._address.host, self.port, access.allowed_hosts,
                             access.allowed_origins)
         endpoint = FrontEndpoint(self._address.path, names, tokens=access.tokens,
-                                 gate=access.gate, metadata=None if access.gate is None
-                                 else access.gate.metadata)
+                                 gate=access.gate)
         if self._keep_alive is not None:
             endpoint = dataclasses.replace(endpoint, keep_alive=self._keep_alive)
         return endpoint

@@ -62,8 +62,6 @@ class FrontEndpoint:
     gate: Gate | None = None
     """When set, a request presents one of `tokens` or an access token the gate admits
     (`oauth_gate.py`); its metadata is served at the discovery paths."""
-    metadata: Reply | None = None
-    """The protected resource metadata's answer, with `gate`."""
 
 
 TenantOf = Callable[[Credential | None, object], Awaitable[ModernClients | Reply]]
@@ -170,7 +168,7 @@ class RequestRouter:
         if origin is not None and not endpoint.names.admits_origin(origin):
             return replies.origin_forbidden(origin)
         own = elsewhere(request.method, path_of(request.target), endpoint.path,
-                        endpoint.metadata)
+                        None if endpoint.gate is None else endpoint.gate.metadata)
         if own is not None:
             return own
         if endpoint.tokens is not None and endpoint.gate is None:
