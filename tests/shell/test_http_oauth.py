@@ -76,7 +76,7 @@ def token(sub: str = "alice", key: rsa.RSAPrivateKey = KEY, kid: str = "k1",
 
 class Clock:
     def __init__(self) -> None:
-        self.now = 1000.0
+        self.now = time.time()
 
     def __call__(self) -> float:
         return self.now
@@ -248,4 +248,37 @@ async def test_every_request_of_a_burst_waits_for_one_fetch() -> None:
             for _ in range(4):
                 nursery.start_soon(one)
     assert results == [200] * 4
+    assert server.fetched.count(f"{ISSUER}/jwks") == 2
+
+
+async def test_a_token_is_checked_once_then_kept_30_seconds_and_never_past_its_expiry(
+        ) -> None:
+    server, clock = Server(), Clock()
+    opened = await gate(server, clock=clock)
+    async with running(access=Access(gate=opened), make_core=Cores()) as r:
+        client = await r.client()
+        short = token(exp=int(clock.now) + 10)
+        assert (await client.post(LIST, **bearer(short))).status == 200
+        server.keys = jwks((ROTATED, "k2"))  # the key is withdrawn...
+        clock.now += 5
+        assert (await client.post(LIST, **bearer(short))).status == 200  # ...kept, though
+        clock.now += 6 + 60  # past its expiry and the clock skew
+        answer = await client.post(LIST, **bearer(short))
+        assert answer.status == 401 and "expired" in answer.json["error"]["message"]
+
+
+async def test_a_withdrawn_key_stops_working_once_the_key_set_is_an_hour_old() -> None:
+    server, clock = Server(), Clock()
+    opened = await gate(server, clock=clock)
+    async with running(access=Access(gate=opened), make_core=Cores()) as r:
+        client = await r.client()
+        assert (await client.post(LIST, **bearer(token(exp=int(clock.now) + 7200)))).status \
+            == 200
+        server.keys = jwks((ROTATED, "k2"))
+        clock.now += 3601
+        answer = await client.post(LIST, **bearer(token(exp=int(clock.now) + 60)))
+        assert answer.status == 401, answer.json
+        assert (await client.post(LIST, **bearer(token(key=ROTATED, kid="k2",
+                                                       exp=int(clock.now) + 60)))).status \
+            == 200
     assert server.fetched.count(f"{ISSUER}/jwks") == 2

@@ -12,8 +12,10 @@ only when OAuth is configured: httpx2 and PyJWT load with it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -47,10 +49,14 @@ from bridge.streamable import replies
 FETCH_TIMEOUT = 10.0
 REFRESH_EVERY = 30.0
 """Seconds between two fetches of the key set for unknown keys."""
-INTROSPECTION_TTL = 30.0
-"""Seconds an active token's introspection answer is trusted (a revocation takes effect
-within it)."""
-INTROSPECTIONS_KEPT = 1024
+KEYS_MAX_AGE = 3600.0
+"""Seconds after which a request fetches the key set again first (a key the server stopped
+publishing stops working)."""
+KEPT_FOR = 30.0
+"""Seconds a good token's identity is kept (never past its expiry): a client sends the same
+token with every request, and is checked once, not each time (RFC 7662 §4 lets a resource
+keep an introspection answer so; a revocation takes effect within it)."""
+TOKENS_KEPT = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,22 +87,22 @@ class Gate:
     def __init__(self, rules: ResourcePolicy, log: Logger, *, jwks_url: str | None = None,
                  introspection_client: tuple[str, str] | None = None,
                  link: Link | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.time) -> None:
         """`jwks_url` None: the one the issuer's metadata names; `introspection_client`:
         the client id and secret to introspect opaque tokens with (None: JWTs only);
-        `link`: how the authorization server is reached; `clock`: seconds, for
-        REFRESH_EVERY."""
+        `link`: how the authorization server is reached; `clock`: the time (Unix seconds,
+        as a token's `exp`)."""
         self.rules = rules
         self._link = link or Link()
         self._clock = clock
         self._jwks_url = jwks_url
         self._client = introspection_client
         self._introspection: Introspection | None = None
-        self._introspections: dict[bytes, tuple[Identity, float]] = {}
-        """Active tokens' identities by their SHA-256, and until when each is trusted."""
+        self._kept: dict[bytes, tuple[Identity, float]] = {}
+        """Good tokens' identities by their SHA-256, and until when each is trusted."""
         self._log = log
         self._keys: Any = {"keys": []}
-        self._fetched = -REFRESH_EVERY
+        self._fetched = -math.inf
         self._fetching = trio.Lock()
         self._digest_key = os.urandom(32)
         self.metadata = replies.oauth_metadata(resource_metadata(rules))
@@ -150,11 +156,31 @@ class Gate:
         return Credential(hmac.digest(self._digest_key, identity.key, "sha256").hex()[:16])
 
     async def _identity(self, token: str) -> Identity:
-        if not looks_like_jwt(token):
-            if self._introspection is None:
-                raise Rejected("the token is not a JWT, and no introspection is configured "
-                               "to ask the authorization server about it")
-            return await self._introspected(token)
+        """The identity of `token`, from what was kept of it or checked now."""
+        digest = hashlib.sha256(token.encode()).digest()
+        now = self._clock()
+        kept = self._kept.get(digest)
+        if kept is not None and now < kept[1]:
+            return kept[0]
+        if looks_like_jwt(token):
+            identity, expiry = await self._verified(token, now)
+        elif self._introspection is None:
+            raise Rejected("the token is not a JWT, and no introspection is configured to "
+                           "ask the authorization server about it")
+        else:
+            answer = await self._link.introspect(self._introspection, token)
+            identity, expiry = identity_of_introspection(answer, self.rules, now), \
+                _seconds(answer.get("exp"))
+        if len(self._kept) >= TOKENS_KEPT:
+            self._kept.clear()  # a flood of tokens: start again, bounded
+        self._kept[digest] = (identity, min(now + KEPT_FOR, expiry))
+        return identity
+
+    async def _verified(self, token: str, now: float) -> tuple[Identity, float]:
+        """A JWT's identity, its signature checked with the issuer's key, and its expiry."""
+        if self._clock() > self._fetched + KEYS_MAX_AGE:
+            with contextlib.suppress(Refused):  # unreachable (logged): the keys held do
+                await self.refresh()
         header = signed.header_of(token)
         alg = checked_header(header)
         key = key_for(self._keys, header.get("kid"), alg)
@@ -163,8 +189,8 @@ class Gate:
         if key is None:
             raise Rejected("the token is signed by a key the authorization server does not "
                            "publish")
-        return identity_of_claims(signed.verified_claims(token, key, alg), self.rules,
-                                  time.time())
+        claims = signed.verified_claims(token, key, alg)
+        return identity_of_claims(claims, self.rules, now), _seconds(claims.get("exp"))
 
     async def refresh(self) -> bool:
         """Fetch the key set again unless it was fetched within REFRESH_EVERY s; True if
@@ -188,27 +214,6 @@ class Gate:
                            keys=len(self._keys.get("keys") or ())
                            if isinstance(self._keys, dict) else 0)
             return True
-
-    async def _introspected(self, token: str) -> Identity:
-        """The identity of an opaque token, as the introspection endpoint said within
-        INTROSPECTION_TTL s (RFC 7662 §4 lets a resource keep an answer a short while, and
-        never past the token's expiry): a client's every request is not a round trip."""
-        key = hashlib.sha256(token.encode()).digest()
-        now = time.time()
-        known = self._introspections.get(key)
-        if known is not None and now < known[1]:
-            return known[0]
-        assert self._introspection is not None
-        answer = await self._link.introspect(self._introspection, token)
-        identity = identity_of_introspection(answer, self.rules, now)
-        exp = answer.get("exp")
-        until = now + INTROSPECTION_TTL
-        if isinstance(exp, int | float) and not isinstance(exp, bool):
-            until = min(until, float(exp))
-        if len(self._introspections) >= INTROSPECTIONS_KEPT:
-            self._introspections.clear()  # a flood of tokens: start again, bounded
-        self._introspections[key] = (identity, until)
-        return identity
 
 
 class Unreachable(Exception):
@@ -252,6 +257,13 @@ class Link:
         if not isinstance(answer, Mapping):
             raise Refused(503, "the introspection endpoint's answer is not JSON", None)
         return answer
+
+
+def _seconds(value: object) -> float:
+    """An expiry (NumericDate), or infinity for none (introspection may leave it out)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return math.inf
 
 
 def _json(response: httpx2.Response) -> Any:
