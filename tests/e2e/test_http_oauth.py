@@ -4,9 +4,11 @@ JWT access tokens for the front), its signing key made here so that this test ca
 the server would never issue (expired, for another audience...) and see the front refuse them.
 
 Must not fake a peer: the front is `python -m bridge serve --listen http://… --oauth-issuer …`
-before the real legacy (mcp 1.x) or modern (mcp 2.x) stdio server; the clients sign in by
+before the real legacy (mcp 1.x) or modern (mcp 2.x) stdio server (or env_server.py, or, with
+--url, guarded_server.py, which records the tokens it is presented); the clients sign in by
 themselves: the modern SDK's client with its OAuth provider (peers/oauth_client.py), in both
-eras; a bad token is sent as plain HTTP/1.1.
+eras, and mcp-remote under the legacy SDK's stdio client; a bad token is sent as plain
+HTTP/1.1, and tenant_client.py's many-clients tour runs with two identities' tokens.
 """
 
 from __future__ import annotations
