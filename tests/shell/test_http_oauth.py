@@ -21,7 +21,7 @@ from bridge.oauth.resource import policy
 from bridge.shell import logs
 from bridge.shell.http.auth import Tokens
 from bridge.shell.http.front import Access
-from bridge.shell.http.oauth_gate import Gate, Introspection, Link, Unreachable
+from bridge.shell.http.oauth_gate import Gate, Introspection, IssuerLink, Unreachable
 from tests.shell.test_http_elsewhere import OAUTH
 from tests.shell.test_http_front import Cores, request, running
 
@@ -38,7 +38,7 @@ def jwks(*keys: tuple[rsa.RSAPrivateKey, str]) -> dict[str, Any]:
                       "kid": kid} for key, kid in keys]}
 
 
-class Server(Link):
+class Server(IssuerLink):
     """The authorization server, as the gate's link reaches it: its documents, and its
     introspection of the opaque tokens in `active`."""
 

@@ -86,14 +86,14 @@ class Gate:
 
     def __init__(self, rules: ResourcePolicy, log: Logger, *, jwks_url: str | None = None,
                  introspection_client: tuple[str, str] | None = None,
-                 link: Link | None = None,
+                 link: IssuerLink | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         """`jwks_url` None: the one the issuer's metadata names; `introspection_client`:
         the client id and secret to introspect opaque tokens with (None: JWTs only);
         `link`: how the authorization server is reached; `clock`: the time (Unix seconds,
         as a token's `exp`)."""
         self.rules = rules
-        self._link = link or Link()
+        self._link = link or IssuerLink()
         self._clock = clock
         self._jwks_url = jwks_url
         self._client = introspection_client
@@ -224,7 +224,7 @@ class Unreachable(Exception):
         self.problem = problem
 
 
-class Link:
+class IssuerLink:
     """How the gate reaches the authorization server over HTTP (a test's fake stands in)."""
 
     async def fetch(self, url: str) -> Any:
@@ -273,7 +273,7 @@ def _json(response: httpx2.Response) -> Any:
         return None
 
 
-async def _server_endpoints(issuer: str, link: Link) -> tuple[str, str | None]:
+async def _server_endpoints(issuer: str, link: IssuerLink) -> tuple[str, str | None]:
     """The authorization server's key set URL and introspection endpoint, from the first
     of its metadata documents found (RFC 8414 §3, then OpenID Connect Discovery)."""
     tried = []
