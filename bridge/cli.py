@@ -196,6 +196,9 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
         http.add_argument("--fleet-key-file", type=_checked(file_path), metavar="FILE",
                           help="the key every node of the fleet shares (or set "
                                "MCP_ROSETTA_FLEET_KEY; never on the command line)")
+        from bridge.oauth_options import add_oauth_options
+
+        add_oauth_options(p, _checked)
     return p
 
 
@@ -328,6 +331,10 @@ def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     for repeated in ("roots", "allowed_hosts", "allowed_origins", "headers"):
         if getattr(args, repeated, None):
             values[repeated] = tuple(getattr(args, repeated))
+    if getattr(args, "oauth_issuer", False) is not False:  # serve's parser
+        from bridge.oauth_options import oauth_overrides
+
+        values.update(oauth_overrides(args))
     values.update(server_overrides(args))
     if command:
         values["command"] = tuple(command)

@@ -16,6 +16,8 @@ from typing import Any
 from bridge.core.config import CoreConfig
 from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, ConfigError
+from bridge.fleet import members
+from bridge.oauth_options import checked_table, oauth_resource
 from bridge.shell.settings import (
     LEVELS,
     LOG_FORMATS,
@@ -268,19 +270,6 @@ def http_origin(value: Any) -> str:
     return allowed_origin(value)
 
 
-def _fleet_check(name: str) -> Check:
-    """A check of `bridge.fleet.members`, imported only when a fleet is configured."""
-    def check(value: Any) -> Any:
-        from bridge.fleet import members
-
-        return getattr(members, name)(value)
-
-    return check
-
-
-node_address = _fleet_check("address")
-
-
 def file_mode(value: Any) -> int:
     """Permission bits, as an octal string ("0660") or a number (0o660 in TOML)."""
     try:
@@ -340,6 +329,8 @@ def file_path(value: Any) -> str:
         raise ValueError("expected a file path")
     return os.path.abspath(os.path.expanduser(value))
 
+
+node_address = members.address
 
 CORE_KEYS: dict[str, Check] = {
     "server_era": choice("auto", "modern", "legacy"),
@@ -406,11 +397,12 @@ DAEMON_KEYS: dict[str, Check] = {
     "max_connections": count,
     "connection_idle": seconds,
     "stream_backlog": size,
-    "node": _fleet_check("node_name"),
+    "node": members.node_name,
     "node_url": node_address,
     "fleet_nodes": _list_of(node_address, '["http://10.0.0.2:8808", "http://10.0.0.3:8808"]'),
-    "fleet_dns": _fleet_check("dns_name"),
+    "fleet_dns": members.dns_name,
     "fleet_key_file": file_path,
+    "oauth": checked_table,  # [oauth]: the HTTP front as an OAuth resource server
 }
 # Keys both layers read: the core waits drain_timeout for answers it owes once the client has
 # closed its input; the shell then gives a client that stopped reading as long to resume.
@@ -470,7 +462,10 @@ def build(values: Mapping[str, Any]) -> Settings:
     timing = Timing(**{k: v for k, v in values.items() if k in TIMING_KEYS})
     shell = ShellConfig(**{k: v for k, v in values.items() if k in SHELL_FIELDS},
                         log_level=log_level, timing=timing)
-    daemon = DaemonConfig(**{k: v for k, v in values.items() if k in DAEMON_KEYS})
+    daemon = DaemonConfig(**{k: v for k, v in values.items()
+                             if k in DAEMON_KEYS and k != "oauth"},
+                          oauth=oauth_resource(values["oauth"]) if values.get("oauth")
+                          else None)
     return Settings(CoreConfig(**core, debug_logs=log_level == "debug"), shell, daemon)
 
 
@@ -480,6 +475,8 @@ def load_settings(path: str | None, overrides: Mapping[str, Any]) -> Settings:
     for key in MERGED_KEYS:
         if key in values and key in overrides:
             overrides = {**overrides, key: (*values[key], *overrides[key])}
+    if "oauth" in values and "oauth" in overrides:  # a flag sets its key of the table
+        overrides = {**overrides, "oauth": {**values["oauth"], **overrides["oauth"]}}
     values.update(overrides)
     cwd = values.get("cwd")
     if cwd is not None and not os.path.isdir(cwd):

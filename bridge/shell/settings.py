@@ -144,6 +144,26 @@ class DaemonConfig:
     fleet_key_file: str | None = None
     """HTTP front in a fleet: a file holding the key every node shares (or the environment
     variable MCP_ROSETTA_FLEET_KEY; never the command line)."""
+    oauth: OAuthResource | None = None
+    """HTTP front: the authorization server whose access tokens it takes ([oauth])."""
+
+
+@record(frozen=True)
+class OAuthResource:
+    """The HTTP front as an OAuth protected resource (`[oauth]`, the --oauth-* flags of
+    serve)."""
+
+    issuer: str
+    audience: str | None = None
+    """The front's URL as its clients reach it; None: the --listen URL."""
+    jwks_url: str | None = None
+    """None: the one the issuer's metadata names."""
+    scopes: tuple[str, ...] = ()
+    """Scopes every request's token must grant."""
+    introspection_client_id: str | None = None
+    introspection_secret_file: str | None = None
+    """Opaque tokens are introspected (RFC 7662) as this client, with the secret in this
+    file; None: JWT access tokens only."""
 
 
 @record(frozen=True)

@@ -4,7 +4,9 @@ An OAuth client (mcp-remote, an SDK's) that meets a 401 looks for the server's O
 and registers itself before it asks the user to sign in. A front with bearer tokens but no
 OAuth must say "no OAuth here" at those paths at once (404, as the Authorization section's
 discovery takes a missing document), or the client waits for a sign-in that can never end;
-the 404 names the token the client should send instead. A browser at the front's root gets a
+the 404 names the token the client should send instead. A front that takes OAuth tokens
+serves its protected resource metadata there instead (its other discovery paths are the
+authorization server's, not the front's: 404). A browser at the front's root gets a
 short page saying what is served where, rather than an empty 404.
 """
 
@@ -22,19 +24,32 @@ DISCOVERY_PREFIXES = ("/.well-known/oauth-protected-resource",
 OPENID_APPENDED = "/.well-known/openid-configuration"
 """OpenID Connect Discovery also appends its path to an issuer's (`/mcp/.well-known/...`)."""
 REGISTRATION = "/register"
+PROTECTED_RESOURCE = DISCOVERY_PREFIXES[0]
 
 NO_OAUTH = ("Not Found: this server does not sign clients in with OAuth; send "
             "Authorization: Bearer <token> with every request (a token of the front's "
             "token file or MCP_ROSETTA_TOKEN)")
 
+SIGN_IN_ELSEWHERE = ("Not Found: this server is not an authorization server; its protected "
+                     "resource metadata (" + PROTECTED_RESOURCE + " followed by the "
+                     "endpoint's path) names the one to sign in with")
 
-def elsewhere(method: str, path: str, endpoint: str) -> Reply | None:
+
+def elsewhere(method: str, path: str, endpoint: str,
+              metadata: Reply | None = None) -> Reply | None:
     """The front's own answer to `method` at `path` (not its `endpoint`), or None when the
-    request goes on as any other (to a token check, then a 404)."""
+    request goes on as any other (to a token check, then a 404). `metadata`: the front's
+    protected resource metadata when it takes OAuth tokens."""
     if path == endpoint:
         return None
     if _oauth(method, path):
-        return not_found(INVALID_REQUEST, NO_OAUTH, reason="no OAuth on this front")
+        if metadata is None:
+            return not_found(INVALID_REQUEST, NO_OAUTH, reason="no OAuth on this front")
+        if method == "GET" and path in (PROTECTED_RESOURCE + endpoint.rstrip("/"),
+                                        PROTECTED_RESOURCE):
+            return metadata
+        return not_found(INVALID_REQUEST, SIGN_IN_ELSEWHERE,
+                         reason="the authorization server is elsewhere")
     if path == "/" and method == "GET":
         page = (f"mcp-rosetta: an MCP server (Streamable HTTP, both eras) is at {endpoint}; "
                 "point an MCP client there.\n").encode()

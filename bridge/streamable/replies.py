@@ -77,6 +77,23 @@ def unauthorized(problem: str, *, presented: bool, request_id: object = None) ->
                  reply.reason)
 
 
+def refused_token(status: int, problem: str, challenge: str | None,
+                  request_id: object = None) -> Reply:
+    """An OAuth resource's refusal (Authorization §Error Handling): 401 for no token or one
+    not taken, 403 for a scope the token lacks, 503 while the authorization server cannot
+    be asked; `challenge` (WWW-Authenticate) names where to sign in and what to ask for."""
+    label = {401: "Unauthorized", 403: "Forbidden"}.get(status, "Unavailable")
+    reply = _error(status, request_id, INVALID_REQUEST, f"{label}: {problem}", reason=problem)
+    extra = (("www-authenticate", challenge),) if challenge is not None else ()
+    return Reply(status, reply.body, (*reply.headers, *extra), reply.reason)
+
+
+def oauth_metadata(document: Message) -> Reply:
+    """The front's protected resource metadata (RFC 9728 §3.2): a JSON document."""
+    return Reply(200, encode(document), (("content-type", JSON),),
+                 reason="the protected resource metadata")
+
+
 def not_found_path(target: str) -> Reply:
     """The reason names the target as the log may write it (`target.logged`)."""
     return Reply(404, b"", reason=f"no MCP endpoint at {logged(target)}")

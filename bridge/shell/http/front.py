@@ -57,6 +57,7 @@ from bridge.streamable.replies import Reply
 if TYPE_CHECKING:
     from bridge.shell.http.fleet import Fleet
     from bridge.shell.http.forward import Forwarder
+    from bridge.shell.http.oauth_gate import Gate
 
 MAX_HEADER = 16 * 1024
 IDLE_TIMEOUT = 60.0
@@ -74,11 +75,13 @@ FD_FIX = ("raise the open-file limit (LimitNOFILE= in the unit, ulimit -n) or lo
 @dataclass(frozen=True, slots=True)
 class Access:
     """Who may reach the front beyond its own names: the allowlist, and the bearer tokens
-    every request but the health checks must present (None: no token asked)."""
+    every request but the health checks must present (None: no token asked), or the OAuth
+    gate whose access tokens it takes beside them."""
 
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     tokens: Tokens | None = None
+    gate: Gate | None = None
 
 
 class Front:
@@ -318,7 +321,8 @@ class Front:
         access = self._access
         names = front_names(self._address.host, self.port, access.allowed_hosts,
                             access.allowed_origins)
-        endpoint = FrontEndpoint(self._address.path, names, tokens=access.tokens)
+        endpoint = FrontEndpoint(self._address.path, names, tokens=access.tokens,
+                                 gate=access.gate)
         if self._keep_alive is not None:
             endpoint = dataclasses.replace(endpoint, keep_alive=self._keep_alive)
         return endpoint

@@ -19,6 +19,7 @@ import resource
 import socket
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -29,6 +30,7 @@ from bridge.shell.http.auth import TOKEN_ENV, Tokens, exposed, read_tokens
 from bridge.shell.http.fleet import Fleet, fleet_of
 from bridge.shell.http.front import FD_FIX, Access, Front
 from bridge.shell.http.pool import PoolSettings
+from bridge.shell.http.resource_setup import oauth_gate, read_secret
 from bridge.shell.servers.child import check_command
 from bridge.shell.services.listeners import tcp_listener
 from bridge.shell.services.notify import Notifier
@@ -37,6 +39,9 @@ from bridge.shell.services.service import Service, watchdog_interval
 from bridge.shell.session.server_side import check_reload, servers_for
 from bridge.shell.session.session import SessionSettings
 from bridge.shell.settings import Settings
+
+if TYPE_CHECKING:
+    from bridge.shell.http.oauth_gate import Gate
 
 RELOADED = frozenset({"allowed_hosts", "allowed_origins", "token_file", "max_connections"})
 """The settings a SIGHUP changes in a running front; the others need a restart (the sessions
@@ -57,14 +62,18 @@ def run_http(settings: Settings, reload: Reload) -> int:
     assert settings.daemon.listen is not None
     address = parse_address(settings.daemon.listen)
     tokens = read_tokens(settings.daemon.token_file)
+    oauth = settings.daemon.oauth
+    secret = read_secret(oauth)
     listener = tcp_listener(settings.daemon.listen, address.host, address.port)
     with listener:
         bound, port = listener.getsockname()[:2]
-        _require_tokens(bound, tokens)
+        if oauth is None:
+            _require_tokens(bound, tokens)
         fleet = fleet_of(settings.daemon, port)
         log = logs.configure(settings.shell.log_level, settings.shell.log_format)
         log.info("daemon.started", **logs.started_fields(settings.shell),
                  tokens=len(tokens), **_fleet_fields(fleet))
+        gate = None if oauth is None else oauth_gate(oauth, secret, address, port, log)
         loose = exposed(settings.daemon.token_file)
         if loose is not None:
             log.warning("http.token_file_exposed", fix=loose)
@@ -92,17 +101,19 @@ def run_http(settings: Settings, reload: Reload) -> int:
                                         daemon.server_idle, daemon.max_servers_total),
                       max_connections=daemon.max_connections,
                       stream_backlog=daemon.stream_backlog,
-                      access=_access(settings, _tokens(None, tokens, fleet)),
+                      access=_access(settings, _tokens(None, tokens, fleet), gate),
                       view=bridge, fleet=fleet)
         reloading = Reloading(front, settings, bound, log)
         service = Service(front, log, notify, read=reload, apply=reloading.apply,
                           kill_grace=settings.shell.timing.kill_grace,
                           watchdog=watchdog_interval(), orphans=Orphans())
-        return trio.run(partial(_serve, service, front, notify), listener)
+        return trio.run(partial(_serve, service, front, notify, gate), listener)
 
 
 async def _serve(service: Service, front: Front, notify: Callable[[str], None],
-                 listener: socket.socket) -> int:
+                 gate: Gate | None, listener: socket.socket) -> int:
+    if gate is not None:  # before any request: a bad issuer stops the start, saying why
+        await gate.start()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_tell_listening, front, notify, name="ready")
         code = await service.run(listener)
@@ -137,9 +148,9 @@ def _require_tokens(bound: str, tokens: tuple[bytes, ...]) -> None:
                           "listen on 127.0.0.1 behind a reverse proxy")
 
 
-def _access(settings: Settings, tokens: Tokens | None) -> Access:
+def _access(settings: Settings, tokens: Tokens | None, gate: Gate | None) -> Access:
     daemon = settings.daemon
-    return Access(daemon.allowed_hosts, daemon.allowed_origins, tokens)
+    return Access(daemon.allowed_hosts, daemon.allowed_origins, tokens, gate)
 
 
 def _tokens(current: Tokens | None, tokens: tuple[bytes, ...],
@@ -188,9 +199,11 @@ class Reloading:
         server its legacy sessions could not start."""
         check_reload(settings.shell)
         tokens = read_tokens(settings.daemon.token_file)
-        _require_tokens(self._bound, tokens)
+        gate = self._front.access.gate  # the issuer's keys stay: [oauth] needs a restart
+        if gate is None:
+            _require_tokens(self._bound, tokens)
         changed = _changed(self._settings, settings)
-        self._front.reload(_access(settings, _tokens(self._front.access.tokens, tokens)),
+        self._front.reload(_access(settings, _tokens(self._front.access.tokens, tokens), gate),
                            settings.daemon.max_connections)
         self._log.info("daemon.reloaded", applied=sorted(RELOADED & set(changed)),
                        needs_restart=[name for name in changed if name not in RELOADED],

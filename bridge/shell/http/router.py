@@ -48,6 +48,7 @@ from bridge.streamable.target import logged, path_of
 
 if TYPE_CHECKING:
     from bridge.shell.http.fleet import Fleet
+    from bridge.shell.http.oauth_gate import Gate
 
 KEEP_ALIVE_S = 15.0
 
@@ -62,6 +63,9 @@ class FrontEndpoint:
     keep_alive: float = KEEP_ALIVE_S
     tokens: Tokens | None = None
     """When set, every request but the health checks presents one (auth.py)."""
+    gate: Gate | None = None
+    """When set, a request presents one of `tokens` or an access token the gate admits
+    (`oauth_gate.py`); its metadata is served at the discovery paths."""
 
 
 TenantOf = Callable[[Credential | None, object], Awaitable[ModernClients | Reply]]
@@ -117,6 +121,10 @@ class RequestRouter:
 
     async def _serve(self, conn: Connection, request: Request, outcome: Outcome) -> None:
         refused = self._refusal(request, outcome)
+        if refused is None and self.endpoint.gate is not None:
+            refused = await self._signed_in(request, outcome)
+        if refused is None:
+            refused = self._at_endpoint(request)
         if refused is None:
             refused = await (self._post(conn, request, outcome) if request.method == "POST"
                              else self._legacy.stream(conn, request, outcome))
@@ -203,16 +211,43 @@ class RequestRouter:
         origin = request.headers.get("origin")
         if origin is not None and not endpoint.names.admits_origin(origin):
             return replies.origin_forbidden(origin)
-        own = elsewhere(request.method, path_of(request.target), endpoint.path)
+        own = elsewhere(request.method, path_of(request.target), endpoint.path,
+                        None if endpoint.gate is None else endpoint.gate.metadata)
         if own is not None:
             return own
-        if endpoint.tokens is not None:
+        if endpoint.tokens is not None and endpoint.gate is None:
             try:
                 outcome.credential = endpoint.tokens.check(request.headers.get("authorization"))
             except Denied as denied:
                 return replies.unauthorized(denied.problem, presented=denied.presented,
                                             request_id=_id_of(request))
         return None
+
+    async def _signed_in(self, request: Request, outcome: Outcome) -> Reply | None:
+        """A front taking OAuth tokens: one of its static tokens, else an access token the
+        gate admits (its identity is the credential); the refusal otherwise."""
+        from bridge.shell.http.oauth_gate import Refused
+
+        endpoint = self.endpoint
+        assert endpoint.gate is not None
+        header = request.headers.get("authorization")
+        if endpoint.tokens is not None and header is not None:
+            try:
+                outcome.credential = endpoint.tokens.check(header)
+                return None
+            except Denied:
+                pass  # not a static token: perhaps an access token
+        try:
+            outcome.credential = await endpoint.gate.admit(header)
+        except Refused as refused:
+            return replies.refused_token(refused.status, refused.problem, refused.challenge,
+                                         _id_of(request))
+        return None
+
+    def _at_endpoint(self, request: Request) -> Reply | None:
+        if path_of(request.target) != self.endpoint.path:
+            return replies.not_found_path(request.target)
+        return refuse_method(request.method, request.headers)
 
     async def _through_core(self, conn: Connection, exchange: PostExchange,
                             hand_in: Callable[[], None], outcome: Outcome, routes: Routes,

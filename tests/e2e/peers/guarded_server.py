@@ -4,13 +4,15 @@ for this server (audience), from that issuer, not expired; else 401 with a WWW-A
 naming the protected resource metadata (RFC 9728 §5.1), which this server also serves.
 
 Every token it accepts is appended (its `jti`) to ACCEPTED_LOG, so a test can tell a
-refreshed token from the one before it.
+refreshed token from the one before it; with PRESENTED_LOG, the SHA-256 of every bearer token
+presented (accepted or not) is appended there, so a test can tell which tokens reached it.
 
-Usage: python guarded_server.py PORT ISSUER ACCEPTED_LOG
+Usage: python guarded_server.py PORT ISSUER ACCEPTED_LOG [PRESENTED_LOG]
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from typing import Any
@@ -26,13 +28,15 @@ SCOPE = "mcp"
 class Guard:
     """The ASGI app in front of the MCP app: metadata, then the token check."""
 
-    def __init__(self, app: Any, port: int, issuer: str, accepted_log: str) -> None:
+    def __init__(self, app: Any, port: int, issuer: str, accepted_log: str,
+                 presented_log: str | None = None) -> None:
         self.app = app
         self.issuer = issuer
         self.resource = f"http://127.0.0.1:{port}/mcp"
         self.metadata_url = f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
         self.keys = jwt.PyJWKClient(f"{issuer}/jwks", cache_keys=True)
         self.accepted_log = accepted_log
+        self.presented_log = presented_log
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -51,6 +55,9 @@ class Guard:
         scheme, _, token = header.decode().partition(" ")
         if scheme.lower() != "bearer" or not token:
             return False
+        if self.presented_log is not None:
+            with open(self.presented_log, "a") as log:
+                log.write(hashlib.sha256(token.encode()).hexdigest() + "\n")
         try:
             key = await anyio.to_thread.run_sync(self.keys.get_signing_key_from_jwt, token)
             claims = jwt.decode(token, key.key, algorithms=["RS256", "PS256", "ES256", "EdDSA"],
@@ -74,5 +81,6 @@ async def answer(send: Any, status: int, body: dict[str, Any],
 
 if __name__ == "__main__":
     port, issuer, accepted = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-    app = Guard(modern_server.SERVER.streamable_http_app(), port, issuer, accepted)
+    presented = sys.argv[4] if len(sys.argv) > 4 else None
+    app = Guard(modern_server.SERVER.streamable_http_app(), port, issuer, accepted, presented)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
