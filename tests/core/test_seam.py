@@ -42,7 +42,7 @@ NEEDS = {
         "bridge.core.jsonrpc": "builds the legacy handshake as the bridge does, and answers a "
                                "request the server sends the check with an error",
     },
-    "shell/http/pool.py": {
+    "shell/session/pool.py": {
         "bridge.core.modern_server_legacy_client.placement": "a tenant's pool places each "
             "request where mode B's attribution rules say it may go",
     },

@@ -17,7 +17,7 @@ from bridge.core.events import Send, TimerFired
 from bridge.core.modern_server_legacy_client.placement import Load
 from bridge.shell.http.auth import Tokens
 from bridge.shell.http.front import Access
-from bridge.shell.http.pool import PoolSettings
+from bridge.shell.session.pool import PoolSettings
 from tests.shell.test_http_front import (
     META,
     Cores,

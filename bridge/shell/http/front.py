@@ -42,13 +42,13 @@ from bridge.shell.http.connection import Bodies, Connection, HttpError
 from bridge.shell.http.health import Health, ServerView
 from bridge.shell.http.legacy import LegacySession, Sessions
 from bridge.shell.http.modern import Mapping
-from bridge.shell.http.pool import MakeCore, Pool, PooledCore, PoolSettings, Processes
 from bridge.shell.http.route import STREAM_BACKLOG
 from bridge.shell.http.router import FrontEndpoint, RequestRouter
 from bridge.shell.http.tenants import ModernClients, Tenants
 from bridge.shell.logs import Logger
 from bridge.shell.services.service import REFUSAL_WAIT, accept_all
 from bridge.shell.session.driver import Driver
+from bridge.shell.session.pool import MakeCore, Pool, PooledCore, PoolSettings, Processes
 from bridge.shell.session.server_side import Servers
 from bridge.shell.session.session import Session, SessionSettings
 from bridge.streamable import replies

@@ -29,13 +29,13 @@ from bridge.shell.http.address import is_loopback, parse_address
 from bridge.shell.http.auth import TOKEN_ENV, Tokens, exposed, read_tokens
 from bridge.shell.http.fleet import Fleet, fleet_of
 from bridge.shell.http.front import FD_FIX, Access, Front
-from bridge.shell.http.pool import PoolSettings
 from bridge.shell.http.resource_setup import oauth_gate, read_secret
 from bridge.shell.servers.child import check_command
 from bridge.shell.services.listeners import tcp_listener
 from bridge.shell.services.notify import Notifier
 from bridge.shell.services.orphans import Orphans
 from bridge.shell.services.service import Service, watchdog_interval
+from bridge.shell.session.pool import PoolSettings
 from bridge.shell.session.server_side import check_reload, servers_for
 from bridge.shell.session.session import SessionSettings
 from bridge.shell.settings import Settings

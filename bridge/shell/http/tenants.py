@@ -23,8 +23,8 @@ from bridge.core.events import MessageDecoded
 from bridge.shell.http.auth import Credential
 from bridge.shell.http.legacy import EVICTABLE_AFTER
 from bridge.shell.http.modern import Mapping
-from bridge.shell.http.pool import Member, Pool
 from bridge.shell.logs import Logger
+from bridge.shell.session.pool import Member, Pool
 
 
 def tenant_name(credential: Credential | None) -> str:
