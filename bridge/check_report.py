@@ -37,6 +37,8 @@ class Listing:
 @dataclass(frozen=True, slots=True)
 class Report:
     command: tuple[str, ...]
+    options: tuple[str, ...] = ()
+    """The options given that change the verdict (`--server-era modern`), as typed."""
     era: Era | None = None
     era_reason: str = ""
     """How the era was found: "answered server/discover", "pinned", ..."""
@@ -56,6 +58,8 @@ class Report:
     """The first lines on stdout that are not protocol messages."""
     noise_count: int = 0
     stderr_tail: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    """What costs the user something at each start though it works, with what to do."""
     failure: str | None = None
     """Why the bridge cannot serve this server, with what to do; None if it can."""
 
@@ -76,7 +80,8 @@ def as_json(report: Report) -> str:
 
 def as_text(report: Report) -> str:
     # The whole command, wrapped: a header cut short hides the arguments that differ.
-    lines = textwrap.wrap(f"mcp-rosetta check -- {shlex.join(report.command)}", WIDTH,
+    options = "".join(f"{shlex.quote(option)} " for option in report.options)
+    lines = textwrap.wrap(f"mcp-rosetta check {options}-- {shlex.join(report.command)}", WIDTH,
                           subsequent_indent="    ", break_on_hyphens=False)
     for label, value in _rows(report):
         lines += _row(label, value)
@@ -97,6 +102,7 @@ def _rows(report: Report) -> list[tuple[str, str]]:
         rows += [("capabilities", ", ".join(sorted(report.capabilities)) or "none"),
                  ("offers", _offers(report.lists))]
     rows += [("started", _timing(report)), ("stdout", _noise(report))]
+    rows += [("note", note) for note in report.notes]
     if report.servable:
         modes = report.modes()
         rows.append(("modes", ", ".join(

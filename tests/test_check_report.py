@@ -59,3 +59,19 @@ def test_the_header_shows_the_whole_command_wrapped() -> None:
     header = as_text(Report(command=command, failure="x")).split("\ncannot serve it")[0]
     assert "--the-argument-that-differs" in header and "…" not in header
     assert all(len(line) <= 80 for line in header.splitlines())
+
+
+def test_the_header_keeps_the_options_that_change_the_verdict() -> None:
+    report = Report(("npx", "-y", "server-everything"), options=("--server-era", "modern"),
+                    failure="pinned wrong")
+    assert as_text(report).splitlines()[0] == (
+        "mcp-rosetta check --server-era modern -- npx -y server-everything")
+
+
+def test_a_note_says_what_a_start_costs_and_the_fix() -> None:
+    report = Report(("srv",), era="legacy", legacy_version="2025-06-18",
+                    era_reason="no answer to server/discover in 5 s",
+                    notes=("each start waits 5 s: --server-era legacy skips the probe",))
+    text = as_text(report)
+    assert "  note          each start waits 5 s: --server-era legacy skips the probe" in text
+    assert text.endswith("ok: mcp-rosetta can serve it")

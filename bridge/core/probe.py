@@ -236,3 +236,21 @@ def pin_contradicted(answer: Message) -> str:
     return (f"server_era is pinned to modern, but the server answered server/discover like a "
             f"legacy server ({what}); remove --server-era modern (or set server_era = "
             f'"auto") to let mcp-rosetta detect the era')
+
+
+def pin_refusal(error: object) -> str | None:
+    """Why a pin to legacy is wrong, when `error` (the answer to `initialize`) is a
+    modern-only server's refusal naming the modern version, and the fix; else None."""
+    if not names_modern_version(error):
+        return None
+    assert isinstance(error, dict)
+    return (f"server_era is pinned to legacy, but the server is modern-only: it refused "
+            f"initialize ({error.get('code')}: {str(error.get('message'))[:QUOTE_CHARS]!r}) "
+            f"and supports {MODERN_PROTOCOL_VERSION}; remove --server-era legacy (or set "
+            f'server_era = "auto") to let mcp-rosetta detect the era')
+
+
+def pin_refused(error: Message) -> Message:
+    """`error`, a modern-only server's refusal of `initialize` while the era is pinned to
+    legacy, with a message naming the pin as the cause (its code and data kept)."""
+    return {**error, "message": pin_refusal(error) or error.get("message")}

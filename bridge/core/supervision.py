@@ -15,12 +15,12 @@ from typing import Protocol
 
 from bridge.core.codec import Message
 from bridge.core.context import Context
-from bridge.core.events import EX_UNAVAILABLE, ChildExited
+from bridge.core.events import EX_UNAVAILABLE, SERVER, ChildExited
 from bridge.core.handler import Mode
 from bridge.core.handover import ClientSession
 from bridge.core.jsonrpc import Inbound
 from bridge.core.phase import Phase
-from bridge.core.probe import PROBE_WAITING, Probe
+from bridge.core.probe import PROBE_WAITING, Probe, pin_refused
 from bridge.core.provisional import Overturn
 from bridge.core.restarts import Outage
 from bridge.core.server_life import RECORD_SERVED, ServerLife, ServerState
@@ -73,6 +73,9 @@ class Supervision:
         self.verdict.server_started()
         self.probe.start(skip=unprobed)
         if self.probe.era is not None:
+            if not unprobed and self.ctx.config.server_era == "legacy":
+                self.verdict.unconfirmed(self.ctx.now)
+                self.lifecycle.route()
             self._settled()
 
     def _settled(self) -> None:
@@ -116,9 +119,22 @@ class Supervision:
                                    self.lifecycle.asked(inbound.message["id"]))
         self.lifecycle.route()
         if isinstance(shown, Overturn):
+            if self.ctx.config.server_era == "legacy":
+                self._pin_refused(inbound)
+                return False
             self._correct(shown)
             return True
         return shown
+
+    def _pin_refused(self, inbound: Inbound) -> None:
+        """A modern-only server refused `initialize` while the era is pinned to legacy: the
+        pin stands, and the refusal the handler passes on names it as the cause."""
+        self.verdict.end()
+        self.lifecycle.route()
+        self.ctx.log("warning", "era.pin_refused", side=SERVER, era="legacy",
+                     reason="the server refused initialize as a modern-only server does")
+        inbound.message = {**inbound.message, "error": pin_refused(inbound.message["error"])}
+        inbound.line = None
 
     def _correct(self, overturn: Overturn) -> None:
         """The server is modern after all: the session becomes what it would have been had

@@ -63,6 +63,11 @@ class Verdict:
             self._move(VerdictState.PROVISIONAL)
             self.provisional = Provisional(now)
 
+    def unconfirmed(self, now: float) -> None:
+        """The server was taken as legacy without its word (the era pinned): provisional
+        until it answers, so that a modern-only server's refusal of `initialize` is seen."""
+        self.timed_out(now)
+
     def keep(self, inbound: Inbound) -> None:
         """A client message reaching a handler chosen on the provisional verdict: kept for
         the handler of the server's true era, should it show itself."""

@@ -24,12 +24,20 @@ from bridge.core.envelope import build_request
 from bridge.core.eras import MODERN_PROTOCOL_VERSION, Era, is_modern_error
 from bridge.core.handshake import server_info_of
 from bridge.core.jsonrpc import request
-from bridge.core.probe import discover_request, is_discover_result
+from bridge.core.probe import (
+    discover_request,
+    is_discover_result,
+    pin_contradicted,
+    pin_refusal,
+)
 from bridge.errors import EX_OK, EX_UNAVAILABLE, ServerUnavailable
 from bridge.shell.check_wire import ServerGone, Wire, spawn_with_stderr
 from bridge.shell.servers.child import Child, check_command, spawner
 from bridge.shell.settings import Settings
 
+_SLOW_PROBE = ("each start waits {:g} s (probe_timeout) for an answer to server/discover "
+               "before the server is taken as legacy: --server-era legacy (server_era = "
+               '"legacy") skips the probe')
 MAX_PAGES = 50
 """Pages of one list followed at most: a server whose cursor never ends is not waited out."""
 Message = dict[str, Any]
@@ -58,7 +66,13 @@ async def examine(settings: Settings) -> Report:
         check_command(command)
         return await _examine(settings)
     except ServerUnavailable as exc:
-        return Report(command, failure=str(exc))
+        return Report(command, options=_options(settings), failure=str(exc))
+
+
+def _options(settings: Settings) -> tuple[str, ...]:
+    """The options that change the verdict, for the report's header: the era's pin."""
+    era = settings.core.server_era
+    return () if era == "auto" else ("--server-era", era)
 
 
 class Facts(dict[str, Any]):
@@ -75,7 +89,7 @@ Step = Callable[[Wire, CoreConfig, Facts], Awaitable[None]]
 
 
 async def _examine(settings: Settings) -> Report:
-    core, facts = settings.core, Facts()
+    core, facts = settings.core, Facts(options=_options(settings))
     first: Step = _legacy if core.server_era == "legacy" else _probed
     wire = await _with_server(settings, first, facts)
     again = wire.gone and "era" not in facts and core.server_era == "auto"
@@ -127,7 +141,11 @@ async def _probe(wire: Wire, core: CoreConfig, facts: Facts) -> Era:
     if answer is None:
         waited = f"no answer to server/discover in {core.probe_timeout:g} s"
         if fallback == "modern":  # pinned: no legacy handshake will be tried
-            facts["failure"] = f"{waited} (probe_timeout); is this an MCP server on stdio?"
+            facts["failure"] = (f"{waited} (probe_timeout); is this an MCP server on stdio? "
+                                f"A legacy server that ignores the probe needs no "
+                                f"--server-era modern: remove it")
+        else:
+            facts["notes"] = (_SLOW_PROBE.format(core.probe_timeout),)
         return _settle(facts, fallback, waited)
     facts["answer_ms"] = _ms_since(wire, trio.current_time())
     result, error = answer.get("result"), answer.get("error")
@@ -140,7 +158,11 @@ async def _probe(wire: Wire, core: CoreConfig, facts: Facts) -> Era:
         facts["modern_versions"] = tuple(error["data"].get("supported") or ())
         return _settle(facts, "modern", f"refused server/discover with {error['code']}")
     what = f"error {error.get('code')}" if isinstance(error, dict) else "no DiscoverResult"
-    return _settle(facts, fallback, f"answered server/discover with {what}")
+    answered = f"answered server/discover with {what}"
+    if fallback == "modern":  # the bridge would serve it as modern: every request would fail
+        facts["failure"] = pin_contradicted(answer)
+        return _settle(facts, fallback, f"pinned, yet it {answered}")
+    return _settle(facts, fallback, answered)
 
 
 def _settle(facts: Facts, era: Era, reason: str) -> Era:
@@ -187,7 +209,11 @@ async def _initialize(wire: Wire, core: CoreConfig, facts: Facts) -> Message | N
         why = f"no answer to initialize in {core.handshake_timeout:g} s (handshake_timeout)"
     else:
         why = f"initialize failed: {_error_text(answer)}"
-    facts["failure"] = f"{why}; is this an MCP server on stdio?"
+    refusal = pin_refusal(answer.get("error")) if answer is not None else None
+    if refusal is not None and core.server_era == "legacy":
+        facts["failure"] = refusal
+    else:
+        facts["failure"] = f"{why}; is this an MCP server on stdio?"
     return None
 
 
