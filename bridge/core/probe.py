@@ -34,6 +34,19 @@ QUOTE_CHARS = 200
 RETRIES_AT_MOST = 1
 
 
+PROBE_METHOD: Final = "server/discover"
+PROBE_COMPLAINT = ("the server's complaint about mcp-rosetta's server/discover probe, which a "
+                   "legacy server may not know (the lines at --log-level debug); --server-era "
+                   'legacy (server_era = "legacy") skips the probe')
+"""What the one event standing for a server's stderr burst about the probe says."""
+
+
+def names_the_probe(line: str) -> bool:
+    """Whether a line of the server's stderr speaks of the probe: a legacy server that logs
+    each request it cannot read logs the probe so, sometimes as dozens of lines at once."""
+    return PROBE_METHOD in line
+
+
 def is_discover_result(result: object) -> TypeGuard[Message]:
     versions = result.get("supportedVersions") if isinstance(result, dict) else None
     return isinstance(versions, list) and all(isinstance(v, str) for v in versions)
@@ -42,7 +55,7 @@ def is_discover_result(result: object) -> TypeGuard[Message]:
 def discover_request(request_id: str | int, config: CoreConfig) -> Message:
     """The probe: `server/discover` with the bridge's own identity, since no client may have
     spoken yet and discover depends on neither (server/discover.mdx)."""
-    return build_request(request_id, "server/discover", None, era="modern",
+    return build_request(request_id, PROBE_METHOD, None, era="modern",
                          client_info=config.bridge_info, client_capabilities={})
 
 

@@ -38,6 +38,10 @@ NEEDS = {
         "bridge.core.probe": "sends the bridge's probe and judges its answer the same way, "
                              "so what the check reports is what the bridge will meet",
     },
+    "shell/servers/stderr.py": {
+        "bridge.core.probe": "tells a server's complaint about the probe from its other lines, "
+                             "to log the burst as one event",
+    },
     "check_client.py": {
         "bridge.core.jsonrpc": "builds the legacy handshake as the bridge does, and answers a "
                                "request the server sends the check with an error",
