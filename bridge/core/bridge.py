@@ -125,7 +125,8 @@ class Bridge:
         intake or the legacy verdict)."""
         self._detour = self.phase.state is not SessionPhase.OPEN \
             or self._waiting.intake is Intake.RESUMING \
-            or self.supervision.verdict.provisional is not None
+            or self.supervision.verdict.provisional is not None \
+            or self.supervision.recall.watching
 
     def _stopped(self) -> bool:
         return self.phase.state is PHASE_STOPPED

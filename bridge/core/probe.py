@@ -63,7 +63,8 @@ class ProbeState(Enum):
     """One probe's course (stdio.mdx §Backward Compatibility)."""
 
     UNSENT = "not sent yet"
-    SKIPPED = "not sent: the era is pinned, or the last server failed on the probe"
+    SKIPPED = ("not sent: the era is pinned or remembered, or the last server failed on the "
+               "probe")
     WAITING = "sent: its answer, or probe_timeout, settles the era"
     ANSWERED = "answered in time: the era is final"
     TIMED_OUT = "unanswered in time: the fallback era (legacy, provisionally)"
@@ -118,14 +119,16 @@ class Probe:
             raise IllegalMove("probe", self.state, to)
         self.state = to
 
-    def start(self, *, skip: bool) -> None:
+    def start(self, *, skip: bool, remembered: bool = False) -> None:
         """Probe the freshly started server, unless its era is pinned, or `skip`: the one
-        started before it exited or closed its output on the probe (taken as legacy)."""
+        started before it exited or closed its output on the probe (taken as legacy), or it
+        is `remembered` legacy from an earlier start of its command."""
         pinned = self.ctx.config.server_era
-        if skip or pinned == "legacy":
+        if skip or pinned == "legacy" or remembered:
             self._move(ProbeState.SKIPPED)
             self._settle("legacy", "the server before it failed on the probe" if skip
-                         else "pinned")
+                         else "pinned" if pinned == "legacy"
+                         else "remembered from an earlier start")
             return
         self._send()
         self._move(ProbeState.WAITING)

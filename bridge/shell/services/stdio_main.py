@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 import trio
@@ -19,12 +19,14 @@ import trio
 from bridge import collector
 from bridge.core.bridge import Bridge
 from bridge.core.config import CoreConfig
+from bridge.core.events import Remember
 from bridge.errors import EX_SOFTWARE, ServerUnavailable
 from bridge.shell import logs
 from bridge.shell.clients.fd_client import FdClient
 from bridge.shell.early_log import EarlyLog
 from bridge.shell.fdio.stdio import ProtocolFds
 from bridge.shell.servers.child import ProcessChild
+from bridge.shell.servers.era_memory import EraMemory
 from bridge.shell.servers.supervisor import Spawn
 from bridge.shell.services.notify import Notifier
 from bridge.shell.services.orphans import Orphans
@@ -50,7 +52,8 @@ LOG_IDLE_AT_MOST = 5.0
 
 
 def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
-                first: ProcessChild | ServerUnavailable, spawn: Spawn) -> int:
+                first: ProcessChild | ServerUnavailable, spawn: Spawn,
+                memory: EraMemory | None = None) -> int:
     early, log = _started(shell)
     settings = SessionSettings.of(shell)
     session = Session(
@@ -61,6 +64,8 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
         orphans=Orphans(),
         transcript=_transcript(shell, log),
     )
+    if memory is not None:
+        session.driver.remember = _storing(memory, log)
     return _run(session, Servers(settings, spawn=spawn).opener(log), fds, first, log, early)
 
 
@@ -77,6 +82,20 @@ def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
         transcript=_transcript(shell, log),
     )
     return _run(session, Servers(settings, where=where).opener(log), fds, None, log, early)
+
+
+def _storing(memory: EraMemory, log: logs.Logger) -> Callable[[Remember], None]:
+    """Store what the core says of the server's era; a failure costs a warning only."""
+
+    def store(remember: Remember) -> None:
+        if not memory.store(remember):
+            log.warning("era.not_stored", error=memory.error,
+                        fix="the probe runs at each start; set remember_era = false to "
+                            "silence this")
+        else:
+            log.debug("era.stored", file=memory.path)
+
+    return store
 
 
 def _started(shell: ShellConfig) -> tuple[EarlyLog, logs.Logger]:
