@@ -183,10 +183,12 @@ class Status:
 @record(frozen=True)
 class Remember:
     """Store the era found for the server command, with the name and version the server gave
-    (`server`), for its next start to skip the probe; `era` None: forget what was stored."""
+    (`server`), for its next start to skip the probe; `era` None: forget what was stored.
+    `reason`: what showed it, for the log of the shell that stores it."""
 
     era: Era | None
     server: Message | None = None
+    reason: str = ""
 
 
 # The codes a Stop exits with (sysexits.h): a session that ended as asked, or one whose

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 from bridge.core.codec import Message
 from bridge.core.events import Remember
-
-LEARN_HINT = ("later starts skip the probe; --server-era legacy (server_era = \"legacy\") "
-              "skips it always")
-"""What the log says once, when a legacy verdict is remembered."""
+from bridge.core.provisional import names_modern_version
 
 
 def identity(result: object) -> Message:
@@ -52,25 +49,29 @@ class Recall:
         `initialize` is awaited."""
         self.watching = True
 
-    def answered(self, message: Message) -> tuple[Remember | None, str]:
-        """The server's first answer to `initialize`: what to store (if anything) and why."""
+    def answered(self, message: Message) -> Remember | None:
+        """The server's first answer to `initialize`: what to store, if anything."""
         self.watching = False
         result = message.get("result")
         if not isinstance(result, dict):
-            return (self._forget(), "it refused initialize") if self.used else (None, "")
+            if not self.used:
+                return None
+            modern = names_modern_version(message.get("error"))
+            return self._forget("it refused initialize as a modern server does" if modern
+                                else "it refused initialize")
         named = identity(result)
         if not self.used:  # for the next process: this session's servers go on being probed
-            return Remember("legacy", named), "its legacy era was learned"
+            return Remember("legacy", named, "it answered initialize as a legacy server")
         if named != self.remembered:
-            why = f"it names itself {named}, not {self.remembered}"
-            return self._forget(), why
-        return None, ""
+            return self._forget(f"it names itself {named}, not {self.remembered}")
+        return None
 
     def contradicted(self) -> Remember | None:
         """The server started on the memory showed it is modern: forget it."""
         self.watching = False
-        return self._forget() if self.used else None
+        return self._forget("the server remembered as legacy showed it is modern") \
+            if self.used else None
 
-    def _forget(self) -> Remember:
+    def _forget(self, why: str) -> Remember:
         self.remembered, self.used = None, False
-        return Remember(None)
+        return Remember(None, reason=why)

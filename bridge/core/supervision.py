@@ -15,14 +15,14 @@ from typing import Protocol
 
 from bridge.core.codec import Message
 from bridge.core.context import Context
-from bridge.core.events import EX_UNAVAILABLE, SERVER, ChildExited, Remember
+from bridge.core.events import EX_UNAVAILABLE, SERVER, ChildExited
 from bridge.core.handler import Mode
 from bridge.core.handover import ClientSession
 from bridge.core.jsonrpc import Inbound
 from bridge.core.phase import Phase
 from bridge.core.probe import PROBE_WAITING, Probe, pin_refused
 from bridge.core.provisional import Overturn
-from bridge.core.recall import LEARN_HINT, Recall
+from bridge.core.recall import Recall
 from bridge.core.restarts import Outage
 from bridge.core.server_life import RECORD_SERVED, ServerLife, ServerState
 from bridge.core.timers import Timers
@@ -126,18 +126,10 @@ class Supervision:
         or found to be another server than the one remembered, which is forgotten."""
         if self.lifecycle.asked(inbound.message["id"]) != "initialize":
             return
-        remember, why = self.recall.answered(inbound.message)
+        remember = self.recall.answered(inbound.message)
         self.lifecycle.route()
         if remember is not None:
-            self._remember(remember, why)
-
-    def _remember(self, remember: Remember, why: str) -> None:
-        self.ctx.actions.append(remember)
-        if remember.era is None:
-            self.ctx.log("info", "era.forgotten", side=SERVER, reason=why)
-        else:
-            self.ctx.log("info", "era.remembered", side=SERVER, era=remember.era,
-                         server=remember.server, reason=why, hint=LEARN_HINT)
+            self.ctx.actions.append(remember)  # the shell stores it, and logs it
 
     def _overturned(self, inbound: Inbound) -> bool:
         """While the legacy verdict is provisional: whether this answer was the verdict's
@@ -170,7 +162,7 @@ class Supervision:
         lifecycle = self.lifecycle
         forget = self.recall.contradicted()
         if forget is not None:
-            self._remember(forget, "the server remembered as legacy showed it is modern")
+            self.ctx.actions.append(forget)
         kept, session = self.verdict.correct(overturn, *lifecycle.abandon_handler())
         lifecycle.hold(kept, session)
         if overturn.discover is None and overturn.error is None:

@@ -39,9 +39,8 @@ def test_a_legacy_servers_answer_to_initialize_is_remembered_with_its_name() -> 
     forwarded = one(h.client(initialize()), "server")
     actions = h.server(answer(forwarded, RESULT))
     assert one(actions, "client")["result"] == RESULT
-    assert remembered(actions) == [Remember("legacy", SERVER)]
-    (learned,) = logged(h, "era.remembered")
-    assert learned["server"] == SERVER and "skip the probe" in learned["hint"]
+    assert remembered(actions) == [
+        Remember("legacy", SERVER, "it answered initialize as a legacy server")]
     assert not h.bridge._detour  # the hot path is back
 
 
@@ -50,7 +49,7 @@ def test_a_server_silent_to_the_probe_is_remembered_once_it_answers_initialize()
     one(h.start(), "server")
     h.client(initialize())
     forwarded = one(h.advance(2.0), "server")
-    assert remembered(h.server(answer(forwarded, RESULT))) == [Remember("legacy", SERVER)]
+    assert [r.server for r in remembered(h.server(answer(forwarded, RESULT)))] == [SERVER]
 
 
 def test_a_remembered_server_is_not_probed_and_its_same_name_keeps_the_memory() -> None:
@@ -71,10 +70,9 @@ def test_another_version_than_remembered_forgets_it_for_the_next_start() -> None
     forwarded = one(h.client(initialize()), "server")
     actions = h.server(answer(forwarded, RESULT))
     assert one(actions, "client")["result"] == RESULT  # served all the same
-    assert remembered(actions) == [Remember(None)]
-    assert logged(h, "era.forgotten")[0]["reason"] == (
+    assert remembered(actions) == [Remember(None, reason=(
         "it names itself {'name': 'plain', 'version': '1.30.0'}, not "
-        "{'name': 'plain', 'version': '1.29.0'}")
+        "{'name': 'plain', 'version': '1.29.0'}"))]
 
 
 def test_a_remembered_server_now_modern_is_corrected_and_forgotten() -> None:
@@ -83,7 +81,8 @@ def test_a_remembered_server_now_modern_is_corrected_and_forgotten() -> None:
     forwarded = one(h.client(initialize()), "server")
     actions = h.server(fail(forwarded, -32022, "Unsupported protocol version",
                             {"supported": ["2026-07-28"]}))
-    assert remembered(actions) == [Remember(None)]
+    assert remembered(actions) == [
+        Remember(None, reason="it refused initialize as a modern server does")]
     assert [f["was"] for f in logged(h, "era.corrected")] == ["legacy"]
     probe = one(actions, "server")  # asked again what the modern server offers
     assert probe["method"] == "server/discover"
@@ -118,10 +117,10 @@ def test_identity_is_serverinfos_name_and_version_only() -> None:
 def test_a_refusal_forgets_only_a_memory_that_was_used() -> None:
     fresh = Recall(None)
     fresh.settled_legacy()
-    assert fresh.answered({"error": {"code": -32603, "message": "x"}}) == (None, "")
+    assert fresh.answered({"error": {"code": -32603, "message": "x"}}) is None
     used = Recall(SERVER)
     assert used.skips_probe()
     used.settled_legacy()
-    assert used.answered({"error": {"code": -32603, "message": "x"}}) == (
-        Remember(None), "it refused initialize")
+    assert used.answered({"error": {"code": -32603, "message": "x"}}) == Remember(
+        None, reason="it refused initialize")
     assert not used.skips_probe()  # a restart in this session probes again

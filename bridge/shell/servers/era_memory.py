@@ -20,6 +20,9 @@ import orjson
 
 from bridge.core.events import Remember
 
+REMEMBERED = ("the next starts skip the probe (as --server-era legacy, or server_era = "
+              '"legacy", always does), until the server answers otherwise')
+"""What the log says once, when a command's legacy era is stored."""
 ENTRIES_AT_MOST = 256
 """Commands remembered; the oldest are forgotten first."""
 

@@ -26,7 +26,7 @@ from bridge.shell.clients.fd_client import FdClient
 from bridge.shell.early_log import EarlyLog
 from bridge.shell.fdio.stdio import ProtocolFds
 from bridge.shell.servers.child import ProcessChild
-from bridge.shell.servers.era_memory import EraMemory
+from bridge.shell.servers.era_memory import REMEMBERED, EraMemory
 from bridge.shell.servers.supervisor import Spawn
 from bridge.shell.services.notify import Notifier
 from bridge.shell.services.orphans import Orphans
@@ -85,15 +85,19 @@ def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
 
 
 def _storing(memory: EraMemory, log: logs.Logger) -> Callable[[Remember], None]:
-    """Store what the core says of the server's era; a failure costs a warning only."""
+    """Store what the core says of the server's era, and say so; a failure costs a warning
+    only (the probe then runs at the next start)."""
 
     def store(remember: Remember) -> None:
         if not memory.store(remember):
-            log.warning("era.not_stored", error=memory.error,
-                        fix="the probe runs at each start; set remember_era = false to "
-                            "silence this")
+            log.warning("era.not_stored", error=memory.error, reason=remember.reason,
+                        fix="set remember_era = false to probe at every start without this")
+        elif remember.era is None:
+            log.info("era.forgotten", file=memory.path, reason=remember.reason,
+                     effect="the next start probes the server")
         else:
-            log.debug("era.stored", file=memory.path)
+            log.info("era.remembered", era=remember.era, server=remember.server,
+                     file=memory.path, reason=remember.reason, effect=REMEMBERED)
 
     return store
 
