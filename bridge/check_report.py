@@ -58,6 +58,12 @@ class Report:
     """The first lines on stdout that are not protocol messages."""
     noise_count: int = 0
     stderr_tail: tuple[str, ...] = ()
+    remembered: dict[str, Any] | None = None
+    """How the server named itself when the bridge learned it is legacy: the bridge then
+    skips the probe at its start; None: nothing remembered."""
+    memory_file: str | None = None
+    forgotten: str | None = None
+    """Why check forgot what was remembered (the server answers otherwise now)."""
     notes: tuple[str, ...] = ()
     """What costs the user something at each start though it works, with what to do."""
     failure: str | None = None
@@ -102,6 +108,8 @@ def _rows(report: Report) -> list[tuple[str, str]]:
         rows += [("capabilities", ", ".join(sorted(report.capabilities)) or "none"),
                  ("offers", _offers(report.lists))]
     rows += [("started", _timing(report)), ("stdout", _noise(report))]
+    if report.remembered is not None:
+        rows.append(("remembered", _remembered(report)))
     rows += [("note", note) for note in report.notes]
     if report.servable:
         modes = report.modes()
@@ -136,6 +144,14 @@ def _era(report: Report) -> str:
             text += f"; dual-era: also answers initialize ({report.legacy_version})"
         return text
     return f"legacy ({report.legacy_version or 'no initialize'}), {report.era_reason}"
+
+
+def _remembered(report: Report) -> str:
+    named = _server(report.remembered)
+    if report.forgotten is not None:
+        return f"legacy ({named}), forgotten now: {report.forgotten}"
+    return (f"legacy ({named}): the bridge skips the probe at start; to forget it, delete "
+            f"{report.memory_file} (or set remember_era = false)")
 
 
 def _offers(lists: dict[str, Listing]) -> str:

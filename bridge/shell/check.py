@@ -9,6 +9,7 @@ is what the bridge will meet.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -22,6 +23,7 @@ from bridge.check_report import as_json as json_report
 from bridge.core.config import CoreConfig
 from bridge.core.envelope import build_request
 from bridge.core.eras import MODERN_PROTOCOL_VERSION, Era, is_modern_error
+from bridge.core.events import Remember
 from bridge.core.handshake import server_info_of
 from bridge.core.jsonrpc import request
 from bridge.core.probe import (
@@ -30,9 +32,11 @@ from bridge.core.probe import (
     pin_contradicted,
     pin_refusal,
 )
+from bridge.core.recall import identity
 from bridge.errors import EX_OK, EX_UNAVAILABLE, ServerUnavailable
 from bridge.shell.check_wire import ServerGone, Wire, spawn_with_stderr
 from bridge.shell.servers.child import Child, check_command, spawner
+from bridge.shell.servers.era_memory import EraMemory, command_key, state_file
 from bridge.shell.settings import Settings
 
 _SLOW_PROBE = ("each start waits {:g} s (probe_timeout) for an answer to server/discover "
@@ -101,7 +105,29 @@ async def _examine(settings: Settings) -> Report:
         facts["failure"] = _gone(wire, again)
     elif facts.get("era") == "modern" and "failure" not in facts:
         await _with_server(settings, _dual, facts)
+    _recall(settings, facts)
     return facts.report(wire, settings.shell.command)
+
+
+def _recall(settings: Settings, facts: Facts) -> None:
+    """What the bridge remembers of this command (it then skips the probe), forgotten if
+    the server now answers otherwise, as the bridge would forget it."""
+    if not settings.shell.remember_era or settings.core.server_era != "auto":
+        return
+    memory = EraMemory(state_file(os.environ),
+                       command_key(settings.shell.command, settings.shell.cwd))
+    remembered = memory.load()
+    if remembered is None:
+        return
+    facts.update(remembered=remembered, memory_file=memory.path)
+    era, named = facts.get("era"), identity({"serverInfo": facts.get("server_info")})
+    if era == "modern":
+        why = "the server answers the probe as a modern server"
+    elif era == "legacy" and "failure" not in facts and named != remembered:
+        why = f"the server names itself {named}"
+    else:
+        return
+    facts["forgotten"] = why if memory.store(Remember(None, reason=why)) else memory.error
 
 
 async def _with_server(settings: Settings, step: Step, facts: Facts) -> Wire:

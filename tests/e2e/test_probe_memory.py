@@ -20,6 +20,9 @@ from typing import Any
 import pytest
 import venvs
 
+from bridge.core.events import Remember
+from bridge.shell.servers.era_memory import EraMemory, command_key, state_file
+
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": {"name": "memory-test", "version": "1"}}}
@@ -144,3 +147,38 @@ def test_remember_era_false_probes_at_every_start(tmp_path: Path) -> None:
     assert Run(command).events("era.remembered") == []
     assert Run(command).server_era() == "no answer in time"
     assert not (Path(os.environ["XDG_STATE_HOME"]) / "mcp-rosetta").exists()
+
+
+def check(server: list[str], *options: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "bridge", "check", "--json", *options, "--",
+                           *server], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def test_check_says_what_is_remembered_and_where(tmp_path: Path) -> None:
+    server = tmp_path / "ignoring.py"
+    server.write_text(IGNORING)
+    command = [sys.executable, str(server)]
+    assert check(command, "--probe-timeout", "1s")["remembered"] is None
+    Run(venvs.bridge_command(command, "--probe-timeout", "1s"))
+    report = check(command, "--probe-timeout", "1s")
+    assert report["remembered"] == {"name": "ignoring", "version": "1"}
+    assert report["memory_file"] == str(
+        Path(os.environ["XDG_STATE_HOME"]) / "mcp-rosetta" / "eras.json")
+    assert report["forgotten"] is None
+    text = subprocess.run([sys.executable, "-m", "bridge", "check", "--probe-timeout", "1s",
+                           *command], capture_output=True, text=True, timeout=120).stdout
+    assert "  remembered    legacy (ignoring 1): the bridge skips the probe at start; to" in text
+
+
+def test_check_forgets_a_memory_the_server_contradicts() -> None:
+    demo = [sys.executable, "-m", "bridge", "demo", "--server"]  # a modern server
+    memory = EraMemory(state_file(os.environ), command_key(tuple(demo), None))
+    assert memory.store(Remember("legacy", {"name": "demo", "version": "0"}))
+    report = check(demo)
+    assert report["era"] == "modern" and report["remembered"] == {"name": "demo",
+                                                                   "version": "0"}
+    assert report["forgotten"] == "the server answers the probe as a modern server"
+    assert memory.load() is None
