@@ -38,7 +38,7 @@ class Listing:
 class Report:
     command: tuple[str, ...]
     options: tuple[str, ...] = ()
-    """The options given that change the verdict (`--server-era modern`), as typed."""
+    """The options given that change the verdict (`--server-era modern`, `--url URL`)."""
     era: Era | None = None
     era_reason: str = ""
     """How the era was found: "answered server/discover", "pinned", ..."""
@@ -86,8 +86,8 @@ def as_json(report: Report) -> str:
 
 def as_text(report: Report) -> str:
     # The whole command, wrapped: a header cut short hides the arguments that differ.
-    options = "".join(f"{shlex.quote(option)} " for option in report.options)
-    lines = textwrap.wrap(f"mcp-rosetta check {options}-- {shlex.join(report.command)}", WIDTH,
+    words = [*report.options, *(("--", *report.command) if report.command else ())]
+    lines = textwrap.wrap(f"mcp-rosetta check {shlex.join(words)}", WIDTH,
                           subsequent_indent="    ", break_on_hyphens=False)
     for label, value in _rows(report):
         lines += _row(label, value)
@@ -107,7 +107,9 @@ def _rows(report: Report) -> list[tuple[str, str]]:
     if report.servable:  # what it offers, and to whom, once it is known to answer
         rows += [("capabilities", ", ".join(sorted(report.capabilities)) or "none"),
                  ("offers", _offers(report.lists))]
-    rows += [("started", _timing(report)), ("stdout", _noise(report))]
+    rows.append(("started", _timing(report)))
+    if report.command:  # a remote server has no stdout of its own
+        rows.append(("stdout", _noise(report)))
     if report.remembered is not None:
         rows.append(("remembered", _remembered(report)))
     rows += [("note", note) for note in report.notes]

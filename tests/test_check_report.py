@@ -75,3 +75,11 @@ def test_a_note_says_what_a_start_costs_and_the_fix() -> None:
     text = as_text(report)
     assert "  note          each start waits 5 s: --server-era legacy skips the probe" in text
     assert text.endswith("ok: mcp-rosetta can serve it")
+
+
+def test_a_remote_servers_header_is_its_url_and_it_has_no_stdout_row() -> None:
+    report = Report((), options=("--url", "https://mcp.example.com/mcp"), era="modern",
+                    era_reason="answered server/discover")
+    text = as_text(report)
+    assert text.splitlines()[0] == "mcp-rosetta check --url https://mcp.example.com/mcp"
+    assert "  stdout" not in text and "  started" in text
