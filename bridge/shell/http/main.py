@@ -166,6 +166,9 @@ class Reloading:
         check_reload(settings.shell)
         tokens = read_tokens(settings.daemon.token_file)
         _require_tokens(self._bound, tokens)
+        loose = exposed(settings.daemon.token_file)  # a file changed since the start, too
+        if loose is not None:
+            self._log.warning("http.token_file_exposed", fix=loose)
         changed = _changed(self._settings, settings)
         self._front.reload(_access(settings, _tokens(self._front.access.tokens, tokens)),
                            settings.daemon.max_connections)
