@@ -44,6 +44,15 @@ def test_a_legacy_servers_answer_to_initialize_is_remembered_with_its_name() -> 
     assert not h.bridge._detour  # the hot path is back
 
 
+def test_the_bridges_own_handshake_for_a_modern_client_teaches_it_too() -> None:
+    h = Harness()
+    probe = one(h.start(), "server")
+    h.server(fail(probe, -32601, "Method not found"))
+    handshake = one(h.client(modern(1, "tools/list")), "server")
+    assert handshake["method"] == "initialize"  # mode B's own
+    assert [r.server for r in remembered(h.server(answer(handshake, RESULT)))] == [SERVER]
+
+
 def test_a_server_silent_to_the_probe_is_remembered_once_it_answers_initialize() -> None:
     h = Harness(CoreConfig(probe_timeout=2.0))
     one(h.start(), "server")
