@@ -2,8 +2,9 @@
 directory: `$XDG_STATE_HOME/mcp-rosetta/eras.json` (default `~/.local/state`).
 
 Must not decide anything (bridge/core/recall.py does): it loads what was stored for a command
-into `CoreConfig.remembered` and stores what a `Remember` action says. A command is its
-arguments and the directory it starts in; what the server answered is checked by the core.
+into `CoreConfig.remembered` (the stdio bridge at its start, the daemon at each session's) and
+stores, and logs, what a `Remember` action says. A command is its arguments and the directory
+it starts in; what the server answered is checked by the core.
 A file that cannot be read is no memory, one that cannot be written costs a warning: the
 probe then runs as if nothing were remembered.
 """
@@ -13,18 +14,49 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from bridge.core.config import CoreConfig
 from bridge.core.events import Remember
+from bridge.shell.settings import ShellConfig
+
+if TYPE_CHECKING:
+    from bridge.shell.logs import Logger
 
 REMEMBERED = ("the next starts skip the probe (as --server-era legacy, or server_era = "
               '"legacy", always does), until the server answers otherwise')
 """What the log says once, when a command's legacy era is stored."""
 ENTRIES_AT_MOST = 256
 """Commands remembered; the oldest are forgotten first."""
+
+
+def remembering(shell: ShellConfig, core: CoreConfig) -> EraMemory | None:
+    """The era memory of the server command, unless it is off, the era pinned, or the
+    server a URL."""
+    if not shell.remember_era or core.server_era != "auto" or shell.url is not None:
+        return None
+    return EraMemory(state_file(os.environ), command_key(shell.command, shell.cwd))
+
+
+def storing(memory: EraMemory, log: Logger) -> Callable[[Remember], None]:
+    """Store what the core says of the server's era, and say so; a failure costs a warning
+    only (the probe then runs at the next start)."""
+
+    def store(remember: Remember) -> None:
+        if not memory.store(remember):
+            log.warning("era.not_stored", error=memory.error, reason=remember.reason,
+                        fix="set remember_era = false to probe at every start without this")
+        elif remember.era is None:
+            log.info("era.forgotten", file=memory.path, reason=remember.reason,
+                     effect="the next start probes the server")
+        else:
+            log.info("era.remembered", era=remember.era, server=remember.server,
+                     file=memory.path, reason=remember.reason, effect=REMEMBERED)
+
+    return store
 
 
 def state_file(environ: Mapping[str, str]) -> str:

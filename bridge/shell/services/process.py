@@ -9,7 +9,6 @@ an SDK) then overlaps ours (trio, the core) on the other CPU instead of followin
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from bridge.core.config import CoreConfig
 from bridge.errors import ServerUnavailable
@@ -17,9 +16,6 @@ from bridge.shell.fdio.stdio import take_stdio
 from bridge.shell.servers.child import ProcessChild, check_command, spawner
 from bridge.shell.session.transcript import check_transcript
 from bridge.shell.settings import ShellConfig
-
-if TYPE_CHECKING:
-    from bridge.shell.servers.era_memory import EraMemory
 
 
 def run_stdio(core_config: CoreConfig, shell: ShellConfig) -> int:
@@ -36,23 +32,14 @@ def run_stdio(core_config: CoreConfig, shell: ShellConfig) -> int:
     except ServerUnavailable as exc:  # the session tells the client why, and the log
         first = exc
     # What is remembered of it is read while it starts: the core needs it only then.
+    from bridge.shell.servers.era_memory import remembering
+
     memory = remembering(shell, core_config)
     if memory is not None:
         core_config = replace(core_config, remembered=memory.load())
     from bridge.shell.services.stdio_main import serve_stdio
 
     return serve_stdio(core_config, shell, fds, first, spawn, memory)
-
-
-def remembering(shell: ShellConfig, core_config: CoreConfig) -> EraMemory | None:
-    """The era memory of the server command, unless it is off or the era pinned."""
-    if not shell.remember_era or core_config.server_era != "auto":
-        return None
-    import os
-
-    from bridge.shell.servers.era_memory import EraMemory, command_key, state_file
-
-    return EraMemory(state_file(os.environ), command_key(shell.command, shell.cwd))
 
 
 def _run_remote(core_config: CoreConfig, shell: ShellConfig) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 import trio
@@ -19,14 +19,13 @@ import trio
 from bridge import collector
 from bridge.core.bridge import Bridge
 from bridge.core.config import CoreConfig
-from bridge.core.events import Remember
 from bridge.errors import EX_SOFTWARE, ServerUnavailable
 from bridge.shell import logs
 from bridge.shell.clients.fd_client import FdClient
 from bridge.shell.early_log import EarlyLog
 from bridge.shell.fdio.stdio import ProtocolFds
 from bridge.shell.servers.child import ProcessChild
-from bridge.shell.servers.era_memory import REMEMBERED, EraMemory
+from bridge.shell.servers.era_memory import EraMemory, storing
 from bridge.shell.servers.supervisor import Spawn
 from bridge.shell.services.notify import Notifier
 from bridge.shell.services.orphans import Orphans
@@ -65,7 +64,7 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
         transcript=_transcript(shell, log),
     )
     if memory is not None:
-        session.driver.remember = _storing(memory, log)
+        session.driver.remember = storing(memory, log)
     return _run(session, Servers(settings, spawn=spawn).opener(log), fds, first, log, early)
 
 
@@ -82,24 +81,6 @@ def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
         transcript=_transcript(shell, log),
     )
     return _run(session, Servers(settings, where=where).opener(log), fds, None, log, early)
-
-
-def _storing(memory: EraMemory, log: logs.Logger) -> Callable[[Remember], None]:
-    """Store what the core says of the server's era, and say so; a failure costs a warning
-    only (the probe then runs at the next start)."""
-
-    def store(remember: Remember) -> None:
-        if not memory.store(remember):
-            log.warning("era.not_stored", error=memory.error, reason=remember.reason,
-                        fix="set remember_era = false to probe at every start without this")
-        elif remember.era is None:
-            log.info("era.forgotten", file=memory.path, reason=remember.reason,
-                     effect="the next start probes the server")
-        else:
-            log.info("era.remembered", era=remember.era, server=remember.server,
-                     file=memory.path, reason=remember.reason, effect=REMEMBERED)
-
-    return store
 
 
 def _started(shell: ShellConfig) -> tuple[EarlyLog, logs.Logger]:
