@@ -5,14 +5,26 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
 import pytest
+from structlog.testing import capture_logs
 
+from bridge.core.config import CoreConfig
 from bridge.core.events import Remember
+from bridge.shell import logs
 from bridge.shell.servers import era_memory
-from bridge.shell.servers.era_memory import EraMemory, command_key, state_file
+from bridge.shell.servers.era_memory import (
+    REMEMBERED,
+    EraMemory,
+    command_key,
+    remembering,
+    state_file,
+    storing,
+)
+from bridge.shell.settings import ShellConfig
 
 SERVER = {"name": "plain", "version": "1.30.0"}
 
@@ -70,3 +82,32 @@ def test_only_the_newest_commands_are_kept(tmp_path: Path,
     stored = orjson.loads((tmp_path / "mcp-rosetta" / "eras.json").read_bytes())
     assert [orjson.loads(key)[1] for key in stored["servers"]] == [
         "server-4", "server-3", "server-2"]
+
+
+def test_each_store_is_logged_with_what_it_changes(tmp_path: Path) -> None:
+    remembered = memory(tmp_path)
+    store = storing(remembered, logs.logger())
+    with capture_logs() as captured:
+        store(Remember("legacy", SERVER, "it answered initialize as a legacy server"))
+        store(Remember(None, reason="it refused initialize"))
+    assert [(e["event"], e["reason"]) for e in captured] == [
+        ("era.remembered", "it answered initialize as a legacy server"),
+        ("era.forgotten", "it refused initialize")]
+    assert captured[0]["file"] == remembered.path and captured[0]["effect"] == REMEMBERED
+
+
+def test_a_store_that_fails_is_a_warning_with_the_way_out(tmp_path: Path) -> None:
+    (tmp_path / "mcp-rosetta").write_text("a file where the directory should be")
+    with capture_logs() as captured:
+        storing(memory(tmp_path), logs.logger())(Remember("legacy", SERVER, "learned"))
+    (warning,) = captured
+    assert (warning["event"], warning["log_level"]) == ("era.not_stored", "warning")
+    assert "remember_era = false" in warning["fix"]
+
+
+def test_no_memory_when_it_is_off_the_era_pinned_or_the_server_a_url() -> None:
+    command = ShellConfig(command=("srv",))
+    assert remembering(command, CoreConfig()) is not None
+    assert remembering(replace(command, remember_era=False), CoreConfig()) is None
+    assert remembering(command, CoreConfig(server_era="legacy")) is None
+    assert remembering(ShellConfig(url="https://mcp.example.com/mcp"), CoreConfig()) is None
