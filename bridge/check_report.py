@@ -37,6 +37,8 @@ class Listing:
 @dataclass(frozen=True, slots=True)
 class Report:
     command: tuple[str, ...]
+    options: tuple[str, ...] = ()
+    """The options given that change the verdict (`--server-era modern`, `--url URL`)."""
     era: Era | None = None
     era_reason: str = ""
     """How the era was found: "answered server/discover", "pinned", ..."""
@@ -56,6 +58,14 @@ class Report:
     """The first lines on stdout that are not protocol messages."""
     noise_count: int = 0
     stderr_tail: tuple[str, ...] = ()
+    remembered: dict[str, Any] | None = None
+    """How the server named itself when the bridge learned it is legacy: the bridge then
+    skips the probe at its start; None: nothing remembered."""
+    memory_file: str | None = None
+    forgotten: str | None = None
+    """Why check forgot what was remembered (the server answers otherwise now)."""
+    notes: tuple[str, ...] = ()
+    """What costs the user something at each start though it works, with what to do."""
     failure: str | None = None
     """Why the bridge cannot serve this server, with what to do; None if it can."""
 
@@ -76,7 +86,8 @@ def as_json(report: Report) -> str:
 
 def as_text(report: Report) -> str:
     # The whole command, wrapped: a header cut short hides the arguments that differ.
-    lines = textwrap.wrap(f"mcp-rosetta check -- {shlex.join(report.command)}", WIDTH,
+    words = [*report.options, *(("--", *report.command) if report.command else ())]
+    lines = textwrap.wrap(f"mcp-rosetta check {shlex.join(words)}", WIDTH,
                           subsequent_indent="    ", break_on_hyphens=False)
     for label, value in _rows(report):
         lines += _row(label, value)
@@ -96,7 +107,12 @@ def _rows(report: Report) -> list[tuple[str, str]]:
     if report.servable:  # what it offers, and to whom, once it is known to answer
         rows += [("capabilities", ", ".join(sorted(report.capabilities)) or "none"),
                  ("offers", _offers(report.lists))]
-    rows += [("started", _timing(report)), ("stdout", _noise(report))]
+    rows.append(("started", _timing(report)))
+    if report.command:  # a remote server has no stdout of its own
+        rows.append(("stdout", _noise(report)))
+    if report.remembered is not None:
+        rows.append(("remembered", _remembered(report)))
+    rows += [("note", note) for note in report.notes]
     if report.servable:
         modes = report.modes()
         rows.append(("modes", ", ".join(
@@ -130,6 +146,14 @@ def _era(report: Report) -> str:
             text += f"; dual-era: also answers initialize ({report.legacy_version})"
         return text
     return f"legacy ({report.legacy_version or 'no initialize'}), {report.era_reason}"
+
+
+def _remembered(report: Report) -> str:
+    named = _server(report.remembered)
+    if report.forgotten is not None:
+        return f"legacy ({named}), forgotten now: {report.forgotten}"
+    return (f"legacy ({named}): the bridge skips the probe at start; to forget it, delete "
+            f"{report.memory_file} (or set remember_era = false)")
 
 
 def _offers(lists: dict[str, Listing]) -> str:

@@ -43,6 +43,7 @@ mcp-rosetta [options] [--] COMMAND [ARGS...]
        mcp-rosetta serve [options] [--listen ADDRESS] --url URL
        mcp-rosetta connect unix:PATH
        mcp-rosetta check [--json] [options] [--] COMMAND [ARGS...]
+       mcp-rosetta check [options] --url URL [--header "NAME: VALUE"]...
        mcp-rosetta auth login|status|logout URL
        mcp-rosetta demo [--full | --server]"""
 
@@ -94,11 +95,13 @@ cannot tell users apart, and all its clients are one tenant. Under systemd it
 takes the socket it is passed; SIGHUP reads the config again for new sessions."""
 
 CHECK_DESCRIPTION = """\
-Start the server as the bridge would, find its era (server/discover first,
-then `initialize`), and report what it offers: era and protocol versions, name
-and version, capabilities, how many tools, prompts and resources it lists, how
-long it took, what it wrote to stdout that is not protocol, and which mode a
-legacy and a modern client would get. Exit 0 if it can be served, 69 if not."""
+Start the server as the bridge would (or reach the one at --url), find its era
+(server/discover first, then `initialize`), and report what it offers: era and
+protocol versions, name and version, capabilities, how many tools, prompts and
+resources it lists, how long it took, what it wrote to stdout that is not
+protocol, and which mode a legacy and a modern client would get. The flags and
+config the bridge would be given are judged too: a pinned era the server
+contradicts fails. Exit 0 if it can be served, 69 if not."""
 
 
 def shipped_files() -> str:
@@ -208,7 +211,7 @@ def check_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--version", action="version", version=f"mcp-rosetta {__version__}")
     p.add_argument("--json", action="store_true", help="one JSON object, for machines")
-    bridge_options(p, check=True)
+    bridge_options(p, check=True, remote=True)
     return p
 
 
@@ -260,8 +263,6 @@ def bridge_options(p: argparse.ArgumentParser, check: bool = False,
                    help="wait this long for the probe before taking the server as legacy (5s)")
     _command_arguments(p)
     add_server_options(p, _checked, transcript=not check)
-    if check:  # the rest changes nothing in how a server is started and probed
-        return
     if remote:
         group = p.add_argument_group("a remote server (instead of a server COMMAND)")
         group.add_argument("--url", type=_checked(server_url), metavar="URL",
@@ -293,6 +294,8 @@ def bridge_options(p: argparse.ArgumentParser, check: bool = False,
         group.add_argument("--max-upstream-connections", type=_count_flag, metavar="N",
                             help="requests to --url in flight at once; more wait their turn "
                                  "(16)")
+    if check:  # the rest changes nothing in how a server is reached and probed
+        return
     p.add_argument("--request-timeout", type=_seconds_flag, metavar="DURATION",
                    help="fail a forwarded request unanswered after this long; 0 = never (0)")
     p.add_argument("--default-log-level", type=str.lower, choices=LOG_LEVELS, metavar="LEVEL",

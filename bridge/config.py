@@ -377,6 +377,7 @@ SHELL_KEYS: dict[str, Check] = {
     "pass_env": env_names,
     "cwd": directory,
     "transcript": file_path,
+    "remember_era": switch,
 }
 DAEMON_KEYS: dict[str, Check] = {
     "listen": socket_path,
@@ -410,14 +411,15 @@ TIMING_KEYS = ("shutdown_grace", "kill_grace", "drain_timeout")
 SHELL_FIELDS = ("command", "url", "headers", "oauth_client_id", "oauth_client_secret_file",
                 "oauth_client_metadata_url", "oauth_client_credentials", "connect_timeout",
                 "read_timeout", "max_upstream_connections", "log_format", "max_message_bytes",
-                "env", "pass_env", "cwd", "transcript", "config_file")
+                "env", "pass_env", "cwd", "transcript", "remember_era", "config_file")
 SECRET_KEYS = frozenset({"env", "headers"})
 """Keys whose values are never echoed in an error (they may hold secrets)."""
 MERGED_KEYS = ("env", "pass_env", "headers", "allowed_hosts", "allowed_origins")
 """Keys whose flags add to the file's entries (a flag's KEY wins) instead of replacing them."""
-DERIVED_CORE_FIELDS = frozenset({"debug_logs", "state_route"})
+DERIVED_CORE_FIELDS = frozenset({"debug_logs", "state_route", "remembered"})
 """CoreConfig fields no key sets: debug_logs follows log_level ("debug"); state_route is a
-pool process's own name (the HTTP front gives it)."""
+pool process's own name (the HTTP front gives it); remembered is read from the era memory
+(remember_era) as the server starts."""
 
 
 def accepted_keys() -> dict[str, Check]:

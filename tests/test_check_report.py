@@ -59,3 +59,27 @@ def test_the_header_shows_the_whole_command_wrapped() -> None:
     header = as_text(Report(command=command, failure="x")).split("\ncannot serve it")[0]
     assert "--the-argument-that-differs" in header and "…" not in header
     assert all(len(line) <= 80 for line in header.splitlines())
+
+
+def test_the_header_keeps_the_options_that_change_the_verdict() -> None:
+    report = Report(("npx", "-y", "server-everything"), options=("--server-era", "modern"),
+                    failure="pinned wrong")
+    assert as_text(report).splitlines()[0] == (
+        "mcp-rosetta check --server-era modern -- npx -y server-everything")
+
+
+def test_a_note_says_what_a_start_costs_and_the_fix() -> None:
+    report = Report(("srv",), era="legacy", legacy_version="2025-06-18",
+                    era_reason="no answer to server/discover in 5 s",
+                    notes=("each start waits 5 s: --server-era legacy skips the probe",))
+    text = as_text(report)
+    assert "  note          each start waits 5 s: --server-era legacy skips the probe" in text
+    assert text.endswith("ok: mcp-rosetta can serve it")
+
+
+def test_a_remote_servers_header_is_its_url_and_it_has_no_stdout_row() -> None:
+    report = Report((), options=("--url", "https://mcp.example.com/mcp"), era="modern",
+                    era_reason="answered server/discover")
+    text = as_text(report)
+    assert text.splitlines()[0] == "mcp-rosetta check --url https://mcp.example.com/mcp"
+    assert "  stdout" not in text and "  started" in text

@@ -84,8 +84,7 @@ class Bridge:
         # (not OPEN, held for a resuming handler, or a provisional verdict copying each).
         self._detour = False
         self._lane: Lane | None = None  # the handler's one-step route (lane.py), if any
-        # By the deadline's kind; each handler takes its owner (a held request's number, or
-        # None for the deadlines that exist once).
+        # By the deadline's kind; a handler takes its owner (a held request's number, or None).
         supervision = self.supervision
         self._on_due: dict[Enum, Callable[[Any], None]] = {
             ProbeDue.ANSWER: supervision.probe_timed_out,
@@ -128,7 +127,8 @@ class Bridge:
         intake or the legacy verdict)."""
         self._detour = self.phase.state is not SessionPhase.OPEN \
             or self._waiting.intake is Intake.RESUMING \
-            or self.supervision.verdict.provisional is not None
+            or self.supervision.verdict.provisional is not None \
+            or self.supervision.recall.watching
 
     def _stopped(self) -> bool:
         return self.phase.state is PHASE_STOPPED

@@ -24,6 +24,9 @@ def default_bridge_info() -> Message:
 class CoreConfig:
     server_era: ServerEra = "auto"
     """auto: probe with server/discover (stdio.mdx §Backward Compatibility); else pin it."""
+    remembered: Message | None = None
+    """The server command was found legacy at an earlier start, the server then naming
+    itself so (serverInfo's name and version): its first start skips the probe (recall.py)."""
     probe_timeout: float = 5.0
     """Seconds to wait for the probe's answer before taking the server as legacy, provisionally
     (a later modern answer corrects it); also how long a client that has not spoken yet is

@@ -9,6 +9,7 @@ from dataclasses import field
 from typing import Literal
 
 from bridge.core.codec import Message
+from bridge.core.eras import Era
 from bridge.core.jsonrpc import WireId
 from bridge.core.record import record
 
@@ -179,6 +180,17 @@ class Status:
     text: str
 
 
+@record(frozen=True)
+class Remember:
+    """Store the era found for the server command, with the name and version the server gave
+    (`server`), for its next start to skip the probe; `era` None: forget what was stored.
+    `reason`: what showed it, for the log of the shell that stores it."""
+
+    era: Era | None
+    server: Message | None = None
+    reason: str = ""
+
+
 # The codes a Stop exits with (sysexits.h): a session that ended as asked, or one whose
 # server cannot be used.
 EX_OK = 0
@@ -192,4 +204,4 @@ class Stop:
     code: int
 
 
-Action = Send | Log | RestartChild | NotifyReady | Status | Stop
+Action = Send | Log | RestartChild | NotifyReady | Status | Remember | Stop

@@ -34,6 +34,19 @@ QUOTE_CHARS = 200
 RETRIES_AT_MOST = 1
 
 
+PROBE_METHOD: Final = "server/discover"
+PROBE_COMPLAINT = ("the server's complaint about mcp-rosetta's server/discover probe, which a "
+                   "legacy server may not know (the lines at --log-level debug); --server-era "
+                   'legacy (server_era = "legacy") skips the probe')
+"""What the one event standing for a server's stderr burst about the probe says."""
+
+
+def names_the_probe(line: str) -> bool:
+    """Whether a line of the server's stderr speaks of the probe: a legacy server that logs
+    each request it cannot read logs the probe so, sometimes as dozens of lines at once."""
+    return PROBE_METHOD in line
+
+
 def is_discover_result(result: object) -> TypeGuard[Message]:
     versions = result.get("supportedVersions") if isinstance(result, dict) else None
     return isinstance(versions, list) and all(isinstance(v, str) for v in versions)
@@ -42,7 +55,7 @@ def is_discover_result(result: object) -> TypeGuard[Message]:
 def discover_request(request_id: str | int, config: CoreConfig) -> Message:
     """The probe: `server/discover` with the bridge's own identity, since no client may have
     spoken yet and discover depends on neither (server/discover.mdx)."""
-    return build_request(request_id, "server/discover", None, era="modern",
+    return build_request(request_id, PROBE_METHOD, None, era="modern",
                          client_info=config.bridge_info, client_capabilities={})
 
 
@@ -50,7 +63,8 @@ class ProbeState(Enum):
     """One probe's course (stdio.mdx §Backward Compatibility)."""
 
     UNSENT = "not sent yet"
-    SKIPPED = "not sent: the era is pinned, or the last server failed on the probe"
+    SKIPPED = ("not sent: the era is pinned or remembered, or the last server failed on the "
+               "probe")
     WAITING = "sent: its answer, or probe_timeout, settles the era"
     ANSWERED = "answered in time: the era is final"
     TIMED_OUT = "unanswered in time: the fallback era (legacy, provisionally)"
@@ -102,22 +116,25 @@ class Probe:
 
     @property
     def found_legacy(self) -> bool:
-        """Legacy for good: answered so in time, or pinned (not a provisional fallback)."""
-        return self.era == "legacy" and self.state in (ProbeState.ANSWERED, ProbeState.SKIPPED)
+        """Legacy for good: answered so in time, or pinned (not a fallback, not remembered)."""
+        return self.era == "legacy" and (self.state is ProbeState.ANSWERED
+                                         or self.ctx.config.server_era == "legacy")
 
     def _move(self, to: ProbeState) -> None:
         if to not in _PROBE_MOVES[self.state]:
             raise IllegalMove("probe", self.state, to)
         self.state = to
 
-    def start(self, *, skip: bool) -> None:
+    def start(self, *, skip: bool, remembered: bool = False) -> None:
         """Probe the freshly started server, unless its era is pinned, or `skip`: the one
-        started before it exited or closed its output on the probe (taken as legacy)."""
+        started before it exited or closed its output on the probe (taken as legacy), or it
+        is `remembered` legacy from an earlier start of its command."""
         pinned = self.ctx.config.server_era
-        if skip or pinned == "legacy":
+        if skip or pinned == "legacy" or remembered:
             self._move(ProbeState.SKIPPED)
             self._settle("legacy", "the server before it failed on the probe" if skip
-                         else "pinned")
+                         else "pinned" if pinned == "legacy"
+                         else "remembered from an earlier start")
             return
         self._send()
         self._move(ProbeState.WAITING)
@@ -241,3 +258,21 @@ def pin_contradicted(answer: Message) -> str:
     return (f"server_era is pinned to modern, but the server answered server/discover like a "
             f"legacy server ({what}); remove --server-era modern (or set server_era = "
             f'"auto") to let mcp-rosetta detect the era')
+
+
+def pin_refusal(error: object) -> str | None:
+    """Why a pin to legacy is wrong, when `error` (the answer to `initialize`) is a
+    modern-only server's refusal naming the modern version, and the fix; else None."""
+    if not names_modern_version(error):
+        return None
+    assert isinstance(error, dict)
+    return (f"server_era is pinned to legacy, but the server is modern-only: it refused "
+            f"initialize ({error.get('code')}: {str(error.get('message'))[:QUOTE_CHARS]!r}) "
+            f"and supports {MODERN_PROTOCOL_VERSION}; remove --server-era legacy (or set "
+            f'server_era = "auto") to let mcp-rosetta detect the era')
+
+
+def pin_refused(error: Message) -> Message:
+    """`error`, a modern-only server's refusal of `initialize` while the era is pinned to
+    legacy, with a message naming the pin as the cause (its code and data kept)."""
+    return {**error, "message": pin_refusal(error) or error.get("message")}

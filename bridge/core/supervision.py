@@ -15,13 +15,14 @@ from typing import Protocol
 
 from bridge.core.codec import Message
 from bridge.core.context import Context
-from bridge.core.events import EX_UNAVAILABLE, ChildExited
+from bridge.core.events import EX_UNAVAILABLE, SERVER, ChildExited
 from bridge.core.handler import Mode
 from bridge.core.handover import ClientSession
 from bridge.core.jsonrpc import Inbound
 from bridge.core.phase import Phase
-from bridge.core.probe import PROBE_WAITING, Probe
+from bridge.core.probe import PROBE_WAITING, Probe, pin_refused
 from bridge.core.provisional import Overturn
+from bridge.core.recall import Recall
 from bridge.core.restarts import Outage
 from bridge.core.server_life import RECORD_SERVED, ServerLife, ServerState
 from bridge.core.timers import Timers
@@ -55,7 +56,7 @@ class Lifecycle(Protocol):
 class Supervision:
     """One session's servers, one after another, and what each has shown of its era."""
 
-    __slots__ = ("ctx", "life", "lifecycle", "probe", "timers", "verdict")
+    __slots__ = ("ctx", "life", "lifecycle", "probe", "recall", "timers", "verdict")
 
     def __init__(self, ctx: Context, timers: Timers, lifecycle: Lifecycle) -> None:
         self.ctx = ctx
@@ -64,6 +65,8 @@ class Supervision:
         self.life = ServerLife(ctx, timers)
         self.probe = Probe(ctx, timers)
         self.verdict = Verdict(ctx)
+        config = ctx.config
+        self.recall = Recall(config.remembered if config.server_era == "auto" else None)
 
     # Up -----------------------------------------------------------------------------------
 
@@ -71,11 +74,18 @@ class Supervision:
         """ChildStarted: probe the new server, unless it is to go unprobed."""
         unprobed = self.life.started()
         self.verdict.server_started()
-        self.probe.start(skip=unprobed)
+        remembered = not unprobed and self.recall.skips_probe()
+        self.probe.start(skip=unprobed, remembered=remembered)
         if self.probe.era is not None:
+            if remembered or (not unprobed and self.ctx.config.server_era == "legacy"):
+                self.verdict.unconfirmed(self.ctx.now)
+                self.lifecycle.route()
             self._settled()
 
     def _settled(self) -> None:
+        if self.probe.era == "legacy" and self.ctx.config.server_era == "auto":
+            self.recall.settled_legacy()  # its answer to initialize teaches the memory
+            self.lifecycle.route()
         self.life.serving()
         self.lifecycle.choose_mode()
 
@@ -106,8 +116,20 @@ class Supervision:
             if self.probe.era is not None:
                 self._settled()
             return True
+        if self.recall.watching and inbound.kind == "response":
+            self._recall(inbound)
         return verdict.provisional is not None and inbound.kind == "response" \
             and self._overturned(inbound)
+
+    def _recall(self, inbound: Inbound) -> None:
+        """The first answer to `initialize` from a server taken as legacy: it is remembered,
+        or found to be another server than the one remembered, which is forgotten."""
+        if self.lifecycle.asked(inbound.message["id"]) != "initialize":
+            return
+        remember = self.recall.answered(inbound.message)
+        self.lifecycle.route()
+        if remember is not None:
+            self.ctx.actions.append(remember)  # the shell stores it, and logs it
 
     def _overturned(self, inbound: Inbound) -> bool:
         """While the legacy verdict is provisional: whether this answer was the verdict's
@@ -116,15 +138,31 @@ class Supervision:
                                    self.lifecycle.asked(inbound.message["id"]))
         self.lifecycle.route()
         if isinstance(shown, Overturn):
+            if self.ctx.config.server_era == "legacy":
+                self._pin_refused(inbound)
+                return False
             self._correct(shown)
             return True
         return shown
+
+    def _pin_refused(self, inbound: Inbound) -> None:
+        """A modern-only server refused `initialize` while the era is pinned to legacy: the
+        pin stands, and the refusal the handler passes on names it as the cause."""
+        self.verdict.end()
+        self.lifecycle.route()
+        self.ctx.log("warning", "era.pin_refused", side=SERVER, era="legacy",
+                     reason="the server refused initialize as a modern-only server does")
+        inbound.message = {**inbound.message, "error": pin_refused(inbound.message["error"])}
+        inbound.line = None
 
     def _correct(self, overturn: Overturn) -> None:
         """The server is modern after all: the session becomes what it would have been had
         the probe been answered in time. The client's messages since go to the new handler,
         the dropped handler's requests are absorbed when answered."""
         lifecycle = self.lifecycle
+        forget = self.recall.contradicted()
+        if forget is not None:
+            self.ctx.actions.append(forget)
         kept, session = self.verdict.correct(overturn, *lifecycle.abandon_handler())
         lifecycle.hold(kept, session)
         if overturn.discover is None and overturn.error is None:

@@ -1,6 +1,7 @@
-"""The server's era as a verdict the session may still correct: legacy by the probe's timeout
-is provisional until the server answers like a legacy server, and a late answer that shows a
-modern server overturns it, once per server.
+"""The server's era as a verdict the session may still correct: legacy taken without the
+server's word (the probe's timeout, the era remembered from an earlier start, a pin) is
+provisional until the server answers like a legacy server, and an answer that shows a modern
+server overturns it, once per server (a pin is not overturned: the refusal names it).
 
 Must not touch a mode handler: the lifecycle (bridge.py) asks this machine what a server's
 answer shows, then drops the handler, replays what was kept and probes again itself. This
@@ -28,7 +29,8 @@ class VerdictState(Enum):
     """The legacy verdict on one server."""
 
     FINAL = "nothing to correct: the era was answered or pinned, or the legacy verdict stands"
-    PROVISIONAL = "legacy by the probe's timeout: a late answer may still show a modern server"
+    PROVISIONAL = ("legacy without the server's word (timeout, memory, pin): an answer may "
+                   "still show a modern server")
     CORRECTED = "overturned once: this server's era stands until another server starts"
 
 
@@ -62,6 +64,12 @@ class Verdict:
         if self.state is VerdictState.FINAL:
             self._move(VerdictState.PROVISIONAL)
             self.provisional = Provisional(now)
+
+    def unconfirmed(self, now: float) -> None:
+        """The server was taken as legacy without its word (the era pinned or remembered):
+        provisional until it answers, so that a modern-only server's refusal of `initialize`
+        is seen."""
+        self.timed_out(now)
 
     def keep(self, inbound: Inbound) -> None:
         """A client message reaching a handler chosen on the provisional verdict: kept for

@@ -1,5 +1,6 @@
-"""One server process as `mcp-rosetta check` talks to it: requests out, answers by id, the rest
-of its stdout and the last lines of its stderr kept for the report.
+"""A server as `mcp-rosetta check` talks to it (`Asker`), here a process (`Wire`): requests
+out, answers by id, the rest of its stdout and the last lines of its stderr kept for the
+report. A remote server's is check_remote.py's.
 
 Must not decide what to ask or what an answer means (bridge/shell/check.py does); it only
 frames lines, matches responses to requests, and answers the server's own requests with a
@@ -41,14 +42,17 @@ def spawn_with_stderr(spawn: Callable[[], Child]) -> tuple[Child, int]:
     return child, child.stderr
 
 
-class Wire:
-    """A started server: `run` reads it (in a nursery), `request` asks and waits."""
+class Asker:
+    """A server check talks to, wherever it is: requests out, answers matched by id, what is
+    not protocol counted. `request` asks and waits; the kinds say how lines go and come."""
 
-    def __init__(self, child: Child, stderr: int, max_message_bytes: int) -> None:
-        self.child = child
+    kind = "an MCP server"
+    """What the server should be, for a failure's question ("is this ... ?")."""
+
+    def __init__(self) -> None:
         self.started = trio.current_time()
         self.first_byte: float | None = None
-        """When the server's stdout first held a byte, in trio's clock."""
+        """When the server's answers first held a byte, in trio's clock."""
         self.noise: list[str] = []
         self.noise_count = 0
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
@@ -60,18 +64,18 @@ class Wire:
         self.exit_code: int | None = None
         self.signalled = False
         """Whether it had to be sent SIGTERM (or SIGKILL) to end once asked to stop."""
-        self._stdin = trio.lowlevel.FdStream(child.stdin)
-        self._stdout = trio.lowlevel.FdStream(child.stdout)
-        self._stderr = trio.lowlevel.FdStream(stderr)
-        self._lines = LineSplitter(max_message_bytes)
         self._waiting: dict[int, trio.MemorySendChannel[dict[str, Any]]] = {}
         self._next_id = 0
 
     async def run(self) -> None:
-        """Read stdout and stderr until both close."""
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._read_stderr)
-            await self._read_stdout()
+        """Read what the server says until it is stopped (in a nursery)."""
+
+    async def send(self, message: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    async def stop(self, timing: Timing) -> int:
+        """Stop the server as the bridge does; its exit code."""
+        raise NotImplementedError
 
     def next_id(self) -> int:
         self._next_id += 1
@@ -95,6 +99,48 @@ class Wire:
             return None
         finally:
             self._waiting.pop(message["id"], None)
+
+    def _take(self, line: bytes | Oversized) -> dict[str, Any] | None:
+        """One line from the server: an answer handed to its request, or what is not
+        protocol counted; the reply to send when it is a request of the server's own."""
+        message = _message(line)
+        if message is None:
+            self.noise_count += 1
+            if len(self.noise) < NOISE_LINES:
+                shown = f"({line.size} bytes)" if isinstance(line, Oversized) else _text(line)
+                self.noise.append(shown[:NOISE_WIDTH])
+        elif "method" in message and "id" in message:
+            return answer_server_request(message)
+        elif "method" not in message and (send := self._waiting.get(_int_id(message))):
+            with contextlib.suppress(trio.WouldBlock, trio.BrokenResourceError):
+                send.send_nowait(message)  # a second answer to one id is not waited for
+        return None
+
+    def _closed(self) -> None:
+        """The server's output ended: nothing more is answered."""
+        self.closed.set()
+        for send in self._waiting.values():
+            send.close()
+
+
+class Wire(Asker):
+    """A started server process: `run` reads its stdout and stderr."""
+
+    kind = "an MCP server on stdio"
+
+    def __init__(self, child: Child, stderr: int, max_message_bytes: int) -> None:
+        super().__init__()
+        self.child = child
+        self._stdin = trio.lowlevel.FdStream(child.stdin)
+        self._stdout = trio.lowlevel.FdStream(child.stdout)
+        self._stderr = trio.lowlevel.FdStream(stderr)
+        self._lines = LineSplitter(max_message_bytes)
+
+    async def run(self) -> None:
+        """Read stdout and stderr until both close."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._read_stderr)
+            await self._read_stdout()
 
     async def send(self, message: dict[str, Any]) -> None:
         try:
@@ -128,10 +174,11 @@ class Wire:
             if self.first_byte is None:
                 self.first_byte = trio.current_time()
             for line in self._lines.feed(chunk):
-                await self._take(line)
-        self.closed.set()
-        for send in self._waiting.values():
-            send.close()
+                reply = self._take(line)
+                if reply is not None:
+                    with contextlib.suppress(ServerGone):
+                        await self.send(reply)
+        self._closed()
 
     async def _read_stderr(self) -> None:
         rest = b""
@@ -141,23 +188,6 @@ class Wire:
             rest = rest[-NOISE_WIDTH * 4:]
         if rest.strip():
             self.stderr_tail.append(_text(rest))
-
-    async def _take(self, line: bytes | Oversized) -> None:
-        message = _message(line)
-        if message is None:
-            self.noise_count += 1
-            if len(self.noise) < NOISE_LINES:
-                shown = f"({line.size} bytes)" if isinstance(line, Oversized) else _text(line)
-                self.noise.append(shown[:NOISE_WIDTH])
-        elif "method" in message and "id" in message:
-            await self._answer(message)
-        elif "method" not in message and (send := self._waiting.get(_int_id(message))):
-            with contextlib.suppress(trio.WouldBlock, trio.BrokenResourceError):
-                send.send_nowait(message)  # a second answer to one id is not waited for
-
-    async def _answer(self, request: dict[str, Any]) -> None:
-        with contextlib.suppress(ServerGone):
-            await self.send(answer_server_request(request))
 
 
 async def _receive(stream: trio.lowlevel.FdStream) -> bytes:

@@ -69,6 +69,9 @@ class ShellConfig:
     """The server's working directory (absolute); None: the bridge's own."""
     transcript: str | None = None
     """A file to append every message of the four legs to, one JSON line each; None: off."""
+    remember_era: bool = True
+    """Remember a legacy server command's era in the user's state directory, so that its next
+    start skips the probe (servers/era_memory.py); False: probe at every start."""
     config_file: str | None = None
     """The configuration file these settings came from, if any (named in the first log line)."""
 

@@ -12,6 +12,7 @@ from tests.core.harness import (
     answer,
     fail,
     initialize,
+    modern,
     modern_meta,
     one,
     request,
@@ -379,3 +380,48 @@ def test_roots_unused_outside_mode_b_are_said_once(client: str, mode: str) -> No
     assert len(warned) == (mode != "B")
     if warned:
         assert warned[0].level == "warning" and "mode B" in warned[0].fields["reason"]
+
+
+# A pin to legacy on a modern-only server ------------------------------------------------
+
+MODERN_ONLY = {"supported": ["2026-07-28"]}
+
+
+def test_a_modern_only_servers_refusal_names_the_pin_to_legacy_and_its_fix() -> None:
+    h = Harness(CoreConfig(server_era="legacy"))
+    h.start()
+    forwarded = one(h.client(initialize()), "server")
+    actions = h.server(fail(forwarded, -32022, "Unsupported protocol version", MODERN_ONLY))
+    refused = one(actions, "client")
+    assert refused["id"] == 0 and refused["error"]["code"] == -32022
+    assert refused["error"]["data"] == MODERN_ONLY
+    assert refused["error"]["message"].startswith(
+        "server_era is pinned to legacy, but the server is modern-only")
+    assert "remove --server-era legacy" in refused["error"]["message"]
+    assert h.bridge.mode == "P"  # the pin stands: not corrected to modern
+    assert [a.fields["reason"] for a in actions if isinstance(a, Log)
+            and a.event == "era.pin_refused"] == [
+        "the server refused initialize as a modern-only server does"]
+
+
+def test_a_modern_clients_error_names_the_pin_when_the_bridges_own_initialize_is_refused(
+) -> None:
+    h = Harness(CoreConfig(server_era="legacy"))
+    h.start()
+    handshake = one(h.client(modern(1, "tools/list")), "server")
+    assert handshake["method"] == "initialize"
+    actions = h.server(fail(handshake, -32022, "Unsupported protocol version", MODERN_ONLY))
+    refused = one(actions, "client")
+    assert refused["id"] == 1
+    assert "server_era is pinned to legacy, but the server is modern-only" in \
+        refused["error"]["message"]
+
+
+def test_a_pinned_legacy_server_that_answers_initialize_is_served_as_before() -> None:
+    h = Harness(CoreConfig(server_era="legacy"))
+    h.start()
+    forwarded = one(h.client(initialize()), "server")
+    result = {"protocolVersion": "2025-11-25", "capabilities": {},
+              "serverInfo": {"name": "s", "version": "1"}}
+    assert one(h.server(answer(forwarded, result)), "client")["result"] == result
+    assert h.bridge.supervision.verdict.provisional is None

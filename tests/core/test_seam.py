@@ -37,6 +37,12 @@ NEEDS = {
         "bridge.core.jsonrpc": "builds its legacy list requests as the bridge does",
         "bridge.core.probe": "sends the bridge's probe and judges its answer the same way, "
                              "so what the check reports is what the bridge will meet",
+        "bridge.core.recall": "tells the server it meets from the one remembered as the "
+                              "bridge does (the name and version it gives)",
+    },
+    "shell/servers/stderr.py": {
+        "bridge.core.probe": "tells a server's complaint about the probe from its other lines, "
+                             "to log the burst as one event",
     },
     "check_client.py": {
         "bridge.core.jsonrpc": "builds the legacy handshake as the bridge does, and answers a "

@@ -134,6 +134,34 @@ def test_published_server_everything() -> None:
     assert report["modes"] == {"legacy": "P", "modern": "B"}
 
 
+def test_a_pin_to_modern_that_a_legacy_server_contradicts_fails_naming_the_fix() -> None:
+    server = venvs.published_server("server-everything")
+    code, report, stderr = check(server, "--server-era", "modern")
+    assert code == EX_UNAVAILABLE
+    assert report["failure"] == (
+        "server_era is pinned to modern, but the server answered server/discover like a "
+        "legacy server (error -32601: 'Method not found'); remove --server-era modern (or set "
+        'server_era = "auto") to let mcp-rosetta detect the era')
+    assert report["era_reason"] == "pinned, yet it answered server/discover with error -32601"
+    assert stderr == f"mcp-rosetta: server unavailable: {report['failure']}\n"
+    text = subprocess.run([sys.executable, "-m", "bridge", "check", "--server-era", "modern",
+                           *server], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL).stdout
+    assert text.startswith("mcp-rosetta check --server-era modern -- ")
+
+
+def test_a_pin_to_legacy_on_a_modern_only_server_fails_naming_the_pin(
+        modern_python: venvs.SdkPython) -> None:
+    code, report, _ = check(modern_python.peer("modern_server"), "--server-era", "legacy")
+    assert code == EX_UNAVAILABLE
+    assert report["failure"] == (
+        "server_era is pinned to legacy, but the server is modern-only: it refused initialize "
+        "(-32022: 'this server speaks only 2026-07-28; initialize is not accepted') and "
+        'supports 2026-07-28; remove --server-era legacy (or set server_era = "auto") to let '
+        "mcp-rosetta detect the era")
+    assert report["options"] == ["--server-era", "legacy"]
+
+
 def test_published_mcp_server_time_is_dual_era() -> None:
     code, report, _ = check(venvs.published_server("mcp-server-time"))
     assert code == 0
@@ -177,6 +205,10 @@ def test_a_silent_server_is_legacy_by_timeout_and_69_without_initialize(
         "legacy", "no answer to server/discover in 0.2 s")
     assert report["failure"] == ("no answer to initialize in 0.3 s (handshake_timeout); is "
                                  "this an MCP server on stdio?")
+    assert report["notes"] == [
+        "each start waits 0.2 s (probe_timeout) for an answer to server/discover before the "
+        'server is taken as legacy: --server-era legacy (server_era = "legacy") skips the '
+        "probe"]
 
 
 
@@ -202,7 +234,8 @@ def test_a_silent_server_pinned_modern_is_69_after_the_probe() -> None:
     assert code == EX_UNAVAILABLE
     assert report["era"] == "modern"
     assert report["failure"] == ("no answer to server/discover in 0.2 s (probe_timeout); is "
-                                 "this an MCP server on stdio?")
+                                 "this an MCP server on stdio? A legacy server that ignores "
+                                 "the probe needs no --server-era modern: remove it")
 
 
 def test_a_server_that_closes_its_output_but_lives_on_is_named_so() -> None:

@@ -1,5 +1,6 @@
-"""A launcher that eats every `--` (the MCP Inspector CLI) launches the bridge with the
-server command right after the bridge's options, and shows the bridge's usage errors.
+"""A launcher that eats every `--` (the MCP Inspector CLI, its 2.x line and its 0.x line)
+launches the bridge with the server command right after the bridge's options, and shows the
+bridge's usage errors.
 
 The Inspector's CLI (its `--cli` form, stdio transport) drops each `--` it is given, and
 shows nothing of its server's stderr: the bridge must take the server command without `--`,
@@ -46,6 +47,37 @@ def test_the_inspector_launches_the_bridge_without_dashes(
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     tools = {tool["name"] for tool in json.loads(proc.stdout)["result"]["tools"]}
     assert "echo" in tools
+
+
+# Published servers of both eras: server-everything is legacy, mcp-server-time dual-era.
+PUBLISHED = {"server-everything": "echo", "mcp-server-time": "get_current_time"}
+
+
+@pytest.fixture(scope="module")
+def inspector_0_15() -> list[str]:
+    prefix = venvs.npm_client("inspector-0.15")
+    return [cs.node(), str(prefix / "node_modules" / ".bin" / "mcp-inspector"), "--cli"]
+
+
+@pytest.mark.parametrize("server", sorted(PUBLISHED))
+def test_the_inspector_0_15_launches_the_bridge_before_a_published_server(
+        inspector_0_15: list[str], server: str, tmp_path: Path) -> None:
+    cmd = [*inspector_0_15, sys.executable, "-m", "bridge", *venvs.published_server(server),
+           "--method", "tools/list"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                          stdin=subprocess.DEVNULL, env={**os.environ, "HOME": str(tmp_path)})
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert PUBLISHED[server] in {tool["name"] for tool in json.loads(proc.stdout)["tools"]}
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize("server", sorted(PUBLISHED))
+def test_the_inspector_launches_the_bridge_before_a_published_server(
+        inspector: list[str], era: str, server: str, tmp_path: Path) -> None:
+    proc = inspect(inspector, venvs.published_server(server), era, tmp_path)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    tools = {tool["name"] for tool in json.loads(proc.stdout)["result"]["tools"]}
+    assert PUBLISHED[server] in tools
 
 
 def test_the_inspector_shows_the_bridges_usage_error(

@@ -74,6 +74,9 @@ NPM_CLIENTS = {
         "../@modelcontextprotocol/client/package.json"),
     # Needs node >= 22.19: run under conformance_suite.node().
     "inspector": Published("npm", ("@modelcontextprotocol/inspector@2.12.0",), "mcp-inspector"),
+    # Its 0.x line, as many users still run it: a legacy-era client.
+    "inspector-0.15": Published("npm", ("@modelcontextprotocol/inspector@0.15.0",),
+                                "mcp-inspector"),
     "mcp-remote": Published("npm", ("mcp-remote@0.15.1",), "mcp-remote"),
     # Not a client either: the authorization server of tests/e2e/test_remote_oauth_server.py,
     # run by peers/oauth_server.mjs under conformance_suite.node() (it wants node >= 22).

@@ -17,7 +17,16 @@ from structlog.testing import capture_logs
 
 from bridge.config import build
 from bridge.core.config import CoreConfig
-from bridge.core.events import Action, ChildExited, Event, MessageReceived, ShutdownRequested, Stop
+from bridge.core.events import (
+    Action,
+    ChildExited,
+    ChildStarted,
+    Event,
+    MessageReceived,
+    Remember,
+    ShutdownRequested,
+    Stop,
+)
 from bridge.errors import ConfigError
 from bridge.shell import logs
 from bridge.shell.servers.start_failure import NotStarted
@@ -89,7 +98,7 @@ async def running(tmp_path: Path, config: Settings | None = None,
                   core: Callable[[], Any] = EchoCore, watchdog: float | None = None,
                   serving: bool = True,
                   apply: Callable[[Daemon, Settings], None] = Daemon.reload,
-                  ) -> AsyncIterator[Running]:
+                  configs: list[CoreConfig] | None = None) -> AsyncIterator[Running]:
     config = config or settings()
     path = tmp_path / "daemon.sock"
     listener = bind_unix(replace(config.daemon, listen=str(path)))
@@ -98,7 +107,9 @@ async def running(tmp_path: Path, config: Settings | None = None,
     notified: list[str] = []
     reads: list[Settings | Exception] = []
 
-    def make_core(_: CoreConfig) -> Any:
+    def make_core(config: CoreConfig) -> Any:
+        if configs is not None:
+            configs.append(config)
         cores.append(core())
         return cores[-1]
 
@@ -145,6 +156,31 @@ async def test_each_connection_is_a_session_with_its_own_server(
         assert ids(await second.lines(1)) == [3]
         await second.aclose()
     assert [e["session"] for e in d.events("session.ended")] == [1, 2]
+
+
+class LearningCore(EchoCore):
+    """Learns the server is legacy as it starts, as the core does at its answer to
+    initialize."""
+
+    def react(self, event: Event, now: float) -> list[Action]:
+        if isinstance(event, ChildStarted):
+            return [Remember("legacy", {"name": "a", "version": "1"}, "learned")]
+        return super().react(event, now)
+
+
+async def test_each_session_starts_with_what_the_sessions_before_remembered(
+        tmp_path: Path, autojump_clock: Any) -> None:
+    configs: list[CoreConfig] = []
+    async with running(tmp_path, core=LearningCore, configs=configs) as d:
+        for _ in range(2):
+            client = await d.client()
+            await client.send(b'{"id":1}')
+            assert ids(await client.lines(1)) == [1]
+            await client.close_writing()
+            await client.expect_eof()
+            await d.sessions(0)
+    assert [c.remembered for c in configs] == [None, {"name": "a", "version": "1"}]
+    assert [e["reason"] for e in d.events("era.remembered")] == ["learned", "learned"]
 
 
 async def test_one_connection_over_the_limit_is_refused_by_name(

@@ -247,6 +247,24 @@ def test_a_reload_whose_command_cannot_be_found_is_refused_and_the_rules_stay(
     assert notified[1:] == ["READY=1"]
 
 
+def test_a_reload_warns_of_a_token_file_open_to_others(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("a-token\n")
+    tokens.chmod(0o600)
+    before = load_settings(None, {"command": ("true",), "token_file": str(tokens)})
+    tokens.chmod(0o644)  # loosened while the front runs
+    front = ReloadedFront()
+    log = logs.logger()
+    reloading = http_main.Reloading(front, before, "127.0.0.1", log)  # type: ignore[arg-type]
+    with capture_logs() as captured:
+        reloading.apply(before)
+    assert (captured[0]["event"], captured[0]["log_level"]) == (
+        "http.token_file_exposed", "warning")
+    assert captured[0]["fix"] == (f"token_file {tokens} is open to other users (mode 0644): "
+                                  f"anyone who reads it can use the server; chmod 600 {tokens}")
+    assert len(front.reloads) == 1
+
+
 # Health ------------------------------------------------------------------------------------
 
 async def test_healthz_answers_whatever_the_host_and_without_a_token(

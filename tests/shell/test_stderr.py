@@ -11,8 +11,9 @@ from typing import Any
 import trio
 
 from bridge.core.events import Action, ChildExited, Event, MessageReceived, RestartChild, Stop
+from bridge.core.probe import PROBE_COMPLAINT
 from bridge.shell import logs
-from bridge.shell.servers.stderr import BURST, LINE_MAX, TAIL_LINES
+from bridge.shell.servers.stderr import BURST, LINE_MAX, QUIET, TAIL_LINES
 from bridge.shell.servers.supervisor import EOF_WAIT
 from tests.shell.fakes import EchoCore, FakeChild, Spawner
 from tests.shell.harness import bridged
@@ -74,6 +75,56 @@ async def test_a_flood_is_counted_not_logged_and_the_server_never_waits(
         assert len(h.events("server.stderr")) == BURST + 1
         await h.client.close_writing()
         await h.join()
+
+
+# What an `mcp` 1.x server writes when it cannot read the probe, shortened.
+COMPLAINT = (b"Failed to validate request: 31 validation errors for ClientRequest\n"
+             b"PingRequest.method\n"
+             b"  Input should be 'ping' [type=literal_error, input_value='server/discover']\n"
+             + b"".join(b"  Field required [type=missing] %d\n" % n for n in range(60)))
+
+
+def info_lines(h: Any) -> list[dict[str, Any]]:
+    return [e for e in h.events("server.stderr") if e["log_level"] == "info"]
+
+
+async def test_a_burst_about_the_probe_is_one_event_its_lines_at_debug(
+        autojump_clock: Any) -> None:
+    async with bridged(EchoCore()) as h:
+        child = await h.spawner.nth(0)
+        child.complain(b"starting\n")
+        await trio.sleep(1)
+        cut = COMPLAINT.index(b"server/discover") + 100
+        child.complain(COMPLAINT[:cut])  # the burst in two writes close together
+        await trio.sleep(QUIET / 2)
+        child.complain(COMPLAINT[cut:])
+        await trio.sleep(1)
+        child.complain(b"Processing request of type ListToolsRequest\n")
+        await trio.sleep(1)
+        shown = [(e["line"], e.get("lines"), e.get("about")) for e in info_lines(h)]
+        assert shown == [
+            ("starting", None, None),
+            ("Failed to validate request: 31 validation errors for ClientRequest", 63,
+             PROBE_COMPLAINT),
+            ("Processing request of type ListToolsRequest", None, None)]
+        debug = [e["line"] for e in h.events("server.stderr") if e["log_level"] == "debug"]
+        assert debug == COMPLAINT.decode().splitlines()
+        await h.client.close_writing()
+        await h.join()
+
+
+async def test_a_burst_about_the_probe_cut_short_by_the_exit_is_summarised_and_in_the_tail(
+        autojump_clock: Any) -> None:
+    core = ExitCore()
+    async with bridged(core) as h:
+        child = await h.spawner.nth(0)
+        child.complain(COMPLAINT + b"Traceback: the last words")  # no newline
+        child.exit(1)
+        assert await h.join() == 0
+        (event,) = info_lines(h)
+        assert event["lines"] == 64
+    (_, exited), = core.of(ChildExited)
+    assert exited.stderr_tail[-1] == "Traceback: the last words"
 
 
 class ExitCore(EchoCore):

@@ -202,6 +202,9 @@ class Reloading:
         gate = self._front.access.gate  # the issuer's keys stay: [oauth] needs a restart
         if gate is None:
             _require_tokens(self._bound, tokens)
+        loose = exposed(settings.daemon.token_file)  # a file changed since the start, too
+        if loose is not None:
+            self._log.warning("http.token_file_exposed", fix=loose)
         changed = _changed(self._settings, settings)
         self._front.reload(_access(settings, _tokens(self._front.access.tokens, tokens), gate),
                            settings.daemon.max_connections)

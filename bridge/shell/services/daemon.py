@@ -18,6 +18,7 @@ import itertools
 import os
 import socket
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import trio
@@ -29,6 +30,7 @@ from bridge.errors import ConfigError, ServerUnavailable
 from bridge.shell.clients.fd_client import FdClient
 from bridge.shell.logs import Logger
 from bridge.shell.servers.child import Child, spawner
+from bridge.shell.servers.era_memory import remembering, storing
 from bridge.shell.servers.start_failure import NotStarted
 from bridge.shell.servers.supervisor import Spawn
 from bridge.shell.services.service import NO_ROOM, REFUSAL_WAIT, accept_all
@@ -149,8 +151,13 @@ class Daemon:
             with connection:
                 await self._answer(connection, str(exc))
             return
-        session = Session(self._make_core(settings.core), log, settings=sessions,
+        core, memory = settings.core, remembering(settings.shell, settings.core)
+        if memory is not None:
+            core = replace(core, remembered=memory.load())
+        session = Session(self._make_core(core), log, settings=sessions,
                           transcript=self._transcript(settings.shell.transcript, number, log))
+        if memory is not None:
+            session.driver.remember = storing(memory, log)
         self._sessions.add(session)
         log.info("session.started")
         client = FdClient(connection.detach(), out, log)

@@ -8,6 +8,8 @@ an SDK) then overlaps ours (trio, the core) on the other CPU instead of followin
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bridge.core.config import CoreConfig
 from bridge.errors import ServerUnavailable
 from bridge.shell.fdio.stdio import take_stdio
@@ -29,9 +31,15 @@ def run_stdio(core_config: CoreConfig, shell: ShellConfig) -> int:
         first = spawn()
     except ServerUnavailable as exc:  # the session tells the client why, and the log
         first = exc
+    # What is remembered of it is read while it starts: the core needs it only then.
+    from bridge.shell.servers.era_memory import remembering
+
+    memory = remembering(shell, core_config)
+    if memory is not None:
+        core_config = replace(core_config, remembered=memory.load())
     from bridge.shell.services.stdio_main import serve_stdio
 
-    return serve_stdio(core_config, shell, fds, first, spawn)
+    return serve_stdio(core_config, shell, fds, first, spawn, memory)
 
 
 def _run_remote(core_config: CoreConfig, shell: ShellConfig) -> int:

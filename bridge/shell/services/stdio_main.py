@@ -25,6 +25,7 @@ from bridge.shell.clients.fd_client import FdClient
 from bridge.shell.early_log import EarlyLog
 from bridge.shell.fdio.stdio import ProtocolFds
 from bridge.shell.servers.child import ProcessChild
+from bridge.shell.servers.era_memory import EraMemory, storing
 from bridge.shell.servers.supervisor import Spawn
 from bridge.shell.services.notify import Notifier
 from bridge.shell.services.orphans import Orphans
@@ -50,7 +51,8 @@ LOG_IDLE_AT_MOST = 5.0
 
 
 def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
-                first: ProcessChild | ServerUnavailable, spawn: Spawn) -> int:
+                first: ProcessChild | ServerUnavailable, spawn: Spawn,
+                memory: EraMemory | None = None) -> int:
     early, log = _started(shell)
     settings = SessionSettings.of(shell)
     session = Session(
@@ -61,6 +63,8 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
         orphans=Orphans(),
         transcript=_transcript(shell, log),
     )
+    if memory is not None:
+        session.driver.remember = storing(memory, log)
     return _run(session, Servers(settings, spawn=spawn).opener(log), fds, first, log, early)
 
 

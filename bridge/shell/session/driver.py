@@ -26,6 +26,7 @@ from bridge.core.events import (
     MessageTooLarge,
     NotifyReady,
     PeerClosed,
+    Remember,
     RestartChild,
     Send,
     Side,
@@ -82,6 +83,8 @@ class Driver:
         """The longest line taken whole (bytes); a longer one reaches the core cut short."""
         self._notify = notify
         self._debug = debug
+        self.remember: Callable[[Remember], None] = _remember_nothing
+        """Where the server command's era is stored (the stdio bridge's era memory)."""
         self.client: Outbox | None = None
         self.server: Server | None = None
         self.clock: Clock | None = None
@@ -195,6 +198,8 @@ class Driver:
                 self._notify("READY=1")
             case Status(text=text):
                 self._notify(f"STATUS={text}")
+            case Remember():
+                self.remember(action)
             case Stop(code=code):
                 if self.stop_code is None:
                     self.stop_code = code
@@ -229,6 +234,10 @@ class Driver:
         assert self.transcript is not None
         Driver._flush(self)
         self.transcript.flush()
+
+
+def _remember_nothing(remember: Remember) -> None:
+    """A session with no era memory (the daemon's, the HTTP front's) stores nothing."""
 
 
 def _unattached(send: Send) -> None:
