@@ -186,10 +186,6 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
                                "the front cannot tell users apart")
         http.add_argument("--tenant-idle", type=_seconds_flag, metavar="DURATION",
                           help="a tenant with no request for this long ends (30m)")
-        http.add_argument("--max-servers", type=_count_flag, metavar="N",
-                          help="server processes of one tenant: a call that may be asked "
-                               "for input runs alone at one, so up to N such calls run at "
-                               "once (8)")
         http.add_argument("--max-servers-total", type=_count_flag, metavar="N",
                           help="server processes the front runs beyond each tenant's "
                                "first (64)")
@@ -261,6 +257,11 @@ def bridge_options(p: argparse.ArgumentParser, check: bool = False,
                    help="auto probes with server/discover (default); or pin the server's era")
     p.add_argument("--probe-timeout", type=_seconds_flag, metavar="DURATION",
                    help="wait this long for the probe before taking the server as legacy (5s)")
+    if not check:
+        p.add_argument("--max-servers", type=_count_flag, metavar="N",
+                       help="processes of a legacy server for a modern client (a tenant): "
+                            "a call that may be asked for input runs alone at one, so up "
+                            "to N such calls run at once (1; 8 on the HTTP front)")
     _command_arguments(p)
     add_server_options(p, _checked, transcript=not check)
     if remote:

@@ -358,6 +358,10 @@ CORE_KEYS: dict[str, Check] = {
     "roots_settle": seconds,
 }
 SHELL_KEYS: dict[str, Check] = {
+    "max_servers": count,
+    "min_servers": count,
+    "server_idle": seconds,
+    "max_servers_total": count_or_zero,
     "command": command,
     "url": server_url,
     "headers": header_table,
@@ -388,10 +392,6 @@ DAEMON_KEYS: dict[str, Check] = {
     "session_idle": seconds,
     "max_tenants": count,
     "tenant_idle": seconds,
-    "max_servers": count,
-    "min_servers": count,
-    "server_idle": seconds,
-    "max_servers_total": count_or_zero,
     "allowed_hosts": _list_of(http_host, '["mcp.example.com", "mcp.example.com:443"]'),
     "allowed_origins": _list_of(http_origin, '["https://app.example.com"]'),
     "token_file": file_path,
@@ -411,7 +411,8 @@ TIMING_KEYS = ("shutdown_grace", "kill_grace", "drain_timeout")
 SHELL_FIELDS = ("command", "url", "headers", "oauth_client_id", "oauth_client_secret_file",
                 "oauth_client_metadata_url", "oauth_client_credentials", "connect_timeout",
                 "read_timeout", "max_upstream_connections", "log_format", "max_message_bytes",
-                "env", "pass_env", "cwd", "transcript", "remember_era", "config_file")
+                "env", "pass_env", "cwd", "transcript", "remember_era", "config_file",
+                "max_servers", "min_servers", "server_idle", "max_servers_total")
 SECRET_KEYS = frozenset({"env", "headers"})
 """Keys whose values are never echoed in an error (they may hold secrets)."""
 MERGED_KEYS = ("env", "pass_env", "headers", "allowed_hosts", "allowed_origins")

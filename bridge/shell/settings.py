@@ -58,6 +58,19 @@ class ShellConfig:
     """json, console, or auto (console on a TTY, else JSON lines)."""
     max_message_bytes: int = 64 * 1024 * 1024
     """The longest line either peer may send; a longer one is discarded as it streams in."""
+    max_servers: int | None = None
+    """Server processes for one modern client (on the HTTP front: one tenant), of a legacy
+    server. A legacy server's request names no call, so a call that may be asked for input
+    runs alone at its process: up to this many run at once, each at its own, and one more
+    waits, in order, for one to be free. None: 8 on the HTTP front, 1 on stdio and the Unix
+    daemon."""
+    min_servers: int = 1
+    """Processes of a pool never stopped for idleness (its first at least)."""
+    server_idle: float = 300.0
+    """Seconds a pool's process beyond min_servers may hold no call before it is stopped."""
+    max_servers_total: int = 64
+    """HTTP front: processes run for the tenants' pools beyond each tenant's first; a call
+    that needs one more while every process of its tenant is busy is refused naming this."""
     timing: Timing = field(default_factory=Timing)
     """Grace periods of the child's shutdown, and the client's drain."""
     env: tuple[tuple[str, str | None], ...] = ()
@@ -102,18 +115,6 @@ class DaemonConfig:
     tenant_idle: float = 1800.0
     """HTTP front: seconds with no request and no open stream after which a tenant ends and
     its server is stopped."""
-    max_servers: int = 8
-    """HTTP front: server processes of one tenant. A legacy server's request names no call,
-    so a call that may be asked for input runs alone at its process: up to this many run at
-    once, each at its own, and one more waits, in order, for one to be free."""
-    min_servers: int = 1
-    """HTTP front: processes of one tenant never stopped for idleness (its first at least)."""
-    server_idle: float = 300.0
-    """HTTP front: seconds a tenant's process beyond min_servers may hold no call before it
-    is stopped."""
-    max_servers_total: int = 64
-    """HTTP front: processes run for the tenants' pools beyond each tenant's first; a call
-    that needs one more while every process of its tenant is busy is refused naming this."""
     allowed_hosts: tuple[str, ...] = ()
     """HTTP front: Host values it accepts beside its own names (lower case): `name` (any
     port) or `name:port` (that port only)."""

@@ -48,6 +48,10 @@ NEEDS = {
         "bridge.core.jsonrpc": "builds the legacy handshake as the bridge does, and answers a "
                                "request the server sends the check with an error",
     },
+    "shell/clients/fd_pool.py": {
+        "bridge.core.modern_server_legacy_client.placement": "a stdio client's lines go to the "
+            "pool only once its first session serves mode B (placement.load_of)",
+    },
     "shell/session/pool.py": {
         "bridge.core.modern_server_legacy_client.placement": "a tenant's pool places each "
             "request where mode B's attribution rules say it may go",

@@ -22,6 +22,7 @@ import conformance_suite as cs
 import pytest
 import venvs
 
+COLD_AT_MOST_S = 6.0
 WAIT = 60.0
 ALICE, BOB = "alice-token-1", "bob-token-2"
 ELICITATION = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -154,7 +155,9 @@ def test_parallel_calls_that_may_be_asked_run_at_once_each_at_a_process_of_its_o
     """8 concurrent 1-s calls declaring elicitation, at the front's default settings: each
     is asked its own question (the answer names the call) at a process of its own."""
     cold, warm = pool_rounds(front, modern_python, ALICE, 8, rounds=2)
-    assert cold["seconds"] < 3.0, cold
+    # From cold, 8 server processes start at once: about 0.6 s of CPU each (Python, mcp,
+    # pydantic), 2.5 s on 2 cores before any answers; one process would take 8 s.
+    assert cold["seconds"] < COLD_AT_MOST_S, cold
     assert warm["seconds"] < 1.5, warm
     for round_, run in enumerate((cold, warm)):
         results = run["results"]

@@ -19,6 +19,7 @@ from bridge.config import (
 from bridge.core.config import CoreConfig
 from bridge.errors import ConfigError
 from bridge.shell.servers.supervisor import Timing
+from bridge.shell.session.pool import FRONT_MAX_SERVERS, PoolSettings
 
 EXAMPLE = Path(__file__).parents[2] / "config" / "mcp-rosetta.toml"
 
@@ -103,12 +104,14 @@ def test_the_http_front_parks_calls_as_long_as_stdio_and_sizes_its_pools(
     """A parked call holds its own process of its tenant's pool: no shorter parking there."""
     http = {"listen": "http://127.0.0.1:8808/mcp"}
     assert load_settings(None, http).core.parked_timeout == 900.0
-    daemon = load_settings(None, http).daemon
-    assert (daemon.max_servers, daemon.min_servers, daemon.server_idle,
-            daemon.max_servers_total) == (8, 1, 300.0, 64)
+    shell = load_settings(None, http).shell
+    assert (shell.max_servers, shell.min_servers, shell.server_idle,
+            shell.max_servers_total) == (None, 1, 300.0, 64)  # None: the mode's default
+    assert PoolSettings.of(shell, FRONT_MAX_SERVERS).max_servers == 8
     config = tmp_path / "c.toml"
     config.write_text('command = ["a"]\nmax_servers = 3\nserver_idle = "1m"\n')
-    daemon = load_settings(str(config), http).daemon
-    assert (daemon.max_servers, daemon.server_idle) == (3, 60.0)
+    shell = load_settings(str(config), http).shell
+    assert (shell.max_servers, shell.server_idle) == (3, 60.0)
+    assert PoolSettings.of(shell, FRONT_MAX_SERVERS).max_servers == 3
 
 

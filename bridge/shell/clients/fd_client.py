@@ -21,6 +21,7 @@ from bridge.shell.fdio.pump import Throttle, pump
 from bridge.shell.logs import Logger
 
 if TYPE_CHECKING:
+    from bridge.shell.clients.fd_pool import PooledLines
     from bridge.shell.session.batch import Batch
     from bridge.shell.session.driver import Driver
 
@@ -30,8 +31,11 @@ class FdClient:
     its first bytes (the stdio bridge waits for it to import what its first answer does
     not need)."""
 
-    def __init__(self, fd_in: int, fd_out: int, log: Logger) -> None:
+    def __init__(self, fd_in: int, fd_out: int, log: Logger,
+                 pooled: PooledLines | None = None) -> None:
         self._in = fd_in
+        self.pooled = pooled
+        """The pool the client's lines go to (`fd_pool.py`); None: the driver takes them."""
         self._out = fd_out
         self._log = log
         self._driver: Driver | None = None
@@ -47,6 +51,8 @@ class FdClient:
         self._driver, self._nursery = driver, nursery
         self.batch = driver.batch(outlet, CLIENT)
         self.batch.peer = FirstWrite(self.batch, outlet, self.written)
+        if self.pooled is not None:
+            self.pooled.open(driver, nursery)
 
     @property
     def throttle(self) -> Throttle:
@@ -57,7 +63,8 @@ class FdClient:
         driver, nursery, outlet = self._driver, self._nursery, self.outlet
         assert driver is not None and nursery is not None and outlet is not None
         read = partial(pump, self._in, CLIENT, driver, driver.limit, (server, outlet),
-                       reader_gone=outlet.reader_gone)
+                       reader_gone=outlet.reader_gone,
+                       deliver=None if self.pooled is None else self.pooled.lines)
         nursery.start_soon(read, name="read-client")
 
     def send(self, send: Send) -> None:
@@ -68,6 +75,8 @@ class FdClient:
 
     async def drain(self, stall_timeout: float) -> None:
         assert self.outlet is not None
+        if self.pooled is not None:  # the other processes' answers go out first
+            await self.pooled.pool.end_others(stall_timeout)
         self._tell_dropped(await self.outlet.drain(stall_timeout))
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ import trio
 
 from bridge.core.events import PeerClosed, Side
 from bridge.shell.fdio import fdio
-from bridge.shell.fdio.lines import LineSplitter
+from bridge.shell.fdio.lines import Line, LineSplitter
 
 if TYPE_CHECKING:
     from bridge.shell.session.driver import Driver, Source
@@ -33,18 +33,24 @@ class Throttle(Protocol):
     async def relieved(self) -> None: ...
 
 
+Deliver = Callable[[Side, list[Line], "Source | None"], None]
+"""Where a read's lines go (`Driver.lines`, unless a pool places them)."""
+
+
 async def pump(fd: int, side: Side, driver: Driver, limit: int, throttles: Sequence[Throttle],
                source: Source | None = None,
-               reader_gone: Callable[[], bool] | None = None) -> None:
+               reader_gone: Callable[[], bool] | None = None,
+               deliver: Deliver | None = None) -> None:
     """Read `fd` until EOF (an error counts as EOF), then report PeerClosed; owns `fd`.
 
     `source` is the server generation the lines come from (None for the client); once it is
     retired, what it still says is dropped. `reader_gone` says, at EOF, whether the peer
-    cannot read any more either (PeerClosed.gone).
+    cannot read any more either (PeerClosed.gone). `deliver` takes each read's lines instead
+    of the driver (a pool places them: `clients/fd_pool.py`).
     """
     restore_blocking = fdio.make_nonblocking(fd)
     splitter = LineSplitter(limit)
-    deliver = driver.lines
+    deliver = driver.lines if deliver is None else deliver
     streak = 0
     widened = False
     try:

@@ -132,7 +132,7 @@ class Front:
         self._pool = pool
         self._processes = Processes(pool.max_servers_total)
         self.mapping = Mapping(log, stream_backlog)
-        self._clients = ModernClients(self._pool_of(self.mapping, log, core), log)
+        self._clients = ModernClients(self.mapping, self._pool_of(self.mapping, log, core), log)
         self.tenants = Tenants(max_tenants if make_core is not None else 0, self._clients)
         self._tenant_idle = tenant_idle
         self._bodies = Bodies(BODIES_HELD * settings.max_message_bytes)
@@ -272,10 +272,11 @@ class Front:
         log = self._log.bind(tenant=credential.digest)
         # The front's own session probed the server: a tenant's need not, if it found it legacy.
         first = self._make_core("", self._core.legacy_server)
-        pool = self._pool_of(Mapping(log, self._stream_backlog), log, first)
-        tenant = ModernClients(pool, log, credential, idle=self._tenant_idle)
+        mapping = Mapping(log, self._stream_backlog)
+        tenant = ModernClients(mapping, self._pool_of(mapping, log, first), log, credential,
+                               idle=self._tenant_idle)
         self.tenants.add(tenant)
-        session = Session(pool.first.core, log, settings=self._settings)
+        session = Session(tenant.first.core, log, settings=self._settings)
         self._session_tasks.start_soon(self._run_tenant, tenant, session, log,
                                        name=f"tenant-{credential.digest}")
         return tenant

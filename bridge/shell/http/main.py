@@ -35,7 +35,7 @@ from bridge.shell.services.listeners import tcp_listener
 from bridge.shell.services.notify import Notifier
 from bridge.shell.services.orphans import Orphans
 from bridge.shell.services.service import Service, watchdog_interval
-from bridge.shell.session.pool import PoolSettings
+from bridge.shell.session.pool import FRONT_MAX_SERVERS, PoolSettings
 from bridge.shell.session.server_side import check_reload, servers_for
 from bridge.shell.session.session import SessionSettings
 from bridge.shell.settings import Settings
@@ -97,8 +97,7 @@ def run_http(settings: Settings, reload: Reload) -> int:
                       make_core=own_core, max_sessions=daemon.max_sessions,
                       session_idle=daemon.session_idle, max_tenants=daemon.max_tenants,
                       tenant_idle=daemon.tenant_idle, idle_timeout=daemon.connection_idle,
-                      pool=PoolSettings(daemon.max_servers, daemon.min_servers,
-                                        daemon.server_idle, daemon.max_servers_total),
+                      pool=PoolSettings.of(settings.shell, FRONT_MAX_SERVERS),
                       max_connections=daemon.max_connections,
                       stream_backlog=daemon.stream_backlog,
                       access=_access(settings, _tokens(None, tokens, fleet), gate),

@@ -107,10 +107,10 @@ class Mapping:
             exchange.route.close()
         return final
 
-    def close(self, wire: str) -> None:
+    def close(self, wire: object) -> None:
         """The core that had request `wire` is gone: its POST ends unanswered (the front's
         refusal for a stopped core answers it)."""
-        exchange = self._routes.pop(wire, None)
+        exchange = self._routes.pop(wire, None) if isinstance(wire, str) else None
         if exchange is not None:
             exchange.route.close()
 

@@ -38,8 +38,10 @@ class ModernClients:
     request renamed (`Mapping.admit`); what a core sends the client goes to the POST it
     belongs to (`Mapping.deliver`). `idle` None: never ended for idleness."""
 
-    def __init__(self, pool: Pool, log: Logger, credential: Credential | None = None,
-                 *, idle: float | None = None) -> None:
+    def __init__(self, mapping: Mapping, pool: Pool, log: Logger,
+                 credential: Credential | None = None, *, idle: float | None = None) -> None:
+        self.mapping = mapping
+        """Its POSTs in flight (the pool's `Clients`)."""
         self.pool = pool
         pool.on_open = self._opened
         self.credential = credential
@@ -57,10 +59,6 @@ class ModernClients:
     @property
     def name(self) -> str:
         return tenant_name(self.credential)
-
-    @property
-    def mapping(self) -> Mapping:
-        return self.pool.mapping
 
     @property
     def first(self) -> Member:

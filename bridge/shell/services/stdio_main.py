@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
@@ -36,9 +37,12 @@ from bridge.shell.session.sides import OpenServer
 from bridge.shell.session.transcript import Transcript
 from bridge.shell.settings import ShellConfig
 
-if TYPE_CHECKING:  # --url only: its modules are imported by _run_remote's path
+if TYPE_CHECKING:  # --url and --max-servers only: imported on their paths
+    from bridge.shell.clients.fd_pool import PooledLines
     from bridge.shell.servers.remote.endpoint import Endpoint
 
+PoolOf = Callable[[FdClient], "PooledLines"]
+"""The pool a stdio client's lines go to (--max-servers), made for its client side."""
 ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 LOG_WAIT = 1.0
 """Seconds a log line may wait for structlog when the client has no answer yet (a server that
@@ -55,8 +59,9 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                 memory: EraMemory | None = None) -> int:
     early, log = _started(shell)
     settings = SessionSettings.of(shell)
+    core = Bridge(core_config, secret=os.urandom(32))
     session = Session(
-        Bridge(core_config, secret=os.urandom(32)),
+        core,
         log,
         settings=settings,
         notify=Notifier(log),
@@ -65,7 +70,13 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
     )
     if memory is not None:
         session.driver.remember = storing(memory, log)
-    return _run(session, Servers(settings, spawn=spawn).opener(log), fds, first, log, early)
+    servers = Servers(settings, spawn=spawn)
+    pool = None
+    if (shell.max_servers or 1) > 1:  # else no pool module is even imported
+        from bridge.shell.services.stdio_pool import pool_of
+
+        pool = partial(pool_of, core, core_config, shell, servers, log)
+    return _run(session, servers.opener(log), fds, first, log, early, pool)
 
 
 def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
@@ -96,9 +107,9 @@ def _transcript(shell: ShellConfig, log: logs.Logger) -> Transcript | None:
 
 def _run(session: Session, server: OpenServer, fds: ProtocolFds,
          first: ProcessChild | ServerUnavailable | None, log: logs.Logger,
-         early: EarlyLog) -> int:
+         early: EarlyLog, pool: PoolOf | None = None) -> int:
     try:
-        return trio.run(_main, session, server, fds, first, log, early)
+        return trio.run(_main, session, server, fds, first, log, early, pool)
     except Exception as exc:  # a bug: say so, and leave no child behind
         log.critical("bridge.crashed", error=repr(exc))
         if isinstance(first, ProcessChild):
@@ -111,9 +122,11 @@ def _run(session: Session, server: OpenServer, fds: ProtocolFds,
 
 async def _main(session: Session, server: OpenServer, fds: ProtocolFds,
                 first: ProcessChild | ServerUnavailable | None,
-                log: logs.Logger, early: EarlyLog) -> int:
+                log: logs.Logger, early: EarlyLog, pool: PoolOf | None) -> int:
     orphans = session.orphans
     client = FdClient(fds.client_in, fds.client_out, log)
+    if pool is not None:
+        client.pooled = pool(client)
     with trio.open_signal_receiver(*ENDING, signal.SIGCHLD) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch, signals, session, orphans, log)

@@ -39,12 +39,26 @@ from bridge.core.modern_server_legacy_client.placement import (
     route_named,
 )
 from bridge.shell.fdio.pump import Throttle
-from bridge.shell.http.modern import Mapping
 from bridge.shell.logs import Logger
 from bridge.shell.session.driver import Core, Driver
 from bridge.shell.session.session import Session
 from bridge.shell.session.sides import NEVER_FULL, OpenServer
+from bridge.shell.settings import ShellConfig
 from bridge.streamable import replies
+
+
+class Clients(Protocol):
+    """Where the pool's cores send the client's messages: the HTTP front's `Mapping` (each
+    onto its POST), or a byte client's writes (`clients/fd_pool.py`)."""
+
+    def deliver(self, send: Send) -> bool:
+        """Carry `send` to the client (never waiting); True if it was its request's answer."""
+
+    def close(self, request_id: object) -> None:
+        """The core that had `request_id` is gone without answering it."""
+
+    def abandon_all(self) -> None:
+        """The pool is over: nothing more reaches the client."""
 
 
 class PooledCore(Core, Protocol):
@@ -75,6 +89,19 @@ class PoolSettings:
     max_servers_total: int = 64
     """Processes the front runs for its pools beyond each tenant's first."""
 
+    @classmethod
+    def of(cls, shell: ShellConfig, max_servers: int) -> PoolSettings:
+        """The shell's settings, `max_servers` the mode's default unless set."""
+        return cls(shell.max_servers or max_servers, shell.min_servers, shell.server_idle,
+                   shell.max_servers_total)
+
+
+FRONT_MAX_SERVERS = 8
+"""Processes of a tenant on the HTTP front unless max_servers says: many clients' calls."""
+STDIO_MAX_SERVERS = 1
+"""Processes of a stdio bridge's (or a daemon session's) unless max_servers says: one client,
+and a server that keeps state in memory should not find a second instance by surprise."""
+
 
 class Processes:
     """The front's count of pool processes beyond each tenant's first, against its bound."""
@@ -90,19 +117,23 @@ class Processes:
 
 class Member:
     """One process of a pool, as its session's client side: what its core sends the client
-    goes onto the tenant's POSTs (`Mapping.deliver`)."""
+    goes to the pool's `Clients`. `tracked`: the requests it takes are counted until
+    answered (the first process of a byte client is not: its answers skip `send`)."""
 
     batch = None
     throttle = NEVER_FULL
 
-    def __init__(self, pool: Pool, route: str, core: PooledCore) -> None:
+    def __init__(self, pool: Pool, route: str, core: PooledCore, tracked: bool = True) -> None:
         self.pool = pool
+        self.tracked = tracked
         self.route = route
         self.core = core
         self.driver: Driver | None = None
         self.session: Session | None = None
-        self.placed: set[str] = set()
-        """The wire ids of the requests it took that are still unanswered."""
+        self.placed: set[object] = set()
+        """The ids of the requests it took that are still unanswered (if `tracked`)."""
+        self.asked = False
+        """Whether it has been given a request yet."""
         self.idle_since: float | None = None
         self.ending = False
 
@@ -121,12 +152,14 @@ class Member:
 
     def take(self, event: MessageDecoded) -> None:
         assert self.driver is not None
-        self.placed.add(event.message["id"])
+        if self.tracked:
+            self.placed.add(event.message["id"])
+        self.asked = True
         self.idle_since = None
         self.driver.decoded(event)
 
     def send(self, send: Send) -> None:
-        if self.pool.mapping.deliver(send):
+        if self.pool.clients.deliver(send):
             self.placed.discard(send.request)
 
     async def drain(self, stall_timeout: float) -> None:
@@ -142,14 +175,14 @@ class Member:
 class Pool:
     """The members of one tenant, and the calls waiting for one."""
 
-    def __init__(self, mapping: Mapping, log: Logger, first: PooledCore, *,
+    def __init__(self, clients: Clients, log: Logger, first: PooledCore, *,
                  make_core: MakeCore | None = None,
                  open_server: Callable[[Logger], OpenServer] | None = None,
                  processes: Processes | None = None,
                  settings: PoolSettings = PoolSettings(), grace: float = 0.0) -> None:
         """`first`: the core of the tenant's own session; `make_core` and `open_server`
         make the others (None: the pool never grows); `processes`: the front's count."""
-        self.mapping = mapping
+        self.clients = clients
         self._log = log
         self._make_core = make_core
         self._open_server = open_server
@@ -190,26 +223,28 @@ class Pool:
         if self.waiting and need is not Need.FIRST:
             self.waiting.append(event)  # in order: it waits behind them
             return
-        choice = choose(need, self._loads(), self._may_start(), bool(self.first.placed))
+        choice = choose(need, self._loads(), self._may_start(), self.first.asked)
         if isinstance(choice, int):
             self.members[choice].take(event)
         else:
             self.waiting.append(event)
             self._wake.set()
 
-    def cancel(self, wire: str, line: bytes) -> None:
-        """The client of request `wire` went away: its cancellation to the member that has
+    def cancel(self, request_id: object, line: bytes) -> None:
+        """The client cancelled request `request_id` (`line` says so): to the member that has
         it; a request still waiting is dropped (no core has heard of it)."""
         for event in self.waiting:
-            if event.message["id"] == wire:
+            if event.message["id"] == request_id:
                 self.waiting.remove(event)
                 return
         for member in self.members:
-            if wire in member.placed:
-                member.placed.discard(wire)
+            if request_id in member.placed:
+                member.placed.discard(request_id)
                 assert member.driver is not None
                 member.driver.lines(CLIENT, [line])
                 return
+        if not self.first.tracked and self.first.driver is not None:
+            self.first.driver.lines(CLIENT, [line])  # it counts nothing: it may have it
 
     def settled(self) -> None:
         """A member's core has handled an event: a waiting call may have a place now."""
@@ -246,7 +281,7 @@ class Pool:
             event = self.waiting[0]
             need = need_of(event.message)
             loads = self._loads()
-            choice = choose(need, loads, self._may_start(), bool(self.first.placed))
+            choice = choose(need, loads, self._may_start(), self.first.asked)
             if choice is Start.WAIT:
                 if len(self.members) >= self.max_servers or loads[0] is PENDING \
                         or self._nursery is None:
@@ -267,7 +302,7 @@ class Pool:
         wire = event.message["id"]
         error = replies.too_many_servers(wire, self._processes.limit)
         self._log.warning("http.pool_full", max_servers_total=self._processes.limit)
-        self.mapping.deliver(Send(CLIENT, error, request=wire))
+        self.clients.deliver(Send(CLIENT, error, request=wire))
 
     async def _start(self) -> Member | None:
         """One more member, its server started; None if it could not be."""
@@ -343,11 +378,11 @@ class Pool:
         """A member's session is over: what it still owed its clients is abandoned (their
         POSTs end, answered that the front could not finish them)."""
         for wire in member.placed:
-            self.mapping.close(wire)
+            self.clients.close(wire)
         member.placed.clear()
         if member.first:
             self.ended = True
             for event in self.waiting:
-                self.mapping.close(event.message["id"])
+                self.clients.close(event.message["id"])
             self.waiting.clear()
-            self.mapping.abandon_all()
+            self.clients.abandon_all()

@@ -6,6 +6,7 @@ the question's own text ("Name for W?" gets "name-of-W"), so a question attribut
 wrong call shows in that call's result.
 
 Usage: pool_client.py URL TOKEN N SECONDS ROUNDS
+       pool_client.py stdio - N SECONDS ROUNDS -- COMMAND ARGS...   (the client launches it)
 Each round makes N concurrent calls of `ask_then_wait` (who = "R-I"); prints ONE JSON line:
 {"rounds": [{"seconds": wall time, "results": [{"who", "name", "pid"}, ...]}, ...]}.
 """
@@ -13,6 +14,7 @@ Each round makes N concurrent calls of `ask_then_wait` (who = "R-I"); prints ONE
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -20,22 +22,30 @@ from typing import Any
 import anyio
 import httpx2
 import mcp_types as types
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 MODERN = "2026-07-28"
 TIMEOUT = 60.0
 
 
-async def main(url: str, token: str, count: int, seconds: float, rounds: int) -> None:
+async def main(url: str, token: str, count: int, seconds: float, rounds: int,
+               command: list[str]) -> None:
     async def elicit(context: Any, params: Any) -> types.ElicitResult:
         who = params.message.removeprefix("Name for ").removesuffix("?")
         return types.ElicitResult(action="accept", content={"name": f"name-of-{who}"})
 
-    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=TIMEOUT)
+    target: Any
+    if url == "stdio":
+        target = StdioServerParameters(command=command[0], args=command[1:],
+                                       env=dict(os.environ))
+    else:
+        http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"},
+                                  timeout=TIMEOUT)
+        target = streamable_http_client(url, http_client=http)
     report: list[dict[str, Any]] = []
-    async with Client(streamable_http_client(url, http_client=http), mode=MODERN, cache=None,
-                      read_timeout_seconds=TIMEOUT, elicitation_callback=elicit) as client:
+    async with Client(target, mode=MODERN, cache=None, read_timeout_seconds=TIMEOUT,
+                      elicitation_callback=elicit) as client:
         for round_ in range(rounds):
             results: list[Any] = []
 
@@ -54,4 +64,5 @@ async def main(url: str, token: str, count: int, seconds: float, rounds: int) ->
 
 if __name__ == "__main__":
     url, token, count, seconds, rounds = sys.argv[1:6]
-    anyio.run(main, url, token, int(count), float(seconds), int(rounds))
+    command = sys.argv[7:] if sys.argv[6:7] == ["--"] else []
+    anyio.run(main, url, token, int(count), float(seconds), int(rounds), command)

@@ -1,0 +1,37 @@
+"""The stdio bridge's pool (--max-servers N, N > 1): its first session is the bridge's own,
+and each later one a core before one more process of the same server command.
+
+Must not be imported unless a pool is asked for: a stdio bridge of one process never pays for
+it. The pool's rules are `session/pool.py`'s; the client's lines reach it through
+`clients/fd_pool.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from bridge.core.bridge import Bridge
+from bridge.core.config import CoreConfig
+from bridge.shell.clients.fd_client import FdClient
+from bridge.shell.clients.fd_pool import FdAnswers, PooledLines
+from bridge.shell.logs import Logger
+from bridge.shell.session.pool import STDIO_MAX_SERVERS, Pool, PoolSettings, Processes
+from bridge.shell.session.server_side import Servers
+from bridge.shell.settings import ShellConfig
+
+
+def pool_of(first: Bridge, config: CoreConfig, shell: ShellConfig, servers: Servers,
+            log: Logger, client: FdClient) -> PooledLines:
+    """`client`'s pool, whose first core is `first` (the session's)."""
+
+    def make_core(route: str, legacy: bool) -> Bridge:
+        pinned = dataclasses.replace(config, state_route=route, server_era="legacy")
+        return Bridge(pinned, secret=os.urandom(32))
+
+    settings = PoolSettings.of(shell, STDIO_MAX_SERVERS)
+    pool = Pool(FdAnswers(client), log, first, make_core=make_core,
+                open_server=servers.opener, processes=Processes(settings.max_servers - 1),
+                settings=settings, grace=shell.timing.shutdown_grace)
+    pool.first.tracked = False  # its answers go in its driver's batch, past `Member.send`
+    return PooledLines(pool)
