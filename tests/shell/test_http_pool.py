@@ -108,7 +108,7 @@ async def test_a_call_that_may_be_asked_takes_a_process_of_its_own_and_its_retry
         await send(r, call(4, requestState="rs1.9~payload.mac"))  # names none: the first's
         await cores[0].wait_for("tools/call", 2)
         assert len(cores) == 2
-        assert [e["servers"] for e in r.events("http.pool_grew")] == [2]
+        assert [e["servers"] for e in r.events("pool.grew")] == [2]
 
 
 async def test_past_max_servers_a_call_waits_for_a_free_process_then_runs(
@@ -171,7 +171,7 @@ async def test_a_process_idle_for_server_idle_is_stopped_and_the_first_stays(
                 member.driver.post(TimerFired())
         assert (await second.whole()).status == 200
         await trio.sleep(200.0)  # past server_idle, and a check of the pool's
-        assert [e["server"] for e in r.events("http.pool_server_ending")] == ["1"]
+        assert [e["server"] for e in r.events("pool.server_ending")] == ["1"]
         for tenant in r.front.tenants:
             assert [m.route for m in tenant.pool.members] == [""]
 

@@ -283,12 +283,9 @@ class Front:
 
     def _pool_of(self, mapping: Mapping, log: Logger, first: PooledCore) -> Pool:
         """A tenant's pool, its first session's core given."""
-        settings = self._settings
-
         return Pool(mapping, log, first, make_core=self._make_core,
-                    open_server=self._servers.opener,
-                    processes=self._processes, settings=self._pool,
-                    grace=settings.timing.shutdown_grace)
+                    open_server=self._servers.opener, processes=self._processes,
+                    settings=self._pool, session=self._settings)
 
     async def _run_tenant(self, tenant: ModernClients, session: Session, log: Logger) -> None:
         log.info("http.tenant_started", tenants=len(self.tenants))

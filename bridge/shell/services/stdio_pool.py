@@ -18,6 +18,7 @@ from bridge.shell.clients.fd_pool import FdAnswers, PooledLines
 from bridge.shell.logs import Logger
 from bridge.shell.session.pool import STDIO_MAX_SERVERS, Pool, PoolSettings, Processes
 from bridge.shell.session.server_side import Servers
+from bridge.shell.session.session import SessionSettings
 from bridge.shell.settings import ShellConfig
 
 
@@ -32,6 +33,6 @@ def pool_of(first: Bridge, config: CoreConfig, shell: ShellConfig, servers: Serv
     settings = PoolSettings.of(shell, STDIO_MAX_SERVERS)
     pool = Pool(FdAnswers(client), log, first, make_core=make_core,
                 open_server=servers.opener, processes=Processes(settings.max_servers - 1),
-                settings=settings, grace=shell.timing.shutdown_grace)
+                settings=settings, session=SessionSettings.of(shell))
     pool.first.tracked = False  # its answers go in its driver's batch, past `Member.send`
     return PooledLines(pool)

@@ -1,20 +1,22 @@
-"""A tenant's pool: its bridge sessions, each a core before a process of the same server.
+"""A pool: one modern client's (on the HTTP front, one tenant's) bridge sessions, each a core
+before a process of the same server.
 
-Must not decide where a request goes (mode B's `placement.py` does) nor read HTTP
-(`router.py`). A legacy server's request names no call, so a process can run only one call
-that may be asked for input at a time; the pool starts another process for the next such
-call, up to `max_servers` for the tenant and `max_servers_total` for the front, and a call
-that finds every process busy waits, in order, for one to be free. Every process past
-`min_servers` that held no call for `server_idle` seconds is stopped.
+Must not decide where a request goes (mode B's `placement.py` does) nor read the client's
+transport (the front's router, or `clients/fd_pool.py` on stdio). A legacy server's request
+names no call, so a process can run only one call that may be asked for input at a time; the
+pool starts another process for the next such call, up to `max_servers` (and, on the front,
+`max_servers_total` over all tenants), and a call that finds every process busy waits, in
+order, for one to be free. Every process past `min_servers` that held no call for
+`server_idle` seconds is stopped.
 
-The first session is the tenant's own (its end is the tenant's); it takes every request that
-is not a call, so the tenant's listen streams and the server's notifications stay on one
-process. A new process gets its own handshake from its first call's envelope and is pinned
-to the legacy era (the first process found it), so it starts without a probe.
+The first session is the client's own (its end is the pool's); it takes every request that
+is not a call, so listen streams and the server's notifications stay on one process. A new
+process gets its own handshake from its first call's envelope and is pinned to the legacy
+era (the first process found it), so it starts without a probe.
 
-    tenant ─┬─ session 0 (the first) ─┬─ pool       places waiting calls, starts and stops
-            │                         ├─ idle        ends the tenant after tenant_idle
-            │                         └─ member-N    session N: a core, its server process
+    session 0 (the first) ─┬─ pool       places waiting calls, starts and stops the others
+                           ├─ idle       (a tenant's) ends it after tenant_idle
+                           └─ member-N   session N: a core, its server process
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from bridge.core.modern_server_legacy_client.placement import (
 from bridge.shell.fdio.pump import Throttle
 from bridge.shell.logs import Logger
 from bridge.shell.session.driver import Core, Driver
-from bridge.shell.session.session import Session
+from bridge.shell.session.session import Session, SessionSettings
 from bridge.shell.session.sides import NEVER_FULL, OpenServer
 from bridge.shell.settings import ShellConfig
 from bridge.streamable import replies
@@ -179,9 +181,11 @@ class Pool:
                  make_core: MakeCore | None = None,
                  open_server: Callable[[Logger], OpenServer] | None = None,
                  processes: Processes | None = None,
-                 settings: PoolSettings = PoolSettings(), grace: float = 0.0) -> None:
+                 settings: PoolSettings = PoolSettings(),
+                 session: SessionSettings = SessionSettings()) -> None:
         """`first`: the core of the tenant's own session; `make_core` and `open_server`
-        make the others (None: the pool never grows); `processes`: the front's count."""
+        make the others (None: the pool never grows), each a session with `session`'s
+        settings; `processes`: the front's count."""
         self.clients = clients
         self._log = log
         self._make_core = make_core
@@ -190,7 +194,8 @@ class Pool:
         self.max_servers = settings.max_servers if make_core is not None else 1
         self.min_servers = settings.min_servers
         self.server_idle = settings.server_idle
-        self._grace = grace
+        self._session = session
+        self._grace = session.timing.shutdown_grace
         self.first = Member(self, "", first)
         self.members: list[Member] = [self.first]
         self._numbers = 0
@@ -301,7 +306,7 @@ class Pool:
     def _refuse(self, event: MessageDecoded) -> None:
         wire = event.message["id"]
         error = replies.too_many_servers(wire, self._processes.limit)
-        self._log.warning("http.pool_full", max_servers_total=self._processes.limit)
+        self._log.warning("pool.full", max_servers_total=self._processes.limit)
         self.clients.deliver(Send(CLIENT, error, request=wire))
 
     async def _start(self) -> Member | None:
@@ -311,16 +316,16 @@ class Pool:
         route = str(self._numbers)
         member = Member(self, route, self._make_core(route, True))
         log = self._log.bind(server=route)
-        member.session = Session(member.core, log)
+        member.session = Session(member.core, log, settings=self._session)
         self.members.append(member)
         self._processes.count += 1
         try:
             await self._nursery.start(self._serve, member, log, name=f"member-{route}")
         except Exception as exc:  # contained: the call is refused, the tenant goes on
-            log.error("http.pool_start_failed", error=repr(exc))
+            log.error("pool.start_failed", error=repr(exc))
             self._forget(member)
             return None
-        log.info("http.pool_grew", servers=len(self.members))
+        log.info("pool.grew", servers=len(self.members))
         return member
 
     async def _serve(self, member: Member, log: Logger, *,
@@ -355,7 +360,7 @@ class Pool:
         if member.ending or member.session is None:
             return
         member.ending = True
-        self._log.info("http.pool_server_ending", server=member.route, reason=reason)
+        self._log.info("pool.server_ending", server=member.route, reason=reason)
         member.session.shut_down(grace)
 
     def end_all(self, grace: float) -> None:
