@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from bridge.core.modern_server_legacy_client.placement import route_for
 from bridge.errors import ConfigError
 from bridge.fleet import ids, members, passes
 from bridge.fleet.keys import FleetKeys, derive
@@ -56,6 +57,11 @@ class Fleet:
         node's, or no id of this fleet (it is then looked up here, and unknown)."""
         address = ids.holder(self.keys.ids, session_id)
         return None if address == self.address else address
+
+    def state_route(self, process: str) -> str:
+        """The route a tenant's core seals into its parked calls' requestState: this node
+        and the process of its pool ("" for the first), so a retry finds them from any node."""
+        return route_for(self.address, process)
 
     def issue(self, credential: str | None, request: Bound) -> str:
         return passes.issue(self.keys.passes, self.node, time.time(), credential, request)
