@@ -33,6 +33,7 @@ from bridge.streamable.replies import Reply
 
 if TYPE_CHECKING:
     from bridge.shell.http.fleet import Fleet
+    from bridge.shell.http.forward import Gone
 
 Answer = Callable[[Connection, PostExchange, Outcome, tuple[tuple[str, str], ...]],
                   Awaitable[bool]]
@@ -45,7 +46,7 @@ class Forward(Protocol):
     session's end)."""
 
     def __call__(self, conn: Connection, request: Request, holder: str, outcome: Outcome,
-                 gone: Callable[[str], Reply] = ...) -> Awaitable[Reply | None]: ...
+                 gone: Gone = ...) -> Awaitable[Reply | None]: ...
 
 
 def _method_of(message: object) -> str | None:

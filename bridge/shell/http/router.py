@@ -23,7 +23,6 @@ import trio
 
 from bridge.core.codec import Message
 from bridge.core.events import CLIENT, MessageDecoded
-from bridge.core.modern_server_legacy_client.placement import node_elsewhere
 from bridge.fleet import passes
 from bridge.shell.http.address import Names
 from bridge.shell.http.auth import Credential, Denied, Tokens
@@ -164,7 +163,7 @@ class RequestRouter:
         serve it here. A request another node forwarded is never forwarded again."""
         if self._fleet is None or outcome.forwarded_by is not None:
             return None
-        return node_elsewhere(message, self._fleet.address)
+        return self._fleet.parked_at(message)
 
     async def _modern(self, conn: Connection, request: Request, message: Message,
                       outcome: Outcome, tenant: ModernClients) -> None:
