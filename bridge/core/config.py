@@ -59,8 +59,9 @@ class CoreConfig:
     parked_timeout: float = 900.0
     """Mode B: seconds a parked call waits for the modern client's retry before it is cancelled."""
     state_route: str = ""
-    """Mode B: the name of this core's server process in a pool (`placement.py`), sealed into
-    the requestState it issues so that a retry reaches this core; "" outside a pool."""
+    """Mode B: the name of this core's server process in a pool, and in a fleet of its node
+    (`placement.route_for`), sealed into the requestState it issues so that a retry reaches
+    this core; "" for a pool's first process outside a fleet (and on stdio)."""
     park_window: float = 0.005
     """Mode B: seconds to gather a legacy server's concurrent input requests into one round."""
     cache_ttl_ms: int = 0

@@ -24,6 +24,7 @@ from bridge.core.eras import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
+from bridge.core.modern_server_legacy_client.redeem import StateProblem, state_error
 from bridge.streamable.media import ACCEPT, EVENT_STREAM, JSON
 from bridge.streamable.target import logged
 
@@ -284,6 +285,16 @@ def session_unknown(reason: str = "unknown or ended session") -> Reply:
     return _error(404, None, INVALID_REQUEST,
                   "Session not found: it ended or never existed; send initialize without "
                   "Mcp-Session-Id to start a new one", reason=reason)
+
+
+def parked_call_lost(request_id: object, reason: str) -> Reply:
+    """A retry of a call parked at a node of the fleet that is gone (or is no longer the
+    fleet's): the call ended with its node, so the retry is answered as its core answers
+    the retry of a call that ended (-32602, reason "ended"; mrtr.mdx §Server Requirements),
+    and the client makes the call anew. `reason` says which node, in the log."""
+    error = state_error(StateProblem.ENDED)
+    return _error(STATUS_OF_CODE.get(error.code, 200), request_id, error.code, error.message,
+                  error.data, reason=reason)
 
 
 def fleet_pass_refused(problem: str) -> Reply:

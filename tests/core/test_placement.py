@@ -14,6 +14,11 @@ from bridge.core.modern_server_legacy_client.placement import (
     idle,
     load_of,
     need_of,
+    node_elsewhere,
+    node_named,
+    node_of,
+    process_of,
+    route_for,
     route_named,
 )
 from bridge.core.modern_server_legacy_client.request_state import route_of, seal, unseal
@@ -100,3 +105,60 @@ def test_a_requeststate_without_a_route_is_as_before() -> None:
     assert unseal(SECRET, state) is not None
     assert route_of("rs1.abc.def") == "" and route_of("garbage~x") == ""
     assert route_named(call(requestState=7)) == ""
+
+
+NODE = "http://10.0.0.2:8808"
+
+
+def test_in_a_fleet_a_route_names_the_node_and_the_process() -> None:
+    assert route_for("", "") == "" and route_for("", "2") == "2"  # outside a fleet: as before
+    first, second = route_for(NODE, ""), route_for(NODE, "2")
+    assert first == "aHR0cDovLzEwLjAuMC4yOjg4MDg!" and second == first + "2"
+    for route, process in ((first, ""), (second, "2")):
+        state = seal(SECRET, key="c1", nonce="n1", digest="d", expires=60.0, route=route)
+        assert route_of(state) == route
+        retry = call(requestState=state)
+        assert (route_named(retry), node_named(retry)) == (process, NODE)
+        assert (process_of(route), node_of(route)) == (process, NODE)
+        assert unseal(SECRET, state) == {"k": "c1", "n": "n1", "d": "d", "x": 60000}
+
+
+def test_a_route_s_node_is_sealed_and_a_route_naming_none_names_no_node() -> None:
+    state = seal(SECRET, key="c1", nonce="n1", digest="d", expires=60.0,
+                 route=route_for(NODE, "1"))
+    other = route_for("http://10.0.0.3:8808", "1")
+    moved = "rs1." + other + state[len("rs1." + route_for(NODE, "1")):]
+    assert node_named(call(requestState=moved)) == "http://10.0.0.3:8808"
+    assert unseal(SECRET, moved) is None  # the core that opens it sees the change
+    assert node_of("3") is None and node_of("") is None
+    assert node_of("@@@!1") is None and node_of("_w!1") is None  # no base64url, no UTF-8
+    assert node_named(call(requestState=7)) is None and node_named(call()) is None
+
+
+A, B = NODE, "http://10.0.0.3:8808"
+
+
+def sealed(route: str) -> str:
+    return seal(SECRET, key="c1", nonce="n1", digest="d", expires=60.0, route=route)
+
+
+def retry_call(method: str = "tools/call", **params: Any) -> dict[str, Any]:
+    return {**call({"elicitation": {}}, **params), "method": method}
+
+
+def test_in_a_fleet_a_retry_of_a_call_parked_at_another_node_goes_there() -> None:
+    assert node_elsewhere(retry_call(requestState=sealed(route_for(B, ""))), A) == B
+    assert node_elsewhere(retry_call(requestState=sealed(route_for(B, "3"))), A) == B
+    retry = retry_call(requestState=sealed(route_for(B, "1")), inputResponses={"q": {}})
+    assert node_elsewhere(retry, A) == B
+
+
+def test_in_a_fleet_everything_else_is_taken_where_it_landed() -> None:
+    here = node_elsewhere
+    assert here(retry_call(requestState=sealed(route_for(A, "2"))), A) is None  # this node's
+    assert here(retry_call(requestState=sealed("2")), A) is None  # sealed outside a fleet
+    assert here(retry_call(requestState=sealed("")), A) is None
+    assert here(retry_call(), A) is None  # a first call
+    assert here(retry_call(requestState=7), A) is None  # the core refuses it
+    assert here(retry_call("tools/list", requestState=sealed(route_for(B, ""))), A) is None
+    assert here({"jsonrpc": "2.0", "id": 1, "method": "tools/call"}, A) is None

@@ -56,6 +56,15 @@ NEEDS = {
         "bridge.core.modern_server_legacy_client.placement": "a tenant's pool places each "
             "request where mode B's attribution rules say it may go",
     },
+    "shell/http/fleet.py": {
+        "bridge.core.modern_server_legacy_client.placement": "a fleet node reads which node a "
+            "retry's requestState names, and makes the route its tenants' cores seal, as "
+            "mode B's placement spells routes",
+    },
+    "streamable/replies.py": {
+        "bridge.core.modern_server_legacy_client.redeem": "a retry whose node is gone is "
+            "answered in the words its core answers the retry of a call that ended",
+    },
     "streamable/outbound.py": {
         "bridge.core.errors": "a failed exchange with an HTTP server is answered with the "
                               "bridge's own error code (SERVER_ERROR), as the core answers one",

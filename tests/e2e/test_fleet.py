@@ -1,7 +1,7 @@
 """A fleet: three `serve --listen http://…` fronts on one machine behind a real load balancer
 from Debian (nginx round-robin, HAProxy round-robin), no affinity configured, in front of a
 legacy (mcp 1.30 FastMCP) and a modern (mcp 2.3) stdio server; the Python SDK 1.x legacy
-client (`streamablehttp_client`) drives them.
+client (`streamablehttp_client`) drives them, and the 2.x modern client the legacy one.
 
 Must not fake a balancer, a client or a server: nginx and haproxy are the Debian packages
 (.ci/run installs them), started here with their own configuration in a temporary directory;
@@ -14,6 +14,9 @@ What each balancer shows:
   the new tool listed and called) passes though round-robin spreads the session's requests
   over the three nodes: the ones that do not hold it forward them to the one that does
   (`forwarded_to` on their `http.request` lines), and the client's DELETE ends it there;
+- a modern client (mcp 2.3 `Client`) whose calls the legacy server asks for input: each
+  call is parked at the node it reached (mode B), and its retry, wherever round-robin sends
+  it, is resumed there (the node it reached forwards it with the client's credential);
 - the node holding a session is stopped mid-run: the client's next call is answered 404
   (the SDK's "Session terminated"), said by a node that could not reach the holder
   (`fleet.node_unreachable`, logged once), and a new `initialize` lands on a live node and
@@ -50,6 +53,7 @@ from test_http_clients import (
 )
 
 NODES = 3
+TOKEN = "fleet-client-token-1"
 PATH = "/mcp"
 SERVERS = ("legacy", "modern")
 
@@ -87,8 +91,9 @@ class Node:
 
 
 @contextlib.contextmanager
-def fleet_nodes(tmp: Path, server_cmd: list[str]) -> Iterator[list[Node]]:
-    """Three nodes sharing a key file, each listing all three (its own found by its port)."""
+def fleet_nodes(tmp: Path, server_cmd: list[str], settings: str = "") -> Iterator[list[Node]]:
+    """Three nodes sharing a key file, each listing all three (its own found by its port);
+    `settings`: more lines of each node's configuration."""
     key = tmp / "fleet.key"
     key.write_text(base64.b64encode(os.urandom(32)).decode() + "\n")
     key.chmod(0o600)
@@ -103,7 +108,7 @@ def fleet_nodes(tmp: Path, server_cmd: list[str]) -> Iterator[list[Node]]:
                               f"fleet_nodes = [{listed}]\n"
                               f'fleet_key_file = "{key}"\n'
                               # the balancer passes the client's Host (its own port)
-                              'allowed_hosts = ["127.0.0.1"]\n')
+                              'allowed_hosts = ["127.0.0.1"]\n' + settings)
             log = tmp / f"node-{number}.log"
             with open(log, "wb") as sink:
                 proc = subprocess.Popen(
@@ -284,6 +289,42 @@ def test_a_stopped_node_ends_its_sessions_and_the_client_starts_anew(
         assert report["call:again"]["content"][0]["text"] == "again", context
         assert holder_of(report["session:again"], nodes) in live
         assert report["exit_code"] == 0, context
+
+
+@pytest.mark.parametrize("kind", sorted(BALANCERS))
+def test_a_modern_client_s_elicitation_retries_reach_the_node_that_parked_each_call(
+        kind: str, legacy_python: venvs.SdkPython, modern_python: venvs.SdkPython,
+        tmp_path: Path) -> None:
+    """The mcp 2.3 client makes 4 calls at once, twice, each asked a question by the legacy
+    server (mode B parks the call and answers `input_required`); round-robin hands each
+    retry to any node, and the ones that did not park it forward it to the one that did."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN}\n")
+    with fleet_nodes(tmp_path, legacy_python.peer("legacy_server"),
+                     f'token_file = "{tokens}"\n') as nodes, \
+            balancer(kind, tmp_path, nodes) as url:
+        cmd = [modern_python.path, str(venvs.PEERS_DIR / "pool_client.py"), url, TOKEN, "4",
+               "0.2", "2"]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                              cwd=venvs.REPO_ROOT, stdin=subprocess.DEVNULL)
+        lines = requests(nodes)
+        context = done.stderr[-3000:] + json.dumps(lines)[-3000:]
+        assert done.returncode == 0, context
+        rounds = json.loads(done.stdout.splitlines()[-1])["rounds"]
+        for number, run in enumerate(rounds):
+            results = run["results"]
+            assert sorted(r["who"] for r in results) == [f"{number}-{i}" for i in range(4)]
+            assert all(r["name"] == f"name-of-{r['who']}" for r in results), results
+        # Each retry was resumed where its call was parked: forwarded from the other nodes.
+        calls = [line for line in lines if line.get("rpc_method") == "tools/call"]
+        forwarded = [line for line in calls if "forwarded_to" in line]
+        assert forwarded, context
+        assert all(line["status"] == 200 for line in calls), context
+        assert {line["forwarded_to"] for line in forwarded} <= {n.address for n in nodes}
+        rejected = [line for node in nodes for line in node.events("mrtr.state_rejected")]
+        errors = [line for node in nodes for line in node.lines()
+                  if line.get("level") in ("error", "critical")]
+        assert (rejected, errors) == ([], []), context
 
 
 def _ready(port: int) -> bool:

@@ -6,14 +6,17 @@ What is checked: a legacy session's id names the node that holds it; any other n
 a request for it there (POST, its stream, a question's answer, DELETE) and streams the
 answer back, with the client's credential; a forged id or pass is refused and forwarded
 nowhere; a holder that cannot be reached makes the session ended (404), said once; a client
-that closes a forwarded request closes it at the holder; and a node's settings refuse to
-start a fleet they cannot run, naming the setting."""
+that closes a forwarded request closes it at the holder; a modern client's retry of a call
+parked at one node, landing at the other, is resumed where it was parked (its credential's
+tenant there), or answered as a call that ended when that node cannot be reached; and a
+node's settings refuse to start a fleet they cannot run, naming the setting."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +27,10 @@ import trio
 from structlog.testing import capture_logs
 
 import tests.shell.test_http_front as modern
+from bridge.core.config import CoreConfig
+from bridge.core.events import Action, Event, Send
+from bridge.core.modern_server_legacy_client import request_state
+from bridge.core.modern_server_legacy_client.placement import node_named, node_of, process_of
 from bridge.errors import ConfigError
 from bridge.fleet import ids, passes
 from bridge.fleet.keys import derive
@@ -32,13 +39,13 @@ from bridge.shell.http.address import Address
 from bridge.shell.http.auth import Tokens
 from bridge.shell.http.fleet import KEY_ENV, Fleet, fleet_of, read_key
 from bridge.shell.http.front import Access, Front
-from bridge.shell.http.main import _fleet_fields
+from bridge.shell.http.main import _fleet_fields, core_settings
 from bridge.shell.services.listeners import bind_tcp
 from bridge.shell.session.server_side import Servers
 from bridge.shell.session.session import SessionSettings
 from bridge.shell.settings import DaemonConfig
 from tests.shell.fakes import WAIT, FakeChild, Spawner
-from tests.shell.test_http_front import Client, ScriptedCore
+from tests.shell.test_http_front import Client, ScriptedCore, client_message
 from tests.shell.test_http_legacy import (
     LegacyCore,
     event_of,
@@ -57,7 +64,10 @@ KEYS = derive(SECRET)
 class Node:
     front: Front
     fleet: Fleet
-    cores: list[LegacyCore]
+    cores: list[Any]
+    """Each legacy session's and tenant's core, as made."""
+    shared: Any
+    """The front's own core: the tenant of every modern client when no tokens are asked."""
 
     async def client(self) -> Client:
         return Client(await trio.open_tcp_stream("127.0.0.1", self.front.port))
@@ -76,8 +86,10 @@ class Fleet2:
 
 @asynccontextmanager
 async def fleet(tokens: Tokens | None = None, absent: str | None = None,
-                ) -> AsyncIterator[Fleet2]:
-    """Nodes "a" and "b" (and, listed, `absent`: an address where nothing listens)."""
+                core: Callable[[str], Any] | None = None) -> AsyncIterator[Fleet2]:
+    """Nodes "a" and "b" (and, listed, `absent`: an address where nothing listens). Given
+    `core`, every core of a node (its own, each session's and tenant's) is `core(its
+    address)`; else the front's own is scripted and each legacy session's a LegacyCore."""
     listeners = [bind_tcp("127.0.0.1", 0), bind_tcp("127.0.0.1", 0)]
     addresses = [f"http://127.0.0.1:{sock.getsockname()[1]}" for sock in listeners]
     nodes_listed = (*addresses, *([absent] if absent else []))
@@ -87,24 +99,25 @@ async def fleet(tokens: Tokens | None = None, absent: str | None = None,
             made: list[Node] = []
             for name, address, listener in zip("ab", addresses, listeners, strict=True):
                 stack.enter_context(listener)
-                cores: list[LegacyCore] = []
+                cores: list[Any] = []
 
-                def make_core(route: str = "", legacy: bool = False,
-                              cores: list[LegacyCore] = cores) -> LegacyCore:
-                    cores.append(LegacyCore())
+                def make_core(route: str = "", legacy: bool = False, cores: list[Any] = cores,
+                              address: str = address) -> Any:
+                    cores.append(LegacyCore() if core is None else core(address))
                     return cores[-1]
 
                 spawner = Spawner(lambda n: FakeChild(n, serving=True))
                 spawner.nursery = nursery
                 member = Fleet(name, address, KEYS, nodes_listed)
-                front = Front(ScriptedCore(), Servers(SessionSettings(), spawn=spawner),
+                shared = ScriptedCore() if core is None else core(address)
+                front = Front(shared, Servers(SessionSettings(), spawn=spawner),
                               Address("127.0.0.1", 0, "/mcp"), logs.logger().bind(node=name),
                               settings=SessionSettings(), make_core=make_core, fleet=member,
                               access=Access(allowed_hosts=("127.0.0.1",), tokens=tokens))
                 nursery.start_soon(front.run, listener)
                 with trio.fail_after(WAIT):
                     await front.listening.wait()
-                made.append(Node(front, member, cores))
+                made.append(Node(front, member, cores, shared))
             yield Fleet2(made[0], made[1], captured)
             for node in made:
                 node.front.stop()
@@ -275,6 +288,132 @@ async def test_a_session_is_its_token_s_on_every_node() -> None:
         assert len([e for e in f.logs if e.get("forwarded_to")]) == 2
 
 
+# --- a modern client's retry of a parked call ---------------------------------------------------
+
+
+class ParkingCore(ScriptedCore):
+    """A tenant's core as mode B's is for a call that is asked for input: `tools/call` of
+    "ask" parks, answered with a requestState sealed under this core's secret and naming
+    this node (its route, as the front makes it: `Fleet.state_route`); its retry is
+    answered with the name it brings, if the state is this core's."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__()
+        self.secret = os.urandom(32)
+        self.route = Fleet("x", address, KEYS).state_route("")
+
+    def handle(self, event: Event, now: float) -> list[Action]:
+        message = client_message(event)
+        if message is None or message.get("method") != "tools/call":
+            return super().handle(event, now)
+        self.received.append(message)
+        params, rid = message["params"], message["id"]
+        state = params.get("requestState")
+        if state is None:
+            state = request_state.seal(self.secret, key="c1", nonce="n1", digest="d",
+                                       expires=now + 60, route=self.route)
+            result = {"resultType": "input_required", "requestState": state,
+                      "inputRequests": {"q": {"method": "elicitation/create", "params": {}}}}
+        elif request_state.unseal(self.secret, state) is None:
+            return [Send("client", {"jsonrpc": "2.0", "id": rid, "error": {
+                "code": -32602, "message": "Invalid requestState", "data": {
+                    "reason": "tampered"}}}, request=rid)]
+        else:
+            name = params["inputResponses"]["q"]["content"]["name"]
+            result = {"content": [{"type": "text", "text": f"hello {name}"}]}
+        return [Send("client", {"jsonrpc": "2.0", "id": rid, "result": result}, request=rid)]
+
+
+def calls(core: ParkingCore) -> list[str]:
+    """What the core was sent, in order: a first call, or a retry."""
+    return ["retry" if "requestState" in m["params"] else "call" for m in core.received]
+
+
+def ask(rid: int, **params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "ask", "_meta": modern.META, **params}}
+
+
+def retry_of(parked: Any, rid: int, name: str = "octocat") -> dict[str, Any]:
+    state = parked.json["result"]["requestState"]
+    return ask(rid, requestState=state,
+               inputResponses={"q": {"action": "accept", "content": {"name": name}}})
+
+
+async def test_a_retry_landing_at_another_node_is_resumed_at_the_node_that_parked_it() -> None:
+    async with fleet(core=ParkingCore) as f:
+        parked = await (await f.a.client()).post(ask(1))
+        assert parked.json["result"]["resultType"] == "input_required"
+        assert node_named(retry_of(parked, 2)) == f.a.fleet.address
+        resumed = await (await f.b.client()).post(retry_of(parked, 2))
+        assert (resumed.status, resumed.json) == (200, {"jsonrpc": "2.0", "id": 2, "result": {
+            "content": [{"type": "text", "text": "hello octocat"}]}})
+        assert calls(f.a.shared) == ["call", "retry"]
+        assert f.b.shared.received == []  # b's core never saw it: it could not open it
+        await until(lambda: len(f.events("http.request", "a")) == 2
+                    and f.events("http.request", "b"))
+        [at_b] = f.events("http.request", "b")
+        assert (at_b["rpc_method"], at_b["forwarded_to"], at_b["status"]) == (
+            "tools/call", f.a.fleet.address, 200)
+        assert [e.get("forwarded_by") for e in f.events("http.request", "a")] == [None, "b"]
+
+
+async def test_a_forwarded_retry_reaches_its_credential_s_tenant_at_the_holder() -> None:
+    tokens = Tokens((b"token-one", b"token-two"), KEYS.credentials)
+    async with fleet(tokens, core=ParkingCore) as f:
+        one = {"authorization": "Bearer token-one"}
+        parked = await (await f.b.client()).post(ask(1), **one)
+        resumed = await (await f.a.client()).post(retry_of(parked, 2), **one)
+        assert resumed.json["result"]["content"][0]["text"] == "hello octocat"
+        [tenant] = f.b.cores  # the holder's tenant of token-one took both
+        assert calls(tenant) == ["call", "retry"]
+        assert f.a.cores == []  # no tenant started where the retry landed
+        other = await (await f.a.client()).post(retry_of(parked, 3, "mallory"),
+                                                authorization="Bearer token-two")
+        assert other.json["error"]["data"] == {"reason": "tampered"}  # token-two's own tenant
+        assert calls(tenant) == ["call", "retry"]
+        assert (await (await f.a.client()).post(retry_of(parked, 4))).status == 401
+
+
+async def test_a_retry_whose_node_cannot_be_reached_is_answered_as_a_call_that_ended() -> None:
+    absent = "http://127.0.0.1:9"  # discard: nothing listens there
+    async with fleet(absent=absent, core=ParkingCore) as f:
+        lost = ask(1, requestState=request_state.seal(
+            b"k" * 32, key="c1", nonce="n1", digest="d", expires=9e9,
+            route=Fleet("x", absent, KEYS).state_route("2")),
+                   inputResponses={"q": {"action": "accept", "content": {"name": "x"}}})
+        for _ in range(2):
+            ended = await (await f.b.client()).post(lost)
+            assert (ended.status, ended.json["error"]["code"], ended.json["error"]["data"]) \
+                == (200, -32602, {"reason": "ended"})
+            assert "has ended" in ended.json["error"]["message"]
+        await until(lambda: len(f.events("http.request", "b")) == 2)
+        assert [e["reason"] for e in f.events("http.request", "b")] == [
+            f"its node {absent} cannot be reached"] * 2
+        assert len(f.events("fleet.node_unreachable", "b")) == 1
+        stranger = dict(lost, params={**lost["params"], "requestState": request_state.seal(
+            b"k" * 32, key="c1", nonce="n1", digest="d", expires=9e9,
+            route=Fleet("x", "http://127.0.0.1:10", KEYS).state_route(""))})
+        refused = await (await f.b.client()).post(stranger)
+        assert refused.json["error"]["data"] == {"reason": "ended"}
+        assert len(f.events("fleet.not_member", "b")) == 1
+        assert f.b.shared.received == []
+
+
+async def test_a_forwarded_retry_is_never_forwarded_again() -> None:
+    async with fleet(core=ParkingCore) as f:
+        parked = await (await f.a.client()).post(ask(1))
+        retry = retry_of(parked, 2)
+        body = json.dumps(retry).encode()
+        sent = f.a.fleet.issue(None, passes.Bound("POST", "/mcp", "", body))
+        client = await f.b.client()
+        await client.send("POST", body, {**modern.rpc_headers(retry), passes.HEADER: sent})
+        refused = await client.whole()
+        assert refused.json["error"]["data"] == {"reason": "tampered"}  # b's core said so
+        assert calls(f.b.shared) == ["retry"]
+        assert calls(f.a.shared) == ["call"]
+
+
 # --- the settings -------------------------------------------------------------------------------
 
 LISTED = ("http://127.0.0.1:8001", "http://127.0.0.1:8002")
@@ -349,3 +488,13 @@ def test_a_fleet_setting_that_is_no_such_thing_is_refused_with_an_example(
         validate({key: value}, "config x.toml", ConfigError)
     assert validate({"fleet_nodes": ["HTTP://10.0.0.2:8808/"]}, "x", ConfigError) == {
         "fleet_nodes": ("http://10.0.0.2:8808",)}
+
+
+def test_every_tenant_core_of_a_fleet_node_seals_its_node_into_its_route() -> None:
+    core = CoreConfig()
+    member = Fleet("a", "http://10.0.0.2:8808", KEYS)
+    assert core_settings(core, None, "") is core  # outside a fleet: no route, as on stdio
+    assert core_settings(core, None, "2").state_route == "2"
+    first, third = core_settings(core, member, ""), core_settings(core, member, "3")
+    assert (node_of(first.state_route), process_of(first.state_route)) == (member.address, "")
+    assert (node_of(third.state_route), process_of(third.state_route)) == (member.address, "3")

@@ -40,3 +40,14 @@ def test_a_stopping_front_and_a_health_post_are_answered_without_a_body() -> Non
         503, b"", (("connection", "close"),), "the front is stopping")
     assert replies.health_method_not_allowed("POST", "/healthz") == replies.Reply(
         405, b"", (("allow", "GET"),), "POST: /healthz takes GET")
+
+
+def test_a_retry_whose_node_is_gone_is_answered_as_its_core_answers_a_call_that_ended() -> None:
+    reply = replies.parked_call_lost(7, "its node http://10.0.0.2:8808 cannot be reached")
+    assert (reply.status, reply.reason) == (200, "its node http://10.0.0.2:8808 cannot be "
+                                                 "reached")
+    assert orjson.loads(reply.body) == {"jsonrpc": "2.0", "id": 7, "error": {
+        "code": -32602, "message": "Invalid requestState: the call it resumes has ended "
+                                   "(answered, cancelled or timed out)",
+        "data": {"reason": "ended"}}}
+    assert ("content-type", "application/json") in reply.headers

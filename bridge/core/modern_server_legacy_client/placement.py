@@ -7,6 +7,14 @@ same server lets such calls run side by side, each alone at a process of its own
 goes back to the process whose core parked its call, named by the route its requestState
 carries (`request_state.py`), and everything else goes to the first process, which also
 holds the client's listen streams.
+
+A route names the process by its place in the pool: "" for the first, "1", "2", ... for the
+others. On a front that is a node of a fleet it names the node too, so that a retry which
+the balancer hands to another node finds the node that holds its call: base64url of the
+node's address, NODE_END, then the process ("aHR0cDovLzEwLjAuMC4yOjg4MDg!2"). Outside a
+fleet a route is the process alone, so the first process's requestState carries none.
+A route is read unauthenticated, as where to take a retry; only the core that sealed the
+state can tell whether it was altered (the shell forwards only to the fleet's nodes).
 """
 
 from __future__ import annotations
@@ -21,6 +29,9 @@ from bridge.core.methods import ELIGIBLE
 from bridge.core.modern_server_legacy_client.request_state import route_of
 from bridge.core.record import record
 
+NODE_END: Final = "!"
+"""Ends a route's node: outside base64url's alphabet, and neither the "." that ends a
+requestState's parts nor the "~" that ends its route (`request_state.py`)."""
 INPUT_CAPABILITIES: Final = frozenset({"roots", "sampling", "elicitation"})
 """What a call declares when it may be asked for input (a legacy server's request)."""
 
@@ -84,10 +95,63 @@ def need_of(message: Message) -> Need:
     return Need.SHARED
 
 
+def route_for(node: str, process: str) -> str:
+    """The route of `process` ("" for the first) of a pool on the node at address `node`
+    ("" outside a fleet)."""
+    return f"{_b64(node)}{NODE_END}{process}" if node else process
+
+
+def process_of(route: str) -> str:
+    """The process a route names, whichever node it names."""
+    return route.rpartition(NODE_END)[2]
+
+
+def node_of(route: str) -> str | None:
+    """The address of the node a route names; None when it names none (outside a fleet) or
+    what it names is no address's base64url (a state altered: only its core can tell)."""
+    head, end, _ = route.rpartition(NODE_END)
+    if not end:
+        return None
+    import base64  # a fleet's retries alone need it
+    import binascii
+
+    try:
+        return base64.b64decode(head + "=" * (-len(head) % 4), altchars=b"-_",
+                                validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
 def route_named(message: Message) -> str:
-    """The route of a retry's requestState ("" if it names none)."""
-    state = message["params"].get("requestState")
+    """The process a retry's requestState names in its pool ("" if it names none)."""
+    return process_of(_state_route(message))
+
+
+def node_named(message: Message) -> str | None:
+    """The address of the node a retry's requestState names (None: it names none)."""
+    return node_of(_state_route(message))
+
+
+def node_elsewhere(message: Message, own: str) -> str | None:
+    """The address of the other node of a fleet whose core parked the call `message` retries
+    (the state is opened there alone); None to take it here, at the node at address `own`:
+    a request that is no retry, a state naming no node, or naming this one."""
+    if need_of(message) is not Need.RETRY:
+        return None
+    node = node_named(message)
+    return None if node is None or node == own else node
+
+
+def _state_route(message: Message) -> str:
+    params = message.get("params")
+    state = params.get("requestState") if type(params) is dict else None
     return route_of(state) if type(state) is str else ""
+
+
+def _b64(text: str) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(text.encode("utf-8")).rstrip(b"=").decode("ascii")
 
 
 class Pooled(Protocol):

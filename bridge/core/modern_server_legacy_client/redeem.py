@@ -62,8 +62,12 @@ def redeem(secret: bytes, state: str, method: str, params: Message,
     return call
 
 
+def state_error(problem: StateProblem) -> errors.OwnError:
+    """The error that tells a client why its retry resumes nothing (-32602)."""
+    return errors.request_state_invalid(problem.value, _STATE_PROBLEMS[problem])
+
+
 def reject_state(ctx: Context, request_id: WireId, problem: StateProblem) -> None:
-    """The retry resumes nothing: the client is told why (-32602)."""
+    """The retry resumes nothing: the client is told why."""
     ctx.log("warning", "mrtr.state_rejected", client_id=request_id, reason=problem.value)
-    ctx.fail(CLIENT, request_id,
-             errors.request_state_invalid(problem.value, _STATE_PROBLEMS[problem]))
+    ctx.fail(CLIENT, request_id, state_error(problem))

@@ -9,7 +9,8 @@ Format: "rs1." + [route "~"] + base64url(JSON payload) + "." + base64url(HMAC-SH
 label + [route "~"] + payload)). The payload is {"k": call key, "n": nonce, "d": request
 digest, "x": expiry in ms}; the nonce lets the parking table enforce single use (mrtr.mdx
 warns the digest alone does not). The route, when the sealing core has one, names the server
-process of a pool that holds the call (`bridge.core.placement`): it is read before the state
+process of a pool that holds the call, and in a fleet its node (`placement.py`; no "." or "~"
+in it): it is read before the state
 is opened, to find the core that can open it, and the MAC covers it, so a changed route
 reaches a core that refuses the state as tampered with.
 """

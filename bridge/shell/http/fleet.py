@@ -3,9 +3,10 @@ the fleet's; what the pure rules (`bridge.fleet`) need from the world: the rando
 session id, the time a pass is made or checked at, the names resolved.
 
 Must not move requests (`forward.py` does) nor decide where one goes (`legacy_requests.py`
-asks `holder`). The key comes from `fleet_key_file` or MCP_ROSETTA_FLEET_KEY, never the
-command line, and is never logged. A node in a fleet without a key, or that cannot tell its
-own address, refuses to start, naming the setting.
+asks `holder`, `router.py` asks `parked_at`: the pure rules answer, given this node's
+address). The key comes from `fleet_key_file` or MCP_ROSETTA_FLEET_KEY, never the command
+line, and is never logged. A node in a fleet without a key, or that cannot tell its own
+address, refuses to start, naming the setting.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 
 import trio
 
+from bridge.core.codec import Message
+from bridge.core.modern_server_legacy_client.placement import node_elsewhere, route_for
 from bridge.errors import ConfigError
 from bridge.fleet import ids, members, passes
 from bridge.fleet.keys import FleetKeys, derive
@@ -56,6 +59,16 @@ class Fleet:
         node's, or no id of this fleet (it is then looked up here, and unknown)."""
         address = ids.holder(self.keys.ids, session_id)
         return None if address == self.address else address
+
+    def parked_at(self, message: Message) -> str | None:
+        """The address of the other node whose core parked the call `message` retries;
+        None when it is no retry of another node's call (it is taken here)."""
+        return node_elsewhere(message, self.address)
+
+    def state_route(self, process: str) -> str:
+        """The route a tenant's core seals into its parked calls' requestState: this node
+        and the process of its pool ("" for the first), so a retry finds them from any node."""
+        return route_for(self.address, process)
 
     def issue(self, credential: str | None, request: Bound) -> str:
         return passes.issue(self.keys.passes, self.node, time.time(), credential, request)

@@ -1,16 +1,20 @@
-"""A request for a legacy session another node of the fleet holds: sent there, with a pass,
-and its answer (JSON, an event stream, a 202 or 404) streamed back as it comes.
+"""A request another node of the fleet holds (for a legacy session of that node, or a
+modern client's retry of a call parked there): sent there, with a pass, and its answer
+(JSON, an event stream, a 202 or 404) streamed back as it comes.
 
-Must not decide where a request goes (`legacy_requests.py` asks the fleet) nor check it (the
-node that holds the session does, trusting the pass for what this node checked: Host,
-Origin, bearer token). Reuses httpx2, the upstream's client. The client closing its
-connection closes the forwarded request (the holder then treats it as its own client's
-close); a holder that cannot be reached answers nothing, so the session is answered as
-ended (404: §Session Management 4, the client starts a new one), and said once in the log
-until the node is reached again.
+Must not decide where a request goes (`legacy_requests.py` and `router.py` ask the fleet)
+nor check it (the node that holds the session or the call does, trusting the pass for what
+this node checked: Host, Origin, bearer token). Reuses httpx2, the upstream's client. The
+client closing its connection closes the forwarded request (the holder then treats it as
+its own client's close); a holder that cannot be reached answers nothing, so what it held
+has ended with it: the request gets the answer its caller gives for that (by default a
+session's, 404: §Session Management 4, the client starts a new one), and the node is said
+once in the log until it is reached again.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import httpx2
 
@@ -33,6 +37,8 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "t
 """RFC 9110 §7.6.1: a hop's own headers, never passed on (each hop frames its own)."""
 NOT_FORWARDED = HOP_BY_HOP | {"authorization", HEADER}
 """The bearer token stays at the node that checked it: the pass names its credential."""
+Gone = Callable[[str], Reply]
+"""The answer to a request whose holder is gone, given why (for the log)."""
 
 
 class Forwarder:
@@ -51,28 +57,29 @@ class Forwarder:
         await self._client.aclose()
 
     async def forward(self, conn: Connection, request: Request, holder: str,
-                      outcome: Outcome) -> Reply | None:
-        """`request` to the node at `holder` and its answer back; or the answer to give
-        when it cannot be (the session has ended with its node)."""
+                      outcome: Outcome, gone: Gone = replies.session_unknown) -> Reply | None:
+        """`request` to the node at `holder` and its answer back; or, when it cannot be,
+        `gone`'s answer (what it held has ended with its node)."""
         outcome.forwarded_to = holder
         if not await self._fleet.is_member(holder):
             self._log.warning("fleet.not_member", holder=holder,
-                              fix="a session id names a node that is not in fleet_nodes "
-                                  "(or fleet_dns): list every node on every node")
-            return replies.session_unknown(f"its node {holder} is not in the fleet")
+                              fix="a session id or requestState names a node that is not "
+                                  "in fleet_nodes (or fleet_dns): list every node on every "
+                                  "node")
+            return gone(f"its node {holder} is not in the fleet")
         refused: Reply | None = None
 
         async def carry() -> None:
             nonlocal refused
-            refused = await self._exchange(conn, request, holder, outcome)
+            refused = await self._exchange(conn, request, holder, outcome, gone)
 
         # The client's close cancels this (the reader sees it): the forwarded request closes.
         await conn.until_closed(carry)
         return refused
 
     async def _exchange(self, conn: Connection, request: Request, holder: str,
-                        outcome: Outcome) -> Reply | None:
-        bound = Bound(request.method, request.target, request.headers[SESSION_HEADER],
+                        outcome: Outcome, gone: Gone) -> Reply | None:
+        bound = Bound(request.method, request.target, request.headers.get(SESSION_HEADER, ""),
                       request.body)
         credential = outcome.credential.digest if outcome.credential is not None else None
         headers = [(name, value) for name, value in request.headers.items()
@@ -88,7 +95,7 @@ class Forwarder:
                 self._log.warning("fleet.answer_cut", holder=holder, error=repr(exc))
                 return None
             self._lost(holder, exc)
-            return replies.session_unknown(f"its node {holder} cannot be reached")
+            return gone(f"its node {holder} cannot be reached")
         return None
 
     @staticmethod
@@ -111,7 +118,7 @@ class Forwarder:
         if holder not in self._unreachable:
             self._unreachable.add(holder)
             self._log.warning("fleet.node_unreachable", holder=holder, error=repr(exc),
-                              effect="its sessions are answered as ended (404)")
+                              effect="its sessions and parked calls are answered as ended")
 
     def _reached(self, holder: str) -> None:
         if holder in self._unreachable:

@@ -33,15 +33,20 @@ from bridge.streamable.replies import Reply
 
 if TYPE_CHECKING:
     from bridge.shell.http.fleet import Fleet
+    from bridge.shell.http.forward import Gone
 
 Answer = Callable[[Connection, PostExchange, Outcome, tuple[tuple[str, str], ...]],
                   Awaitable[bool]]
 """Writes a POST's answer from its route; True once it is out (else the client left)."""
 
 
-Forward = Callable[[Connection, Request, str, Outcome], Awaitable[Reply | None]]
-"""Sends a request to the node at the address given (`forward.Forwarder.forward`) and its
-answer back; or the answer to give when it cannot."""
+class Forward(Protocol):
+    """Sends a request to the node at the address given (`forward.Forwarder.forward`) and its
+    answer back; or the answer to give when it cannot (`gone`'s, given why; by default a
+    session's end)."""
+
+    def __call__(self, conn: Connection, request: Request, holder: str, outcome: Outcome,
+                 gone: Gone = ...) -> Awaitable[Reply | None]: ...
 
 
 def _method_of(message: object) -> str | None:

@@ -41,6 +41,7 @@ from bridge.shell.session.session import SessionSettings
 from bridge.shell.settings import Settings
 
 if TYPE_CHECKING:
+    from bridge.core.config import CoreConfig
     from bridge.shell.http.oauth_gate import Gate
 
 RELOADED = frozenset({"allowed_hosts", "allowed_origins", "token_file", "max_connections"})
@@ -85,12 +86,12 @@ def run_http(settings: Settings, reload: Reload) -> int:
         def own_core(route: str, legacy: bool) -> Bridge:
             """A legacy session's or a tenant's core, as a daemon session's; `route`: its
             name in a tenant's pool; `legacy`: the front's own core found the server so."""
-            core = settings.core
+            core = core_settings(settings.core, fleet, route)
             if route or legacy:
-                core = dataclasses.replace(core, state_route=route, server_era="legacy")
+                core = dataclasses.replace(core, server_era="legacy")
             return Bridge(core, secret=os.urandom(32))
 
-        bridge = Bridge(settings.core, secret=os.urandom(32))
+        bridge = Bridge(core_settings(settings.core, fleet, ""), secret=os.urandom(32))
         notify = Notifier(log)
         front = Front(bridge, servers, address, log,
                       settings=sessions, notify=notify,
@@ -161,6 +162,14 @@ def _tokens(current: Tokens | None, tokens: tuple[bytes, ...],
     if current is not None:
         return current.with_tokens(tokens)
     return Tokens(tokens, fleet.keys.credentials) if fleet is not None else Tokens(tokens)
+
+
+def core_settings(core: CoreConfig, fleet: Fleet | None, route: str) -> CoreConfig:
+    """`core` for the core of the pool's process `route` ("" for a tenant's first): the
+    route its parked calls' requestState carry names that process and, in a fleet, this
+    node (outside one, a tenant's first core seals no route)."""
+    state_route = fleet.state_route(route) if fleet is not None else route
+    return dataclasses.replace(core, state_route=state_route) if state_route else core
 
 
 def _fleet_fields(fleet: Fleet | None) -> dict[str, object]:

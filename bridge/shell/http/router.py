@@ -6,7 +6,10 @@ request, mismatched headers: `bridge.streamable` decides and words each), and ha
 request to its tenant's session (`tenants.py`) through the tenant's `modern.Mapping`, then
 carries the core's messages for it back as one JSON answer or an event stream. In a fleet,
 a request another node forwarded is taken on that node's pass (`bridge.fleet.passes`) in
-place of the Host, Origin and token checks that node made.
+place of the Host, Origin and token checks that node made, and a modern client's retry of a
+call parked at another node (mode B's `placement.node_elsewhere`) is forwarded there before
+any tenant here is looked at (the pass carries its credential: the holder finds the same
+tenant).
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ class RequestRouter:
         self._log = log
         self._health = health or Health()
         self._fleet = fleet
+        self._forward = forward
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
                                       open_session or _no_session,
                                       self._through_core, keep_alive=endpoint.keep_alive,
@@ -142,6 +146,10 @@ class RequestRouter:
             return refused
         assert isinstance(message, dict)
         outcome.rpc = message.get("method")
+        holder = self._retry_holder(message, outcome)
+        if holder is not None and self._forward is not None:
+            return await self._forward(conn, request, holder, outcome,
+                                       partial(replies.parked_call_lost, message.get("id")))
         tenant = await self._tenant_of(outcome.credential, message.get("id"))
         if isinstance(tenant, Reply):
             return tenant
@@ -149,6 +157,13 @@ class RequestRouter:
         if refused is None:
             await self._modern(conn, request, message, outcome, tenant)
         return refused
+
+    def _retry_holder(self, message: Message, outcome: Outcome) -> str | None:
+        """The other node holding the call `message` retries, to forward it to; None to
+        serve it here. A request another node forwarded is never forwarded again."""
+        if self._fleet is None or outcome.forwarded_by is not None:
+            return None
+        return self._fleet.parked_at(message)
 
     async def _modern(self, conn: Connection, request: Request, message: Message,
                       outcome: Outcome, tenant: ModernClients) -> None:
