@@ -64,6 +64,7 @@ class Rig:
             self.feed("client", request(0, "legacy", "initialize", {
                 "protocolVersion": LEGACY, "capabilities": ELICITATION,
                 "clientInfo": CLIENT_INFO}))
+            self.answer_server_requests()  # mode P relays it: the server answers, as a real one
             self.feed("client", {"jsonrpc": "2.0", "method": "notifications/initialized"})
         else:
             self.feed("client", request(0, "modern", "tools/list", {}))
