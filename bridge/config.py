@@ -182,6 +182,17 @@ def socket_path(value: Any) -> str:
     return path
 
 
+def metrics_address(value: Any) -> str:
+    """`http://HOST:PORT/PATH`: where the stdio bridge and the Unix daemon serve Prometheus'
+    scrape (--metrics); the HTTP front serves it on its own port."""
+    if not isinstance(value, str) or not value.startswith("http://"):
+        raise ValueError('expected "http://HOST:PORT/PATH", e.g. "http://127.0.0.1:9464/metrics"')
+    from bridge.shell.http.address import parse_address
+
+    parse_address(value)  # ValueError names what is wrong
+    return value
+
+
 def server_url(value: Any) -> str:
     """An http:// or https:// URL with a host: the Streamable HTTP endpoint (--url)."""
     from urllib.parse import urlsplit  # only when a URL is configured
@@ -373,6 +384,7 @@ SHELL_KEYS: dict[str, Check] = {
     "pass_env": env_names,
     "cwd": directory,
     "transcript": file_path,
+    "metrics": metrics_address,
 }
 DAEMON_KEYS: dict[str, Check] = {
     "listen": socket_path,
@@ -396,7 +408,7 @@ TIMING_KEYS = ("shutdown_grace", "kill_grace", "drain_timeout")
 SHELL_FIELDS = ("command", "url", "headers", "oauth_client_id", "oauth_client_secret_file",
                 "oauth_client_metadata_url", "oauth_client_credentials", "connect_timeout",
                 "read_timeout", "max_upstream_connections", "log_format", "max_message_bytes",
-                "env", "pass_env", "cwd", "transcript", "config_file")
+                "env", "pass_env", "cwd", "transcript", "metrics", "config_file")
 SECRET_KEYS = frozenset({"env", "headers"})
 """Keys whose values are never echoed in an error (they may hold secrets)."""
 MERGED_KEYS = ("env", "pass_env", "headers", "allowed_hosts", "allowed_origins")

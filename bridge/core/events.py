@@ -192,4 +192,26 @@ class Stop:
     code: int
 
 
-Action = Send | Log | RestartChild | NotifyReady | Status | Stop
+@record()
+class Answered:
+    """A fact an observing bridge (observe.py) reports: a client's request was answered.
+
+    `started` and `ended` are the core's `now` when the request reached its mode and when the
+    answer left; `tool` is a `tools/call`'s tool name; `error_type` the class of an error
+    answer (observe.ERROR_TYPES), None for a result. `traceparent` and `tracestate` are the
+    W3C trace context the request's `_meta` carried, for a span the shell may make of it.
+    """
+
+    method: str
+    tool: str | None
+    started: float
+    ended: float
+    error_type: str | None
+    mode: str
+    client_era: str
+    server_era: str
+    traceparent: str | None = None
+    tracestate: str | None = None
+
+
+Action = Send | Log | RestartChild | NotifyReady | Status | Stop | Answered

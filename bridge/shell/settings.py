@@ -69,6 +69,9 @@ class ShellConfig:
     """The server's working directory (absolute); None: the bridge's own."""
     transcript: str | None = None
     """A file to append every message of the four legs to, one JSON line each; None: off."""
+    metrics: str | None = None
+    """`http://HOST:PORT/PATH` to serve Prometheus' scrape on (the stdio bridge, the Unix
+    daemon); None: no metrics are kept. The HTTP front serves /metrics on its own port."""
     config_file: str | None = None
     """The configuration file these settings came from, if any (named in the first log line)."""
 

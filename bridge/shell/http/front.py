@@ -91,12 +91,14 @@ class Front:
                  view: ServerView | None = None, stream_backlog: int = STREAM_BACKLOG,
                  make_core: Callable[[], Core] | None = None, max_sessions: int = 16,
                  session_idle: float = 1800.0, max_tenants: int = 16,
-                 tenant_idle: float = 1800.0) -> None:
+                 tenant_idle: float = 1800.0,
+                 scrape: Callable[[], bytes] | None = None) -> None:
         """`servers`: where each session's server side comes from (a child per session, or
         a session with the remote endpoint per session); `make_core`: a legacy session's
         or a tenant's own core (None: both are refused, as over `max_sessions` and
         `max_tenants`); `session_idle`, `tenant_idle`: seconds after which an idle one
-        ends; `stream_backlog`: the bound of every stream's route (`route.py`)."""
+        ends; `stream_backlog`: the bound of every stream's route (`route.py`); `scrape`:
+        the text of GET /metrics (None: 404 there)."""
         self._core = core
         self._servers = servers
         self._address = address
@@ -108,6 +110,7 @@ class Front:
         self._max_connections = max_connections
         self._access = access
         self._health = Health(view)
+        self._scrape = scrape
         self._router: RequestRouter | None = None
         self.connections = 0
         self._make_core = make_core
@@ -148,7 +151,7 @@ class Front:
         host, self.port = listener.getsockname()[:2]
         self._router = RequestRouter(self._endpoint(), self._tenant_of, self._log,
                                      self._health, self.sessions, self._open_session,
-                                     self._settings.timing.shutdown_grace)
+                                     self._settings.timing.shutdown_grace, self._scrape)
         async with trio.open_nursery() as nursery:
             await nursery.start(self._hold_sessions, name="sessions")
             await nursery.start(self._serve_shared, nursery, name="shared")

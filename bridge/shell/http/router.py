@@ -43,6 +43,9 @@ from bridge.streamable.replies import Reply
 from bridge.streamable.target import logged, path_of
 
 KEEP_ALIVE_S = 15.0
+METRICS = "/metrics"
+METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""Prometheus' text format (what `prometheus_client` writes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +71,16 @@ class RequestRouter:
 
     def __init__(self, endpoint: FrontEndpoint, tenant_of: TenantOf, log: Logger,
                  health: Health | None = None, sessions: Sessions | None = None,
-                 open_session: OpenSession | None = None, grace: float = 0.0) -> None:
+                 open_session: OpenSession | None = None, grace: float = 0.0,
+                 scrape: Callable[[], bytes] | None = None) -> None:
         self.endpoint = endpoint
         """Replaced whole when a reload changes the allowlist or the tokens."""
         self._tenant_of = tenant_of
         self._log = log
         self._health = health or Health()
+        self._scrape = scrape
+        """The text GET /metrics answers (Prometheus'), behind the tokens; None: no such
+        path."""
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
                                       open_session or _no_session,
                                       self._through_core, keep_alive=endpoint.keep_alive,
@@ -165,7 +172,12 @@ class RequestRouter:
             except Denied as denied:
                 return replies.unauthorized(denied.problem, presented=denied.presented,
                                             request_id=_id_of(request))
-        if path_of(request.target) != endpoint.path:
+        path = path_of(request.target)
+        if path == METRICS != endpoint.path and self._scrape is not None \
+                and request.method == "GET":
+            return Reply(200, self._scrape(), (("content-type", METRICS_TYPE),),
+                         reason="metrics")
+        if path != endpoint.path:
             return replies.not_found_path(request.target)
         return refuse_method(request.method, request.headers)
 

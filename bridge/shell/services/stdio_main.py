@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
@@ -24,6 +25,7 @@ from bridge.shell import logs
 from bridge.shell.clients.fd_client import FdClient
 from bridge.shell.early_log import EarlyLog
 from bridge.shell.fdio.stdio import ProtocolFds
+from bridge.shell.metrics import wanted
 from bridge.shell.servers.child import ProcessChild
 from bridge.shell.servers.supervisor import Spawn
 from bridge.shell.services.notify import Notifier
@@ -36,6 +38,7 @@ from bridge.shell.session.transcript import Transcript
 from bridge.shell.settings import ShellConfig
 
 if TYPE_CHECKING:  # --url only: its modules are imported by _run_remote's path
+    from bridge.shell.metrics.watch import Watch
     from bridge.shell.servers.remote.endpoint import Endpoint
 
 ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
@@ -52,31 +55,35 @@ LOG_IDLE_AT_MOST = 5.0
 def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                 first: ProcessChild | ServerUnavailable, spawn: Spawn) -> int:
     early, log = _started(shell)
-    settings = SessionSettings.of(shell)
+    watch = _watched(shell)
+    settings = SessionSettings.of(shell, None if watch is None else watch.series)
     session = Session(
-        Bridge(core_config, secret=os.urandom(32)),
+        _core(core_config, watch),
         log,
         settings=settings,
         notify=Notifier(log),
         orphans=Orphans(),
         transcript=_transcript(shell, log),
     )
-    return _run(session, Servers(settings, spawn=spawn).opener(log), fds, first, log, early)
+    return _run(session, Servers(settings, spawn=spawn).opener(log), fds, first, log, early,
+                watch, shell.metrics)
 
 
 def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                  where: Endpoint) -> int:
     """The stdio bridge whose server is the Streamable HTTP endpoint `where`."""
     early, log = _started(shell)
-    settings = SessionSettings.of(shell)
+    watch = _watched(shell)
+    settings = SessionSettings.of(shell, None if watch is None else watch.series)
     session = Session(
-        Bridge(core_config, secret=os.urandom(32)),
+        _core(core_config, watch),
         log,
         settings=settings,
         notify=Notifier(log),
         transcript=_transcript(shell, log),
     )
-    return _run(session, Servers(settings, where=where).opener(log), fds, None, log, early)
+    return _run(session, Servers(settings, where=where).opener(log), fds, None, log, early,
+                watch, shell.metrics)
 
 
 def _started(shell: ShellConfig) -> tuple[EarlyLog, logs.Logger]:
@@ -86,15 +93,28 @@ def _started(shell: ShellConfig) -> tuple[EarlyLog, logs.Logger]:
     return early, log
 
 
+def _watched(shell: ShellConfig) -> Watch | None:
+    """The process's metrics, if it keeps any (their modules are loaded only then)."""
+    if not wanted(shell.metrics):
+        return None
+    from bridge.shell.metrics.watch import Watch
+
+    return Watch()
+
+
+def _core(config: CoreConfig, watch: Watch | None) -> Bridge:
+    return Bridge(config, secret=os.urandom(32)) if watch is None else watch.core(config)
+
+
 def _transcript(shell: ShellConfig, log: logs.Logger) -> Transcript | None:
     return Transcript.open(shell.transcript, log=log) if shell.transcript else None
 
 
 def _run(session: Session, server: OpenServer, fds: ProtocolFds,
          first: ProcessChild | ServerUnavailable | None, log: logs.Logger,
-         early: EarlyLog) -> int:
+         early: EarlyLog, watch: Watch | None = None, metrics: str | None = None) -> int:
     try:
-        return trio.run(_main, session, server, fds, first, log, early)
+        return trio.run(_main, session, server, fds, first, log, early, watch, metrics)
     except Exception as exc:  # a bug: say so, and leave no child behind
         log.critical("bridge.crashed", error=repr(exc))
         if isinstance(first, ProcessChild):
@@ -107,11 +127,14 @@ def _run(session: Session, server: OpenServer, fds: ProtocolFds,
 
 async def _main(session: Session, server: OpenServer, fds: ProtocolFds,
                 first: ProcessChild | ServerUnavailable | None,
-                log: logs.Logger, early: EarlyLog) -> int:
+                log: logs.Logger, early: EarlyLog, watch: Watch | None,
+                metrics: str | None) -> int:
     orphans = session.orphans
     client = FdClient(fds.client_in, fds.client_out, log)
     with trio.open_signal_receiver(*ENDING, signal.SIGCHLD) as signals:
         async with trio.open_nursery() as nursery:
+            if watch is not None and metrics is not None:
+                nursery.start_soon(partial(watch.serve, metrics, None, log), name="metrics")
             nursery.start_soon(_watch, signals, session, orphans, log)
             nursery.start_soon(_load_log, early, client.written, session.driver)
             code = await session.run(client, server, first)

@@ -11,7 +11,7 @@ routes messages (the HTTP front's) takes each as the core made it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -19,6 +19,7 @@ from bridge.core.codec import encode
 from bridge.core.events import (
     CLIENT,
     Action,
+    Answered,
     Event,
     Log,
     MessageDecoded,
@@ -38,6 +39,9 @@ from bridge.shell.logs import Logger, emit
 from bridge.shell.session.batch import Batch, Peer
 from bridge.shell.session.clock import Clock
 from bridge.shell.session.transcript import CLIENT_IN, SERVER_IN, Transcript
+
+if TYPE_CHECKING:  # metrics are loaded only when kept
+    from bridge.shell.metrics.series import Series
 
 
 class Core(Protocol):
@@ -75,7 +79,8 @@ class Driver:
     """Feeds the core events and carries out its actions, then returns."""
 
     def __init__(self, core: Core, log: Logger, *, limit: int, notify: Callable[[str], None],
-                 debug: bool = False, transcript: Transcript | None = None) -> None:
+                 debug: bool = False, transcript: Transcript | None = None,
+                 series: Series | None = None) -> None:
         self._core = core
         self._log = log
         self.limit = limit
@@ -101,6 +106,10 @@ class Driver:
         if transcript is not None:  # bound once: without a transcript, no cost per message
             self.lines = self._recorded_lines  # type: ignore[method-assign]
             self._flush = self._recorded_flush  # type: ignore[method-assign]
+        self.series = series
+        """Where the session's facts go (metrics); None: nowhere, at no cost per message."""
+        if series is not None:
+            self.lines = self._counted_lines(self.lines, series)  # type: ignore[method-assign,assignment]
 
     def attach(self, client: Outbox, server: Server, clock: Clock | None = None) -> None:
         """The session's two sides (and its clock), before the first event."""
@@ -145,6 +154,8 @@ class Driver:
         headers): taken as `lines` takes a line, with no second parse."""
         if self.stop_code is not None:
             return
+        if self.series is not None:
+            self.series.messages[event.side] += 1
         now = self.last_lines = trio.current_time()
         if self._debug:
             self._log.debug("message.received", side=event.side,
@@ -185,10 +196,15 @@ class Driver:
         match action:
             case Log():
                 emit(self._log, action)
+            case Answered():
+                if self.series is not None:
+                    self.series.answered(action)
             case RestartChild():
                 assert self.server is not None
                 self._flush()  # what was meant for the old child goes to the old child
                 self.server.restart()
+                if self.series is not None:
+                    self.series.restarted()
             case NotifyReady():
                 self._notify("READY=1")
             case Status(text=text):
@@ -208,6 +224,18 @@ class Driver:
             self._server_batch.write()
         if self.clock is not None:
             self.clock.watch(self._core.next_deadline())
+
+    @staticmethod
+    def _counted_lines(lines: Callable[[Side, list[Line], Source | None], None],
+                       series: Series) -> Callable[[Side, list[Line], Source | None], None]:
+        """`lines`, counting the messages each peer's reads bring."""
+        counts = series.messages
+
+        def counted(side: Side, read: list[Line], source: Source | None = None) -> None:
+            counts[side] += len(read)
+            lines(side, read, source)
+
+        return counted
 
     # With a transcript ---------------------------------------------------------------------
 

@@ -1,0 +1,129 @@
+"""The process's series, kept as plain numbers: what each session's core reported
+(`events.Answered`) and what its driver did (messages carried, restarts), plus the live
+sessions whose state the gauges read when scraped.
+
+Must not import the exporter (`exposition.py` turns this into Prometheus' text when asked)
+nor grow without bound: every label value is bounded (a method is a known one or "other",
+the core sees to that; a tool name is one of the first `MAX_TOOLS` well-formed names seen,
+else "other", so a hostile server that invents names cannot mint series). Cheap per call:
+one tuple, one dict lookup, one bisect.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Callable
+from typing import Protocol
+
+from bridge.core.bridge import ServerState
+from bridge.core.events import Answered
+
+# OpenTelemetry's advice for `mcp.server.operation.duration` (seconds), and for
+# `mcp.server.session.duration`.
+OPERATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0,
+                     120.0, 300.0)
+SESSION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0,
+                   120.0, 300.0, 1800.0, 3600.0, 14400.0, 86400.0)
+MAX_TOOLS = 100
+"""Distinct tool names labelled; later ones are "other"."""
+OTHER = "other"
+# A tool's name as the specification advises it (1-128 of these characters); cut shorter here.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-/]{1,64}")
+
+OperationKey = tuple[str, str, str, str, str, str]
+"""mcp_method_name, gen_ai_tool_name, error_type, mode, client_era, server_era."""
+
+
+class Histogram:
+    """Counts per bucket (the last: above every bound) and the sum of what was observed."""
+
+    __slots__ = ("bounds", "counts", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1
+        self.total += value
+
+
+class Watched(Protocol):
+    """What the gauges read of a live session's core (`observe.ObservedBridge`)."""
+
+    @property
+    def server_state(self) -> ServerState: ...
+
+    @property
+    def parked(self) -> int: ...
+
+
+class Series:
+    """Every series of one process."""
+
+    def __init__(self) -> None:
+        self.operations: dict[OperationKey, Histogram] = {}
+        self.sessions = Histogram(SESSION_BUCKETS)
+        self.errors: dict[str, int] = {}
+        self.messages = {"client": 0, "server": 0}
+        """Messages read from each peer, to be carried to the other."""
+        self.restarts = 0
+        self.live: set[Watched] = set()
+        """The cores of the sessions now open."""
+        self.tenants: Callable[[], int] = _none
+        """The HTTP front's tenants now served (the front sets it)."""
+        self.traced: Callable[[Answered], None] | None = None
+        """What makes a span of each answered request (spans.py), if anything does."""
+        self._tools: set[str] = set()
+
+    def answered(self, fact: Answered) -> None:
+        key = (fact.method, "" if fact.tool is None else self.tool(fact.tool),
+               fact.error_type or "", fact.mode, fact.client_era, fact.server_era)
+        histogram = self.operations.get(key)
+        if histogram is None:
+            histogram = self.operations[key] = Histogram(OPERATION_BUCKETS)
+        histogram.observe(fact.ended - fact.started)
+        if fact.error_type is not None:
+            self.failed(fact.error_type)
+        if self.traced is not None:
+            self.traced(fact)
+
+    def failed(self, error_type: str) -> None:
+        """An error of that class reached a client (refusals before the core too)."""
+        self.errors[error_type] = self.errors.get(error_type, 0) + 1
+
+    def tool(self, name: str) -> str:
+        """The label of a tool's name: bounded in length, charset and number."""
+        tools = self._tools
+        if name in tools:
+            return name
+        if len(tools) >= MAX_TOOLS or not _TOOL_NAME.fullmatch(name):
+            return OTHER
+        tools.add(name)
+        return name
+
+    def restarted(self) -> None:
+        self.restarts += 1
+
+    def opened(self, core: Watched) -> None:
+        self.live.add(core)
+
+    def closed(self, core: Watched, seconds: float) -> None:
+        self.live.discard(core)
+        self.sessions.observe(seconds)
+
+    def servers(self) -> dict[str, int]:
+        """The live sessions' servers by state (lower case)."""
+        counts = {state.name.lower(): 0 for state in ServerState}
+        for core in list(self.live):
+            counts[core.server_state.name.lower()] += 1
+        return counts
+
+    def parked(self) -> int:
+        return sum(core.parked for core in list(self.live))
+
+
+def _none() -> int:
+    return 0

@@ -1,0 +1,117 @@
+"""The metrics' shell: bounded series, the Prometheus text, the scrape endpoint and its
+guard, and the spans made of answered requests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+import h11
+import pytest
+import structlog
+import trio
+
+from bridge.core.events import Answered
+from bridge.shell import logs
+from bridge.shell.http.auth import Tokens
+from bridge.shell.metrics.exposition import Exposition
+from bridge.shell.metrics.listener import Unreachable, check_reach, serve_scrapes
+from bridge.shell.metrics.series import MAX_TOOLS, Series
+
+
+def fact(tool: str | None = "echo", error_type: str | None = None,
+         seconds: float = 0.3) -> Answered:
+    return Answered("tools/call", tool, 0.0, seconds, error_type, "B", "modern", "legacy")
+
+
+def test_an_answer_counts_in_its_histogram_and_an_error_by_its_class() -> None:
+    series = Series()
+    series.answered(fact(seconds=0.3))
+    series.answered(fact(error_type="timeout", seconds=0.02))
+    text = Exposition(series).render().decode()
+    assert ('mcp_server_operation_duration_seconds_bucket{client_era="modern",error_type="",'
+            'gen_ai_tool_name="echo",le="0.5",mcp_method_name="tools/call",mode="B",'
+            'server_era="legacy"} 1.0') in text
+    assert ('mcp_server_operation_duration_seconds_bucket{client_era="modern",'
+            'error_type="timeout",gen_ai_tool_name="echo",le="0.02",mcp_method_name="tools/call",'
+            'mode="B",server_era="legacy"} 1.0') in text
+    assert 'mcp_rosetta_errors_total{error_type="timeout"} 1.0' in text
+    assert 'mcp_rosetta_errors_total{error_type="server"} 0.0' in text
+    assert "mcp_rosetta_server_up 1.0" in text
+
+
+def test_tool_names_are_bounded_in_number_and_form() -> None:
+    series = Series()
+    for n in range(MAX_TOOLS + 50):
+        series.answered(fact(f"tool{n}"))
+    series.answered(fact("bad name\n{}"))
+    series.answered(fact("x" * 65))
+    tools = {key[1] for key in series.operations}
+    assert len(tools) == MAX_TOOLS + 1 and "other" in tools
+    assert "tool0" in tools and f"tool{MAX_TOOLS}" not in tools
+    series.answered(fact("tool0"))  # a name seen before keeps its label
+    assert series.operations[("tools/call", "tool0", "", "B", "modern", "legacy")].counts[5] == 2
+
+
+def test_metrics_off_loopback_need_a_token() -> None:
+    check_reach("http://127.0.0.1:9464/metrics", None)
+    check_reach("http://0.0.0.0:9464/metrics", Tokens((b"t",)))
+    with pytest.raises(Unreachable, match="token_file"):
+        check_reach("http://0.0.0.0:9464/metrics", None)
+
+
+async def get(port: int, path: str, token: str | None = None) -> tuple[int, bytes]:
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    conn = h11.Connection(h11.CLIENT)
+    headers = [("host", "127.0.0.1")]
+    if token is not None:
+        headers.append(("authorization", f"Bearer {token}"))
+    await stream.send_all(conn.send(h11.Request(method="GET", target=path, headers=headers))
+                          + conn.send(h11.EndOfMessage()))
+    status, body = 0, b""
+    while True:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            conn.receive_data(await stream.receive_some(65536))
+        elif isinstance(event, h11.Response):
+            status = event.status_code
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            await stream.aclose()
+            return status, body
+
+
+@pytest.fixture
+def stream(tmp_path: Path) -> Iterator[TextIO]:
+    """Where the logs go (structlog's defaults are restored after)."""
+    with open(tmp_path / "stderr", "w+") as file:
+        yield file
+    structlog.reset_defaults()
+
+
+async def test_the_endpoint_serves_its_path_to_those_with_a_token(stream: TextIO) -> None:
+    series = Series()
+    series.answered(fact())
+    log = logs.configure("info", "json", stream)
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve_scrapes, "http://127.0.0.1:0/metrics",
+                                   Exposition(series), Tokens((b"secret",)), log)
+        assert await get(port, "/metrics") == (401, b"no Authorization header: send "
+                                                     b"Authorization: Bearer <token>\n")
+        status, body = await get(port, "/metrics", "secret")
+        assert status == 200 and b'gen_ai_tool_name="echo"' in body
+        assert (await get(port, "/other", "secret"))[0] == 404
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_endpoint_that_may_not_be_served_is_logged_and_skipped(
+        stream: TextIO) -> None:
+    log = logs.configure("info", "json", stream)
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve_scrapes, "http://0.0.0.0:0/metrics",
+                                   Exposition(Series()), None, log)
+    assert port == 0
+    stream.seek(0)
+    assert "metrics.unavailable" in stream.read()
