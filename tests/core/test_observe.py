@@ -141,3 +141,44 @@ def test_a_plain_bridge_reports_nothing() -> None:
     legacy_pair(h)
     forwarded = one(h.client(request(7, "tools/call", {"name": "t"})), "server")
     assert facts(h.server(answer(forwarded, {"content": []}))) == []
+
+
+# The W3C trace context in `_meta` passes to the server untouched, in every mode -------------
+
+
+def test_mode_a_passes_the_trace_context_to_the_modern_server() -> None:
+    h = Harness()
+    probe = one(h.start(), "server")
+    h.client(initialize())
+    h.server(answer(probe, DISCOVER_RESULT))
+    meta = {"traceparent": TRACE, "tracestate": "k=v"}
+    forwarded = one(h.client(request(3, "tools/call", {"name": "t", "_meta": meta})), "server")
+    assert forwarded["params"]["_meta"]["traceparent"] == TRACE
+    assert forwarded["params"]["_meta"]["tracestate"] == "k=v"
+
+
+def test_mode_b_passes_the_trace_context_to_the_legacy_server() -> None:
+    h = Harness()
+    h.bridge.secret = b"s"
+    probe = one(h.start(), "server")
+    h.client(modern("d1", "server/discover"))
+    init = one(h.server(fail(probe, -32601, "Method not found")), "server")
+    _, ping = sent(h.server(answer(init, {"protocolVersion": "2025-11-25", "capabilities": {},
+                                          "serverInfo": {"name": "o", "version": "1"}})),
+                   "server")
+    h.server(answer(ping, {}))
+    call = modern("c", "tools/call", {"name": "t"}, meta={"traceparent": TRACE,
+                                                          "tracestate": "k=v"})
+    forwarded = one(h.client(call), "server")
+    assert forwarded["params"]["_meta"]["traceparent"] == TRACE
+    assert forwarded["params"]["_meta"]["tracestate"] == "k=v"
+
+
+def test_mode_p_modern_passes_the_trace_context() -> None:
+    h = Harness()
+    probe = one(h.start(), "server")
+    h.client(modern("first", "ping"))
+    h.server(answer(one(h.server(answer(probe, DISCOVER_RESULT)), "server"), {}))
+    call = modern("c", "tools/call", {"name": "t"}, meta={"traceparent": TRACE})
+    forwarded = one(h.client(call), "server")
+    assert forwarded["params"]["_meta"]["traceparent"] == TRACE

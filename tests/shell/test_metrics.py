@@ -18,6 +18,7 @@ from bridge.shell.http.auth import Tokens
 from bridge.shell.metrics.exposition import Exposition
 from bridge.shell.metrics.listener import Unreachable, check_reach, serve_scrapes
 from bridge.shell.metrics.series import MAX_TOOLS, Series
+from bridge.shell.metrics.spans import Spans
 
 
 def fact(tool: str | None = "echo", error_type: str | None = None,
@@ -115,3 +116,30 @@ async def test_an_endpoint_that_may_not_be_served_is_logged_and_skipped(
     assert port == 0
     stream.seek(0)
     assert "metrics.unavailable" in stream.read()
+
+
+async def test_a_span_is_a_child_of_the_clients_trace_with_the_conventions_names() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    spans = Spans(provider.get_tracer("test"), "pipe")
+    now = trio.current_time()
+    spans.record(Answered("tools/call", "echo", now - 0.5, now, "server", "B", "modern",
+                          "legacy", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                          "k=v"))
+    spans.record(Answered("tools/list", None, now, now, None, "P", "legacy", "legacy"))
+    first, second = exporter.get_finished_spans()
+    assert first.name == "tools/call echo" and second.name == "tools/list"
+    assert first.context.trace_id == 0x0af7651916cd43dd8448eb211c80319c
+    assert first.parent is not None and first.parent.span_id == 0xb7ad6b7169203331
+    assert second.parent is None  # no trace context: a trace of its own
+    assert dict(first.attributes or {}) == {
+        "mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "error.type": "server",
+        "network.transport": "pipe"}
+    assert first.status.is_ok is False
+    assert first.end_time is not None and first.start_time is not None
+    assert abs(first.end_time - first.start_time - 500_000_000) < 1_000_000

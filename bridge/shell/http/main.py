@@ -52,7 +52,7 @@ def run_http(settings: Settings, reload: Reload) -> int:
         check_command(settings.shell.command)
     from bridge.shell.metrics.watch import Watch
 
-    watch = Watch()  # the front always serves /metrics
+    watch = Watch("tcp")  # the front always serves /metrics
     sessions = SessionSettings.of(settings.shell, watch.series)
     servers = servers_for(settings.shell, sessions)  # a URL's ${VAR} read once, now
     assert settings.daemon.listen is not None

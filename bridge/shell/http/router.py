@@ -28,6 +28,7 @@ from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.route import STOPPED_READING, Route, RouteState
 from bridge.shell.http.tenants import ModernClients
 from bridge.shell.logs import Logger
+from bridge.shell.metrics.exposition import CONTENT_TYPE
 from bridge.streamable import replies, sse
 from bridge.streamable.elsewhere import elsewhere
 from bridge.streamable.era import Era, era_of
@@ -44,8 +45,7 @@ from bridge.streamable.target import logged, path_of
 
 KEEP_ALIVE_S = 15.0
 METRICS = "/metrics"
-METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-"""Prometheus' text format (what `prometheus_client` writes)."""
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +175,7 @@ class RequestRouter:
         path = path_of(request.target)
         if path == METRICS != endpoint.path and self._scrape is not None \
                 and request.method == "GET":
-            return Reply(200, self._scrape(), (("content-type", METRICS_TYPE),),
+            return Reply(200, self._scrape(), (("content-type", CONTENT_TYPE),),
                          reason="metrics")
         if path != endpoint.path:
             return replies.not_found_path(request.target)

@@ -22,8 +22,9 @@ Traced = Callable[[Answered], None]
 SCOPE = "mcp-rosetta"
 
 
-def tracer_of() -> Traced | None:
-    """What makes a span of each answered request, or None when no SDK is installed."""
+def tracer_of(transport: str) -> Traced | None:
+    """What makes a span of each answered request reaching the bridge over `transport`
+    (`network.transport`: pipe, unix, tcp), or None when no SDK is installed."""
     try:
         from opentelemetry import trace
         from opentelemetry.sdk.trace import TracerProvider
@@ -31,19 +32,20 @@ def tracer_of() -> Traced | None:
         return None
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
         return None  # the API's no-op (or proxy) provider: nobody collects spans
-    return Spans(trace.get_tracer(SCOPE)).record
+    return Spans(trace.get_tracer(SCOPE), transport).record
 
 
 class Spans:
     """Spans of answered requests, through `tracer`."""
 
-    def __init__(self, tracer: Any) -> None:
+    def __init__(self, tracer: Any, transport: str) -> None:
         from opentelemetry.trace import SpanKind, Status, StatusCode
         from opentelemetry.trace.propagation.tracecontext import (
             TraceContextTextMapPropagator,
         )
 
         self._tracer = tracer
+        self._transport = transport
         self._kind = SpanKind.SERVER
         self._error = Status(StatusCode.ERROR)
         self._propagator = TraceContextTextMapPropagator()
@@ -59,7 +61,7 @@ class Spans:
         parent = self._propagator.extract(carrier) if carrier else None
         name = fact.method if fact.tool is None else f"{fact.method} {fact.tool}"
         attributes: dict[str, str] = {"mcp.method.name": fact.method,
-                                      "network.transport": "pipe"}
+                                      "network.transport": self._transport}
         if fact.tool is not None:
             attributes["gen_ai.tool.name"] = fact.tool
         if fact.error_type is not None:

@@ -25,10 +25,12 @@ from bridge.shell.metrics.spans import tracer_of
 class Watch:
     """The series of one process and how they are read."""
 
-    def __init__(self) -> None:
+    def __init__(self, transport: str) -> None:
+        """`transport`: how clients reach this process (`network.transport` of its spans:
+        pipe, unix or tcp)."""
         self.series = Series()
         self.exposition = Exposition(self.series)
-        self.series.traced = tracer_of()
+        self.series.traced = tracer_of(transport)
 
     @staticmethod
     def core(config: CoreConfig) -> Bridge:

@@ -59,7 +59,7 @@ def _watched(shell: ShellConfig) -> Watch | None:
         return None
     from bridge.shell.metrics.watch import Watch
 
-    return Watch()
+    return Watch("unix")
 
 
 def new_spawn(shell: ShellConfig) -> Spawn:

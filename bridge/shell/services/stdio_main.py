@@ -99,7 +99,7 @@ def _watched(shell: ShellConfig) -> Watch | None:
         return None
     from bridge.shell.metrics.watch import Watch
 
-    return Watch()
+    return Watch("pipe")
 
 
 def _core(config: CoreConfig, watch: Watch | None) -> Bridge:
