@@ -192,26 +192,26 @@ class Stop:
     code: int
 
 
+Asked = tuple[str, str, str, str, str]
+"""What an answered request was: its method (a known one, else "other"), its tool ("" but
+for `tools/call`), and the mode and the client's and server's eras that served it."""
+
+
 @record()
 class Answered:
     """A fact an observing bridge (observe.py) reports: a client's request was answered.
 
     `started` and `ended` are the core's `now` when the request reached its mode and when the
-    answer left; `tool` is a `tools/call`'s tool name; `error_type` the class of an error
-    answer (observe.ERROR_TYPES), None for a result. `traceparent` and `tracestate` are the
-    W3C trace context the request's `_meta` carried, for a span the shell may make of it.
+    answer left; `error_type` is the class of an error answer (observe.ERROR_TYPES), None for
+    a result; `trace` the W3C trace context (traceparent, tracestate) its `_meta` carried,
+    when the bridge was asked to read it (spans).
     """
 
-    method: str
-    tool: str | None
+    request: Asked
     started: float
     ended: float
     error_type: str | None
-    mode: str
-    client_era: str
-    server_era: str
-    traceparent: str | None = None
-    tracestate: str | None = None
+    trace: tuple[str, str | None] | None = None
 
 
 Action = Send | Log | RestartChild | NotifyReady | Status | Stop | Answered

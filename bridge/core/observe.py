@@ -1,14 +1,16 @@
-"""An observing bridge: a `Bridge` that also reports, as `Answered` actions, each client
-request it answered (its method, tool, times, the class of its error, its trace context).
+"""An observing bridge: a `Bridge` that also counts each client request it answered (its
+method, tool, mode and eras, how long it took, the class of its error) into a `Tally`, and
+for spans reports each as an `Answered` action with the trace context its `_meta` carried.
 
 Must not change what the bridge sends: it watches the requests a mode takes and the answers
-the client gets, and adds facts after them; what the facts become (metrics, spans) is the
-shell's. A plain `Bridge` pays nothing for this: the shell makes an `ObservedBridge` only
-when someone watches.
+the client gets, and counts or reports after them; what the counts and facts become
+(metrics, spans) is the shell's. A plain `Bridge` pays nothing for this: the shell makes an
+`ObservedBridge` only when someone watches.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
 
 from bridge.core.bridge import Bridge
@@ -23,7 +25,7 @@ from bridge.core.eras import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from bridge.core.errors import NO_ANSWER_WITHIN, SERVER_ERROR
-from bridge.core.events import CLIENT, Action, Answered, Event, Send
+from bridge.core.events import CLIENT, Action, Answered, Asked, Event, Send
 from bridge.core.handler import Handler
 from bridge.core.lane import Lane
 
@@ -50,11 +52,12 @@ ASKED_AT_MOST = 4096
 """Requests awaiting their answer that are watched at once; past it, new ones go unwatched
 (a client that never reads its answers must not grow the table)."""
 
-# W3C Trace Context in `_meta` (the MCP conventions of OpenTelemetry put it there).
+# W3C Trace Context in `_meta` (where OpenTelemetry's conventions for MCP carry it).
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
 
-_Asked = tuple[str, "str | None", float, "str | None", "str | None"]
+_Entry = tuple[Asked, float, "tuple[str, str | None] | None"]
+"""A request awaiting its answer: what it is, when it came, its trace context."""
 
 
 def error_type(error: object) -> str:
@@ -77,33 +80,63 @@ def error_type(error: object) -> str:
     return "bridge"
 
 
-def _asked(message: Message, now: float) -> _Asked:
-    """What is kept of a request until its answer: method (a known one, else "other"),
-    tool, start, trace context."""
+def _trace(message: Message) -> tuple[str, str | None] | None:
+    """The W3C trace context in a request's `_meta`, if it has one."""
     params = message.get("params")
-    tool = parent = state = None
-    if type(params) is dict:
-        if message["method"] == "tools/call":
-            name = params.get("name")
-            tool = name if type(name) is str else None
-        meta = params.get("_meta")
-        if type(meta) is dict:
-            value = meta.get(TRACEPARENT)
-            parent = value if type(value) is str else None
-            value = meta.get(TRACESTATE)
-            state = value if type(value) is str else None
-    method = message["method"]
-    return method if method in CLIENT_METHODS else OTHER, tool, now, parent, state
+    meta = params.get("_meta") if type(params) is dict else None
+    if type(meta) is not dict:
+        return None
+    parent, state = meta.get(TRACEPARENT), meta.get(TRACESTATE)
+    if type(parent) is not str:
+        return None
+    return parent, state if type(state) is str else None
+
+
+BINS_AT_MOST = 2048
+"""Kinds of request a Tally counts apart; past it, a new tool's calls count as tool "other"."""
+Bin = tuple[Asked, "str | None"]
+"""A kind of request, and how it ended (its error class, None for a result)."""
+
+
+class Tally:
+    """Answered requests counted, per kind and ending (`Bin`): a histogram of their durations,
+    as counts per bucket of `bounds` (the last: past them all), then the durations' sum.
+
+    Shared by the sessions of a process (the shell reads it when scraped); each answer costs
+    one lookup and two increments, and nothing is made per answer.
+    """
+
+    __slots__ = ("bins", "bounds")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.bins: dict[Bin, list[float]] = {}
+
+    def count(self, asked: Asked, error_type: str | None, seconds: float) -> None:
+        counts = self.bins.get((asked, error_type))
+        if counts is None:
+            counts = self._bin(asked, error_type)
+        counts[bisect_left(self.bounds, seconds)] += 1
+        counts[-1] += seconds
+
+    def _bin(self, asked: Asked, error_type: str | None) -> list[float]:
+        if len(self.bins) >= BINS_AT_MOST and asked[1]:
+            asked = (asked[0], OTHER, *asked[2:])
+        return self.bins.setdefault((asked, error_type), [0] * (len(self.bounds) + 2))
 
 
 class ObservedBridge(Bridge):
-    """A Bridge that reports each answered client request as an `Answered` action."""
+    """A Bridge that counts each answered client request into `tally` and, when `traced`,
+    reports it as an `Answered` action (with the trace context its `_meta` carried)."""
 
     def __init__(self, config: CoreConfig | None = None, *,
-                 mint_id: Callable[[], str] | None = None, secret: bytes = b"") -> None:
+                 mint_id: Callable[[], str] | None = None, secret: bytes = b"",
+                 tally: Tally | None = None, traced: bool = False) -> None:
         super().__init__(config, mint_id=mint_id, secret=secret)
-        self._asked: dict[object, _Asked] = {}
+        self.tally = tally if tally is not None else Tally(())
+        self._asked: dict[object, _Entry] = {}
         self._tapped: Handler | None = None
+        self._traced = traced
 
     @property
     def parked(self) -> int:
@@ -121,46 +154,70 @@ class ObservedBridge(Bridge):
         handler = self.handler
         if handler is not None and handler is not self._tapped:
             self._tapped = handler
-            take: Callable[[Message], None] = handler.on_client_request  # type: ignore[attr-defined]
-            asked, ctx = self._asked, self.ctx
-
-            def tapped(message: Message) -> None:
-                id_ = message["id"]  # before the mode renames it
-                if id_ not in asked and len(asked) < ASKED_AT_MOST:
-                    asked[id_] = _asked(message, ctx.now)
-                take(message)
-
-            setattr(handler, "on_client_request", tapped)  # noqa: B010 (an instance's own)
+            setattr(handler, "on_client_request",  # noqa: B010 (the instance's own)
+                    self._tap(handler, handler.on_client_request))  # type: ignore[attr-defined]
             self._lane = Lane(handler)  # type: ignore[arg-type]
         super()._release()
 
+    def _tap(self, handler: Handler, take: Callable[[Message], None]
+             ) -> Callable[[Message], None]:
+        """`take`, noting first what each request is and when it came (one tuple each)."""
+        asked, ctx, traced = self._asked, self.ctx, self._traced
+        mode, client_era, server_era = handler.mode, self.client_era or "", \
+            self.supervision.probe.era or ""
+        known = CLIENT_METHODS
+
+        def tapped(message: Message) -> None:
+            id_ = message["id"]  # before the mode renames it
+            if id_ not in asked and len(asked) < ASKED_AT_MOST:
+                method = message["method"]
+                tool = ""
+                if method == "tools/call":
+                    params = message.get("params")
+                    name = params.get("name") if type(params) is dict else None
+                    tool = name if type(name) is str else ""
+                elif method not in known:
+                    method = OTHER
+                asked[id_] = ((method, tool, mode, client_era, server_era), ctx.now,
+                              _trace(message) if traced else None)
+            take(message)
+
+        return tapped
+
     def handle(self, event: Event, now: float) -> list[Action]:
-        actions = super().handle(event, now)
-        if self._asked:
-            facts: list[Action] = []
+        actions = Bridge.handle(self, event, now)
+        asked = self._asked
+        if asked:
+            # An Answered appended here (traced) is met by this loop too, and passed over.
             for action in actions:
                 if type(action) is Send and action.side == CLIENT:
                     message = action.message
                     if type(message) is dict:
-                        self._answered(message, now, facts)
+                        if "method" not in message:
+                            entry = asked.pop(message.get("id"), None)
+                            if entry is not None:
+                                if "error" in message or self._traced:
+                                    self._answered(entry, message, now, actions)
+                                else:  # nearly every answer: Tally.count, inlined
+                                    tally = self.tally
+                                    counts = tally.bins.get((entry[0], None))
+                                    if counts is None:
+                                        counts = tally._bin(entry[0], None)
+                                    seconds = now - entry[1]
+                                    counts[bisect_left(tally.bounds, seconds)] += 1
+                                    counts[-1] += seconds
                     else:  # a batch's answers
                         for item in message:
-                            if type(item) is dict:
-                                self._answered(item, now, facts)
-            actions.extend(facts)
+                            if type(item) is dict and "method" not in item:
+                                entry = asked.pop(item.get("id"), None)
+                                if entry is not None:
+                                    self._answered(entry, item, now, actions)
         return actions
 
-    def _answered(self, message: Message, now: float, facts: list[Action]) -> None:
-        if "method" in message:
-            return
-        asked = self._asked.pop(message.get("id"), None)
-        if asked is None:
-            return
-        method, tool, started, parent, state = asked
-        error = message.get("error")
-        handler = self.handler
-        server_era = self.supervision.probe.era
-        facts.append(Answered(
-            method, tool, started, now, None if error is None else error_type(error),
-            handler.mode if handler is not None else (self.lost_mode or ""),
-            self.client_era or "", server_era or "", parent, state))
+    def _answered(self, entry: _Entry, answer: Message, now: float,
+                  actions: list[Action]) -> None:
+        error = answer.get("error")
+        ended = None if error is None else error_type(error)
+        self.tally.count(entry[0], ended, now - entry[1])
+        if self._traced:
+            actions.append(Answered(entry[0], entry[1], now, ended, entry[2]))

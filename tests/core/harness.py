@@ -195,8 +195,9 @@ class Harness:
     def __init__(self, config: CoreConfig | None = None,
                  mint_id: Callable[[], str] | None = None, *, observed: bool = False) -> None:
         self.ids = MintedIds(mint_id or counter_ids())
-        kind = ObservedBridge if observed else Bridge
-        self.bridge = kind(config or CoreConfig(), mint_id=self.ids.mint)
+        self.bridge = ObservedBridge(config or CoreConfig(), mint_id=self.ids.mint,
+                                     traced=True) if observed \
+            else Bridge(config or CoreConfig(), mint_id=self.ids.mint)
         self.now = 0.0
         self.logs: list[Log] = []
         self._requests: dict[str, Message] = {}  # method -> the last such request to the server

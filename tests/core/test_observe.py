@@ -6,7 +6,7 @@ from typing import Any
 
 from bridge.core.config import CoreConfig
 from bridge.core.events import Action, Answered
-from bridge.core.observe import ObservedBridge, error_type
+from bridge.core.observe import ObservedBridge, Tally, error_type
 from tests.core.harness import (
     DISCOVER_RESULT,
     Harness,
@@ -47,8 +47,27 @@ def test_mode_p_reports_a_tool_call_with_its_times_tool_and_trace_context() -> N
     h.now = 1.5
     actions = h.server(answer(forwarded, {"content": []}))
     assert one(actions, "client") == {"jsonrpc": "2.0", "id": 7, "result": {"content": []}}
-    assert facts(actions) == [Answered("tools/call", "weather", 1.0, 1.5, None, "P", "legacy",
-                                       "legacy", TRACE, "k=v")]
+    assert facts(actions) == [Answered(("tools/call", "weather", "P", "legacy", "legacy"), 1.0,
+                                       1.5, None, (TRACE, "k=v"))]
+
+
+def test_untraced_it_reports_nothing_and_counts_each_answer_in_its_tally() -> None:
+    h = Harness(observed=True)
+    assert isinstance(h.bridge, ObservedBridge)
+    h.bridge._traced = False
+    h.bridge.tally = tally = Tally((0.1, 1.0))
+    legacy_pair(h)
+    params = {"name": "t", "_meta": {"traceparent": TRACE}}
+    for n, seconds in enumerate((0.05, 0.5, 5.0)):
+        forwarded = one(h.client(request(n, "tools/call", params)), "server")
+        h.now += seconds
+        assert facts(h.server(answer(forwarded, {"content": []}))) == []
+    forwarded = one(h.client(request(9, "tools/call", params)), "server")
+    h.server(fail(forwarded, -32603, "boom"))
+    asked = ("tools/call", "t", "P", "legacy", "legacy")
+    assert tally.bins == {
+        (("initialize", "", "P", "legacy", "legacy"), None): [0, 1, 0, 0.25],
+        (asked, None): [1, 1, 1, 5.55], (asked, "server"): [1, 0, 0, 0.0]}
 
 
 def test_the_first_request_held_for_the_mode_is_reported_too() -> None:
@@ -60,8 +79,7 @@ def test_the_first_request_held_for_the_mode_is_reported_too() -> None:
     actions = h.server(answer(forwarded, {"protocolVersion": "2025-06-18", "capabilities": {},
                                           "serverInfo": {"name": "old", "version": "1"}}))
     [fact] = facts(actions)
-    assert (fact.method, fact.tool, fact.ended, fact.error_type) == \
-        ("initialize", None, 0.5, None)
+    assert (fact.request[:2], fact.ended, fact.error_type) == (("initialize", ""), 0.5, None)
 
 
 def test_a_relayed_server_error_is_of_class_server() -> None:
@@ -80,7 +98,8 @@ def test_a_crash_is_of_class_transport_and_a_timeout_of_class_timeout() -> None:
     assert [f.error_type for f in facts(actions)] == ["timeout"]
     one(h.client(request(2, "tools/call", {"name": "slow"})), "server")
     actions = h.exit_child(1)
-    assert [(f.method, f.error_type) for f in facts(actions)] == [("tools/call", "transport")]
+    assert [(f.request[0], f.error_type) for f in facts(actions)] == \
+        [("tools/call", "transport")]
     restarted(h)
 
 
@@ -93,8 +112,7 @@ def test_mode_a_reports_its_mode_and_eras() -> None:
     assert listen or facts(actions)
     forwarded = one(h.client(request(3, "tools/call", {"name": "t"})), "server")
     [fact] = facts(h.server(answer(forwarded, {"resultType": "complete", "content": []})))
-    assert (fact.mode, fact.client_era, fact.server_era, fact.tool) == \
-        ("A", "legacy", "modern", "t")
+    assert fact.request == ("tools/call", "t", "A", "legacy", "modern")
 
 
 def test_mode_b_reports_a_refused_envelope_as_the_clients_error() -> None:
@@ -107,11 +125,11 @@ def test_mode_b_reports_a_refused_envelope_as_the_clients_error() -> None:
                                           "serverInfo": {"name": "o", "version": "1"}})),
                    "server")
     [fact] = facts(h.server(answer(ping, {})))
-    assert (fact.method, fact.mode, fact.error_type) == ("server/discover", "B", None)
+    assert (fact.request[0], fact.request[2], fact.error_type) == ("server/discover", "B", None)
     bad: dict[str, Any] = modern("x", "tools/list")
     del bad["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
     [fact] = facts(h.client(bad))
-    assert (fact.method, fact.error_type) == ("tools/list", "client")
+    assert (fact.request[0], fact.error_type) == ("tools/list", "client")
     assert isinstance(h.bridge, ObservedBridge) and h.bridge.parked == 0
 
 
@@ -120,7 +138,7 @@ def test_an_unknown_method_is_reported_as_other() -> None:
     legacy_pair(h)
     forwarded = one(h.client(request(9, "x/" + "a" * 300)), "server")
     [fact] = facts(h.server(answer(forwarded, {})))
-    assert fact.method == "other"
+    assert fact.request[0] == "other"
 
 
 def test_error_classes() -> None:

@@ -21,15 +21,16 @@ from bridge.shell.metrics.series import MAX_TOOLS, Series
 from bridge.shell.metrics.spans import Spans
 
 
-def fact(tool: str | None = "echo", error_type: str | None = None,
-         seconds: float = 0.3) -> Answered:
-    return Answered("tools/call", tool, 0.0, seconds, error_type, "B", "modern", "legacy")
+def answered(series: Series, tool: str = "echo", error_type: str | None = None,
+             seconds: float = 0.3) -> None:
+    """As a session's core counts a call it answered."""
+    series.tally.count(("tools/call", tool, "B", "modern", "legacy"), error_type, seconds)
 
 
 def test_an_answer_counts_in_its_histogram_and_an_error_by_its_class() -> None:
     series = Series()
-    series.answered(fact(seconds=0.3))
-    series.answered(fact(error_type="timeout", seconds=0.02))
+    answered(series, seconds=0.3)
+    answered(series, error_type="timeout", seconds=0.02)
     text = Exposition(series).render().decode()
     assert ('mcp_server_operation_duration_seconds_bucket{client_era="modern",error_type="",'
             'gen_ai_tool_name="echo",le="0.5",mcp_method_name="tools/call",mode="B",'
@@ -45,14 +46,14 @@ def test_an_answer_counts_in_its_histogram_and_an_error_by_its_class() -> None:
 def test_tool_names_are_bounded_in_number_and_form() -> None:
     series = Series()
     for n in range(MAX_TOOLS + 50):
-        series.answered(fact(f"tool{n}"))
-    series.answered(fact("bad name\n{}"))
-    series.answered(fact("x" * 65))
-    tools = {key[1] for key in series.operations}
+        answered(series, f"tool{n}")
+    answered(series, "bad name\n{}")
+    answered(series, "x" * 65)
+    tools = {key[1] for key in series.operations()}
     assert len(tools) == MAX_TOOLS + 1 and "other" in tools
     assert "tool0" in tools and f"tool{MAX_TOOLS}" not in tools
-    series.answered(fact("tool0"))  # a name seen before keeps its label
-    assert series.operations[("tools/call", "tool0", "", "B", "modern", "legacy")].counts[5] == 2
+    answered(series, "tool0")  # a name seen before keeps its label
+    assert series.operations()[("tools/call", "tool0", "", "B", "modern", "legacy")][5] == 2
 
 
 def test_metrics_off_loopback_need_a_token() -> None:
@@ -94,7 +95,7 @@ def stream(tmp_path: Path) -> Iterator[TextIO]:
 
 async def test_the_endpoint_serves_its_path_to_those_with_a_token(stream: TextIO) -> None:
     series = Series()
-    series.answered(fact())
+    answered(series)
     log = logs.configure("info", "json", stream)
     async with trio.open_nursery() as nursery:
         port = await nursery.start(serve_scrapes, "http://127.0.0.1:0/metrics",
@@ -128,10 +129,10 @@ async def test_a_span_is_a_child_of_the_clients_trace_with_the_conventions_names
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     spans = Spans(provider.get_tracer("test"), "pipe")
     now = trio.current_time()
-    spans.record(Answered("tools/call", "echo", now - 0.5, now, "server", "B", "modern",
-                          "legacy", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-                          "k=v"))
-    spans.record(Answered("tools/list", None, now, now, None, "P", "legacy", "legacy"))
+    spans.record(Answered(("tools/call", "echo", "B", "modern", "legacy"), now - 0.5, now,
+                          "server",
+                          ("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "k=v")))
+    spans.record(Answered(("tools/list", "", "P", "legacy", "legacy"), now, now, None))
     first, second = exporter.get_finished_spans()
     assert first.name == "tools/call echo" and second.name == "tools/list"
     assert first.context.trace_id == 0x0af7651916cd43dd8448eb211c80319c

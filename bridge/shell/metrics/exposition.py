@@ -22,7 +22,7 @@ from prometheus_client.core import (
 from prometheus_client.process_collector import ProcessCollector
 
 from bridge.core.observe import ERROR_TYPES
-from bridge.shell.metrics.series import Histogram, Series
+from bridge.shell.metrics.series import Series
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 OPERATION_LABELS = ("mcp_method_name", "gen_ai_tool_name", "error_type", "mode",
@@ -41,12 +41,14 @@ class SeriesCollector:
             "mcp_server_operation_duration_seconds",
             "Client requests the bridge answered, by method, tool, error class, mode and eras",
             labels=OPERATION_LABELS)
-        for key, histogram in list(series.operations.items()):
-            operations.add_metric(list(key), _buckets(histogram), histogram.total)
+        for key, counts in series.operations().items():
+            operations.add_metric(list(key), _buckets(series.tally.bounds, counts[:-1]),
+                                  counts[-1])
         yield operations
         sessions = HistogramMetricFamily(
             "mcp_server_session_duration_seconds", "Bridge sessions that ended, by duration")
-        sessions.add_metric([], _buckets(series.sessions), series.sessions.total)
+        sessions.add_metric([], _buckets(series.sessions.bounds, series.sessions.counts),
+                            series.sessions.total)
         yield sessions
         yield GaugeMetricFamily("mcp_rosetta_sessions", "Bridge sessions open now",
                                 value=len(series.live))
@@ -70,8 +72,9 @@ class SeriesCollector:
         errors = CounterMetricFamily("mcp_rosetta_errors",
                                      "Error answers clients got, by class",
                                      labels=("error_type",))
+        counted = series.errors()
         for error_type in ERROR_TYPES:
-            errors.add_metric([error_type], series.errors.get(error_type, 0))
+            errors.add_metric([error_type], counted.get(error_type, 0))
         yield errors
 
     @staticmethod
@@ -89,14 +92,16 @@ class SeriesCollector:
             value=0 if down else 1)
 
 
-def _buckets(histogram: Histogram) -> list[tuple[str, float]]:
-    """Cumulative counts by upper bound, as the exposition wants them, +Inf last."""
+def _buckets(bounds: tuple[float, ...], counts: list[int] | list[float]
+             ) -> list[tuple[str, float]]:
+    """Cumulative counts by upper bound (`counts`: per bucket, the last past every bound), as
+    the exposition wants them, +Inf last."""
     buckets: list[tuple[str, float]] = []
-    running = 0
-    for bound, count in zip(histogram.bounds, histogram.counts, strict=False):
+    running = 0.0
+    for bound, count in zip(bounds, counts, strict=False):
         running += count
         buckets.append((_bound(bound), running))
-    buckets.append(("+Inf", running + histogram.counts[-1]))
+    buckets.append(("+Inf", running + counts[-1]))
     return buckets
 
 

@@ -1,12 +1,12 @@
-"""The process's series, kept as plain numbers: what each session's core reported
-(`events.Answered`) and what its driver did (messages carried, restarts), plus the live
-sessions whose state the gauges read when scraped.
+"""The process's series, kept as plain numbers: what every session's core counted of the
+requests it answered (`observe.Tally`, shared) and what its driver did (messages carried,
+restarts), plus the live sessions whose state the gauges read when scraped.
 
 Must not import the exporter (`exposition.py` turns this into Prometheus' text when asked)
 nor grow without bound: every label value is bounded (a method is a known one or "other",
 the core sees to that; a tool name is one of the first `MAX_TOOLS` well-formed names seen,
-else "other", so a hostile server that invents names cannot mint series). Cheap per call:
-one tuple, one dict lookup, one bisect.
+else "other", so a peer that invents names cannot mint series). Nothing here runs per call:
+the tally is read, and its labels bounded, when scraped.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Protocol
 
 from bridge.core.bridge import ServerState
 from bridge.core.events import Answered
+from bridge.core.observe import Tally
 
 # OpenTelemetry's advice for `mcp.server.operation.duration` (seconds), and for
 # `mcp.server.session.duration`.
@@ -28,6 +29,7 @@ SESSION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 6
 MAX_TOOLS = 100
 """Distinct tool names labelled; later ones are "other"."""
 OTHER = "other"
+
 # A tool's name as the specification advises it (1-128 of these characters); cut shorter here.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-/]{1,64}")
 
@@ -64,9 +66,10 @@ class Series:
     """Every series of one process."""
 
     def __init__(self) -> None:
-        self.operations: dict[OperationKey, Histogram] = {}
+        self.tally = Tally(OPERATION_BUCKETS)
+        """What every session's core counted of the requests it answered."""
         self.sessions = Histogram(SESSION_BUCKETS)
-        self.errors: dict[str, int] = {}
+        self.refused: dict[str, int] = {}
         self.messages = {"client": 0, "server": 0}
         """Messages read from each peer, to be carried to the other."""
         self.restarts = 0
@@ -79,20 +82,36 @@ class Series:
         self._tools: set[str] = set()
 
     def answered(self, fact: Answered) -> None:
-        key = (fact.method, "" if fact.tool is None else self.tool(fact.tool),
-               fact.error_type or "", fact.mode, fact.client_era, fact.server_era)
-        histogram = self.operations.get(key)
-        if histogram is None:
-            histogram = self.operations[key] = Histogram(OPERATION_BUCKETS)
-        histogram.observe(fact.ended - fact.started)
-        if fact.error_type is not None:
-            self.failed(fact.error_type)
+        """A request answered, reported for its span (the tally has counted it)."""
         if self.traced is not None:
             self.traced(fact)
 
+    def operations(self) -> dict[OperationKey, list[float]]:
+        """The tally by bounded labels: counts per bucket of OPERATION_BUCKETS, then the
+        sum of the durations."""
+        merged: dict[OperationKey, list[float]] = {}
+        for (asked, error_type), counts in list(self.tally.bins.items()):
+            method, tool, mode, client_era, server_era = asked
+            key = (method, self.tool(tool) if tool else "", error_type or "", mode,
+                   client_era, server_era)
+            into = merged.get(key)
+            if into is None:
+                merged[key] = list(counts)
+            else:
+                merged[key] = [a + b for a, b in zip(into, counts, strict=True)]
+        return merged
+
+    def errors(self) -> dict[str, int]:
+        """Error answers by class: the tally's, and the refusals before any core."""
+        errors = dict(self.refused)
+        for (_, error_type), counts in list(self.tally.bins.items()):
+            if error_type is not None:
+                errors[error_type] = errors.get(error_type, 0) + int(sum(counts[:-1]))
+        return errors
+
     def failed(self, error_type: str) -> None:
-        """An error of that class reached a client (refusals before the core too)."""
-        self.errors[error_type] = self.errors.get(error_type, 0) + 1
+        """An error of that class reached a client before any core (a refusal)."""
+        self.refused[error_type] = self.refused.get(error_type, 0) + 1
 
     def tool(self, name: str) -> str:
         """The label of a tool's name: bounded in length, charset and number."""

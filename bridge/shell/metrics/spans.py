@@ -53,17 +53,18 @@ class Spans:
     def record(self, fact: Answered) -> None:
         # The core's times are trio's clock; the span's, nanoseconds of the wall clock.
         offset = time.time() - trio.current_time()
-        carrier = {}
-        if fact.traceparent is not None:
-            carrier["traceparent"] = fact.traceparent
-            if fact.tracestate is not None:
-                carrier["tracestate"] = fact.tracestate
-        parent = self._propagator.extract(carrier) if carrier else None
-        name = fact.method if fact.tool is None else f"{fact.method} {fact.tool}"
-        attributes: dict[str, str] = {"mcp.method.name": fact.method,
+        method, tool = fact.request[0], fact.request[1]
+        parent = None
+        if fact.trace is not None:
+            carrier = {"traceparent": fact.trace[0]}
+            if fact.trace[1] is not None:
+                carrier["tracestate"] = fact.trace[1]
+            parent = self._propagator.extract(carrier)
+        name = f"{method} {tool}" if tool else method
+        attributes: dict[str, str] = {"mcp.method.name": method,
                                       "network.transport": self._transport}
-        if fact.tool is not None:
-            attributes["gen_ai.tool.name"] = fact.tool
+        if tool:
+            attributes["gen_ai.tool.name"] = tool
         if fact.error_type is not None:
             attributes["error.type"] = fact.error_type
         span = self._tracer.start_span(name, context=parent, kind=self._kind,

@@ -32,10 +32,11 @@ class Watch:
         self.exposition = Exposition(self.series)
         self.series.traced = tracer_of(transport)
 
-    @staticmethod
-    def core(config: CoreConfig) -> Bridge:
-        """A session's core, reporting what the series count."""
-        return ObservedBridge(config, secret=os.urandom(32))
+    def core(self, config: CoreConfig) -> Bridge:
+        """A session's core, reporting what the series count (and, for spans, the trace
+        context of each request)."""
+        return ObservedBridge(config, secret=os.urandom(32), tally=self.series.tally,
+                              traced=self.series.traced is not None)
 
     async def serve(self, address: str, token_file: str | None, log: Logger, *,
                     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:

@@ -194,11 +194,11 @@ class Driver:
 
     def _execute(self, action: Action) -> None:
         match action:
-            case Log():
-                emit(self._log, action)
-            case Answered():
+            case Answered():  # with metrics kept, one for every request answered
                 if self.series is not None:
                     self.series.answered(action)
+            case Log():
+                emit(self._log, action)
             case RestartChild():
                 assert self.server is not None
                 self._flush()  # what was meant for the old child goes to the old child
