@@ -31,6 +31,7 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"}}
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
+CONFIG = venvs.REPO_ROOT / "config"
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
 
 
@@ -171,3 +172,29 @@ def test_a_span_names_the_call_in_the_clients_trace(
     assert span["attributes"]["gen_ai.tool.name"] == "echo"
     assert span["attributes"]["network.transport"] == "tcp"
 
+
+
+def test_the_example_alerts_and_dashboard_pass_promtool(tmp_path: Path) -> None:
+    """The alert rules check and their unit tests pass; every query of the dashboard parses
+    as PromQL (each made a recording rule, Grafana's variables given values)."""
+    promtool = shutil.which("promtool")
+    assert promtool is not None, "promtool is needed (Debian: package prometheus)"
+    rules = CONFIG / "prometheus"
+    for args in (["check", "rules", "mcp-rosetta-alerts.yml"],
+                 ["test", "rules", "mcp-rosetta-alerts.test.yml"]):
+        done = subprocess.run([promtool, *args], cwd=rules, capture_output=True, text=True,
+                              timeout=WAIT)
+        assert done.returncode == 0, done.stdout + done.stderr
+    dashboard = json.loads((CONFIG / "grafana" / "mcp-rosetta-dashboard.json").read_text())
+    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    lines = ["groups:", "  - name: dashboard", "    rules:"]
+    for n, expr in enumerate(exprs):
+        query = (expr.replace("$__rate_interval", "5m").replace("$__range", "1h")
+                 .replace("$instance", ".*"))
+        lines += [f"      - record: dashboard:query{n}", f"        expr: {json.dumps(query)}"]
+    recorded = tmp_path / "dashboard.yml"
+    recorded.write_text("\n".join(lines) + "\n")
+    done = subprocess.run([promtool, "check", "rules", str(recorded)], capture_output=True,
+                          text=True, timeout=WAIT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"SUCCESS: {len(exprs)} rules found" in done.stdout

@@ -3,6 +3,8 @@ guard, and the spans made of answered requests."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -15,7 +17,7 @@ import trio
 from bridge.core.events import Answered
 from bridge.shell import logs
 from bridge.shell.http.auth import Tokens
-from bridge.shell.metrics.exposition import Exposition
+from bridge.shell.metrics.exposition import OPERATION_LABELS, Exposition
 from bridge.shell.metrics.listener import Unreachable, check_reach, serve_scrapes
 from bridge.shell.metrics.series import MAX_TOOLS, Series
 from bridge.shell.metrics.spans import Spans
@@ -144,3 +146,53 @@ async def test_a_span_is_a_child_of_the_clients_trace_with_the_conventions_names
     assert first.status.is_ok is False
     assert first.end_time is not None and first.start_time is not None
     assert abs(first.end_time - first.start_time - 500_000_000) < 1_000_000
+
+
+# The examples in config/: every series they name is one the bridge writes -----------------
+
+CONFIG = Path(__file__).parents[2] / "config"
+DASHBOARD = CONFIG / "grafana" / "mcp-rosetta-dashboard.json"
+ALERTS = CONFIG / "prometheus" / "mcp-rosetta-alerts.yml"
+_NAME = re.compile(r"\b(mcp_[a-z_]+)\b")
+
+
+def written_names() -> set[str]:
+    """Every sample name the exposition writes."""
+    series = Series()
+    answered(series)
+    text = Exposition(series).render().decode()
+    return {line.split("{")[0].split(" ")[0] for line in text.splitlines()
+            if line and not line.startswith("#")}
+
+
+def dashboard_exprs() -> list[str]:
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+
+
+def test_the_dashboard_is_well_formed() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    assert dashboard["uid"] == "mcp-rosetta" and isinstance(dashboard["schemaVersion"], int)
+    variables = {v["name"] for v in dashboard["templating"]["list"]}
+    assert variables == {"datasource", "instance"}
+    ids = [panel["id"] for panel in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+    cells: set[tuple[int, int]] = set()
+    for panel in dashboard["panels"]:
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+        covered = {(x, y) for x in range(grid["x"], grid["x"] + grid["w"])
+                   for y in range(grid["y"], grid["y"] + grid["h"])}
+        assert not covered & cells, f"{panel['title']} overlaps another panel"
+        cells |= covered
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+        for target in panel["targets"]:
+            assert 'instance=~"$instance"' in target["expr"], target["expr"]
+
+
+def test_the_examples_name_only_series_the_bridge_writes() -> None:
+    written = written_names()
+    named = {name for expr in dashboard_exprs() for name in _NAME.findall(expr)}
+    named |= set(_NAME.findall(ALERTS.read_text()))
+    named -= set(OPERATION_LABELS)  # a label, not a series
+    assert named and named <= written, named - written
