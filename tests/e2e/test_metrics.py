@@ -110,6 +110,7 @@ def test_the_front_counts_both_eras_errors_by_class_and_a_restart(
         _, _, answer = ask(port, "POST", "/mcp", slow)
         assert "no answer from the server within 1 s" in answer["error"]["message"], answer
         kill_and_wait_ready(port)
+        assert ask(port, "GET", "/nowhere")[0] == 404  # refused by the front itself
         text = scrape(port)
     promtool_passes(text)
     assert calls(text, "tools/call", "legacy") >= 2 and calls(text, "tools/call", "modern") >= 2
@@ -118,6 +119,7 @@ def test_the_front_counts_both_eras_errors_by_class_and_a_restart(
     assert total(text, "mcp_server_operation_duration_seconds_count", gen_ai_tool_name="echo",
                  mode="B") >= 1
     assert total(text, "mcp_rosetta_errors_total", error_type="timeout") >= 1
+    assert total(text, "mcp_rosetta_errors_total", error_type="refused") >= 1
     assert total(text, "mcp_server_operation_duration_seconds_count", error_type="timeout",
                  gen_ai_tool_name="slow") >= 1
     assert total(text, "mcp_rosetta_server_restarts_total") >= 1

@@ -149,9 +149,11 @@ class Front:
     async def run(self, listener: socket.socket) -> int:
         """Serve until the shared core says Stop; its exit code."""
         host, self.port = listener.getsockname()[:2]
+        series = self._settings.series
         self._router = RequestRouter(self._endpoint(), self._tenant_of, self._log,
                                      self._health, self.sessions, self._open_session,
-                                     self._settings.timing.shutdown_grace, self._scrape)
+                                     self._settings.timing.shutdown_grace, self._scrape,
+                                     None if series is None else series.failed)
         async with trio.open_nursery() as nursery:
             await nursery.start(self._hold_sessions, name="sessions")
             await nursery.start(self._serve_shared, nursery, name="shared")

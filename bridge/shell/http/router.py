@@ -72,7 +72,8 @@ class RequestRouter:
     def __init__(self, endpoint: FrontEndpoint, tenant_of: TenantOf, log: Logger,
                  health: Health | None = None, sessions: Sessions | None = None,
                  open_session: OpenSession | None = None, grace: float = 0.0,
-                 scrape: Callable[[], bytes] | None = None) -> None:
+                 scrape: Callable[[], bytes] | None = None,
+                 refused: Callable[[str], None] | None = None) -> None:
         self.endpoint = endpoint
         """Replaced whole when a reload changes the allowlist or the tokens."""
         self._tenant_of = tenant_of
@@ -81,6 +82,8 @@ class RequestRouter:
         self._scrape = scrape
         """The text GET /metrics answers (Prometheus'), behind the tokens; None: no such
         path."""
+        self._refused = refused
+        """Counts a request the front refused itself (an error of class "refused")."""
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
                                       open_session or _no_session,
                                       self._through_core, keep_alive=endpoint.keep_alive,
@@ -115,6 +118,8 @@ class RequestRouter:
                              else self._legacy.stream(conn, request, outcome))
         if refused is not None:
             outcome.status, outcome.reason = refused.status, refused.reason
+            if refused.status >= 400 and self._refused is not None:
+                self._refused("refused")
             await conn.respond(refused.status, refused.body, refused.headers)
 
     async def _post(self, conn: Connection, request: Request, outcome: Outcome) -> Reply | None:
