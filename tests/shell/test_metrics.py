@@ -17,6 +17,7 @@ import trio
 from bridge.core.events import Answered
 from bridge.shell import logs
 from bridge.shell.http.auth import Tokens
+from bridge.shell.metrics import wanted
 from bridge.shell.metrics.exposition import OPERATION_LABELS, Exposition
 from bridge.shell.metrics.listener import Unreachable, check_reach, serve_scrapes
 from bridge.shell.metrics.series import MAX_TOOLS, Series
@@ -196,3 +197,8 @@ def test_the_examples_name_only_series_the_bridge_writes() -> None:
     named |= set(_NAME.findall(ALERTS.read_text()))
     named -= set(OPERATION_LABELS)  # a label, not a series
     assert named and named <= written, named - written
+
+
+def test_metrics_are_kept_for_an_address_or_an_sdk_set_up_as_where_spans_go() -> None:
+    assert wanted("http://127.0.0.1:9464/metrics")
+    assert not wanted(None)  # the SDK is loaded here, but no provider of its is set up

@@ -9,5 +9,10 @@ import sys
 
 def wanted(address: str | None) -> bool:
     """Whether this process keeps metrics: an address to serve them on, or OpenTelemetry's
-    SDK already loaded (by `opentelemetry-instrument`, which sets up where spans go)."""
-    return address is not None or "opentelemetry.sdk.trace" in sys.modules
+    SDK already set up as where spans go (`opentelemetry-instrument` does it before the
+    program runs); looked up, never imported, so a bridge without it pays nothing."""
+    if address is not None:
+        return True
+    trace, sdk = sys.modules.get("opentelemetry.trace"), sys.modules.get("opentelemetry.sdk.trace")
+    return trace is not None and sdk is not None \
+        and isinstance(trace.get_tracer_provider(), sdk.TracerProvider)
