@@ -56,6 +56,7 @@ from bridge.core.waiting import INTAKE_HANDLER, HeldDue, Intake, Waiting
 
 if TYPE_CHECKING:
     from bridge.core.lane import Lane
+    from bridge.core.observe import Observer
 
 # The kinds a mode handler takes as they come (not a batch, nor a refused message).
 _SINGLE = frozenset({"request", "notification", "response", "invalid"})
@@ -65,9 +66,11 @@ class Bridge:
     """One bridge between one client and one server process. Feed it events, run its actions."""
 
     def __init__(self, config: CoreConfig | None = None, *,
-                 mint_id: Callable[[], str] | None = None, secret: bytes = b"") -> None:
+                 mint_id: Callable[[], str] | None = None, secret: bytes = b"",
+                 observer: Observer | None = None) -> None:
         self.ctx = Context(config or CoreConfig(), mint_id or counter_ids())
         self.secret = secret
+        self.observer = observer  # counts the requests answered (observe.py), if any
         self.client_era: Era | None = None
         self.handler: Handler | None = None
         # The lifecycle's own timers (the probe, the drain, restarts, held requests) outlive
@@ -180,6 +183,9 @@ class Bridge:
                 provisional.note_answers(actions)
         if self.batches.open:
             self.batches.collect(actions)
+        observer = self.observer
+        if observer is not None and observer.asked:
+            observer.answered(actions, now)
         return actions
 
     # Events ---------------------------------------------------------------------------------
@@ -332,15 +338,13 @@ class Bridge:
 
     def fail_unserved(self, reason: str, data: Message) -> None:
         """The server ended before it ever answered: every request waiting gets one error
-        naming why; a client that has asked nothing yet is answered so for a while (FAILED),
-        not left with an end of file."""
+        naming why; a client that has asked nothing yet is answered so for a while (FAILED)."""
         before = len(self.ctx.actions)
         if self.handler is not None:
             self.handler.fail_pending(reason, data)
             self._drop_handler()
         self._waiting.fail_all(reason, data)
-        answered = any(type(a) is Send and a.side == CLIENT for a in self.ctx.actions[before:])
-        if answered:
+        if any(type(a) is Send and a.side == CLIENT for a in self.ctx.actions[before:]):
             self.stop(EX_UNAVAILABLE, reason, data)
         else:
             self.phase.fail(StartFailure(reason, data), self.ctx.now)
@@ -425,6 +429,8 @@ class Bridge:
         handler = self.handler = new_handler(self.ctx, self.client_era, server_era,
                                              self.supervision.probe, self.secret)
         self._lane = handler.lane
+        if self.observer is not None:
+            self.observer.watch(handler, self.ctx, self.client_era, server_era)
         self.ctx.log("info", "mode.chosen", mode=handler.mode, client_era=self.client_era,
                      server_era=server_era, previous=self.lost_mode)
         if self.ctx.config.roots and handler.mode != "B" and not self._roots_told:
@@ -474,13 +480,10 @@ class Bridge:
             self._drain_or_stop()
 
     def _drain_or_stop(self) -> None:
-        """Once closing: stop when nothing is owed, or when the drain's time runs out.
-
-        An unanswered probe is not owed: it is the bridge's own question. A request held
-        until the probe settles the mode is (self._waiting).
-        """
-        owed = self._waiting.owes() or (self.handler is not None and self.handler.busy())
-        if not owed:
+        """Once closing: stop when nothing is owed, or when the drain's time runs out. An
+        unanswered probe is not owed (the bridge's own question); a request held until the
+        probe settles the mode is (self._waiting)."""
+        if not (self._waiting.owes() or (self.handler is not None and self.handler.busy())):
             self.stop(EX_OK, self.phase.end_reason())
         else:
             self.phase.drain(self.ctx.now)

@@ -1,21 +1,18 @@
-"""An observing bridge: a `Bridge` that also counts each client request it answered (its
-method, tool, mode and eras, how long it took, the class of its error) into a `Tally`, and
-for spans reports each as an `Answered` action with the trace context its `_meta` carried.
+"""What a Bridge given an `Observer` counts: each client request it answered (its method,
+tool, mode and eras, how long it took, the class of its error) into a `Tally`, and for
+spans each as an `Answered` action with the trace context its `_meta` carried.
 
 Must not change what the bridge sends: it watches the requests a mode takes and the answers
 the client gets, and counts or reports after them; what the counts and facts become
-(metrics, spans) is the shell's. A plain `Bridge` pays nothing for this: the shell makes an
-`ObservedBridge` only when someone watches.
+(metrics, spans) is the shell's. A Bridge with no observer pays a test per event for this.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable
 
-from bridge.core.bridge import Bridge
 from bridge.core.codec import Message
-from bridge.core.config import CoreConfig
+from bridge.core.context import Context
 from bridge.core.eras import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -25,9 +22,10 @@ from bridge.core.eras import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from bridge.core.errors import NO_ANSWER_WITHIN, SERVER_ERROR
-from bridge.core.events import CLIENT, Action, Answered, Asked, Event, Send
+from bridge.core.events import CLIENT, Action, Answered, Send
 from bridge.core.handler import Handler
-from bridge.core.lane import Lane
+from bridge.core.jsonrpc import Inbound
+from bridge.core.lane import ASKED_AT_MOST
 
 # The classes of an error answer (OpenTelemetry's `error.type`, in the bridge's words):
 # "timeout" (request_timeout ran out), "transport" (the server went while it held the
@@ -48,16 +46,12 @@ CLIENT_METHODS = frozenset({
     "completion/complete", "logging/setLevel", "tasks/get", "tasks/list", "tasks/result",
     "tasks/cancel"})
 OTHER = "other"
-ASKED_AT_MOST = 4096
-"""Requests awaiting their answer that are watched at once; past it, new ones go unwatched
-(a client that never reads its answers must not grow the table)."""
-
 # W3C Trace Context in `_meta` (where OpenTelemetry's conventions for MCP carry it).
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
 
-_Entry = tuple[Asked, float, "tuple[str, str | None] | None"]
-"""A request awaiting its answer: what it is, when it came, its trace context."""
+Asking = tuple[Message, float]
+"""A request awaiting its answer, as a lane files it: the request itself, and when it came."""
 
 
 def error_type(error: object) -> str:
@@ -92,18 +86,29 @@ def _trace(message: Message) -> tuple[str, str | None] | None:
     return parent, state if type(state) is str else None
 
 
+def _tool(request: Message) -> str:
+    """A `tools/call`'s tool name ("" for any other request)."""
+    if request["method"] != "tools/call":
+        return ""
+    params = request.get("params")
+    name = params.get("name") if type(params) is dict else None
+    return name if type(name) is str else ""
+
+
 BINS_AT_MOST = 2048
-"""Kinds of request a Tally counts apart; past it, a new tool's calls count as tool "other"."""
-Bin = tuple[Asked, "str | None"]
-"""A kind of request, and how it ended (its error class, None for a result)."""
+"""Kinds of request a Tally counts apart; past it, new ones count as method and tool
+"other" (a peer that invents methods or names cannot grow it)."""
+Bin = tuple[str, str, "str | None", tuple[str, str, str]]
+"""A kind of request and how it ended: its method, its tool ("" but for `tools/call`), its
+error class (None for a result), and the mode, client era and server era that served it."""
 
 
 class Tally:
-    """Answered requests counted, per kind and ending (`Bin`): a histogram of their durations,
-    as counts per bucket of `bounds` (the last: past them all), then the durations' sum.
+    """Answered requests counted, per `Bin`: a histogram of their durations, as counts per
+    bucket of `bounds` (the last: past them all), then the durations' sum.
 
-    Shared by the sessions of a process (the shell reads it when scraped); each answer costs
-    one lookup and two increments, and nothing is made per answer.
+    Shared by the sessions of a process (the shell reads it when scraped, and bounds the
+    labels then); an answer costs one lookup and two increments, and nothing is made for it.
     """
 
     __slots__ = ("bins", "bounds")
@@ -112,31 +117,39 @@ class Tally:
         self.bounds = bounds
         self.bins: dict[Bin, list[float]] = {}
 
-    def count(self, asked: Asked, error_type: str | None, seconds: float) -> None:
-        counts = self.bins.get((asked, error_type))
-        if counts is None:
-            counts = self._bin(asked, error_type)
+    def count(self, key: Bin, seconds: float) -> None:
+        counts = self.bin(key)
         counts[bisect_left(self.bounds, seconds)] += 1
         counts[-1] += seconds
 
-    def _bin(self, asked: Asked, error_type: str | None) -> list[float]:
-        if len(self.bins) >= BINS_AT_MOST and asked[1]:
-            asked = (asked[0], OTHER, *asked[2:])
-        return self.bins.setdefault((asked, error_type), [0] * (len(self.bounds) + 2))
+    def bin(self, key: Bin) -> list[float]:
+        """The counts of `key` (made when first needed)."""
+        counts = self.bins.get(key)
+        if counts is None:
+            if len(self.bins) >= BINS_AT_MOST:
+                key = (OTHER, OTHER if key[1] else "", key[2], key[3])
+            counts = self.bins.setdefault(key, [0] * (len(self.bounds) + 2))
+        return counts
 
 
-class ObservedBridge(Bridge):
-    """A Bridge that counts each answered client request into `tally` and, when `traced`,
-    reports it as an `Answered` action (with the trace context its `_meta` carried)."""
+class Observer:
+    """What a Bridge given one counts: each client request its handler takes (filed in
+    `asked` by the lanes, or by the full path's tap), and each answer the client gets, into
+    `tally`; when `traced`, each answer is also an `Answered` action for a span.
 
-    def __init__(self, config: CoreConfig | None = None, *,
-                 mint_id: Callable[[], str] | None = None, secret: bytes = b"",
-                 tally: Tally | None = None, traced: bool = False) -> None:
-        super().__init__(config, mint_id=mint_id, secret=secret)
-        self.tally = tally if tally is not None else Tally(())
-        self._asked: dict[object, _Entry] = {}
-        self._tapped: Handler | None = None
-        self._traced = traced
+    Must not change what the bridge sends, and costs a plain Bridge nothing but a test of
+    `Bridge.observer` per event and of `Lane.asked` per request.
+    """
+
+    __slots__ = ("asked", "face", "handler", "tally", "traced")
+
+    def __init__(self, tally: Tally, traced: bool = False) -> None:
+        self.tally = tally
+        self.traced = traced
+        self.asked: dict[object, Asking] = {}
+        self.face = ("", "", "")
+        """The handler's mode, the client's era and the server's."""
+        self.handler: Handler | None = None
 
     @property
     def parked(self) -> int:
@@ -144,80 +157,74 @@ class ObservedBridge(Bridge):
         parking = getattr(self.handler, "parking", None)
         return 0 if parking is None else len(parking.rounds)
 
-    def _release(self) -> None:
-        """Before a new handler takes its first client message, its requests are tapped.
+    def watch(self, handler: Handler, ctx: Context, client_era: str, server_era: str) -> None:
+        """A new handler: its lane files each request it routes, and a request taking the
+        full path (`on_client`, where the lane does not route it) is filed by a tap."""
+        self.handler = handler
+        self.face = (handler.mode, client_era, server_era)
+        handler.lane.asked = asked = self.asked
+        take = handler.on_client
 
-        Every mode takes a client's request through its `on_client_request` (the full path
-        and the common lane alike), so the tap is there; mode P's own lane, which inlines the
-        step, gives way to the common one.
-        """
-        handler = self.handler
-        if handler is not None and handler is not self._tapped:
-            self._tapped = handler
-            setattr(handler, "on_client_request",  # noqa: B010 (the instance's own)
-                    self._tap(handler, handler.on_client_request))  # type: ignore[attr-defined]
-            self._lane = Lane(handler)  # type: ignore[arg-type]
-        super()._release()
+        def on_client(inbound: Inbound) -> None:
+            if inbound.kind == "request" and len(asked) < ASKED_AT_MOST:
+                asked.setdefault(inbound.message["id"], (inbound.message, ctx.now))
+            take(inbound)
 
-    def _tap(self, handler: Handler, take: Callable[[Message], None]
-             ) -> Callable[[Message], None]:
-        """`take`, noting first what each request is and when it came (one tuple each)."""
-        asked, ctx, traced = self._asked, self.ctx, self._traced
-        mode, client_era, server_era = handler.mode, self.client_era or "", \
-            self.supervision.probe.era or ""
-        known = CLIENT_METHODS
+        setattr(handler, "on_client", on_client)  # noqa: B010 (the instance's own)
 
-        def tapped(message: Message) -> None:
-            id_ = message["id"]  # before the mode renames it
-            if id_ not in asked and len(asked) < ASKED_AT_MOST:
-                method = message["method"]
-                tool = ""
-                if method == "tools/call":
-                    params = message.get("params")
-                    name = params.get("name") if type(params) is dict else None
-                    tool = name if type(name) is str else ""
-                elif method not in known:
-                    method = OTHER
-                asked[id_] = ((method, tool, mode, client_era, server_era), ctx.now,
-                              _trace(message) if traced else None)
-            take(message)
-
-        return tapped
-
-    def handle(self, event: Event, now: float) -> list[Action]:
-        actions = Bridge.handle(self, event, now)
-        asked = self._asked
-        if asked:
-            # An Answered appended here (traced) is met by this loop too, and passed over.
-            for action in actions:
-                if type(action) is Send and action.side == CLIENT:
-                    message = action.message
-                    if type(message) is dict:
-                        if "method" not in message:
+    def answered(self, actions: list[Action], now: float) -> None:
+        """Count each answer to a filed request among `actions` (the answers of a batch
+        too); when traced, add an `Answered` after them."""
+        asked = self.asked
+        # An Answered appended here (traced) is met by this loop too, and passed over.
+        for action in actions:
+            if type(action) is Send and action.side == CLIENT:
+                message = action.message
+                if type(message) is dict:
+                    if "method" not in message:
+                        try:
                             entry = asked.pop(message.get("id"), None)
-                            if entry is not None:
-                                if "error" in message or self._traced:
-                                    self._answered(entry, message, now, actions)
-                                else:  # nearly every answer: Tally.count, inlined
-                                    tally = self.tally
-                                    counts = tally.bins.get((entry[0], None))
-                                    if counts is None:
-                                        counts = tally._bin(entry[0], None)
-                                    seconds = now - entry[1]
-                                    counts[bisect_left(tally.bounds, seconds)] += 1
-                                    counts[-1] += seconds
-                    else:  # a batch's answers
-                        for item in message:
-                            if type(item) is dict and "method" not in item:
+                        except TypeError:  # an unhashable id, which no request filed can have
+                            continue
+                        if entry is None:
+                            continue
+                        if "error" in message or self.traced:
+                            self._count(entry, message, now, actions)
+                        else:  # nearly every answer: _count, _tool and Tally.count inlined
+                            request, started = entry
+                            method = request["method"]
+                            tool = ""
+                            if method == "tools/call":
+                                params = request.get("params")
+                                name = params.get("name") if type(params) is dict else None
+                                tool = name if type(name) is str else ""
+                            tally = self.tally
+                            key = (method, tool, None, self.face)
+                            counts = tally.bins.get(key)
+                            if counts is None:
+                                counts = tally.bin(key)
+                            seconds = now - started
+                            counts[bisect_left(tally.bounds, seconds)] += 1
+                            counts[-1] += seconds
+                else:
+                    for item in message:
+                        if type(item) is dict and "method" not in item:
+                            try:
                                 entry = asked.pop(item.get("id"), None)
-                                if entry is not None:
-                                    self._answered(entry, item, now, actions)
-        return actions
+                            except TypeError:
+                                continue
+                            if entry is not None:
+                                self._count(entry, item, now, actions)
 
-    def _answered(self, entry: _Entry, answer: Message, now: float,
-                  actions: list[Action]) -> None:
+    def _count(self, entry: Asking, answer: Message, now: float,
+               actions: list[Action]) -> None:
+        request, started = entry
         error = answer.get("error")
         ended = None if error is None else error_type(error)
-        self.tally.count(entry[0], ended, now - entry[1])
-        if self._traced:
-            actions.append(Answered(entry[0], entry[1], now, ended, entry[2]))
+        method, tool = request["method"], _tool(request)
+        self.tally.count((method, tool, ended, self.face), now - started)
+        if self.traced:
+            known = method if method in CLIENT_METHODS else OTHER
+            actions.append(Answered((known, tool, *self.face), started, now, ended,
+                                    _trace(request)))
+

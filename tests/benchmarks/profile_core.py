@@ -3,7 +3,7 @@
 Must not touch the shell or pipes: it drives bridge.core.bridge.Bridge with the benchmark's own
 messages (a tools/call echo round trip, encoded as the shell's writer would encode it), prints
 µs per round trip, and with `--profile` a pyinstrument tree of where that time goes. With
-`--metrics` the core is an observing one (bridge.core.observe) counting into the shell's
+`--metrics` the core is given an observer (bridge.core.observe) counting into the shell's
 series, and each message read is counted as the driver counts it: the cost of metrics per
 call (without spans).
 """
@@ -58,11 +58,11 @@ class Rig:
     def __init__(self, client_era: str, server_era: str, metrics: bool = False) -> None:
         self.series = None
         if metrics:
-            from bridge.core.observe import ObservedBridge
+            from bridge.core.observe import Observer
             from bridge.shell.metrics.series import Series
 
             self.series = series = Series()
-            self.bridge = ObservedBridge(tally=series.tally)
+            self.bridge = Bridge(observer=Observer(series.tally))
 
             def counted(side: str) -> None:
                 series.messages[side] += 1

@@ -6,7 +6,7 @@ from typing import Any
 
 from bridge.core.config import CoreConfig
 from bridge.core.events import Action, Answered
-from bridge.core.observe import ObservedBridge, Tally, error_type
+from bridge.core.observe import error_type
 from tests.core.harness import (
     DISCOVER_RESULT,
     Harness,
@@ -53,9 +53,10 @@ def test_mode_p_reports_a_tool_call_with_its_times_tool_and_trace_context() -> N
 
 def test_untraced_it_reports_nothing_and_counts_each_answer_in_its_tally() -> None:
     h = Harness(observed=True)
-    assert isinstance(h.bridge, ObservedBridge)
-    h.bridge._traced = False
-    h.bridge.tally = tally = Tally((0.1, 1.0))
+    observer = h.bridge.observer
+    assert observer is not None
+    observer.traced = False
+    tally = observer.tally
     legacy_pair(h)
     params = {"name": "t", "_meta": {"traceparent": TRACE}}
     for n, seconds in enumerate((0.05, 0.5, 5.0)):
@@ -64,10 +65,11 @@ def test_untraced_it_reports_nothing_and_counts_each_answer_in_its_tally() -> No
         assert facts(h.server(answer(forwarded, {"content": []}))) == []
     forwarded = one(h.client(request(9, "tools/call", params)), "server")
     h.server(fail(forwarded, -32603, "boom"))
-    asked = ("tools/call", "t", "P", "legacy", "legacy")
+    face = ("P", "legacy", "legacy")
     assert tally.bins == {
-        (("initialize", "", "P", "legacy", "legacy"), None): [0, 1, 0, 0.25],
-        (asked, None): [1, 1, 1, 5.55], (asked, "server"): [1, 0, 0, 0.0]}
+        ("initialize", "", None, face): [0, 1, 0, 0.25],
+        ("tools/call", "t", None, face): [1, 1, 1, 5.55],
+        ("tools/call", "t", "server", face): [1, 0, 0, 0.0]}
 
 
 def test_the_first_request_held_for_the_mode_is_reported_too() -> None:
@@ -130,7 +132,7 @@ def test_mode_b_reports_a_refused_envelope_as_the_clients_error() -> None:
     del bad["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
     [fact] = facts(h.client(bad))
     assert (fact.request[0], fact.error_type) == ("tools/list", "client")
-    assert isinstance(h.bridge, ObservedBridge) and h.bridge.parked == 0
+    assert h.bridge.observer is not None and h.bridge.observer.parked == 0
 
 
 def test_an_unknown_method_is_reported_as_other() -> None:
@@ -200,3 +202,4 @@ def test_mode_p_modern_passes_the_trace_context() -> None:
     call = modern("c", "tools/call", {"name": "t"}, meta={"traceparent": TRACE})
     forwarded = one(h.client(call), "server")
     assert forwarded["params"]["_meta"]["traceparent"] == TRACE
+

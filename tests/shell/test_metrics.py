@@ -27,7 +27,7 @@ from bridge.shell.metrics.spans import Spans
 def answered(series: Series, tool: str = "echo", error_type: str | None = None,
              seconds: float = 0.3) -> None:
     """As a session's core counts a call it answered."""
-    series.tally.count(("tools/call", tool, "B", "modern", "legacy"), error_type, seconds)
+    series.tally.count(("tools/call", tool, error_type, ("B", "modern", "legacy")), seconds)
 
 
 def test_an_answer_counts_in_its_histogram_and_an_error_by_its_class() -> None:

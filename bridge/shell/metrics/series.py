@@ -18,7 +18,7 @@ from typing import Protocol
 
 from bridge.core.bridge import ServerState
 from bridge.core.events import Answered
-from bridge.core.observe import Tally
+from bridge.core.observe import CLIENT_METHODS, Observer, Tally
 
 # OpenTelemetry's advice for `mcp.server.operation.duration` (seconds), and for
 # `mcp.server.session.duration`.
@@ -53,13 +53,13 @@ class Histogram:
 
 
 class Watched(Protocol):
-    """What the gauges read of a live session's core (`observe.ObservedBridge`)."""
+    """What the gauges read of a live session's core (a Bridge given an observer)."""
 
     @property
     def server_state(self) -> ServerState: ...
 
     @property
-    def parked(self) -> int: ...
+    def observer(self) -> Observer | None: ...
 
 
 class Series:
@@ -90,10 +90,9 @@ class Series:
         """The tally by bounded labels: counts per bucket of OPERATION_BUCKETS, then the
         sum of the durations."""
         merged: dict[OperationKey, list[float]] = {}
-        for (asked, error_type), counts in list(self.tally.bins.items()):
-            method, tool, mode, client_era, server_era = asked
-            key = (method, self.tool(tool) if tool else "", error_type or "", mode,
-                   client_era, server_era)
+        for (method, tool, error_type, face), counts in list(self.tally.bins.items()):
+            known = method if method in CLIENT_METHODS else OTHER
+            key = (known, self.tool(tool) if tool else "", error_type or "", *face)
             into = merged.get(key)
             if into is None:
                 merged[key] = list(counts)
@@ -104,7 +103,7 @@ class Series:
     def errors(self) -> dict[str, int]:
         """Error answers by class: the tally's, and the refusals before any core."""
         errors = dict(self.refused)
-        for (_, error_type), counts in list(self.tally.bins.items()):
+        for (_, _, error_type, _), counts in list(self.tally.bins.items()):
             if error_type is not None:
                 errors[error_type] = errors.get(error_type, 0) + int(sum(counts[:-1]))
         return errors
@@ -141,7 +140,8 @@ class Series:
         return counts
 
     def parked(self) -> int:
-        return sum(core.parked for core in list(self.live))
+        return sum(core.observer.parked for core in list(self.live)
+                   if core.observer is not None)
 
 
 def _none() -> int:

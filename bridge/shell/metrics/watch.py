@@ -13,7 +13,7 @@ import trio
 
 from bridge.core.bridge import Bridge
 from bridge.core.config import CoreConfig
-from bridge.core.observe import ObservedBridge
+from bridge.core.observe import Observer
 from bridge.shell.http.auth import Tokens, read_tokens
 from bridge.shell.logs import Logger
 from bridge.shell.metrics.exposition import Exposition
@@ -35,8 +35,8 @@ class Watch:
     def core(self, config: CoreConfig) -> Bridge:
         """A session's core, reporting what the series count (and, for spans, the trace
         context of each request)."""
-        return ObservedBridge(config, secret=os.urandom(32), tally=self.series.tally,
-                              traced=self.series.traced is not None)
+        observer = Observer(self.series.tally, traced=self.series.traced is not None)
+        return Bridge(config, secret=os.urandom(32), observer=observer)
 
     async def serve(self, address: str, token_file: str | None, log: Logger, *,
                     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
