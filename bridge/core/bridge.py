@@ -183,9 +183,8 @@ class Bridge:
                 provisional.note_answers(actions)
         if self.batches.open:
             self.batches.collect(actions)
-        observer = self.observer
-        if observer is not None and observer.asked:
-            observer.answered(actions, now)
+        if self.observer is not None and self.observer.asked:  # answers to count (observe.py)
+            self.observer.answered(actions, now)
         return actions
 
     # Events ---------------------------------------------------------------------------------
@@ -393,8 +392,7 @@ class Bridge:
 
     def _before_mode(self, inbound: Inbound) -> None:
         """A client message no handler can take yet (the mode is unknown, or the server is
-        restarting): learn the client's era, or hold it. An invalid one needs no server: it
-        is answered at once."""
+        restarting): learn the client's era, or hold it; an invalid one is answered at once."""
         if inbound.kind == "invalid":
             self.ctx.reject(CLIENT, inbound)
             return
@@ -412,8 +410,8 @@ class Bridge:
         self.choose_mode()
 
     def _answer_failure(self, inbound: Inbound) -> None:
-        """While the bridge lingers after a failed start: the client's request (a ping too:
-        there is no server to reach) gets the failure, and the bridge stops after this event."""
+        """After a failed start: the client's request (a ping too) gets the failure, and the
+        bridge stops after this event."""
         failure = self.phase.failure
         assert failure is not None
         if inbound.kind == "request":
