@@ -216,8 +216,7 @@ class Bridge:
             line, batching=handler is not None and handler.client_batching))
 
     def _on_decoded(self, event: MessageDecoded) -> None:
-        """A message the shell decoded: classified from its value, then routed as a line of
-        its side is (the full path: a lane parses lines)."""
+        """A message the shell decoded: classified from its value, routed as its line is."""
         if event.side == SERVER:
             self._on_server(classified(event.line, event.message))
             return
@@ -226,8 +225,7 @@ class Bridge:
                                      handler is not None and handler.client_batching))
 
     def _take_client(self, inbound: Inbound) -> None:
-        """A client message classified off the lane: to the handler at once when nothing else
-        may see it first (nearly every message: one call, no detour), else the full path."""
+        """A client message off the lane: to the handler unless another must see it first."""
         handler = self.handler
         if handler is not None and inbound.kind in _SINGLE and not self.batches.open \
                 and not self._detour:
