@@ -48,6 +48,14 @@ def scrape(port: int, path: str = "/metrics") -> str:
         conn.close()
 
 
+def listening_scrape(port: int) -> str | None:
+    """A scrape, or None while nothing listens on `port` yet."""
+    try:
+        return scrape(port)
+    except ConnectionRefusedError:
+        return None
+
+
 def promtool_passes(text: str) -> None:
     promtool = shutil.which("promtool")
     assert promtool is not None, "promtool is needed (Debian: package prometheus)"
@@ -200,3 +208,35 @@ def test_the_example_alerts_and_dashboard_pass_promtool(tmp_path: Path) -> None:
                           text=True, timeout=WAIT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"SUCCESS: {len(exprs)} rules found" in done.stdout
+
+
+def test_the_stdio_bridge_serves_metrics_while_it_runs(legacy_python: venvs.SdkPython) -> None:
+    port = cs.free_port()
+    cmd = [sys.executable, "-m", "bridge", "--metrics", f"http://127.0.0.1:{port}/metrics",
+           "--", *legacy_python.peer("legacy_server")]
+    bridge = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, cwd=venvs.REPO_ROOT)
+    assert bridge.stdin is not None and bridge.stdout is not None
+
+    def ask_stdio(message: dict[str, Any]) -> dict[str, Any]:
+        assert bridge.stdin is not None and bridge.stdout is not None
+        bridge.stdin.write(json.dumps(message).encode() + b"\n")
+        bridge.stdin.flush()
+        answer: dict[str, Any] = json.loads(bridge.stdout.readline())
+        return answer
+
+    try:
+        ask_stdio({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                              "clientInfo": {"name": "e2e", "version": "1"}}})
+        answer = ask_stdio({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": {"name": "echo", "arguments": {"text": "hi"}}})
+        assert answer["result"]["content"][0]["text"] == "hi"
+        text = until(lambda: listening_scrape(port), "the metrics endpoint listens")
+    finally:
+        bridge.stdin.close()
+        bridge.wait(timeout=WAIT)
+    promtool_passes(text)
+    assert total(text, "mcp_server_operation_duration_seconds_count", gen_ai_tool_name="echo",
+                 mode="P", client_era="legacy") == 1
+    assert total(text, "mcp_rosetta_sessions") == 1 and total(text, "mcp_rosetta_server_up") == 1
