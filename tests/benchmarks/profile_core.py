@@ -61,13 +61,8 @@ class Rig:
             from bridge.core.observe import Observer
             from bridge.shell.metrics.series import Series
 
-            self.series = series = Series()
-            self.bridge = Bridge(observer=Observer(series.tally))
-
-            def counted(side: str) -> None:
-                series.messages[side] += 1
-
-            self.counted = counted
+            self.series = Series()
+            self.bridge = Bridge(observer=Observer(self.series.tally))
         else:
             self.bridge = Bridge()
         self.now = 0.0
@@ -90,8 +85,8 @@ class Rig:
         event = event or MessageReceived(side, line(message or {}))  # type: ignore[arg-type]
         self.now += 1e-4
         actions = self.bridge.handle(event, self.now)
-        if self.series is not None:  # as the driver's counting wrapper of each read
-            self.counted(side)
+        if self.series is not None:  # as the driver counts each read's lines
+            self.series.messages[side] += 1
         self.pending = sends(actions, "server")
         return self.pending
 
