@@ -199,7 +199,8 @@ for `tools/call`), and the mode and the client's and server's eras that served i
 
 @record()
 class Answered:
-    """A fact an observing bridge (observe.py) reports: a client's request was answered.
+    """A fact a Bridge given a tracing observer (observe.py) reports: a client's request was
+    answered (for a span; the observer's tally has counted it).
 
     `started` and `ended` are the core's `now` when the request reached its mode and when the
     answer left; `error_type` is the class of an error answer (observe.ERROR_TYPES), None for

@@ -3,10 +3,11 @@ requests it answered (`observe.Tally`, shared) and what its driver did (messages
 restarts), plus the live sessions whose state the gauges read when scraped.
 
 Must not import the exporter (`exposition.py` turns this into Prometheus' text when asked)
-nor grow without bound: every label value is bounded (a method is a known one or "other",
-the core sees to that; a tool name is one of the first `MAX_TOOLS` well-formed names seen,
-else "other", so a peer that invents names cannot mint series). Nothing here runs per call:
-the tally is read, and its labels bounded, when scraped.
+nor grow without bound: every label value is bounded (a method is one the specification
+names, else "other"; a tool name is one of the first `MAX_TOOLS` well-formed names seen,
+else "other", so a peer that invents names cannot mint series; the tally itself holds at
+most `observe.BINS_AT_MOST` kinds). Nothing here runs per call: the tally is read, and its
+labels bounded, when scraped.
 """
 
 from __future__ import annotations
