@@ -184,6 +184,16 @@ def socket_path(value: Any) -> str:
     return path
 
 
+def metrics_address(value: Any) -> str:
+    """`http://HOST:PORT/PATH` for --metrics (the stdio bridge, the Unix daemon)."""
+    if not isinstance(value, str) or not value.startswith("http://"):
+        raise ValueError('expected "http://HOST:PORT/PATH", e.g. "http://127.0.0.1:9464/metrics"')
+    from bridge.shell.http.address import parse_address
+
+    parse_address(value)  # ValueError names what is wrong
+    return value
+
+
 def server_url(value: Any) -> str:
     """An http:// or https:// URL with a host: the Streamable HTTP endpoint (--url)."""
     from urllib.parse import urlsplit  # only when a URL is configured
@@ -382,6 +392,7 @@ SHELL_KEYS: dict[str, Check] = {
     "cwd": directory,
     "transcript": file_path,
     "remember_era": switch,
+    "metrics": metrics_address,
 }
 DAEMON_KEYS: dict[str, Check] = {
     "listen": socket_path,
@@ -411,16 +422,15 @@ TIMING_KEYS = ("shutdown_grace", "kill_grace", "drain_timeout")
 SHELL_FIELDS = ("command", "url", "headers", "oauth_client_id", "oauth_client_secret_file",
                 "oauth_client_metadata_url", "oauth_client_credentials", "connect_timeout",
                 "read_timeout", "max_upstream_connections", "log_format", "max_message_bytes",
-                "env", "pass_env", "cwd", "transcript", "remember_era", "config_file",
+                "env", "pass_env", "cwd", "transcript", "remember_era", "metrics", "config_file",
                 "max_servers", "min_servers", "server_idle", "max_servers_total")
 SECRET_KEYS = frozenset({"env", "headers"})
 """Keys whose values are never echoed in an error (they may hold secrets)."""
 MERGED_KEYS = ("env", "pass_env", "headers", "allowed_hosts", "allowed_origins")
 """Keys whose flags add to the file's entries (a flag's KEY wins) instead of replacing them."""
 DERIVED_CORE_FIELDS = frozenset({"debug_logs", "state_route", "remembered"})
-"""CoreConfig fields no key sets: debug_logs follows log_level ("debug"); state_route is a
-pool process's own name (the HTTP front gives it); remembered is read from the era memory
-(remember_era) as the server starts."""
+"""CoreConfig fields no key sets: debug_logs follows log_level; state_route is a pool's (or a
+fleet's) name for the core; remembered is read from the era memory as the server starts."""
 
 
 def accepted_keys() -> dict[str, Check]:

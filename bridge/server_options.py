@@ -1,4 +1,4 @@
-"""The flags for the server's environment, working directory and the transcript.
+"""The flags for the server's environment, working directory, the transcript and metrics.
 
 Must not validate beyond a flag's own text (bridge/config.py has the checks, shared with the
 file's keys) nor start anything: it adds the flags to a parser and reads them back.
@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from bridge.config import directory, env_assignment, env_name, file_path
+from bridge.config import directory, env_assignment, env_name, file_path, metrics_address
 
 
 def add_server_options(p: argparse.ArgumentParser, checked: Callable[[Any], Any], *,
@@ -29,6 +29,9 @@ def add_server_options(p: argparse.ArgumentParser, checked: Callable[[Any], Any]
         p.add_argument("--transcript", type=checked(file_path), metavar="FILE",
                        help="append every message, as it crossed each leg, to FILE "
                             "(JSON lines)")
+        p.add_argument("--metrics", type=checked(metrics_address), metavar="URL",
+                       help="serve Prometheus metrics at http://HOST:PORT/PATH (loopback, "
+                            "or with a token)")
 
 
 def server_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -42,4 +45,6 @@ def server_overrides(args: argparse.Namespace) -> dict[str, Any]:
         values["cwd"] = args.cwd
     if getattr(args, "transcript", None) is not None:
         values["transcript"] = args.transcript
+    if getattr(args, "metrics", None) is not None:
+        values["metrics"] = args.metrics
     return values

@@ -56,6 +56,7 @@ from bridge.core.waiting import INTAKE_HANDLER, HeldDue, Intake, Waiting
 
 if TYPE_CHECKING:
     from bridge.core.lane import Lane
+    from bridge.core.observe import Observer
 
 # The kinds a mode handler takes as they come (not a batch, nor a refused message).
 _SINGLE = frozenset({"request", "notification", "response", "invalid"})
@@ -65,9 +66,11 @@ class Bridge:
     """One bridge between one client and one server process. Feed it events, run its actions."""
 
     def __init__(self, config: CoreConfig | None = None, *,
-                 mint_id: Callable[[], str] | None = None, secret: bytes = b"") -> None:
+                 mint_id: Callable[[], str] | None = None, secret: bytes = b"",
+                 observer: Observer | None = None) -> None:
         self.ctx = Context(config or CoreConfig(), mint_id or counter_ids())
         self.secret = secret
+        self.observer = observer  # counts the requests answered (observe.py), if any
         self.client_era: Era | None = None
         self.handler: Handler | None = None
         # The lifecycle's own timers (the probe, the drain, restarts, held requests) outlive
@@ -183,6 +186,8 @@ class Bridge:
                 provisional.note_answers(actions)
         if self.batches.open:
             self.batches.collect(actions)
+        if self.observer is not None and self.observer.asked:  # answers to count (observe.py)
+            self.observer.answered(actions, now)
         return actions
 
     # Events ---------------------------------------------------------------------------------
@@ -214,8 +219,7 @@ class Bridge:
             line, batching=handler is not None and handler.client_batching))
 
     def _on_decoded(self, event: MessageDecoded) -> None:
-        """A message the shell decoded: classified from its value, then routed as a line of
-        its side is (the full path: a lane parses lines)."""
+        """A message the shell decoded: classified from its value, routed as its line is."""
         if event.side == SERVER:
             self._on_server(classified(event.line, event.message))
             return
@@ -224,8 +228,7 @@ class Bridge:
                                      handler is not None and handler.client_batching))
 
     def _take_client(self, inbound: Inbound) -> None:
-        """A client message classified off the lane: to the handler at once when nothing else
-        may see it first (nearly every message: one call, no detour), else the full path."""
+        """A client message off the lane: to the handler unless another must see it first."""
         handler = self.handler
         if handler is not None and inbound.kind in _SINGLE and not self.batches.open \
                 and not self._detour:
@@ -335,15 +338,13 @@ class Bridge:
 
     def fail_unserved(self, reason: str, data: Message) -> None:
         """The server ended before it ever answered: every request waiting gets one error
-        naming why; a client that has asked nothing yet is answered so for a while (FAILED),
-        not left with an end of file."""
+        naming why; a client that has asked nothing yet is answered so for a while (FAILED)."""
         before = len(self.ctx.actions)
         if self.handler is not None:
             self.handler.fail_pending(reason, data)
             self._drop_handler()
         self._waiting.fail_all(reason, data)
-        answered = any(type(a) is Send and a.side == CLIENT for a in self.ctx.actions[before:])
-        if answered:
+        if any(type(a) is Send and a.side == CLIENT for a in self.ctx.actions[before:]):
             self.stop(EX_UNAVAILABLE, reason, data)
         else:
             self.phase.fail(StartFailure(reason, data), self.ctx.now)
@@ -392,8 +393,7 @@ class Bridge:
 
     def _before_mode(self, inbound: Inbound) -> None:
         """A client message no handler can take yet (the mode is unknown, or the server is
-        restarting): learn the client's era, or hold it. An invalid one needs no server: it
-        is answered at once."""
+        restarting): learn the client's era, or hold it; an invalid one is answered at once."""
         if inbound.kind == "invalid":
             self.ctx.reject(CLIENT, inbound)
             return
@@ -411,8 +411,8 @@ class Bridge:
         self.choose_mode()
 
     def _answer_failure(self, inbound: Inbound) -> None:
-        """While the bridge lingers after a failed start: the client's request (a ping too:
-        there is no server to reach) gets the failure, and the bridge stops after this event."""
+        """After a failed start: the client's request (a ping too) gets the failure, and the
+        bridge stops after this event."""
         failure = self.phase.failure
         assert failure is not None
         if inbound.kind == "request":
@@ -428,6 +428,8 @@ class Bridge:
         handler = self.handler = new_handler(self.ctx, self.client_era, server_era,
                                              self.supervision.probe, self.secret)
         self._lane = handler.lane
+        if self.observer is not None:
+            self.observer.watch(handler, self.ctx, self.client_era, server_era)
         self.ctx.log("info", "mode.chosen", mode=handler.mode, client_era=self.client_era,
                      server_era=server_era, previous=self.lost_mode)
         if self.ctx.config.roots and handler.mode != "B" and not self._roots_told:
@@ -477,13 +479,10 @@ class Bridge:
             self._drain_or_stop()
 
     def _drain_or_stop(self) -> None:
-        """Once closing: stop when nothing is owed, or when the drain's time runs out.
-
-        An unanswered probe is not owed: it is the bridge's own question. A request held
-        until the probe settles the mode is (self._waiting).
-        """
-        owed = self._waiting.owes() or (self.handler is not None and self.handler.busy())
-        if not owed:
+        """Once closing: stop when nothing is owed, or when the drain's time runs out. An
+        unanswered probe is not owed (the bridge's own question); a request held until the
+        probe settles the mode is (self._waiting)."""
+        if not (self._waiting.owes() or (self.handler is not None and self.handler.busy())):
             self.stop(EX_OK, self.phase.end_reason())
         else:
             self.phase.drain(self.ctx.now)

@@ -41,10 +41,13 @@ def server_lost(reason: str, data: Message | None, method: str) -> OwnError:
                                              "method": method})
 
 
+# How a timed-out request's error begins (observe.py tells a timeout by it).
+NO_ANSWER_WITHIN = "mcp-rosetta: no answer from the server within"
+
+
 def timed_out(seconds: float, method: str) -> OwnError:
     """A client request request_timeout ended before the server answered."""
-    return OwnError(INTERNAL_ERROR,
-                    f"mcp-rosetta: no answer from the server within {seconds:g} s",
+    return OwnError(INTERNAL_ERROR, f"{NO_ANSWER_WITHIN} {seconds:g} s",
                     {"source": "mcp-rosetta", "method": method})
 
 

@@ -204,4 +204,27 @@ class Stop:
     code: int
 
 
-Action = Send | Log | RestartChild | NotifyReady | Status | Remember | Stop
+Asked = tuple[str, str, str, str, str]
+"""What an answered request was: its method (a known one, else "other"), its tool ("" but
+for `tools/call`), and the mode and the client's and server's eras that served it."""
+
+
+@record()
+class Answered:
+    """A fact a Bridge given a tracing observer (observe.py) reports: a client's request was
+    answered (for a span; the observer's tally has counted it).
+
+    `started` and `ended` are the core's `now` when the request reached its mode and when the
+    answer left; `error_type` is the class of an error answer (observe.ERROR_TYPES), None for
+    a result; `trace` the W3C trace context (traceparent, tracestate) its `_meta` carried,
+    when the bridge was asked to read it (spans).
+    """
+
+    request: Asked
+    started: float
+    ended: float
+    error_type: str | None
+    trace: tuple[str, str | None] | None = None
+
+
+Action = Send | Log | RestartChild | NotifyReady | Status | Remember | Stop | Answered

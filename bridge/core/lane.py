@@ -20,6 +20,10 @@ from bridge.core.dispatch import ServerFace
 from bridge.core.events import SERVER
 from bridge.core.jsonrpc import ABSENT, Inbound, classified, parse_inbound
 
+ASKED_AT_MOST = 4096
+"""Requests filed for an observer at once; past it, new ones go unfiled (a client that never
+reads its answers must not grow the table)."""
+
 
 class LaneHost(ServerFace, Protocol):
     """A mode as its lane sees it: the requests of its client, and its server's messages."""
@@ -39,7 +43,7 @@ class Lane:
     shared helper would cost a frame per line, 1-2% of a call (measured).
     """
 
-    __slots__ = ("ctx", "host", "inline", "router", "to_server")
+    __slots__ = ("asked", "ctx", "host", "inline", "router", "to_server")
 
     def __init__(self, host: LaneHost) -> None:
         self.host = host
@@ -50,6 +54,8 @@ class Lane:
         # Whether the router's take may be inlined: with no request timeout to cancel and no
         # debug line to log (both fixed by the configuration).
         self.inline = not (host.router.timed or host.ctx.log_enabled)
+        # Where an observing Bridge (observe.py) has each request filed, else None.
+        self.asked: dict[object, tuple[Message, float]] | None = None
 
     def from_client(self, line: bytes) -> Inbound | None:
         """Route a client's request; None when done, else the line's classification, for
@@ -65,6 +71,9 @@ class Lane:
             if (id_kind is str or id_kind is int) and type(message.get("method")) is str:
                 params = message.get("params", ABSENT)
                 if params is ABSENT or type(params) is dict:
+                    asked = self.asked
+                    if asked is not None and len(asked) < ASKED_AT_MOST:
+                        asked[message["id"]] = (message, self.ctx.now)
                     self.host.on_client_request(message)
                     return None
         return classified(line, message, self.host.client_batching)

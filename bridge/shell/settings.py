@@ -85,6 +85,9 @@ class ShellConfig:
     remember_era: bool = True
     """Remember a legacy server command's era in the user's state directory, so that its next
     start skips the probe (servers/era_memory.py); False: probe at every start."""
+    metrics: str | None = None
+    """`http://HOST:PORT/PATH` to serve Prometheus' scrape on (the stdio bridge, the Unix
+    daemon); None: no metrics are kept. The HTTP front serves /metrics on its own port."""
     config_file: str | None = None
     """The configuration file these settings came from, if any (named in the first log line)."""
 

@@ -1,9 +1,10 @@
-"""Instructions per round trip in the core: `python instructions.py [MODE ...]`.
+"""Instructions per round trip in the core: `python instructions.py [--metrics] [MODE ...]`.
 
 Must not be read as time: it counts the CPU instructions `profile_core.py` executes for one
 `tools/call` round trip (valgrind's cachegrind, no cache simulation: the difference between
 1001 round trips and one, divided by 1000), the one figure of the core's cost a loaded or
 noisy machine does not move. Compare two trees by running each's copy with its own PYTHONPATH.
+`--metrics` counts them with metrics kept (profile_core.py's flag).
 Needs `valgrind` on the PATH.
 """
 
@@ -21,11 +22,11 @@ MODES = ("A", "B", "P-legacy", "P-modern")
 ROUND_TRIPS = 1000
 
 
-def instructions(mode: str, round_trips: int) -> int:
-    """The instructions valgrind counts for `profile_core.py MODE round_trips`."""
+def instructions(mode: str, round_trips: int, flags: tuple[str, ...] = ()) -> int:
+    """The instructions valgrind counts for `profile_core.py MODE round_trips [flags]`."""
     run = subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-         sys.executable, str(HERE / "profile_core.py"), mode, str(round_trips)],
+         sys.executable, str(HERE / "profile_core.py"), mode, str(round_trips), *flags],
         capture_output=True, text=True, check=True, cwd=HERE,
         env={**os.environ, "PYTHONHASHSEED": "0"})
     found = re.search(r"I\s+refs:\s+([\d,]+)", run.stderr)
@@ -38,9 +39,13 @@ def main(argv: list[str]) -> int:
     if shutil.which("valgrind") is None:
         print("instructions.py needs valgrind (apt install valgrind)", file=sys.stderr)
         return 69
-    for mode in argv or MODES:
-        per_trip = (instructions(mode, ROUND_TRIPS + 1) - instructions(mode, 1)) // ROUND_TRIPS
-        print(f"{mode}: {per_trip} instructions per tools/call round trip in the core")
+    flags = tuple(arg for arg in argv if arg.startswith("--"))
+    modes = [arg for arg in argv if not arg.startswith("--")]
+    for mode in modes or MODES:
+        per_trip = (instructions(mode, ROUND_TRIPS + 1, flags)
+                    - instructions(mode, 1, flags)) // ROUND_TRIPS
+        print(f"{mode}: {per_trip} instructions per tools/call round trip in the core"
+              + (" (metrics kept)" if flags else ""))
     return 0
 
 

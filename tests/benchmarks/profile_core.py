@@ -2,7 +2,10 @@
 
 Must not touch the shell or pipes: it drives bridge.core.bridge.Bridge with the benchmark's own
 messages (a tools/call echo round trip, encoded as the shell's writer would encode it), prints
-µs per round trip, and with `--profile` a pyinstrument tree of where that time goes.
+µs per round trip, and with `--profile` a pyinstrument tree of where that time goes. With
+`--metrics` the core is given an observer (bridge.core.observe) counting into the shell's
+series, and each message read is counted as the driver counts it: the cost of metrics per
+call (without spans).
 """
 
 from __future__ import annotations
@@ -52,8 +55,17 @@ def echo_result(era: str) -> Message:
 class Rig:
     """One Bridge wired to a scripted client and server of the given eras."""
 
-    def __init__(self, client_era: str, server_era: str) -> None:
-        self.bridge, self.now = Bridge(), 0.0
+    def __init__(self, client_era: str, server_era: str, metrics: bool = False) -> None:
+        self.series = None
+        if metrics:
+            from bridge.core.observe import Observer
+            from bridge.shell.metrics.series import Series
+
+            self.series = Series()
+            self.bridge = Bridge(observer=Observer(self.series.tally))
+        else:
+            self.bridge = Bridge()
+        self.now = 0.0
         self.client_era, self.server_era = client_era, server_era
         probe = self.feed("server", None, ChildStarted())
         probe_id = __import__("orjson").loads(probe[0])["id"]
@@ -74,6 +86,8 @@ class Rig:
         event = event or MessageReceived(side, line(message or {}))  # type: ignore[arg-type]
         self.now += 1e-4
         actions = self.bridge.handle(event, self.now)
+        if self.series is not None:  # as the driver counts each read's lines
+            self.series.messages[side] += 1
         self.pending = sends(actions, "server")
         return self.pending
 
@@ -108,7 +122,7 @@ ERAS = {"A": ("legacy", "modern"), "B": ("modern", "legacy"),
 def main(argv: list[str]) -> int:
     mode = argv[0] if argv else "A"
     count = int(argv[1]) if len(argv) > 1 and argv[1].isdigit() else 20000
-    rig = Rig(*ERAS[mode])
+    rig = Rig(*ERAS[mode], metrics="--metrics" in argv)
     assert rig.bridge.mode is not None, "the bridge did not choose a mode"
     profiler = None
     if "--profile" in argv:

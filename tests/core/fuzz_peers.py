@@ -148,7 +148,8 @@ class Session:
     unless the test mutates what they send; and the bookkeeping of every client request."""
 
     def __init__(self, client_era: str, server_era: str, version: str, seed: int) -> None:
-        self.h = Harness(CoreConfig(request_timeout=30.0))
+        # Every other session counts what it answers too (an observer changes nothing sent).
+        self.h = Harness(CoreConfig(request_timeout=30.0), observed=seed % 2 == 0)
         self.h.bridge.secret = SECRET
         self.client_era, self.server_era, self.version = client_era, server_era, version
         self.rng = random.Random(seed)

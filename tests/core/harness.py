@@ -31,6 +31,7 @@ from bridge.core.events import (
     TimerFired,
 )
 from bridge.core.jsonrpc import parse_inbound
+from bridge.core.observe import Observer, Tally
 
 Message = dict[str, Any]
 
@@ -192,9 +193,10 @@ class Harness:
     """One Bridge, a hand-driven clock, and the actions it produced, split by kind."""
 
     def __init__(self, config: CoreConfig | None = None,
-                 mint_id: Callable[[], str] | None = None) -> None:
+                 mint_id: Callable[[], str] | None = None, *, observed: bool = False) -> None:
         self.ids = MintedIds(mint_id or counter_ids())
-        self.bridge = Bridge(config or CoreConfig(), mint_id=self.ids.mint)
+        observer = Observer(Tally((0.1, 1.0)), traced=True) if observed else None
+        self.bridge = Bridge(config or CoreConfig(), mint_id=self.ids.mint, observer=observer)
         self.now = 0.0
         self.logs: list[Log] = []
         self._requests: dict[str, Message] = {}  # method -> the last such request to the server

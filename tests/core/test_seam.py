@@ -24,6 +24,8 @@ FACE = {
     "bridge.core.eras": "the eras' vocabulary: protocol versions, log levels, error codes",
     "bridge.core.record": "record, how the state types on the start path are made (slotted, "
                           "frozen or not: a dataclass for a fraction of its making)",
+    "bridge.core.observe": "Observer and Tally, what a Bridge is given to count the requests "
+                           "it answers (metrics, spans), and the error classes it counts",
     "bridge.core.states": "IllegalMove, what a state machine's forbidden move raises, the "
                           "shell's machines (an outlet's life) as the core's",
 }

@@ -17,7 +17,7 @@ from bridge.core.codec import DecodeError, Message, decode
 from bridge.core.events import SERVER, Send
 from bridge.core.exchange import Exchange
 from bridge.core.jsonrpc import ABSENT, Inbound, classified, parse_inbound
-from bridge.core.lane import Lane, LaneHost
+from bridge.core.lane import ASKED_AT_MOST, Lane, LaneHost
 from bridge.core.relay.exchanges import RelayedCall, RelayHost
 
 
@@ -60,6 +60,9 @@ class RelayLane(Lane):
                 if params is ABSENT or type(params) is dict:
                     id_kind = type(id_)
                     if id_kind is str or id_kind is int:
+                        asked = self.asked  # an observer's (observe.py)
+                        if asked is not None and len(asked) < ASKED_AT_MOST:
+                            asked[id_] = (message, self.ctx.now)
                         # ModeP.on_client_request, Router.forward inlined if it may be.
                         relay = self.relay
                         track = relay.tracked.get(method)

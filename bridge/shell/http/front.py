@@ -101,14 +101,16 @@ class Front:
                  make_core: MakeCore | None = None, max_sessions: int = 16,
                  session_idle: float = 1800.0, max_tenants: int = 16,
                  tenant_idle: float = 1800.0, pool: PoolSettings = PoolSettings(),
-                 fleet: Fleet | None = None) -> None:
+                 fleet: Fleet | None = None,
+                 scrape: Callable[[], bytes] | None = None) -> None:
         """`servers`: where each session's server side comes from (a child per session, or
         a session with the remote endpoint per session); `make_core`: a legacy session's
         or a tenant's own core (None: both are refused, as over `max_sessions` and
         `max_tenants`); `session_idle`, `tenant_idle`: seconds after which an idle one
         ends; `stream_backlog`: the bound of every stream's route (`route.py`); `fleet`:
         the fleet this front is a node of (`fleet.py`): its legacy session ids name it, and
-        a request for a session another node holds is forwarded there."""
+        a request for a session another node holds is forwarded there; `scrape`: the text
+        of GET /metrics (None: 404 there)."""
         self._core = core
         self._servers = servers
         self._address = address
@@ -120,6 +122,7 @@ class Front:
         self._max_connections = max_connections
         self._access = access
         self._health = Health(view)
+        self._scrape = scrape
         self._router: RequestRouter | None = None
         self.connections = 0
         self._make_core = make_core
@@ -167,10 +170,12 @@ class Front:
             from bridge.shell.http.forward import Forwarder  # httpx2: only in a fleet
 
             forwarder = Forwarder(self._fleet, self._log)
-        self._router = RequestRouter(self._endpoint(), self._tenant_of, self._log,
-                                     self._health, self.sessions, self._open_session,
-                                     self._settings.timing.shutdown_grace, self._fleet,
-                                     forwarder.forward if forwarder is not None else None)
+        series = self._settings.series
+        self._router = RequestRouter(
+            self._endpoint(), self._tenant_of, self._log, self._health, self.sessions,
+            self._open_session, self._settings.timing.shutdown_grace, fleet=self._fleet,
+            forward=forwarder.forward if forwarder is not None else None,
+            scrape=self._scrape, refused=None if series is None else series.failed)
         try:
             await self._serve(listener, host)
         finally:

@@ -14,7 +14,6 @@ reaps adopted orphans.
 from __future__ import annotations
 
 import dataclasses
-import os
 import resource
 import socket
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from bridge.core.bridge import Bridge
 from bridge.errors import ConfigError
 from bridge.shell import logs
 from bridge.shell.http.address import is_loopback, parse_address
@@ -58,7 +58,10 @@ def run_http(settings: Settings, reload: Reload) -> int:
     """Serve the Streamable HTTP front until stopped; the exit status."""
     if settings.shell.url is None:
         check_command(settings.shell.command)
-    sessions = SessionSettings.of(settings.shell)
+    from bridge.shell.metrics.watch import Watch
+
+    watch = Watch("tcp")  # the front always serves /metrics
+    sessions = SessionSettings.of(settings.shell, watch.series)
     servers = servers_for(settings.shell, sessions)  # a URL's ${VAR} read once, now
     assert settings.daemon.listen is not None
     address = parse_address(settings.daemon.listen)
@@ -81,17 +84,15 @@ def run_http(settings: Settings, reload: Reload) -> int:
         daemon = settings.daemon
         sessions_at_most = daemon.max_sessions + daemon.max_tenants
         room_for(daemon.max_connections + FDS_PER_SESSION * sessions_at_most + FD_MARGIN, log)
-        from bridge.core.bridge import Bridge
-
         def own_core(route: str, legacy: bool) -> Bridge:
             """A legacy session's or a tenant's core, as a daemon session's; `route`: its
             name in a tenant's pool; `legacy`: the front's own core found the server so."""
             core = core_settings(settings.core, fleet, route)
             if route or legacy:
                 core = dataclasses.replace(core, server_era="legacy")
-            return Bridge(core, secret=os.urandom(32))
+            return watch.core(core)
 
-        bridge = Bridge(core_settings(settings.core, fleet, ""), secret=os.urandom(32))
+        bridge = watch.core(core_settings(settings.core, fleet, ""))
         notify = Notifier(log)
         front = Front(bridge, servers, address, log,
                       settings=sessions, notify=notify,
@@ -102,7 +103,8 @@ def run_http(settings: Settings, reload: Reload) -> int:
                       max_connections=daemon.max_connections,
                       stream_backlog=daemon.stream_backlog,
                       access=_access(settings, _tokens(None, tokens, fleet), gate),
-                      view=bridge, fleet=fleet)
+                      view=bridge, fleet=fleet, scrape=watch.exposition.render)
+        watch.series.tenants = front.tenants.__len__
         reloading = Reloading(front, settings, bound, log)
         service = Service(front, log, notify, read=reload, apply=reloading.apply,
                           kill_grace=settings.shell.timing.kill_grace,

@@ -35,6 +35,7 @@ from bridge.shell.http.outcome import Outcome
 from bridge.shell.http.route import STOPPED_READING, Route, RouteState
 from bridge.shell.http.tenants import ModernClients
 from bridge.shell.logs import Logger
+from bridge.shell.metrics.exposition import CONTENT_TYPE
 from bridge.streamable import replies, sse
 from bridge.streamable.elsewhere import elsewhere
 from bridge.streamable.era import SESSION_HEADER, Era, era_of
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
     from bridge.shell.http.oauth_gate import Gate
 
 KEEP_ALIVE_S = 15.0
+METRICS = "/metrics"
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +86,11 @@ class RequestRouter:
     def __init__(self, endpoint: FrontEndpoint, tenant_of: TenantOf, log: Logger,
                  health: Health | None = None, sessions: Sessions | None = None,
                  open_session: OpenSession | None = None, grace: float = 0.0,
-                 fleet: Fleet | None = None, forward: Forward | None = None) -> None:
-        """`fleet`, `forward`: this node's fleet, and how a request reaches another node."""
+                 *, fleet: Fleet | None = None, forward: Forward | None = None,
+                 scrape: Callable[[], bytes] | None = None,
+                 refused: Callable[[str], None] | None = None) -> None:
+        """`fleet`, `forward`: this node's fleet, and how a request reaches another node;
+        `scrape`: the text GET /metrics answers; `refused`: counts a refusal of the front's."""
         self.endpoint = endpoint
         """Replaced whole when a reload changes the allowlist or the tokens."""
         self._tenant_of = tenant_of
@@ -92,6 +98,11 @@ class RequestRouter:
         self._health = health or Health()
         self._fleet = fleet
         self._forward = forward
+        self._scrape = scrape
+        """The text GET /metrics answers (Prometheus'), behind the tokens; None: no such
+        path."""
+        self._refused = refused
+        """Counts a request the front refused itself (an error of class "refused")."""
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
                                       open_session or _no_session,
                                       self._through_core, keep_alive=endpoint.keep_alive,
@@ -134,6 +145,8 @@ class RequestRouter:
                              else self._legacy.stream(conn, request, outcome))
         if refused is not None:
             outcome.status, outcome.reason = refused.status, refused.reason
+            if refused.status >= 400 and self._refused is not None:
+                self._refused("refused")
             await conn.respond(refused.status, refused.body, refused.headers)
 
     async def _post(self, conn: Connection, request: Request, outcome: Outcome) -> Reply | None:
@@ -260,7 +273,12 @@ class RequestRouter:
         return None
 
     def _at_endpoint(self, request: Request) -> Reply | None:
-        if path_of(request.target) != self.endpoint.path:
+        path = path_of(request.target)
+        if path == METRICS != self.endpoint.path and self._scrape is not None \
+                and request.method == "GET":
+            return Reply(200, self._scrape(), (("content-type", CONTENT_TYPE),),
+                         reason="metrics")
+        if path != self.endpoint.path:
             return replies.not_found_path(request.target)
         return refuse_method(request.method, request.headers)
 

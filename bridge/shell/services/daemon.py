@@ -19,7 +19,8 @@ import os
 import socket
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -29,6 +30,7 @@ from bridge.core.refusal import refusal
 from bridge.errors import ConfigError, ServerUnavailable
 from bridge.shell.clients.fd_client import FdClient
 from bridge.shell.logs import Logger
+from bridge.shell.metrics import wanted
 from bridge.shell.servers.child import Child, spawner
 from bridge.shell.servers.era_memory import remembering, storing
 from bridge.shell.servers.start_failure import NotStarted
@@ -40,6 +42,9 @@ from bridge.shell.session.session import Session, SessionSettings
 from bridge.shell.session.transcript import Transcript
 from bridge.shell.settings import Settings, ShellConfig
 
+if TYPE_CHECKING:
+    from bridge.shell.metrics.watch import Watch
+
 FIRST_LINE_MAX = 64 * 1024
 FD_FIX = "raise the open-file limit (LimitNOFILE= in the unit, ulimit -n) or lower max_sessions"
 
@@ -48,6 +53,15 @@ def new_core(config: CoreConfig) -> Core:
     from bridge.core.bridge import Bridge
 
     return Bridge(config, secret=os.urandom(32))
+
+
+def _watched(shell: ShellConfig) -> Watch | None:
+    """The daemon's metrics, if it keeps any (their modules are loaded only then)."""
+    if not wanted(shell.metrics):
+        return None
+    from bridge.shell.metrics.watch import Watch
+
+    return Watch("unix")
 
 
 def new_spawn(shell: ShellConfig) -> Spawn:
@@ -61,12 +75,14 @@ class Daemon:
     fd_fix = FD_FIX
 
     def __init__(self, settings: Settings, log: Logger, notify: Callable[[str], None], *,
-                 make_core: Callable[[CoreConfig], Core] = new_core,
+                 make_core: Callable[[CoreConfig], Core] | None = None,
                  make_spawn: Callable[[ShellConfig], Spawn] = new_spawn) -> None:
         self.settings = settings
         self._log = log
         self._notify = notify
-        self._make_core = make_core
+        self.watch = _watched(settings.shell)
+        """The metrics of every session, if kept (`metrics`: a restart applies a change)."""
+        self._make_core = make_core or (new_core if self.watch is None else self.watch.core)
         self._make_spawn = make_spawn
         self._sessions: set[Session] = set()
         # Places taken, counted from the accept on: a session admitted in the same scheduler
@@ -90,6 +106,11 @@ class Daemon:
         """Accept and serve until `stop`; returns once every session has ended."""
         listening = trio.socket.from_stdlib_socket(listener)
         async with trio.open_nursery() as sessions:
+            metrics = self.settings.shell.metrics
+            if self.watch is not None and metrics is not None:
+                sessions.start_soon(partial(self.watch.serve, metrics,
+                                            self.settings.daemon.token_file, self._log),
+                                    name="metrics")
             self._notify("READY=1")
             self._report()
             self._log.info("daemon.listening", address=_address(listener),
@@ -139,7 +160,8 @@ class Daemon:
             with connection:
                 await self._answer(connection, "the daemon is stopping; try again later")
             return
-        sessions = SessionSettings.of(settings.shell)
+        watch = self.watch
+        sessions = SessionSettings.of(settings.shell, None if watch is None else watch.series)
         first: Child | NotStarted | None = None
         try:  # a remote server's headers are read now: an unset ${VAR} refuses the session
             servers = servers_for(settings.shell, sessions, make_spawn=self._make_spawn)

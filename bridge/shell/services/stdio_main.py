@@ -25,6 +25,7 @@ from bridge.shell import logs
 from bridge.shell.clients.fd_client import FdClient
 from bridge.shell.early_log import EarlyLog
 from bridge.shell.fdio.stdio import ProtocolFds
+from bridge.shell.metrics import wanted
 from bridge.shell.servers.child import ProcessChild
 from bridge.shell.servers.era_memory import EraMemory, storing
 from bridge.shell.servers.supervisor import Spawn
@@ -39,6 +40,8 @@ from bridge.shell.settings import ShellConfig
 
 if TYPE_CHECKING:  # --url and --max-servers only: imported on their paths
     from bridge.shell.clients.fd_pool import PooledLines
+if TYPE_CHECKING:  # --url only: its modules are imported by _run_remote's path
+    from bridge.shell.metrics.watch import Watch
     from bridge.shell.servers.remote.endpoint import Endpoint
 
 PoolOf = Callable[[FdClient], "PooledLines"]
@@ -58,8 +61,9 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                 first: ProcessChild | ServerUnavailable, spawn: Spawn,
                 memory: EraMemory | None = None) -> int:
     early, log = _started(shell)
-    settings = SessionSettings.of(shell)
-    core = Bridge(core_config, secret=os.urandom(32))
+    watch = _watched(shell)
+    settings = SessionSettings.of(shell, None if watch is None else watch.series)
+    core = _core(core_config, watch)
     session = Session(
         core,
         log,
@@ -75,23 +79,27 @@ def serve_stdio(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
     if (shell.max_servers or 1) > 1:  # else no pool module is even imported
         from bridge.shell.services.stdio_pool import pool_of
 
-        pool = partial(pool_of, core, core_config, shell, servers, log)
-    return _run(session, servers.opener(log), fds, first, log, early, pool)
+        pool = partial(pool_of, core, partial(_core, watch=watch), core_config, shell,
+                       servers, log)
+    return _run(session, servers.opener(log), fds, first, log, early, pool, watch,
+                shell.metrics)
 
 
 def serve_remote(core_config: CoreConfig, shell: ShellConfig, fds: ProtocolFds,
                  where: Endpoint) -> int:
     """The stdio bridge whose server is the Streamable HTTP endpoint `where`."""
     early, log = _started(shell)
-    settings = SessionSettings.of(shell)
+    watch = _watched(shell)
+    settings = SessionSettings.of(shell, None if watch is None else watch.series)
     session = Session(
-        Bridge(core_config, secret=os.urandom(32)),
+        _core(core_config, watch),
         log,
         settings=settings,
         notify=Notifier(log),
         transcript=_transcript(shell, log),
     )
-    return _run(session, Servers(settings, where=where).opener(log), fds, None, log, early)
+    return _run(session, Servers(settings, where=where).opener(log), fds, None, log, early,
+                None, watch, shell.metrics)
 
 
 def _started(shell: ShellConfig) -> tuple[EarlyLog, logs.Logger]:
@@ -101,15 +109,29 @@ def _started(shell: ShellConfig) -> tuple[EarlyLog, logs.Logger]:
     return early, log
 
 
+def _watched(shell: ShellConfig) -> Watch | None:
+    """The process's metrics, if it keeps any (their modules are loaded only then)."""
+    if not wanted(shell.metrics):
+        return None
+    from bridge.shell.metrics.watch import Watch
+
+    return Watch("pipe")
+
+
+def _core(config: CoreConfig, watch: Watch | None) -> Bridge:
+    return Bridge(config, secret=os.urandom(32)) if watch is None else watch.core(config)
+
+
 def _transcript(shell: ShellConfig, log: logs.Logger) -> Transcript | None:
     return Transcript.open(shell.transcript, log=log) if shell.transcript else None
 
 
 def _run(session: Session, server: OpenServer, fds: ProtocolFds,
          first: ProcessChild | ServerUnavailable | None, log: logs.Logger,
-         early: EarlyLog, pool: PoolOf | None = None) -> int:
+         early: EarlyLog, pool: PoolOf | None = None, watch: Watch | None = None,
+         metrics: str | None = None) -> int:
     try:
-        return trio.run(_main, session, server, fds, first, log, early, pool)
+        return trio.run(_main, session, server, fds, first, log, early, pool, watch, metrics)
     except Exception as exc:  # a bug: say so, and leave no child behind
         log.critical("bridge.crashed", error=repr(exc))
         if isinstance(first, ProcessChild):
@@ -122,13 +144,16 @@ def _run(session: Session, server: OpenServer, fds: ProtocolFds,
 
 async def _main(session: Session, server: OpenServer, fds: ProtocolFds,
                 first: ProcessChild | ServerUnavailable | None,
-                log: logs.Logger, early: EarlyLog, pool: PoolOf | None) -> int:
+                log: logs.Logger, early: EarlyLog, pool: PoolOf | None,
+                watch: Watch | None, metrics: str | None) -> int:
     orphans = session.orphans
     client = FdClient(fds.client_in, fds.client_out, log)
     if pool is not None:
         client.pooled = pool(client)
     with trio.open_signal_receiver(*ENDING, signal.SIGCHLD) as signals:
         async with trio.open_nursery() as nursery:
+            if watch is not None and metrics is not None:
+                nursery.start_soon(partial(watch.serve, metrics, None, log), name="metrics")
             nursery.start_soon(_watch, signals, session, orphans, log)
             nursery.start_soon(_load_log, early, client.written, session.driver)
             code = await session.run(client, server, first)

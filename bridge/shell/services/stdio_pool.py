@@ -9,7 +9,7 @@ it. The pool's rules are `session/pool.py`'s; the client's lines reach it throug
 from __future__ import annotations
 
 import dataclasses
-import os
+from collections.abc import Callable
 
 from bridge.core.bridge import Bridge
 from bridge.core.config import CoreConfig
@@ -22,13 +22,14 @@ from bridge.shell.session.session import SessionSettings
 from bridge.shell.settings import ShellConfig
 
 
-def pool_of(first: Bridge, config: CoreConfig, shell: ShellConfig, servers: Servers,
-            log: Logger, client: FdClient) -> PooledLines:
-    """`client`'s pool, whose first core is `first` (the session's)."""
+def pool_of(first: Bridge, core: Callable[[CoreConfig], Bridge], config: CoreConfig,
+            shell: ShellConfig, servers: Servers, log: Logger,
+            client: FdClient) -> PooledLines:
+    """`client`'s pool, whose first core is `first` (the session's); `core` makes the others
+    as the first was made."""
 
     def make_core(route: str, legacy: bool) -> Bridge:
-        pinned = dataclasses.replace(config, state_route=route, server_era="legacy")
-        return Bridge(pinned, secret=os.urandom(32))
+        return core(dataclasses.replace(config, state_route=route, server_era="legacy"))
 
     settings = PoolSettings.of(shell, STDIO_MAX_SERVERS)
     pool = Pool(FdAnswers(client), log, first, make_core=make_core,

@@ -11,7 +11,7 @@ routes messages (the HTTP front's) takes each as the core made it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -19,6 +19,7 @@ from bridge.core.codec import encode
 from bridge.core.events import (
     CLIENT,
     Action,
+    Answered,
     Event,
     Log,
     MessageDecoded,
@@ -39,6 +40,9 @@ from bridge.shell.logs import Logger, emit
 from bridge.shell.session.batch import Batch, Peer
 from bridge.shell.session.clock import Clock
 from bridge.shell.session.transcript import CLIENT_IN, SERVER_IN, Transcript
+
+if TYPE_CHECKING:  # metrics are loaded only when kept
+    from bridge.shell.metrics.series import Series
 
 
 class Core(Protocol):
@@ -76,7 +80,8 @@ class Driver:
     """Feeds the core events and carries out its actions, then returns."""
 
     def __init__(self, core: Core, log: Logger, *, limit: int, notify: Callable[[str], None],
-                 debug: bool = False, transcript: Transcript | None = None) -> None:
+                 debug: bool = False, transcript: Transcript | None = None,
+                 series: Series | None = None) -> None:
         self._core = core
         self._log = log
         self.limit = limit
@@ -106,6 +111,8 @@ class Driver:
         if transcript is not None:  # bound once: without a transcript, no cost per message
             self.lines = self._recorded_lines  # type: ignore[method-assign]
             self._flush = self._recorded_flush  # type: ignore[method-assign]
+        self.series = series
+        """Where the session's facts go (metrics); None: nowhere, for one test per read."""
 
     def attach(self, client: Outbox, server: Server, clock: Clock | None = None) -> None:
         """The session's two sides (and its clock), before the first event."""
@@ -129,6 +136,8 @@ class Driver:
         """
         handle = self._core.handle
         now = self.last_lines = trio.current_time()
+        if self.series is not None:
+            self.series.messages[side] += len(lines)
         lines.reverse()
         pop = lines.pop
         while lines:
@@ -150,6 +159,8 @@ class Driver:
         headers): taken as `lines` takes a line, with no second parse."""
         if self.stop_code is not None:
             return
+        if self.series is not None:
+            self.series.messages[event.side] += 1
         now = self.last_lines = trio.current_time()
         if self._debug:
             self._log.debug("message.received", side=event.side,
@@ -188,12 +199,17 @@ class Driver:
 
     def _execute(self, action: Action) -> None:
         match action:
+            case Answered():  # with metrics kept, one for every request answered
+                if self.series is not None:
+                    self.series.answered(action)
             case Log():
                 emit(self._log, action)
             case RestartChild():
                 assert self.server is not None
                 self._flush()  # what was meant for the old child goes to the old child
                 self.server.restart()
+                if self.series is not None:
+                    self.series.restarted()
             case NotifyReady():
                 self._notify("READY=1")
             case Status(text=text):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import field
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -35,6 +36,9 @@ from bridge.shell.session.sides import ClientSide, OpenServer, ServerSide
 from bridge.shell.session.transcript import Transcript
 from bridge.shell.settings import ShellConfig, Timing
 
+if TYPE_CHECKING:  # metrics are loaded only when kept
+    from bridge.shell.metrics.series import Series, Watched
+
 
 @record(frozen=True)
 class SessionSettings:
@@ -42,12 +46,15 @@ class SessionSettings:
     max_message_bytes: int = 64 * 1024 * 1024
     debug: bool = False
     """Per-message debug events (bytes in and out) besides the core's own."""
+    series: Series | None = None
+    """The process's metrics, which each session's facts reach (its core an observing
+    one: `bridge.core.observe`); None: none are kept."""
 
     @classmethod
-    def of(cls, shell: ShellConfig) -> SessionSettings:
-        """What a session takes of the shell's settings."""
+    def of(cls, shell: ShellConfig, series: Series | None = None) -> SessionSettings:
+        """What a session takes of the shell's settings (and the metrics, if kept)."""
         return cls(timing=shell.timing, max_message_bytes=shell.max_message_bytes,
-                   debug=shell.log_level == "debug")
+                   debug=shell.log_level == "debug", series=series)
 
 
 def _no_notify(_: str) -> None:
@@ -68,7 +75,8 @@ class Session:
         self._notify = notify
         self.orphans = orphans
         self.driver = Driver(core, log, limit=settings.max_message_bytes, notify=notify,
-                             debug=settings.debug, transcript=transcript)
+                             debug=settings.debug, transcript=transcript,
+                             series=settings.series)
         self.client: ClientSide | None = None
         self.server: ServerSide | None = None
         self._asked = 0
@@ -102,6 +110,9 @@ class Session:
         """
         driver = self.driver
         self.client = client
+        series, opened = self._settings.series, trio.current_time()
+        if series is not None:
+            series.opened(self._watched())
         try:
             async with trio.open_nursery() as nursery:
                 self._start(nursery, client, open_server, first)
@@ -115,8 +126,14 @@ class Session:
                 self.server.kill_all()
             if driver.transcript is not None:
                 driver.transcript.close()
+            if series is not None:
+                series.closed(self._watched(), trio.current_time() - opened)
         assert driver.stop_code is not None
         return driver.stop_code
+
+    def _watched(self) -> Watched:
+        """The core as the metrics' gauges read it (an observing core, with metrics on)."""
+        return self._core  # type: ignore[return-value]
 
     def _start(self, nursery: trio.Nursery, client: ClientSide, open_server: OpenServer,
                first: Child | ServerUnavailable | None) -> None:

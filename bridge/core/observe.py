@@ -1,0 +1,230 @@
+"""What a Bridge given an `Observer` counts: each client request it answered (its method,
+tool, mode and eras, how long it took, the class of its error) into a `Tally`, and for
+spans each as an `Answered` action with the trace context its `_meta` carried.
+
+Must not change what the bridge sends: it watches the requests a mode takes and the answers
+the client gets, and counts or reports after them; what the counts and facts become
+(metrics, spans) is the shell's. A Bridge with no observer pays a test per event for this.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from bridge.core.codec import Message
+from bridge.core.context import Context
+from bridge.core.eras import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+from bridge.core.errors import NO_ANSWER_WITHIN, SERVER_ERROR
+from bridge.core.events import CLIENT, Action, Answered, Send
+from bridge.core.handler import Handler
+from bridge.core.jsonrpc import Inbound
+from bridge.core.lane import ASKED_AT_MOST
+
+# The classes of an error answer (OpenTelemetry's `error.type`, in the bridge's words):
+# "timeout" (request_timeout ran out), "transport" (the server went while it held the
+# request), "refused" (the bridge would not take it: a limit, shutting down), "client" (the
+# client asked wrongly: JSON-RPC's and MCP's codes for that), "bridge" (another error of the
+# bridge's own making) and "server" (the server's own error, relayed).
+ERROR_TYPES = ("timeout", "transport", "refused", "server", "bridge", "client")
+
+_CLIENT_CODES = frozenset({PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS,
+                           MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
+_OWN_PREFIX = "mcp-rosetta"
+# The requests a client sends a server in either era (schema.ts of each revision): a metric's
+# label takes only these, any other method is "other" (a peer must not mint label values).
+CLIENT_METHODS = frozenset({
+    "initialize", "ping", "server/discover", "subscriptions/listen", "tools/list",
+    "tools/call", "resources/list", "resources/templates/list", "resources/read",
+    "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get",
+    "completion/complete", "logging/setLevel", "tasks/get", "tasks/list", "tasks/result",
+    "tasks/cancel"})
+OTHER = "other"
+# W3C Trace Context in `_meta` (where OpenTelemetry's conventions for MCP carry it).
+TRACEPARENT = "traceparent"
+TRACESTATE = "tracestate"
+
+Asking = tuple[Message, float]
+"""A request awaiting its answer, as a lane files it: the request itself, and when it came."""
+
+
+def error_type(error: object) -> str:
+    """The class of the error object an answer carries (ERROR_TYPES)."""
+    if type(error) is not dict:
+        return "server"
+    code, text, data = error.get("code"), error.get("message"), error.get("data")
+    if code in _CLIENT_CODES:
+        return "client"
+    own = (type(data) is dict and data.get("source") == _OWN_PREFIX) \
+        or (type(text) is str and text.startswith(_OWN_PREFIX))
+    if not own:
+        return "server"
+    if type(text) is str and text.startswith(NO_ANSWER_WITHIN):
+        return "timeout"
+    if type(data) is dict and "exitStatus" in data:
+        return "transport"
+    if code == SERVER_ERROR or text == "mcp-rosetta is shutting down":
+        return "refused"
+    return "bridge"
+
+
+def _trace(message: Message) -> tuple[str, str | None] | None:
+    """The W3C trace context in a request's `_meta`, if it has one."""
+    params = message.get("params")
+    meta = params.get("_meta") if type(params) is dict else None
+    if type(meta) is not dict:
+        return None
+    parent, state = meta.get(TRACEPARENT), meta.get(TRACESTATE)
+    if type(parent) is not str:
+        return None
+    return parent, state if type(state) is str else None
+
+
+def _tool(request: Message) -> str:
+    """A `tools/call`'s tool name ("" for any other request)."""
+    if request["method"] != "tools/call":
+        return ""
+    params = request.get("params")
+    name = params.get("name") if type(params) is dict else None
+    return name if type(name) is str else ""
+
+
+BINS_AT_MOST = 2048
+"""Kinds of request a Tally counts apart; past it, new ones count as method and tool
+"other" (a peer that invents methods or names cannot grow it)."""
+Bin = tuple[str, str, "str | None", tuple[str, str, str]]
+"""A kind of request and how it ended: its method, its tool ("" but for `tools/call`), its
+error class (None for a result), and the mode, client era and server era that served it."""
+
+
+class Tally:
+    """Answered requests counted, per `Bin`: a histogram of their durations, as counts per
+    bucket of `bounds` (the last: past them all), then the durations' sum.
+
+    Shared by the sessions of a process (the shell reads it when scraped, and bounds the
+    labels then); an answer costs one lookup and two increments, and nothing is made for it.
+    """
+
+    __slots__ = ("bins", "bounds")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.bins: dict[Bin, list[float]] = {}
+
+    def count(self, key: Bin, seconds: float) -> None:
+        counts = self.bin(key)
+        counts[bisect_left(self.bounds, seconds)] += 1
+        counts[-1] += seconds
+
+    def bin(self, key: Bin) -> list[float]:
+        """The counts of `key` (made when first needed)."""
+        counts = self.bins.get(key)
+        if counts is None:
+            if len(self.bins) >= BINS_AT_MOST:
+                key = (OTHER, OTHER if key[1] else "", key[2], key[3])
+            counts = self.bins.setdefault(key, [0] * (len(self.bounds) + 2))
+        return counts
+
+
+class Observer:
+    """What a Bridge given one counts: each client request its handler takes (filed in
+    `asked` by the lanes, or by the full path's tap), and each answer the client gets, into
+    `tally`; when `traced`, each answer is also an `Answered` action for a span.
+
+    Must not change what the bridge sends, and costs a plain Bridge nothing but a test of
+    `Bridge.observer` per event and of `Lane.asked` per request.
+    """
+
+    __slots__ = ("asked", "face", "handler", "tally", "traced")
+
+    def __init__(self, tally: Tally, traced: bool = False) -> None:
+        self.tally = tally
+        self.traced = traced
+        self.asked: dict[object, Asking] = {}
+        self.face = ("", "", "")
+        """The handler's mode, the client's era and the server's."""
+        self.handler: Handler | None = None
+
+    @property
+    def parked(self) -> int:
+        """Calls parked now (mode B's rounds awaiting the client's retry)."""
+        parking = getattr(self.handler, "parking", None)
+        return 0 if parking is None else len(parking.rounds)
+
+    def watch(self, handler: Handler, ctx: Context, client_era: str, server_era: str) -> None:
+        """A new handler: its lane files each request it routes, and a request taking the
+        full path (`on_client`, where the lane does not route it) is filed by a tap."""
+        self.handler = handler
+        self.face = (handler.mode, client_era, server_era)
+        handler.lane.asked = asked = self.asked
+        take = handler.on_client
+
+        def on_client(inbound: Inbound) -> None:
+            if inbound.kind == "request" and len(asked) < ASKED_AT_MOST:
+                asked.setdefault(inbound.message["id"], (inbound.message, ctx.now))
+            take(inbound)
+
+        setattr(handler, "on_client", on_client)  # noqa: B010 (the instance's own)
+
+    def answered(self, actions: list[Action], now: float) -> None:
+        """Count each answer to a filed request among `actions` (the answers of a batch
+        too); when traced, add an `Answered` after them."""
+        asked = self.asked
+        # An Answered appended here (traced) is met by this loop too, and passed over.
+        for action in actions:
+            if type(action) is Send and action.side == CLIENT:
+                message = action.message
+                if type(message) is dict:
+                    if "method" not in message:
+                        try:
+                            entry = asked.pop(message.get("id"), None)
+                        except TypeError:  # an unhashable id, which no request filed can have
+                            continue
+                        if entry is None:
+                            continue
+                        if "error" in message or self.traced:
+                            self._count(entry, message, now, actions)
+                        else:  # nearly every answer: _count, _tool and Tally.count inlined
+                            request, started = entry
+                            method = request["method"]
+                            tool = ""
+                            if method == "tools/call":
+                                params = request.get("params")
+                                name = params.get("name") if type(params) is dict else None
+                                tool = name if type(name) is str else ""
+                            tally = self.tally
+                            key = (method, tool, None, self.face)
+                            counts = tally.bins.get(key)
+                            if counts is None:
+                                counts = tally.bin(key)
+                            seconds = now - started
+                            counts[bisect_left(tally.bounds, seconds)] += 1
+                            counts[-1] += seconds
+                else:
+                    for item in message:
+                        if type(item) is dict and "method" not in item:
+                            try:
+                                entry = asked.pop(item.get("id"), None)
+                            except TypeError:
+                                continue
+                            if entry is not None:
+                                self._count(entry, item, now, actions)
+
+    def _count(self, entry: Asking, answer: Message, now: float,
+               actions: list[Action]) -> None:
+        request, started = entry
+        error = answer.get("error")
+        ended = None if error is None else error_type(error)
+        method, tool = request["method"], _tool(request)
+        self.tally.count((method, tool, ended, self.face), now - started)
+        if self.traced:
+            known = method if method in CLIENT_METHODS else OTHER
+            actions.append(Answered((known, tool, *self.face), started, now, ended,
+                                    _trace(request)))
+
