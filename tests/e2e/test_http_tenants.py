@@ -174,7 +174,7 @@ def test_past_max_servers_calls_wait_in_order_for_a_free_process(
     cmd = front_command(legacy_python, tmp_path / "tokens", port, "--max-servers", "2")
     with cs.http_server(cmd, port) as url:
         [run] = pool_rounds(url, modern_python, ALICE, 4, rounds=1, seconds=0.5)
-    assert 1.0 <= run["seconds"] < 2.5, run  # two turns of two
+    assert 1.0 <= run["seconds"] < COLD_AT_MOST_S, run  # two turns of two (and a start)
     assert len({r["pid"] for r in run["results"]}) == 2
     assert all(r["name"] == f"name-of-{r['who']}" for r in run["results"])
 
@@ -182,7 +182,8 @@ def test_past_max_servers_calls_wait_in_order_for_a_free_process(
 def test_one_tenant_s_flood_of_calls_does_not_delay_another_tenant_s(
         front: str, modern_python: venvs.SdkPython) -> None:
     """Alice's 200 calls that may be asked fill her pool and queue; Bob's call is served by
-    his own tenant at once."""
+    his own tenant (started before the flood) at once."""
+    assert post(front, BOB, 0, "pid")[0] == 200
     flood = subprocess.Popen(
         [modern_python.path, str(venvs.PEERS_DIR / "pool_client.py"), front, ALICE, "200",
          "2", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=venvs.REPO_ROOT,

@@ -114,6 +114,13 @@ async def test_the_metadata_is_served_and_a_401_names_it() -> None:
         answer = await client.post(LIST, **bearer("not-a-jwt"))
         assert answer.status == 401
         assert 'error="invalid_token"' in answer.headers["www-authenticate"]
+        # Whatever the method: a client is asked to sign in before it is told what the
+        # endpoint takes (mcp-remote's first request is a GET, and a 405 would not send it
+        # to the metadata).
+        await client.send("GET")
+        answer = await client.whole()
+        assert answer.status == 401
+        assert answer.headers["www-authenticate"].startswith("Bearer resource_metadata=")
 
 
 @pytest.mark.parametrize(("method", "target"), OAUTH)

@@ -136,8 +136,8 @@ class RequestRouter:
 
     async def _serve(self, conn: Connection, request: Request, outcome: Outcome) -> None:
         refused = self._refusal(request, outcome)
-        if refused is None and self.endpoint.gate is not None:
-            refused = await self._signed_in(request, outcome)
+        if refused is None and self.endpoint.gate is not None and outcome.forwarded_by is None:
+            refused = await self._signed_in(request, outcome)  # a forwarded one was, at its node
         if refused is None:
             refused = self._at_endpoint(request)
         if refused is None:
@@ -200,17 +200,12 @@ class RequestRouter:
         health = self._health.answer(request)
         if health is not None:
             return health
-        endpoint = self.endpoint
         forwarded = self._forwarded(request, outcome)
         if forwarded is not None:
             return forwarded
         if outcome.forwarded_by is None:
-            refused = self._admission(request, outcome)
-            if refused is not None:
-                return refused
-        if path_of(request.target) != endpoint.path:
-            return replies.not_found_path(request.target)
-        return refuse_method(request.method, request.headers)
+            return self._admission(request, outcome)
+        return None
 
     def _forwarded(self, request: Request, outcome: Outcome) -> Reply | None:
         """A request another node of the fleet forwarded: its pass checked, refused (403)
