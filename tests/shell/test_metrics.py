@@ -44,6 +44,9 @@ def test_an_answer_counts_in_its_histogram_and_an_error_by_its_class() -> None:
     assert 'mcp_rosetta_errors_total{error_type="timeout"} 1.0' in text
     assert 'mcp_rosetta_errors_total{error_type="server"} 0.0' in text
     assert "mcp_rosetta_server_up 1.0" in text
+    assert "mcp_rosetta_pool_processes 0.0" in text
+    series.pool_processes = lambda: 3
+    assert "mcp_rosetta_pool_processes 3.0" in Exposition(series).render().decode()
 
 
 def test_tool_names_are_bounded_in_number_and_form() -> None:

@@ -133,7 +133,8 @@ class Front:
         self._session_tasks: trio.Nursery | None = None
         self._stream_backlog = stream_backlog
         self._pool = pool
-        self._processes = Processes(pool.max_servers_total)
+        self.processes = Processes(pool.max_servers_total)
+        """The processes of every tenant's pool beyond its first."""
         self.mapping = Mapping(log, stream_backlog)
         self._clients = ModernClients(self.mapping, self._pool_of(self.mapping, log, core), log)
         self.tenants = Tenants(max_tenants if make_core is not None else 0, self._clients)
@@ -289,7 +290,7 @@ class Front:
     def _pool_of(self, mapping: Mapping, log: Logger, first: PooledCore) -> Pool:
         """A tenant's pool, its first session's core given."""
         return Pool(mapping, log, first, make_core=self._make_core,
-                    open_server=self._servers.opener, processes=self._processes,
+                    open_server=self._servers.opener, processes=self.processes,
                     settings=self._pool, session=self._settings)
 
     async def _run_tenant(self, tenant: ModernClients, session: Session, log: Logger) -> None:

@@ -105,6 +105,7 @@ def run_http(settings: Settings, reload: Reload) -> int:
                       access=_access(settings, _tokens(None, tokens, fleet), gate),
                       view=bridge, fleet=fleet, scrape=watch.exposition.render)
         watch.series.tenants = front.tenants.__len__
+        watch.series.pool_processes = lambda: front.processes.count
         reloading = Reloading(front, settings, bound, log)
         service = Service(front, log, notify, read=reload, apply=reloading.apply,
                           kill_grace=settings.shell.timing.kill_grace,

@@ -55,6 +55,9 @@ class SeriesCollector:
         yield GaugeMetricFamily("mcp_rosetta_tenants",
                                 "Credentials (tenants) the HTTP front serves now",
                                 value=series.tenants())
+        yield GaugeMetricFamily("mcp_rosetta_pool_processes",
+                                "Server processes run by pools beyond each one's first",
+                                value=series.pool_processes())
         yield GaugeMetricFamily("mcp_rosetta_parked_calls",
                                 "Calls parked awaiting the client's retry (mode B)",
                                 value=series.parked())

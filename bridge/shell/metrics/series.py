@@ -78,6 +78,8 @@ class Series:
         """The cores of the sessions now open."""
         self.tenants: Callable[[], int] = _none
         """The HTTP front's tenants now served (the front sets it)."""
+        self.pool_processes: Callable[[], int] = _none
+        """Server processes the pools run beyond each one's first (the front sets it)."""
         self.traced: Callable[[Answered], None] | None = None
         """What makes a span of each answered request (spans.py), if anything does."""
         self._tools: set[str] = set()

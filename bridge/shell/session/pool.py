@@ -190,7 +190,7 @@ class Pool:
         self._log = log
         self._make_core = make_core
         self._open_server = open_server
-        self._processes = processes or Processes(0)
+        self._processes = processes if processes is not None else Processes(0)
         self.max_servers = settings.max_servers if make_core is not None else 1
         self.min_servers = settings.min_servers
         self.server_idle = settings.server_idle
