@@ -62,6 +62,9 @@ class RemoteWire(Asker):
 
     # What check calls ------------------------------------------------------------------------
 
+    async def run(self) -> None:
+        """Nothing to read: the upstream feeds this wire its lines (`lines`)."""
+
     async def send(self, message: dict[str, Any]) -> None:
         if not self._upstream.write(orjson.dumps(message) + b"\n"):
             raise ServerGone

@@ -9,6 +9,7 @@ refusal (ping with {}), since check offers the server no client capabilities.
 
 from __future__ import annotations
 
+import abc
 import collections
 import contextlib
 import signal
@@ -42,9 +43,10 @@ def spawn_with_stderr(spawn: Callable[[], Child]) -> tuple[Child, int]:
     return child, child.stderr
 
 
-class Asker:
+class Asker(abc.ABC):
     """A server check talks to, wherever it is: requests out, answers matched by id, what is
-    not protocol counted. `request` asks and waits; the kinds say how lines go and come."""
+    not protocol counted. `request` asks and waits; the kinds (a process's `Wire`, an
+    endpoint's `check_remote.RemoteWire`) say how lines go and come."""
 
     kind = "an MCP server"
     """What the server should be, for a failure's question ("is this ... ?")."""
@@ -67,15 +69,17 @@ class Asker:
         self._waiting: dict[int, trio.MemorySendChannel[dict[str, Any]]] = {}
         self._next_id = 0
 
+    @abc.abstractmethod
     async def run(self) -> None:
         """Read what the server says until it is stopped (in a nursery)."""
 
+    @abc.abstractmethod
     async def send(self, message: dict[str, Any]) -> None:
-        raise NotImplementedError
+        """Write one message to the server."""
 
+    @abc.abstractmethod
     async def stop(self, timing: Timing) -> int:
         """Stop the server as the bridge does; its exit code."""
-        raise NotImplementedError
 
     def next_id(self) -> int:
         self._next_id += 1
