@@ -222,10 +222,13 @@ class Pool:
         message = event.message
         assert isinstance(message, dict)
         need = need_of(message)
+        if need is Need.FIRST:  # lists, listen streams: no process's load needs reading
+            self.first.take(event)
+            return
         if need is Need.RETRY:
             self._by_route(route_named(message)).take(event)
             return
-        if self.waiting and need is not Need.FIRST:
+        if self.waiting:
             self.waiting.append(event)  # in order: it waits behind them
             return
         choice = choose(need, self._loads(), self._may_start(), self.first.asked)
