@@ -17,11 +17,11 @@ What each balancer shows:
 - a modern client (mcp 2.3 `Client`) whose calls the legacy server asks for input: each
   call is parked at the node it reached (mode B), and its retry, wherever round-robin sends
   it, is resumed there (the node it reached forwards it with the client's credential);
-- a modern client before the modern server (mode P), whose calls the server asks for input
-  in two rounds, keeping each call's state by its own requestState: the state reaches the
-  client in the fleet's envelope, and each retry, wherever round-robin sends it, reaches the
-  server that issued it (forwarded); a call held while its node restarts is answered, on its
-  retry, as a call that ended with that node's earlier life;
+- the same client before either server, its calls asked for input in two rounds (before the
+  modern server, mode P: the server keeps each call's state by its own requestState): the
+  state reaches the client in the fleet's envelope, and each retry, wherever round-robin
+  sends it, reaches the node that issued it (forwarded); a call held while its node restarts
+  is answered, on its retry, as a call that ended with that node's earlier life;
 - the node holding a session is stopped mid-run: the client's next call is answered 404
   (the SDK's "Session terminated"), said by a node that could not reach the holder
   (`fleet.node_unreachable`, logged once), and a new `initialize` lands on a live node and
@@ -353,19 +353,20 @@ def state_holder(state: str, nodes: list[Node]) -> Node:
 
 
 @pytest.mark.parametrize("kind", sorted(BALANCERS))
-def test_a_modern_server_s_input_rounds_span_the_fleet_and_a_restart_ends_a_held_call(
-        kind: str, modern_python: venvs.SdkPython, tmp_path: Path) -> None:
-    """The mcp 2.3 client calls the mcp 2.3 server's `wizard` (two rounds of elicitation,
-    the server keeping each call's state by its own requestState) through the balancer:
-    round-robin hands the retries to other nodes, which forward them to the node whose
-    server issued the state. Then a call is held while its node restarts: its retry, after,
-    reads that the call ended (its node restarted), and the call made anew goes on."""
+def test_input_rounds_span_the_fleet_and_a_restart_ends_a_held_call(
+        kind: str, server_cmd: list[str], modern_python: venvs.SdkPython,
+        tmp_path: Path) -> None:
+    """The mcp 2.3 client calls `wizard` (two rounds of elicitation) through the balancer:
+    of the mcp 2.3 server (mode P: the server keeps each call's state by its own
+    requestState) or of the mcp 1.30 one (mode B: the node's core parks the call). Round-robin
+    hands the retries to other nodes, which forward them to the node that holds the call.
+    Then a call is held while its node restarts: its retry, after, reads that the call ended
+    (its node restarted), not that its state was tampered with; the call made anew goes on."""
     tokens = tmp_path / "tokens"
     tokens.write_text(f"{TOKEN}\n")
     shared = tmp_path / "peer"
     shared.mkdir()
-    with fleet_nodes(tmp_path, modern_python.peer("modern_server"),
-                     f'token_file = "{tokens}"\n') as nodes, \
+    with fleet_nodes(tmp_path, server_cmd, f'token_file = "{tokens}"\n') as nodes, \
             balancer(kind, tmp_path, nodes) as url:
         client = subprocess.Popen(
             [modern_python.path, str(venvs.PEERS_DIR / "fleet_modern_client.py"), url, TOKEN,
