@@ -1,12 +1,12 @@
 """This node's place in a fleet: its name and address, the fleet's key, which addresses are
 the fleet's; what the pure rules (`bridge.fleet`) need from the world: the random part of a
-session id, the time a pass is made or checked at, the names resolved.
+session id, the time a pass is made or checked at, the names resolved, this process's life.
 
 Must not move requests (`forward.py` does) nor decide where one goes (`legacy_requests.py`
-asks `holder`, `router.py` asks `parked_at`: the pure rules answer, given this node's
-address). The key comes from `fleet_key_file` or MCP_ROSETTA_FLEET_KEY, never the command
-line, and is never logged. A node in a fleet without a key, or that cannot tell its own
-address, refuses to start, naming the setting.
+asks `holder`, `router.py` asks `placed` and `parked_at`: the pure rules answer, given this
+node's address and life). The key comes from `fleet_key_file` or MCP_ROSETTA_FLEET_KEY, never
+the command line, and is never logged. A node in a fleet without a key, or that cannot tell
+its own address, refuses to start, naming the setting.
 """
 
 from __future__ import annotations

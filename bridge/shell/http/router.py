@@ -24,8 +24,8 @@ import trio
 
 from bridge.core.codec import Message
 from bridge.core.events import CLIENT, MessageDecoded
-from bridge.fleet import passes, states
-from bridge.fleet.states import Here, Lost
+from bridge.fleet import passes
+from bridge.fleet.states import Here, Lost, unwrapped
 from bridge.shell.http.address import Names
 from bridge.shell.http.auth import Credential, Denied, Tokens
 from bridge.shell.http.connection import Connection, Request
@@ -187,7 +187,7 @@ class RequestRouter:
         if place is None:  # no envelope: mode B's route, if any, says where
             return None if outcome.forwarded_by is not None else self._fleet.parked_at(message)
         if isinstance(place, Here):
-            states.unwrapped(message, place.state)
+            unwrapped(message, place.state)
             return None
         rid = message.get("id")
         if place is Lost.TAMPERED:
