@@ -289,11 +289,18 @@ def session_unknown(reason: str = "unknown or ended session") -> Reply:
 
 def parked_call_lost(request_id: object, reason: str) -> Reply:
     """A retry of a call parked at a node of the fleet that is gone (or is no longer the
-    fleet's): the call ended with its node, so the retry is answered as a core answers the
-    retry of a call that ended (-32602, reason "ended"; mrtr.mdx §Server Requirements),
+    fleet's): the call ended with its node, so the retry is answered as its core answers
+    the retry of a call that ended (-32602, reason "ended"; mrtr.mdx §Server Requirements),
     and the client makes the call anew. `reason` says which node, in the log."""
-    return _state_lost(request_id, StateProblem.ENDED, "the call it resumes has ended: the "
-                       "node that held it is gone; make the call again", reason)
+    error = state_error(StateProblem.ENDED)
+    return _error(STATUS_OF_CODE.get(error.code, 200), request_id, error.code, error.message,
+                  error.data, reason=reason)
+
+
+def fleet_pass_refused(problem: str) -> Reply:
+    """A request that says another node of the fleet forwarded it, with a pass this node
+    cannot accept: 403, naming why (a key that differs, clocks apart)."""
+    return forbidden(problem)
 
 
 def call_outlived(request_id: object) -> Reply:
@@ -318,12 +325,6 @@ def _state_lost(request_id: object, problem: StateProblem, explanation: str,
     error = state_error(problem)
     return _error(STATUS_OF_CODE.get(error.code, 200), request_id, error.code,
                   f"Invalid requestState: {explanation}", error.data, reason=reason)
-
-
-def fleet_pass_refused(problem: str) -> Reply:
-    """A request that says another node of the fleet forwarded it, with a pass this node
-    cannot accept: 403, naming why (a key that differs, clocks apart)."""
-    return forbidden(problem)
 
 
 def too_many_sessions(request_id: object, limit: int) -> Reply:

@@ -121,15 +121,18 @@ async def test_a_retry_for_a_node_that_restarted_since_is_answered_as_a_call_tha
             None, "its node restarted since", "its node restarted since"]
 
 
-async def test_a_retry_whose_node_is_gone_says_so_and_reaches_no_server() -> None:
+async def test_a_retry_whose_node_is_gone_is_answered_as_ended_and_reaches_no_server() -> None:
     absent = "http://127.0.0.1:9"
     async with fleet(absent=absent, core=ModernServerCore) as f:
         lost = ask(1, requestState=states.wrap(KEYS.states, absent, "its-life", None, "s.1"),
                    inputResponses={"q": {"action": "accept", "content": {"name": "x"}}})
         ended = await (await f.b.client()).post(lost)
-        assert ended.json["error"] == {
-            "code": -32602, "message": "Invalid requestState: the call it resumes has ended: "
-            "the node that held it is gone; make the call again", "data": {"reason": "ended"}}
+        assert (ended.json["error"]["code"], ended.json["error"]["data"]) == (
+            -32602, {"reason": "ended"})
+        assert "has ended" in ended.json["error"]["message"]
+        await until(lambda: f.events("http.request", "b"))
+        assert f.events("http.request", "b")[0]["reason"] == f"its node {absent} cannot be " \
+                                                              "reached"
         assert (f.a.shared.received, f.b.shared.received) == ([], [])
 
 

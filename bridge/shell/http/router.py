@@ -176,6 +176,13 @@ class RequestRouter:
             await self._modern(conn, request, message, outcome, tenant)
         return refused
 
+    def _retry_holder(self, message: Message, outcome: Outcome) -> str | None:
+        """The other node holding the call `message` retries, to forward it to; None to
+        serve it here. A request another node forwarded is never forwarded again."""
+        if self._fleet is None or outcome.forwarded_by is not None:
+            return None
+        return self._fleet.parked_at(message)
+
     def _held_at(self, message: Message, outcome: Outcome) -> str | Reply | None:
         """In a fleet: the other node holding the call `message` retries, to forward it to;
         the answer for a retry of a call held nowhere; or None to serve it here, its
@@ -185,7 +192,7 @@ class RequestRouter:
         credential = outcome.credential.digest if outcome.credential is not None else None
         place = self._fleet.placed(message, credential)
         if place is None:  # no envelope: mode B's route, if any, says where
-            return None if outcome.forwarded_by is not None else self._fleet.parked_at(message)
+            return self._retry_holder(message, outcome)
         if isinstance(place, Here):
             unwrapped(message, place.state)
             return None
