@@ -293,8 +293,9 @@ def parked_call_lost(request_id: object, reason: str) -> Reply:
     the retry of a call that ended (-32602, reason "ended"; mrtr.mdx §Server Requirements),
     and the client makes the call anew. `reason` says which node, in the log."""
     error = state_error(StateProblem.ENDED)
-    return _error(STATUS_OF_CODE.get(error.code, 200), request_id, error.code, error.message,
-                  error.data, reason=reason)
+    return _error(STATUS_OF_CODE.get(error.code, 200), request_id, error.code,
+                  f"{error.message}: the node that held it is gone ({reason}); make the "
+                  "call again", error.data, reason=reason)
 
 
 def fleet_pass_refused(problem: str) -> Reply:

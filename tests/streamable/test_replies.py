@@ -65,6 +65,8 @@ def test_a_retry_whose_node_is_gone_is_answered_as_its_core_answers_a_call_that_
                                                  "reached")
     assert orjson.loads(reply.body) == {"jsonrpc": "2.0", "id": 7, "error": {
         "code": -32602, "message": "Invalid requestState: the call it resumes has ended "
-                                   "(answered, cancelled or timed out)",
+                                   "(answered, cancelled or timed out): the node that held "
+                                   "it is gone (its node http://10.0.0.2:8808 cannot be "
+                                   "reached); make the call again",
         "data": {"reason": "ended"}}}
     assert ("content-type", "application/json") in reply.headers
