@@ -24,6 +24,8 @@ class FleetKeys:
     credentials: bytes = field(repr=False)
     """Keys the digest that names a bearer token, so every node names it alike (a session is
     bound to the credential that opened it, whichever node checks)."""
+    states: bytes = field(repr=False)
+    """Signs the envelope of each requestState a node gives a modern client (`states.py`)."""
 
 
 def derive(secret: bytes) -> FleetKeys:
@@ -36,4 +38,5 @@ def derive(secret: bytes) -> FleetKeys:
     def key(use: bytes) -> bytes:
         return hmac.digest(secret, b"mcp-rosetta fleet " + use, hashlib.sha256)
 
-    return FleetKeys(key(b"session ids"), key(b"forwarded requests"), key(b"credentials"))
+    return FleetKeys(key(b"session ids"), key(b"forwarded requests"), key(b"credentials"),
+                     key(b"request states"))

@@ -293,14 +293,39 @@ def parked_call_lost(request_id: object, reason: str) -> Reply:
     the retry of a call that ended (-32602, reason "ended"; mrtr.mdx §Server Requirements),
     and the client makes the call anew. `reason` says which node, in the log."""
     error = state_error(StateProblem.ENDED)
-    return _error(STATUS_OF_CODE.get(error.code, 200), request_id, error.code, error.message,
-                  error.data, reason=reason)
+    return _error(STATUS_OF_CODE.get(error.code, 200), request_id, error.code,
+                  f"{error.message}: the node that held it is gone ({reason}); make the "
+                  "call again", error.data, reason=reason)
 
 
 def fleet_pass_refused(problem: str) -> Reply:
     """A request that says another node of the fleet forwarded it, with a pass this node
     cannot accept: 403, naming why (a key that differs, clocks apart)."""
     return forbidden(problem)
+
+
+def call_outlived(request_id: object) -> Reply:
+    """A retry of a call this node held before it restarted: the call ended with the
+    process that held it (-32602, reason "ended"), and the client makes it anew."""
+    return _state_lost(request_id, StateProblem.ENDED, "the call it resumes has ended: the "
+                       "node that held it restarted; make the call again",
+                       "its node restarted since")
+
+
+def state_unsigned(request_id: object) -> Reply:
+    """A retry whose requestState envelope the fleet's key does not sign for this client
+    (mrtr.mdx §Server Requirements 4: reject state that fails verification): -32602,
+    reason "tampered"."""
+    return _state_lost(request_id, StateProblem.TAMPERED, "it was not issued by this fleet "
+                       "to this client, or it was altered", "a requestState envelope that "
+                       "fails the fleet's check")
+
+
+def _state_lost(request_id: object, problem: StateProblem, explanation: str,
+                reason: str) -> Reply:
+    error = state_error(problem)
+    return _error(STATUS_OF_CODE.get(error.code, 200), request_id, error.code,
+                  f"Invalid requestState: {explanation}", error.data, reason=reason)
 
 
 def too_many_sessions(request_id: object, limit: int) -> Reply:

@@ -17,6 +17,11 @@ What each balancer shows:
 - a modern client (mcp 2.3 `Client`) whose calls the legacy server asks for input: each
   call is parked at the node it reached (mode B), and its retry, wherever round-robin sends
   it, is resumed there (the node it reached forwards it with the client's credential);
+- the same client before either server, its calls asked for input in two rounds (before the
+  modern server, mode P: the server keeps each call's state by its own requestState): the
+  state reaches the client in the fleet's envelope, and each retry, wherever round-robin
+  sends it, reaches the node that issued it (forwarded); a call held while its node restarts
+  is answered, on its retry, as a call that ended with that node's earlier life;
 - the node holding a session is stopped mid-run: the client's next call is answered 404
   (the SDK's "Session terminated"), said by a node that could not reach the holder
   (`fleet.node_unreachable`, logged once), and a new `initialize` lands on a live node and
@@ -64,6 +69,8 @@ class Node:
     port: int
     log: Path
     proc: subprocess.Popen[bytes]
+    command: list[str]
+    """What started it: a restart runs it again, its log going on in the same file."""
 
     @property
     def address(self) -> str:
@@ -89,6 +96,19 @@ class Node:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
 
+    def restart(self) -> None:
+        """Stopped, and started again at the same address: a new process, a new life."""
+        self.stop()
+        self.proc = _launch(self.command, self.log, "ab")
+        wait_listening(self.proc, self.port, self.log)
+
+
+def _launch(command: list[str], log: Path, mode: str = "wb") -> subprocess.Popen[bytes]:
+    with open(log, mode) as sink:
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sink,
+                                stderr=subprocess.STDOUT, cwd=venvs.REPO_ROOT,
+                                start_new_session=True)
+
 
 @contextlib.contextmanager
 def fleet_nodes(tmp: Path, server_cmd: list[str], settings: str = "") -> Iterator[list[Node]]:
@@ -110,12 +130,9 @@ def fleet_nodes(tmp: Path, server_cmd: list[str], settings: str = "") -> Iterato
                               # the balancer passes the client's Host (its own port)
                               'allowed_hosts = ["127.0.0.1"]\n' + settings)
             log = tmp / f"node-{number}.log"
-            with open(log, "wb") as sink:
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "bridge", "serve", "--config", str(config), "--",
-                     *server_cmd], stdin=subprocess.DEVNULL, stdout=sink,
-                    stderr=subprocess.STDOUT, cwd=venvs.REPO_ROOT, start_new_session=True)
-            nodes.append(Node(f"node-{number}", port, log, proc))
+            command = [sys.executable, "-m", "bridge", "serve", "--config", str(config), "--",
+                       *server_cmd]
+            nodes.append(Node(f"node-{number}", port, log, _launch(command, log), command))
         for node in nodes:
             wait_listening(node.proc, node.port, node.log)
         yield nodes
@@ -325,6 +342,69 @@ def test_a_modern_client_s_elicitation_retries_reach_the_node_that_parked_each_c
         errors = [line for node in nodes for line in node.lines()
                   if line.get("level") in ("error", "critical")]
         assert (rejected, errors) == ([], []), context
+
+
+def state_holder(state: str, nodes: list[Node]) -> Node:
+    """The node a requestState's envelope names (its first part after "rf1.": the node's
+    address, base64url)."""
+    head = state.removeprefix("rf1.").split(".")[0]
+    address = base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)).decode()
+    return next(node for node in nodes if node.address == address)
+
+
+@pytest.mark.parametrize("kind", sorted(BALANCERS))
+def test_input_rounds_span_the_fleet_and_a_restart_ends_a_held_call(
+        kind: str, server_cmd: list[str], modern_python: venvs.SdkPython,
+        tmp_path: Path) -> None:
+    """The mcp 2.3 client calls `wizard` (two rounds of elicitation) through the balancer:
+    of the mcp 2.3 server (mode P: the server keeps each call's state by its own
+    requestState) or of the mcp 1.30 one (mode B: the node's core parks the call). Round-robin
+    hands the retries to other nodes, which forward them to the node that holds the call.
+    Then a call is held while its node restarts: its retry, after, reads that the call ended
+    (its node restarted), not that its state was tampered with; the call made anew goes on."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN}\n")
+    shared = tmp_path / "peer"
+    shared.mkdir()
+    with fleet_nodes(tmp_path, server_cmd, f'token_file = "{tokens}"\n') as nodes, \
+            balancer(kind, tmp_path, nodes) as url:
+        client = subprocess.Popen(
+            [modern_python.path, str(venvs.PEERS_DIR / "fleet_modern_client.py"), url, TOKEN,
+             str(shared), "4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdin=subprocess.DEVNULL, cwd=venvs.REPO_ROOT)
+        try:
+            _wait_for(lambda: (shared / "state").exists() or client.poll() is not None,
+                      RUN_TIMEOUT)
+            assert (shared / "state").exists(), client.communicate()
+            holder = state_holder((shared / "state").read_text(), nodes)
+            holder.restart()
+            (shared / "restarted").touch()
+            out, err = client.communicate(timeout=RUN_TIMEOUT)
+        finally:
+            if client.poll() is None:
+                client.kill()
+        lines = requests(nodes)
+        context = err[-3000:] + json.dumps(lines)[-3000:]
+        assert client.returncode == 0, context
+        report = json.loads(out.splitlines()[-1])
+        assert report["wizard"] == ["octocat likes blue"] * 4, context
+        # Retries landed at nodes whose server did not issue their state: forwarded.
+        calls = [line for line in lines if line.get("rpc_method") == "tools/call"]
+        forwarded = [line for line in calls if "forwarded_to" in line]
+        assert forwarded, context
+        assert {line["forwarded_to"] for line in forwarded} <= {n.address for n in nodes}
+        assert all(line["status"] == 200 for line in calls), context
+        # The held call's retry, after its node restarted: ended, said by that node.
+        assert report["retry"]["code"] == -32602, report
+        assert report["retry"]["data"] == {"reason": "ended"}, report
+        assert "the node that held it restarted" in report["retry"]["message"]
+        ended = [line for line in holder.events("http.request")
+                 if line.get("reason") == "its node restarted since"]
+        assert len(ended) == 1, context
+        assert report["again"] == "hello octocat", report
+        errors = [line for node in nodes for line in node.lines()
+                  if line.get("level") in ("error", "critical")]
+        assert errors == [], context
 
 
 def _ready(port: int) -> bool:

@@ -32,8 +32,9 @@ from bridge.core.events import Action, Event, Send
 from bridge.core.modern_server_legacy_client import request_state
 from bridge.core.modern_server_legacy_client.placement import node_named, node_of, process_of
 from bridge.errors import ConfigError
-from bridge.fleet import ids, passes
+from bridge.fleet import ids, passes, states
 from bridge.fleet.keys import derive
+from bridge.fleet.states import Elsewhere
 from bridge.shell import logs
 from bridge.shell.http.address import Address
 from bridge.shell.http.auth import Tokens
@@ -301,6 +302,8 @@ class ParkingCore(ScriptedCore):
         super().__init__()
         self.secret = os.urandom(32)
         self.route = Fleet("x", address, KEYS).state_route("")
+        self.sent: list[Send] = []
+        """Its input_required answers."""
 
     def handle(self, event: Event, now: float) -> list[Action]:
         message = client_message(event)
@@ -314,6 +317,9 @@ class ParkingCore(ScriptedCore):
                                        expires=now + 60, route=self.route)
             result = {"resultType": "input_required", "requestState": state,
                       "inputRequests": {"q": {"method": "elicitation/create", "params": {}}}}
+            self.sent.append(Send("client", {"jsonrpc": "2.0", "id": rid, "result": result},
+                                  request=rid))
+            return [self.sent[-1]]
         elif request_state.unseal(self.secret, state) is None:
             return [Send("client", {"jsonrpc": "2.0", "id": rid, "error": {
                 "code": -32602, "message": "Invalid requestState", "data": {
@@ -322,6 +328,11 @@ class ParkingCore(ScriptedCore):
             name = params["inputResponses"]["q"]["content"]["name"]
             result = {"content": [{"type": "text", "text": f"hello {name}"}]}
         return [Send("client", {"jsonrpc": "2.0", "id": rid, "result": result}, request=rid)]
+
+
+def sent_by(core: ParkingCore) -> list[Any]:
+    """The answers the core gave a first call: as it sent them, before the front's envelope."""
+    return [action.message for action in core.sent]
 
 
 def calls(core: ParkingCore) -> list[str]:
@@ -344,7 +355,11 @@ async def test_a_retry_landing_at_another_node_is_resumed_at_the_node_that_parke
     async with fleet(core=ParkingCore) as f:
         parked = await (await f.a.client()).post(ask(1))
         assert parked.json["result"]["resultType"] == "input_required"
-        assert node_named(retry_of(parked, 2)) == f.a.fleet.address
+        envelope = parked.json["result"]["requestState"]
+        assert states.place(KEYS.states, envelope, None, f.b.fleet.address, f.b.fleet.life) \
+            == Elsewhere(f.a.fleet.address)
+        [inner] = [m["result"]["requestState"] for m in sent_by(f.a.shared)]
+        assert node_named(ask(2, requestState=inner)) == f.a.fleet.address  # mode B's too
         resumed = await (await f.b.client()).post(retry_of(parked, 2))
         assert (resumed.status, resumed.json) == (200, {"jsonrpc": "2.0", "id": 2, "result": {
             "content": [{"type": "text", "text": "hello octocat"}]}})
@@ -403,14 +418,17 @@ async def test_a_retry_whose_node_cannot_be_reached_is_answered_as_a_call_that_e
 async def test_a_forwarded_retry_is_never_forwarded_again() -> None:
     async with fleet(core=ParkingCore) as f:
         parked = await (await f.a.client()).post(ask(1))
-        retry = retry_of(parked, 2)
-        body = json.dumps(retry).encode()
-        sent = f.a.fleet.issue(None, passes.Bound("POST", "/mcp", "", body))
-        client = await f.b.client()
-        await client.send("POST", body, {**modern.rpc_headers(retry), passes.HEADER: sent})
-        refused = await client.whole()
-        assert refused.json["error"]["data"] == {"reason": "tampered"}  # b's core said so
-        assert calls(f.b.shared) == ["retry"]
+        [inner] = [m["result"]["requestState"] for m in sent_by(f.a.shared)]
+        for state, answer in ((parked.json["result"]["requestState"], "ended"),
+                              (inner, "tampered")):  # an envelope; mode B's route alone
+            retry = ask(2, requestState=state, inputResponses={})
+            body = json.dumps(retry).encode()
+            sent = f.a.fleet.issue(None, passes.Bound("POST", "/mcp", "", body))
+            client = await f.b.client()
+            await client.send("POST", body, {**modern.rpc_headers(retry), passes.HEADER: sent})
+            refused = await client.whole()
+            assert refused.json["error"]["data"] == {"reason": answer}
+        assert calls(f.b.shared) == ["retry"]  # its core refused mode B's state as not its own
         assert calls(f.a.shared) == ["call"]
 
 

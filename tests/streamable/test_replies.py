@@ -42,12 +42,31 @@ def test_a_stopping_front_and_a_health_post_are_answered_without_a_body() -> Non
         405, b"", (("allow", "GET"),), "POST: /healthz takes GET")
 
 
+def test_a_retry_of_a_call_held_before_its_node_restarted_is_answered_as_ended() -> None:
+    reply = replies.call_outlived("r2")
+    assert (reply.status, reply.reason) == (200, "its node restarted since")
+    assert orjson.loads(reply.body) == {"jsonrpc": "2.0", "id": "r2", "error": {
+        "code": -32602, "message": "Invalid requestState: the call it resumes has ended: the "
+                                   "node that held it restarted; make the call again",
+        "data": {"reason": "ended"}}}
+
+
+def test_a_retry_whose_envelope_fails_the_fleet_s_check_is_refused_as_tampered() -> None:
+    reply = replies.state_unsigned(3)
+    assert orjson.loads(reply.body) == {"jsonrpc": "2.0", "id": 3, "error": {
+        "code": -32602, "message": "Invalid requestState: it was not issued by this fleet to "
+                                   "this client, or it was altered",
+        "data": {"reason": "tampered"}}}
+
+
 def test_a_retry_whose_node_is_gone_is_answered_as_its_core_answers_a_call_that_ended() -> None:
     reply = replies.parked_call_lost(7, "its node http://10.0.0.2:8808 cannot be reached")
     assert (reply.status, reply.reason) == (200, "its node http://10.0.0.2:8808 cannot be "
                                                  "reached")
     assert orjson.loads(reply.body) == {"jsonrpc": "2.0", "id": 7, "error": {
         "code": -32602, "message": "Invalid requestState: the call it resumes has ended "
-                                   "(answered, cancelled or timed out)",
+                                   "(answered, cancelled or timed out): the node that held "
+                                   "it is gone (its node http://10.0.0.2:8808 cannot be "
+                                   "reached); make the call again",
         "data": {"reason": "ended"}}}
     assert ("content-type", "application/json") in reply.headers

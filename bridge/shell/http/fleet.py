@@ -1,12 +1,12 @@
 """This node's place in a fleet: its name and address, the fleet's key, which addresses are
 the fleet's; what the pure rules (`bridge.fleet`) need from the world: the random part of a
-session id, the time a pass is made or checked at, the names resolved.
+session id, the time a pass is made or checked at, the names resolved, this process's life.
 
 Must not move requests (`forward.py` does) nor decide where one goes (`legacy_requests.py`
-asks `holder`, `router.py` asks `parked_at`: the pure rules answer, given this node's
-address). The key comes from `fleet_key_file` or MCP_ROSETTA_FLEET_KEY, never the command
-line, and is never logged. A node in a fleet without a key, or that cannot tell its own
-address, refuses to start, naming the setting.
+asks `holder`, `router.py` asks `placed` and `parked_at`: the pure rules answer, given this
+node's address and life). The key comes from `fleet_key_file` or MCP_ROSETTA_FLEET_KEY, never
+the command line, and is never logged. A node in a fleet without a key, or that cannot tell
+its own address, refuses to start, naming the setting.
 """
 
 from __future__ import annotations
@@ -24,14 +24,17 @@ import trio
 from bridge.core.codec import Message
 from bridge.core.modern_server_legacy_client.placement import node_elsewhere, route_for
 from bridge.errors import ConfigError
-from bridge.fleet import ids, members, passes
+from bridge.fleet import ids, members, passes, states
 from bridge.fleet.keys import FleetKeys, derive
 from bridge.fleet.passes import Bound, Forwarded
+from bridge.fleet.states import Place
 from bridge.shell.settings import DaemonConfig
 
 KEY_ENV = "MCP_ROSETTA_FLEET_KEY"
 RANDOM_BYTES = 32
 """A session id's random part: as unguessable as a single node's id."""
+LIFE_BYTES = 8
+"""A node's life: drawn at random as its process starts (a restart is a new life)."""
 RESOLVED_FOR = 2.0
 """Seconds the addresses `fleet_dns` resolved to are used before it is resolved again: a
 node gone from the name is forwarded to no more within that."""
@@ -46,6 +49,9 @@ class Fleet:
     keys: FleetKeys = field(repr=False)
     nodes: tuple[str, ...] = ()
     dns: str | None = None
+    life: str = field(default_factory=lambda: secrets.token_urlsafe(LIFE_BYTES))
+    """This process's life at its address: what the requestState envelopes it issues name,
+    so that once it restarts it tells a retry of a call it held before that the call ended."""
     _resolved: frozenset[str] = field(default=frozenset(), init=False)
     """The addresses `dns` last resolved to, and when (trio's clock)."""
     _resolved_at: float | None = field(default=None, init=False)
@@ -69,6 +75,23 @@ class Fleet:
         """The route a tenant's core seals into its parked calls' requestState: this node
         and the process of its pool ("" for the first), so a retry finds them from any node."""
         return route_for(self.address, process)
+
+    def wrapped(self, credential: str | None, message: Message) -> Message:
+        """`message`, an answer this node gives a client of `credential`, its requestState
+        (an `input_required` result's) in an envelope naming this node and its life."""
+        state = states.issued(message)
+        if state is None:
+            return message
+        return states.reissued(message, states.wrap(self.keys.states, self.address,
+                                                    self.life, credential, state))
+
+    def placed(self, message: Message, credential: str | None) -> Place | None:
+        """Where the call that `message`, a request of a client of `credential`, retries is
+        held, by its requestState's envelope; None when it echoes no envelope."""
+        state = states.echoed(message)
+        if state is None:
+            return None
+        return states.place(self.keys.states, state, credential, self.address, self.life)
 
     def issue(self, credential: str | None, request: Bound) -> str:
         return passes.issue(self.keys.passes, self.node, time.time(), credential, request)

@@ -41,7 +41,7 @@ from bridge.shell.http.auth import Credential, Tokens
 from bridge.shell.http.connection import Bodies, Connection, HttpError
 from bridge.shell.http.health import Health, ServerView
 from bridge.shell.http.legacy import LegacySession, Sessions
-from bridge.shell.http.modern import Mapping
+from bridge.shell.http.modern import Mapping, Seal
 from bridge.shell.http.route import STREAM_BACKLOG
 from bridge.shell.http.router import FrontEndpoint, RequestRouter
 from bridge.shell.http.tenants import ModernClients, Tenants
@@ -135,7 +135,7 @@ class Front:
         self._pool = pool
         self.processes = Processes(pool.max_servers_total)
         """The processes of every tenant's pool beyond its first."""
-        self.mapping = Mapping(log, stream_backlog)
+        self.mapping = Mapping(log, stream_backlog, self._seal(None))
         self._clients = ModernClients(self.mapping, self._pool_of(self.mapping, log, core), log)
         self.tenants = Tenants(max_tenants if make_core is not None else 0, self._clients)
         self._tenant_idle = tenant_idle
@@ -278,7 +278,7 @@ class Front:
         log = self._log.bind(tenant=credential.digest)
         # The front's own session probed the server: a tenant's need not, if it found it legacy.
         first = self._make_core("", self._core.legacy_server)
-        mapping = Mapping(log, self._stream_backlog)
+        mapping = Mapping(log, self._stream_backlog, self._seal(credential))
         tenant = ModernClients(mapping, self._pool_of(mapping, log, first), log, credential,
                                idle=self._tenant_idle)
         self.tenants.add(tenant)
@@ -286,6 +286,13 @@ class Front:
         self._session_tasks.start_soon(self._run_tenant, tenant, session, log,
                                        name=f"tenant-{credential.digest}")
         return tenant
+
+    def _seal(self, credential: Credential | None) -> Seal | None:
+        """In a fleet, the envelope a tenant's answers put their requestState in (the
+        tenant of `credential`: only its retries open it); None outside one."""
+        if self._fleet is None:
+            return None
+        return partial(self._fleet.wrapped, None if credential is None else credential.digest)
 
     def _pool_of(self, mapping: Mapping, log: Logger, first: PooledCore) -> Pool:
         """A tenant's pool, its first session's core given."""

@@ -8,6 +8,7 @@ the client on the route of the POST it belongs to, by `Send.request`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
@@ -21,6 +22,9 @@ from bridge.streamable.headers import ParamHeaders
 from bridge.streamable.renaming import Renamed, Renaming, cancellation
 
 GONE = "the HTTP client closed the connection"
+Seal = Callable[[Message], Message]
+"""An answer as a tenant's client is given it: in a fleet, its requestState in an envelope
+naming this node (`fleet.Fleet.wrapped`)."""
 
 
 @dataclass(slots=True)
@@ -54,9 +58,12 @@ def open_exchange(original: object, wire: str, method: str, log: Logger,
 class Mapping:
     """The front's half of a tenant's session: every POST's request in flight by its id."""
 
-    def __init__(self, log: Logger, backlog: int = STREAM_BACKLOG) -> None:
+    def __init__(self, log: Logger, backlog: int = STREAM_BACKLOG,
+                 seal: Seal | None = None) -> None:
+        """`seal`: what an answer becomes for the client (None: nothing, outside a fleet)."""
         self._log = log
         self._backlog = backlog
+        self._seal = seal
         self._renaming = Renaming()
         self._routes: dict[str, PostExchange] = {}
 
@@ -100,6 +107,8 @@ class Mapping:
         restored, final = self._renaming.restore(message, exchange.names)
         if final:
             del self._routes[exchange.names.wire]
+            if self._seal is not None:
+                restored = self._seal(restored)
         line = line_of(send) if restored is message else encode(restored)
         outgoing = Outgoing(line, final, replies.status_of(restored) if final else 200)
         exchange.route.put(outgoing)  # past its bound, the route gives up (and says so)

@@ -7,9 +7,10 @@ request to its tenant's session (`tenants.py`) through the tenant's `modern.Mapp
 carries the core's messages for it back as one JSON answer or an event stream. In a fleet,
 a request another node forwarded is taken on that node's pass (`bridge.fleet.passes`) in
 place of the Host, Origin and token checks that node made, and a modern client's retry of a
-call parked at another node (mode B's `placement.node_elsewhere`) is forwarded there before
-any tenant here is looked at (the pass carries its credential: the holder finds the same
-tenant).
+call held at another node (its requestState's envelope says which: `bridge.fleet.states`;
+or mode B's `placement.node_elsewhere`) is forwarded there before any tenant here is looked
+at (the pass carries its credential: the holder finds the same tenant), which opens the
+envelope before its server sees the state.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import trio
 from bridge.core.codec import Message
 from bridge.core.events import CLIENT, MessageDecoded
 from bridge.fleet import passes
+from bridge.fleet.states import Here, Lost, unwrapped
 from bridge.shell.http.address import Names
 from bridge.shell.http.auth import Credential, Denied, Tokens
 from bridge.shell.http.connection import Connection, Request
@@ -159,10 +161,13 @@ class RequestRouter:
             return refused
         assert isinstance(message, dict)
         outcome.rpc = message.get("method")
-        holder = self._retry_holder(message, outcome)
-        if holder is not None and self._forward is not None:
-            return await self._forward(conn, request, holder, outcome,
-                                       partial(replies.parked_call_lost, message.get("id")))
+        if self._fleet is not None:
+            held = self._held_at(message, outcome)
+            if isinstance(held, Reply):
+                return held
+            if held is not None and self._forward is not None:
+                return await self._forward(conn, request, held, outcome,
+                                           partial(replies.parked_call_lost, message.get("id")))
         tenant = await self._tenant_of(outcome.credential, message.get("id"))
         if isinstance(tenant, Reply):
             return tenant
@@ -177,6 +182,29 @@ class RequestRouter:
         if self._fleet is None or outcome.forwarded_by is not None:
             return None
         return self._fleet.parked_at(message)
+
+    def _held_at(self, message: Message, outcome: Outcome) -> str | Reply | None:
+        """In a fleet: the other node holding the call `message` retries, to forward it to;
+        the answer for a retry of a call held nowhere; or None to serve it here, its
+        requestState's envelope (if any) opened (`bridge.fleet.states`). A request another
+        node forwarded is never forwarded again."""
+        assert self._fleet is not None
+        credential = outcome.credential.digest if outcome.credential is not None else None
+        place = self._fleet.placed(message, credential)
+        if place is None:  # no envelope: mode B's route, if any, says where
+            return self._retry_holder(message, outcome)
+        if isinstance(place, Here):
+            unwrapped(message, place.state)
+            return None
+        rid = message.get("id")
+        if place is Lost.TAMPERED:
+            return replies.state_unsigned(rid)
+        if place is Lost.RESTARTED:
+            return replies.call_outlived(rid)
+        if outcome.forwarded_by is not None:
+            return replies.parked_call_lost(rid, f"forwarded by {outcome.forwarded_by}, "
+                                                 f"held by {place.node}")
+        return place.node
 
     async def _modern(self, conn: Connection, request: Request, message: Message,
                       outcome: Outcome, tenant: ModernClients) -> None:
