@@ -7,6 +7,7 @@ moves the requests. Unlike `bridge.streamable` it signs, so it may use `hmac`.
 
 The modules: `keys` (the keys a fleet's shared secret gives: one per use), `ids` (a legacy
 session's `Mcp-Session-Id`: its node's address, a random part, a tag), `passes` (the header a
-node puts on a request it forwards to the node that holds its session) and `members` (a
-node's address, and which addresses belong to the fleet).
+node puts on a request it forwards to the node that holds its session), `members` (a
+node's address, and which addresses belong to the fleet) and `changes` (a change a tenant's
+server raised, carried to that tenant's listen streams on the other nodes).
 """

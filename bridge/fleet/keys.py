@@ -24,6 +24,9 @@ class FleetKeys:
     credentials: bytes = field(repr=False)
     """Keys the digest that names a bearer token, so every node names it alike (a session is
     bound to the credential that opened it, whichever node checks)."""
+    changes: bytes = field(repr=False)
+    """Signs each change a node sends the others for a tenant's listen streams
+    (`changes.py`)."""
 
 
 def derive(secret: bytes) -> FleetKeys:
@@ -36,4 +39,5 @@ def derive(secret: bytes) -> FleetKeys:
     def key(use: bytes) -> bytes:
         return hmac.digest(secret, b"mcp-rosetta fleet " + use, hashlib.sha256)
 
-    return FleetKeys(key(b"session ids"), key(b"forwarded requests"), key(b"credentials"))
+    return FleetKeys(key(b"session ids"), key(b"forwarded requests"), key(b"credentials"),
+                     key(b"change notifications"))
