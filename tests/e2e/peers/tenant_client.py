@@ -4,8 +4,8 @@ bearer token, that report what each of them was told.
 Must not share anything between the two but the front's URL: each has its own HTTP client
 (its own `Authorization` header), its own roots and its own callbacks.
 
-Usage: tenant_client.py URL TOKEN_A TOKEN_B [fleet]
-Steps, in order (with `fleet`, only the last):
+Usage: tenant_client.py URL TOKEN_A TOKEN_B [fleet|pool]
+Steps, in order (with `fleet` or `pool`, only that one):
   roots    A (roots file:///secret-of-A) calls `list_roots`, then B, which declares no roots
            (so only roots known from elsewhere could answer it)
   listen   A opens a tools listen stream; B adds a tool (A must hear nothing of it), then A
@@ -16,6 +16,10 @@ Steps, in order (with `fleet`, only the last):
   fleet    (a fleet behind a round-robin balancer) A and B each open a tools listen
            stream; B adds CALLS tools one at a time, each call wherever the balancer sends
            it, then A does: after each call, what each stream heard
+  pool     A declares elicitation (each of its calls runs alone at a server process of its
+           pool) and opens a tools listen stream; while `ask_then_wait` holds one process,
+           A adds a tool (at another); what the stream heard, and whether the first
+           process's tools list has the new tool
 Prints ONE JSON object on stdout: {"A": {...}, "B": {...}}, each with `roots` (the tool's
 answer), `heard` (methods heard on its listen stream per step), `logs` ([level, data]) and
 `progress` (values).
@@ -45,10 +49,13 @@ to a node other than the one that holds its listen stream."""
 
 
 class Peer:
-    def __init__(self, name: str, url: str, token: str, has_roots: bool) -> None:
+    def __init__(self, name: str, url: str, token: str, has_roots: bool,
+                 elicits: bool = False) -> None:
         self.name = name
         self.has_roots = has_roots
         """Declares the roots capability (answers roots/list)."""
+        self.elicits = elicits
+        """Declares elicitation (answers "Name for W?" with "name-of-W")."""
         self.url = url
         self.token = token
         self.root = f"file:///secret-of-{name}"
@@ -63,9 +70,15 @@ class Peer:
 
         http = httpx2.AsyncClient(headers={"authorization": f"Bearer {self.token}"},
                                   timeout=TIMEOUT)
+        async def elicit(context: Any, params: Any) -> types.ElicitResult:
+            who = params.message.removeprefix("Name for ").removesuffix("?")
+            return types.ElicitResult(action="accept", content={"name": f"name-of-{who}"})
+
         hooks: dict[str, Any] = {"logging_callback": log}
         if self.has_roots:
             hooks["list_roots_callback"] = roots
+        if self.elicits:
+            hooks["elicitation_callback"] = elicit
         return Client(streamable_http_client(self.url, http_client=http), mode=MODERN,
                       cache=None, read_timeout_seconds=TIMEOUT, **hooks)
 
@@ -138,9 +151,25 @@ async def fleet(url: str, token_a: str, token_b: str) -> dict[str, Any]:
     return {"A": a.out, "B": b.out}
 
 
+async def pool(url: str, token_a: str, token_b: str) -> dict[str, Any]:
+    a = Peer("A", url, token_a, False, elicits=True)
+    with anyio.fail_after(TIMEOUT):
+        async with a.client() as ca:
+            await a.discover(ca)
+            async with ca.listen(tools_list_changed=True) as sub, \
+                    anyio.create_task_group() as group:
+                group.start_soon(a.call, ca, "ask_then_wait", {"who": "w", "seconds": 4})
+                await anyio.sleep(1.0)  # it holds the first process: asked, then working
+                await a.call(ca, "add_tool", {"name": "A_pool"})
+                a.out["heard"]["added"] = await heard_within(sub, TIMEOUT / 4)
+                listed = await ca.list_tools()
+                a.out["first_lists_it"] = any(t.name == "A_pool" for t in listed.tools)
+    return {"A": a.out}
+
+
 def main() -> None:
     url, token_a, token_b = sys.argv[1:4]
-    steps = fleet if sys.argv[4:5] == ["fleet"] else run
+    steps = {"fleet": fleet, "pool": pool}.get(sys.argv[4] if len(sys.argv) > 4 else "", run)
     print(json.dumps(anyio.run(steps, url, token_a, token_b)), flush=True)
 
 
