@@ -157,3 +157,18 @@ async def test_a_node_that_cannot_be_reached_misses_the_changes_said_once() -> N
         await until(lambda: f.events("fleet.changes_missed", "b"))
         await trio.sleep(0.2)
         assert [e["peer"] for e in f.events("fleet.changes_missed", "b")] == [absent]
+
+
+async def test_a_change_signed_with_the_node_s_own_name_is_not_told_twice() -> None:
+    """A node that finds itself among its peers (a name given twice, a node_url that is no
+    address fleet_dns resolves to) would tell its streams twice: it says so, once."""
+    async with fleet(core=ChangingCore) as f:
+        listener = await f.a.client()
+        await listening(listener)
+        body = changes.envelope(TOOLS_CHANGED)
+        assert body is not None
+        for _ in range(2):
+            own = f.a.fleet.issue_change(None, body)
+            assert (await post_change(f, body, **{changes.HEADER: own})).status == 202
+        assert f.a.shared.relayed == []
+        assert len(f.events("fleet.change_from_itself", "a")) == 1

@@ -19,6 +19,7 @@ import trio
 from bridge.core.codec import Message
 from bridge.core.events import ChangeRelayed
 from bridge.fleet import changes
+from bridge.fleet.passes import Forwarded
 from bridge.shell.http.connection import Request
 from bridge.shell.http.fleet import Fleet
 from bridge.shell.http.outcome import Outcome
@@ -56,6 +57,7 @@ class ChangeRelay:
         self._in_flight: dict[str, int] = {}
         self._failing: dict[str, str] = {}
         """The nodes whose last change did not reach them, and why (logged once)."""
+        self._told_itself = False
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
                   ) -> None:
@@ -144,10 +146,26 @@ class ChangeRelay:
         message = changes.opened(request.body)
         if isinstance(message, str):
             return replies.fleet_change_refused(400, message)
-        listeners = self._listeners_of(checked.credential)
-        if listeners is None:
+        self._deliver(checked, message)
+        return Reply(202, b"", reason=f"a change from {checked.node}")
+
+    def _deliver(self, sent: Forwarded, message: Message) -> None:
+        """To the core of the tenant `sent` names: it tells its streams (and sends nothing
+        on: it takes the change as relayed)."""
+        listeners = self._listeners_of(sent.credential)
+        if sent.node == self._fleet.node:  # its own streams heard it already
+            self._from_itself()
+        elif listeners is None:
             self._log.debug("fleet.change_dropped", method=message["method"],
                             reason="no such tenant here")
         else:
             listeners.post(ChangeRelayed(message))
-        return Reply(202, b"", reason=f"a change from {checked.node}")
+
+    def _from_itself(self) -> None:
+        """Said once: a node's name is not its own, or it is among its own peers."""
+        if not self._told_itself:
+            self._told_itself = True
+            self._log.warning("fleet.change_from_itself",
+                              fix="a change came signed with this node's name: give each "
+                                  "node a name of its own (node), and with fleet_dns a "
+                                  "node_url that is an address the name resolves to")
