@@ -22,6 +22,7 @@ from bridge.fleet import changes
 from bridge.fleet.passes import Forwarded
 from bridge.shell.http.connection import Request
 from bridge.shell.http.fleet import Fleet
+from bridge.shell.http.forward import KEEPALIVE_S
 from bridge.shell.http.outcome import Outcome
 from bridge.shell.logs import Logger
 from bridge.shell.session.driver import Driver
@@ -51,7 +52,7 @@ class ChangeRelay:
         self._client = httpx2.AsyncClient(
             timeout=SEND_TIMEOUT, follow_redirects=False, trust_env=False, transport=transport,
             limits=httpx2.Limits(max_connections=None, max_keepalive_connections=16,
-                                 keepalive_expiry=5.0))
+                                 keepalive_expiry=KEEPALIVE_S))
         self._nursery: trio.Nursery | None = None
         self._waiting = 0
         self._in_flight: dict[str, int] = {}
