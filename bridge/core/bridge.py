@@ -29,6 +29,7 @@ from bridge.core.events import (
     EX_UNAVAILABLE,
     SERVER,
     Action,
+    ChangeRelayed,
     ChildExited,
     ChildStarted,
     Event,
@@ -212,6 +213,8 @@ class Bridge:
                 self.supervision.output_closed()
         elif type(event) is ShutdownRequested:
             self._on_shutdown_requested(event.grace)
+        elif type(event) is ChangeRelayed and self.handler is not None:
+            self.handler.on_change(event.message)
 
     def _on_client_line(self, line: bytes) -> None:
         handler = self.handler
@@ -298,11 +301,8 @@ class Bridge:
     def _on_too_large(self, event: MessageTooLarge) -> None:
         """A line the shell discarded as too long: answered as far as its first and last bytes
         allow (writers put the id first, or last)."""
-        inbound = too_long(event.head, event.tail, event.limit)
-        if event.side == CLIENT:
-            self._on_client(inbound, "message.too_large")
-        else:
-            self._on_server(inbound, "message.too_large")
+        take = self._on_client if event.side == CLIENT else self._on_server
+        take(too_long(event.head, event.tail, event.limit), "message.too_large")
 
     def _on_timers(self) -> None:
         now = self.ctx.now

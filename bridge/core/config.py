@@ -62,6 +62,9 @@ class CoreConfig:
     """Mode B: the name of this core's server process in a pool, and in a fleet of its node
     (`placement.route_for`), sealed into the requestState it issues so that a retry reaches
     this core; "" for a pool's first process outside a fleet (and on stdio)."""
+    share_changes: bool = False
+    """Mode B: the change notifications this core's server raises are also shared
+    (`ShareChange`) with the client's other cores: a pool's later process, a fleet's node."""
     park_window: float = 0.005
     """Mode B: seconds to gather a legacy server's concurrent input requests into one round."""
     cache_ttl_ms: int = 0

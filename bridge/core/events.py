@@ -113,8 +113,18 @@ class ShutdownRequested:
     grace: float = 0.0
 
 
+@record(frozen=True)
+class ChangeRelayed:
+    """A change notification (a list_changed, a resource update) another core of the same
+    client heard from its own server: a pool's other process, or the client's tenant on
+    another node of a fleet. It goes to this core's listen streams as one of its own
+    server's would, by their filters, and is never shared again (`ShareChange`)."""
+
+    message: Message
+
+
 Event = (MessageReceived | MessageDecoded | MessageTooLarge | ChildStarted | ChildExited
-         | PeerClosed | TimerFired | ShutdownRequested)
+         | PeerClosed | TimerFired | ShutdownRequested | ChangeRelayed)
 
 
 # Actions ----------------------------------------------------------------------------------
@@ -204,6 +214,15 @@ class Stop:
     code: int
 
 
+@record(frozen=True)
+class ShareChange:
+    """Carry a change notification this core's server raised (`message`, as the server sent
+    it) to the client's listen streams on its other cores, which take it as `ChangeRelayed`.
+    Made only with `CoreConfig.share_changes`: the shell knows where those cores are."""
+
+    message: Message
+
+
 Asked = tuple[str, str, str, str, str]
 """What an answered request was: its method (a known one, else "other"), its tool ("" but
 for `tools/call`), and the mode and the client's and server's eras that served it."""
@@ -227,4 +246,5 @@ class Answered:
     trace: tuple[str, str | None] | None = None
 
 
-Action = Send | Log | RestartChild | NotifyReady | Status | Remember | Stop | Answered
+Action = (Send | Log | RestartChild | NotifyReady | Status | Remember | Stop | Answered
+          | ShareChange)

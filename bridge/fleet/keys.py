@@ -26,6 +26,9 @@ class FleetKeys:
     bound to the credential that opened it, whichever node checks)."""
     states: bytes = field(repr=False)
     """Signs the envelope of each requestState a node gives a modern client (`states.py`)."""
+    changes: bytes = field(repr=False)
+    """Signs each change a node sends the others for a tenant's listen streams
+    (`changes.py`)."""
 
 
 def derive(secret: bytes) -> FleetKeys:
@@ -39,4 +42,4 @@ def derive(secret: bytes) -> FleetKeys:
         return hmac.digest(secret, b"mcp-rosetta fleet " + use, hashlib.sha256)
 
     return FleetKeys(key(b"session ids"), key(b"forwarded requests"), key(b"credentials"),
-                     key(b"request states"))
+                     key(b"request states"), key(b"change notifications"))

@@ -56,6 +56,17 @@ def port_of(node: str) -> int:
     return urlsplit(node).port or 0
 
 
+def peers(own: str, nodes: tuple[str, ...], resolved: frozenset[str] | None) -> tuple[str, ...]:
+    """The other nodes' addresses: `nodes` but `own`; with `fleet_dns`, each address the
+    name `resolved` to, on `own`'s scheme and port (every node serves the same)."""
+    if resolved is None:
+        return tuple(node for node in nodes if node != own)
+    scheme, port = own.split("://", 1)[0], port_of(own)
+    found = (address(f"{scheme}://{f'[{ip}]' if ':' in ip else ip}:{port}")
+             for ip in sorted(resolved))
+    return tuple(node for node in found if node != own)
+
+
 def listed(node: str, nodes: tuple[str, ...], resolved: frozenset[str] | None) -> bool:
     """Whether `node` is the fleet's: one of `nodes`, or (`fleet_dns`) an address whose host
     is one of the IP addresses the fleet's name `resolved` to."""

@@ -328,6 +328,13 @@ def _state_lost(request_id: object, problem: StateProblem, explanation: str,
                   f"Invalid requestState: {explanation}", error.data, reason=reason)
 
 
+def fleet_change_refused(status: int, problem: str) -> Reply:
+    """A change another node of the fleet sent (POST only, one change) that this node
+    cannot take: 405 for another method, else 400; no body (no client reads it)."""
+    headers = (("allow", "POST"),) if status == 405 else ()
+    return Reply(status, b"", headers, problem)
+
+
 def too_many_sessions(request_id: object, limit: int) -> Reply:
     return _error(503, request_id, INTERNAL_ERROR,
                   f"too many sessions (max_sessions = {limit}); try again later, or raise "

@@ -18,6 +18,7 @@ from bridge.core.eras import (
 )
 from bridge.core.events import (
     Action,
+    ChangeRelayed,
     ChildExited,
     ChildStarted,
     Log,
@@ -265,6 +266,10 @@ class Harness:
 
     def shutdown(self, grace: float = 0.0) -> list[Action]:
         return self._run(ShutdownRequested(grace))
+
+    def relayed(self, change: Message) -> list[Action]:
+        """Another core of the client shared a change its server raised."""
+        return self._run(ChangeRelayed(change))
 
 
 def restarted(h: Harness) -> Message | None:

@@ -22,6 +22,11 @@ What each balancer shows:
   state reaches the client in the fleet's envelope, and each retry, wherever round-robin
   sends it, reaches the node that issued it (forwarded); a call held while its node restarts
   is answered, on its retry, as a call that ended with that node's earlier life;
+- two modern clients (mcp 2.3 `Client`, each its own token: two tenants) each open a
+  `subscriptions/listen` stream for tool list changes, then each in turn adds tools through
+  the legacy server (mode B), round-robin taking calls to nodes other than the one holding
+  its stream: the stream hears one change per call, sent there by the node that ran it (a
+  signed POST, `fleet.changes`), and the other tenant's stream hears none;
 - the node holding a session is stopped mid-run: the client's next call is answered 404
   (the SDK's "Session terminated"), said by a node that could not reach the holder
   (`fleet.node_unreachable`, logged once), and a new `initialize` lands on a live node and
@@ -59,6 +64,8 @@ from test_http_clients import (
 
 NODES = 3
 TOKEN = "fleet-client-token-1"
+OTHER_TOKEN = "fleet-client-token-2"
+CHANGES_PATH = "/.mcp-rosetta/fleet/changes"
 PATH = "/mcp"
 SERVERS = ("legacy", "modern")
 
@@ -405,6 +412,47 @@ def test_input_rounds_span_the_fleet_and_a_restart_ends_a_held_call(
         errors = [line for node in nodes for line in node.lines()
                   if line.get("level") in ("error", "critical")]
         assert errors == [], context
+
+
+@pytest.mark.parametrize("kind", sorted(BALANCERS))
+def test_a_listen_stream_hears_its_tenant_s_changes_made_at_other_nodes_and_no_other_s(
+        kind: str, legacy_python: venvs.SdkPython, modern_python: venvs.SdkPython,
+        tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN}\n{OTHER_TOKEN}\n")
+    with fleet_nodes(tmp_path, legacy_python.peer("legacy_server"),
+                     f'token_file = "{tokens}"\n') as nodes, \
+            balancer(kind, tmp_path, nodes) as url:
+        cmd = [modern_python.path, str(venvs.PEERS_DIR / "tenant_client.py"), url, TOKEN,
+               OTHER_TOKEN, "fleet"]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                              cwd=venvs.REPO_ROOT, stdin=subprocess.DEVNULL)
+        context = done.stderr[-3000:] + json.dumps(requests(nodes))[-3000:]
+        assert done.returncode == 0, context
+        report = json.loads(done.stdout.splitlines()[-1])
+        each_call = {f"call_{n}": ["ToolsListChanged"] for n in range(3)}
+        assert report["A"]["heard"] == {**each_call, "B_added": []}, context
+        assert report["B"]["heard"] == {**each_call, "A_added": []}, context
+        # Each stream was held at one node; calls that landed elsewhere were sent there.
+        _wait_for(lambda: len(_rpc_lines(nodes, "subscriptions/listen")) == 2)
+        for held, listen in _rpc_lines(nodes, "subscriptions/listen"):
+            elsewhere = [n for n, line in _rpc_lines(nodes, "tools/call")
+                         if line["credential"] == listen["credential"] and n is not held]
+            assert elsewhere, context  # round-robin took a call to another node
+            taken = [line for line in held.events("http.request")
+                     if line["path"] == CHANGES_PATH]
+            assert taken and all(line["status"] == 202 for line in taken), context
+            assert {line["forwarded_by"] for line in taken} <= {n.name for n in nodes}
+        missed = [line for node in nodes for line in node.events("fleet.changes_missed")]
+        errors = [line for node in nodes for line in node.lines()
+                  if line.get("level") in ("error", "critical")]
+        assert (missed, errors) == ([], []), context
+
+
+def _rpc_lines(nodes: list[Node], method: str) -> list[tuple[Node, dict[str, Any]]]:
+    """Each node's `http.request` lines of `method`, with the node."""
+    return [(node, line) for node in nodes for line in node.events("http.request")
+            if line.get("rpc_method") == method]
 
 
 def _ready(port: int) -> bool:

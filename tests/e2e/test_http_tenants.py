@@ -167,6 +167,21 @@ def test_parallel_calls_that_may_be_asked_run_at_once_each_at_a_process_of_its_o
     assert {r["pid"] for r in warm["results"]} == {r["pid"] for r in cold["results"]}
 
 
+
+def test_a_tool_change_at_a_later_process_of_the_pool_reaches_the_listen_stream(
+        front: str, modern_python: venvs.SdkPython) -> None:
+    """The listen stream lives at the tenant's first process; a call that ran at another
+    (the first held a call that may be asked) changed that process's tools: the stream hears
+    it all the same, though the first process's list does not have the new tool."""
+    cmd = [modern_python.path, str(venvs.PEERS_DIR / "tenant_client.py"), front, ALICE, BOB,
+           "pool"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=WAIT * 2,
+                          cwd=venvs.REPO_ROOT, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-4000:]
+    alice = json.loads(done.stdout.splitlines()[-1])["A"]
+    assert alice["first_lists_it"] is False, alice  # it ran at another process
+    assert alice["heard"] == {"added": ["ToolsListChanged"]}, alice
+
 def test_past_max_servers_calls_wait_in_order_for_a_free_process(
         legacy_python: venvs.SdkPython, modern_python: venvs.SdkPython,
         tmp_path: Path) -> None:

@@ -31,3 +31,13 @@ def test_a_listed_node_or_one_the_fleets_name_resolves_to_is_the_fleets() -> Non
     assert not members.listed("http://10.0.0.5:8808", (), frozenset({"10.0.0.4"}))
     assert members.host_of("http://[::1]:8808") == "::1"
     assert members.port_of("http://[::1]:8808") == 8808
+
+
+def test_a_node_s_peers_are_the_others_listed_or_resolved_on_its_port() -> None:
+    nodes = ("http://10.0.0.2:8808", "http://10.0.0.3:8808", "http://10.0.0.4:8808")
+    assert members.peers("http://10.0.0.3:8808", nodes, None) == (
+        "http://10.0.0.2:8808", "http://10.0.0.4:8808")
+    resolved = frozenset({"10.0.0.9", "10.0.0.2", "fd00::5"})
+    assert members.peers("http://10.0.0.2:8808", (), resolved) == (
+        "http://10.0.0.9:8808", "http://[fd00::5]:8808")
+    assert members.peers("http://10.0.0.2:8808", (), frozenset()) == ()

@@ -13,7 +13,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from bridge.core.events import Send, TimerFired
+from bridge.core.events import Action, ChangeRelayed, Event, Send, ShareChange, TimerFired
 from bridge.core.modern_server_legacy_client.placement import Load
 from bridge.shell.http.auth import Tokens
 from bridge.shell.http.front import Access
@@ -51,6 +51,14 @@ class PooledCore(ScriptedCore):
         super().__init__()
         self.route, self.legacy = route, legacy
         self.handler = ModeB()  # type: ignore[assignment]
+        self.relayed: list[Any] = []
+        """The changes another core shared with it (`ChangeRelayed`)."""
+
+    def handle(self, event: Event, now: float) -> list[Action]:
+        if isinstance(event, ChangeRelayed):
+            self.relayed.append(event.message)
+            return []
+        return super().handle(event, now)
 
 
 class PooledCores(Cores):
@@ -194,3 +202,30 @@ async def test_a_call_whose_client_leaves_as_its_process_starts_is_never_left_ru
         cancelled = [m["params"]["requestId"] for m in cores[1].received
                      if m.get("method") == "notifications/cancelled"]
         assert calls == cancelled and calls in ([], ["http-2"])
+
+
+TOOLS_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+PROMPTS_CHANGED = {"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}
+
+
+async def test_a_change_a_later_process_s_server_raises_reaches_the_first_s_core(
+        autojump_clock: Any) -> None:
+    """The first process's core holds the listen streams: a change another process's server
+    raised goes there; the first's own is not handed back to it."""
+    cores = PooledCores()
+    async with running(make_core=cores, **pooled(max_servers=2)) as r:
+        await send(r, call(1))
+        await cores.made(1)
+        await cores[0].wait_for("tools/call")
+        cores[0].handler.now = HOLDING  # type: ignore[attr-defined]
+        await send(r, call(2))
+        await cores.made(2)
+        await cores[1].wait_for("tools/call")
+        cores[1].later.append(ShareChange(TOOLS_CHANGED))
+        cores[0].later.append(ShareChange(PROMPTS_CHANGED))
+        for tenant in r.front.tenants:
+            assert tenant.pool.on_change is None  # no fleet: it goes nowhere else
+            for member in reversed(tenant.pool.members):
+                assert member.driver is not None
+                member.driver.post(TimerFired())
+        assert (cores[0].relayed, cores[1].relayed) == ([TOOLS_CHANGED], [])

@@ -416,6 +416,11 @@ class ModeA:
     def on_timer(self, key: Deadline) -> None:
         self._on_due[key.kind](key)
 
+    def on_change(self, message: Message) -> None:
+        """A change another core heard: a legacy client's session hears its own server."""
+        self.ctx.debug("notification.dropped", side=SERVER, method=message.get("method"),
+                       reason="relayed changes are mode B's")
+
     def busy(self) -> bool:
         return self.initializing or bool(self.inputs.calls) or self.router.busy() \
             or self.listener.busy()

@@ -14,7 +14,7 @@ from bridge.core.capabilities import LIST_CHANGES, has_flag
 from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.eras import META_SERVER_INFO, META_SUBSCRIPTION_ID
-from bridge.core.events import CLIENT, SERVER
+from bridge.core.events import CLIENT, SERVER, ShareChange
 from bridge.core.exchange import NO_REQUEST, Exchange
 from bridge.core.handover import ListenStream, acknowledged_list_changes, announce
 from bridge.core.jsonrpc import TypedId, WireId, is_request_id, notification
@@ -163,7 +163,19 @@ class ClientStreams:
     # Delivering ---------------------------------------------------------------------------
 
     def on_notification(self, message: Message) -> bool:
-        """Fan a legacy change notification out to the streams that asked; False if not one."""
+        """A legacy change notification this core's server raised: fanned out to the streams
+        that asked and, with `share_changes`, shared with the client's other cores (a pool's
+        first process holds its streams; a fleet's other nodes hold theirs); False if not
+        one."""
+        if not self.deliver(message):
+            return False
+        if self.ctx.config.share_changes:
+            self.ctx.actions.append(ShareChange(message))
+        return True
+
+    def deliver(self, message: Message) -> bool:
+        """Fan a change notification out to this core's streams that asked (its own server's,
+        or one another core shared: `ChangeRelayed`); False if it is none."""
         method = message["method"]
         params = message.get("params")
         params = params if isinstance(params, dict) else {}

@@ -357,6 +357,11 @@ class ModeB:
         else:
             dispatch.from_server(self, inbound)
 
+    def on_change(self, message: Message) -> None:
+        """A change another core of the client heard from its server: to the streams here."""
+        if not self.streams.deliver(message):
+            self.ctx.debug("notification.dropped", side=SERVER, method=message.get("method"))
+
     def on_server_request(self, message: Message) -> None:
         method = message["method"]
         if method == "ping":  # legacy ping.mdx: answer promptly; modern clients know no ping

@@ -395,6 +395,12 @@ class ModeP:
     def on_timer(self, key: Deadline) -> None:
         self._on_due[key.kind](key.owner)
 
+    def on_change(self, message: Message) -> None:
+        """A change another core heard: a modern client's listen streams are its server's,
+        which tells them itself; a legacy client's session hears its own server."""
+        self.ctx.debug("notification.dropped", side=SERVER, method=message.get("method"),
+                       reason="relayed changes are mode B's")
+
     def busy(self) -> bool:
         return self.router.busy()
 

@@ -24,7 +24,7 @@ import trio
 from bridge.core.codec import Message
 from bridge.core.modern_server_legacy_client.placement import node_elsewhere, route_for
 from bridge.errors import ConfigError
-from bridge.fleet import ids, members, passes, states
+from bridge.fleet import changes, ids, members, passes, states
 from bridge.fleet.keys import FleetKeys, derive
 from bridge.fleet.passes import Bound, Forwarded
 from bridge.fleet.states import Place
@@ -99,16 +99,33 @@ class Fleet:
     def check(self, value: str, request: Bound) -> Forwarded | str:
         return passes.check(self.keys.passes, value, time.time(), request)
 
+    def issue_change(self, credential: str | None, body: bytes) -> str:
+        """The pass of a change envelope sent for the tenant `credential` (`changes.py`)."""
+        return changes.issue(self.keys.changes, self.node, time.time(), credential, body)
+
+    def check_change(self, value: str, body: bytes) -> Forwarded | str:
+        return changes.check(self.keys.changes, value, time.time(), body)
+
     async def is_member(self, address: str) -> bool:
         """Whether `address` is the fleet's now: listed, or among what `fleet_dns` resolves
         to (a node gone from the name is no member: its sessions are ended)."""
         if self.dns is None:
             return address in self.nodes
+        return members.listed(address, self.nodes, await self._resolved_now())
+
+    async def peers(self) -> tuple[str, ...]:
+        """The other nodes' addresses now (`fleet_dns`: what it resolves to)."""
+        resolved = None if self.dns is None else await self._resolved_now()
+        return members.peers(self.address, self.nodes, resolved)
+
+    async def _resolved_now(self) -> frozenset[str]:
+        """What `dns` resolves to, resolved again at most every RESOLVED_FOR seconds."""
+        assert self.dns is not None
         now = trio.current_time()
         if self._resolved_at is None or now - self._resolved_at >= RESOLVED_FOR:
             self._resolved = await _resolve(self.dns)
             self._resolved_at = now
-        return members.listed(address, self.nodes, self._resolved)
+        return self._resolved
 
 
 async def _resolve(name: str) -> frozenset[str]:

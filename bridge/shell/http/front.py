@@ -13,6 +13,7 @@ server, as a daemon session is. A server is a child or a session with a remote e
 `http-dispatch`, one per request, `http-listen-N`.
 
     front ─┬─ shared ─── read-server-N / wait-server-N / read-stderr-N, clock   (session.py)
+           ├─ changes ── in a fleet, a task per change sent to a node          (changes.py)
            ├─ sessions ─┬─ session-1 ─┬─ read-server-N ... clock   its own server and core
            │            │             └─ idle-1    ends it after session_idle
            │            ├─ tenant-D ──┬─ read-server-N ... clock   D: its credential's digest
@@ -55,6 +56,7 @@ from bridge.streamable import replies
 from bridge.streamable.replies import Reply
 
 if TYPE_CHECKING:
+    from bridge.shell.http.changes import ChangeRelay
     from bridge.shell.http.fleet import Fleet
     from bridge.shell.http.forward import Forwarder
     from bridge.shell.http.oauth_gate import Gate
@@ -129,6 +131,9 @@ class Front:
         self.sessions = Sessions(max_sessions if make_core is not None else 0,
                                  fleet.mint if fleet is not None else None)
         self._fleet = fleet
+        self._relay: ChangeRelay | None = None
+        """In a fleet: the changes of each tenant's servers, sent to and taken from the
+        other nodes (`changes.py`)."""
         self._session_idle = session_idle
         self._session_tasks: trio.Nursery | None = None
         self._stream_backlog = stream_backlog
@@ -168,15 +173,19 @@ class Front:
         host, self.port = listener.getsockname()[:2]
         forwarder: Forwarder | None = None
         if self._fleet is not None:
-            from bridge.shell.http.forward import Forwarder  # httpx2: only in a fleet
+            from bridge.shell.http.changes import ChangeRelay  # httpx2: only in a fleet
+            from bridge.shell.http.forward import Forwarder
 
             forwarder = Forwarder(self._fleet, self._log)
+            self._relay = ChangeRelay(self._fleet, self._log, self._listeners_of)
+            self._clients.pool.on_change = partial(self._relay.share, None)
         series = self._settings.series
         self._router = RequestRouter(
             self._endpoint(), self._tenant_of, self._log, self._health, self.sessions,
             self._open_session, self._settings.timing.shutdown_grace, fleet=self._fleet,
             forward=forwarder.forward if forwarder is not None else None,
-            scrape=self._scrape, refused=None if series is None else series.failed)
+            scrape=self._scrape, refused=None if series is None else series.failed,
+            hear=self._relay.hear if self._relay is not None else None)
         try:
             await self._serve(listener, host)
         finally:
@@ -190,6 +199,8 @@ class Front:
 
     async def _serve(self, listener: socket.socket, host: str) -> None:
         async with trio.open_nursery() as nursery:
+            if self._relay is not None:
+                await nursery.start(self._relay.run, name="changes")
             await nursery.start(self._hold_sessions, name="sessions")
             await nursery.start(self._serve_shared, nursery, name="shared")
             nursery.start_soon(self._accept, trio.socket.from_stdlib_socket(listener),
@@ -281,6 +292,8 @@ class Front:
         mapping = Mapping(log, self._stream_backlog, self._seal(credential))
         tenant = ModernClients(mapping, self._pool_of(mapping, log, first), log, credential,
                                idle=self._tenant_idle)
+        if self._relay is not None:
+            tenant.pool.on_change = partial(self._relay.share, credential.digest)
         self.tenants.add(tenant)
         session = Session(tenant.first.core, log, settings=self._settings)
         self._session_tasks.start_soon(self._run_tenant, tenant, session, log,
@@ -293,6 +306,14 @@ class Front:
         if self._fleet is None:
             return None
         return partial(self._fleet.wrapped, None if credential is None else credential.digest)
+
+    def _listeners_of(self, credential: str | None) -> Driver | None:
+        """The driver of the core holding the listen streams of the tenant `credential`
+        names (None: the one without tokens); None if it has none here (or not yet)."""
+        tenant = self.tenants.get(None if credential is None else Credential(credential))
+        if tenant is None or tenant.ended or not tenant.started.is_set():
+            return None
+        return tenant.first.driver
 
     def _pool_of(self, mapping: Mapping, log: Logger, first: PooledCore) -> Pool:
         """A tenant's pool, its first session's core given."""

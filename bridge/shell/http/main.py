@@ -170,9 +170,14 @@ def _tokens(current: Tokens | None, tokens: tuple[bytes, ...],
 def core_settings(core: CoreConfig, fleet: Fleet | None, route: str) -> CoreConfig:
     """`core` for the core of the pool's process `route` ("" for a tenant's first): the
     route its parked calls' requestState carry names that process and, in a fleet, this
-    node (outside one, a tenant's first core seals no route)."""
+    node (outside one, a tenant's first core seals no route). A later process shares the
+    changes its server raises with the first, which holds the listen streams; in a fleet
+    every core shares them with the other nodes."""
     state_route = fleet.state_route(route) if fleet is not None else route
-    return dataclasses.replace(core, state_route=state_route) if state_route else core
+    if not state_route:
+        return core
+    return dataclasses.replace(core, state_route=state_route,
+                               share_changes=bool(route) or fleet is not None)
 
 
 def _fleet_fields(fleet: Fleet | None) -> dict[str, object]:

@@ -24,7 +24,7 @@ import trio
 
 from bridge.core.codec import Message
 from bridge.core.events import CLIENT, MessageDecoded
-from bridge.fleet import passes
+from bridge.fleet import changes, passes
 from bridge.fleet.states import Here, Lost, unwrapped
 from bridge.shell.http.address import Names
 from bridge.shell.http.auth import Credential, Denied, Tokens
@@ -90,9 +90,11 @@ class RequestRouter:
                  open_session: OpenSession | None = None, grace: float = 0.0,
                  *, fleet: Fleet | None = None, forward: Forward | None = None,
                  scrape: Callable[[], bytes] | None = None,
-                 refused: Callable[[str], None] | None = None) -> None:
+                 refused: Callable[[str], None] | None = None,
+                 hear: Callable[[Request, Outcome], Reply] | None = None) -> None:
         """`fleet`, `forward`: this node's fleet, and how a request reaches another node;
-        `scrape`: the text GET /metrics answers; `refused`: counts a refusal of the front's."""
+        `scrape`: the text GET /metrics answers; `refused`: counts a refusal of the front's;
+        `hear`: takes the changes the fleet's other nodes send (`changes.PATH`)."""
         self.endpoint = endpoint
         """Replaced whole when a reload changes the allowlist or the tokens."""
         self._tenant_of = tenant_of
@@ -105,6 +107,7 @@ class RequestRouter:
         path."""
         self._refused = refused
         """Counts a request the front refused itself (an error of class "refused")."""
+        self._hear = hear
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
                                       open_session or _no_session,
                                       self._through_core, keep_alive=endpoint.keep_alive,
@@ -137,7 +140,10 @@ class RequestRouter:
                            **fields)
 
     async def _serve(self, conn: Connection, request: Request, outcome: Outcome) -> None:
-        refused = self._refusal(request, outcome)
+        if self._hear is not None and path_of(request.target) == changes.PATH:
+            refused: Reply | None = self._hear(request, outcome)  # its pass is its admission
+        else:
+            refused = self._refusal(request, outcome)
         if refused is None and self.endpoint.gate is not None and outcome.forwarded_by is None:
             refused = await self._signed_in(request, outcome)  # a forwarded one was, at its node
         if refused is None:

@@ -29,7 +29,8 @@ def pool_of(first: Bridge, core: Callable[[CoreConfig], Bridge], config: CoreCon
     as the first was made."""
 
     def make_core(route: str, legacy: bool) -> Bridge:
-        return core(dataclasses.replace(config, state_route=route, server_era="legacy"))
+        return core(dataclasses.replace(config, state_route=route, server_era="legacy",
+                                        share_changes=True))  # to the first's streams
 
     settings = PoolSettings.of(shell, STDIO_MAX_SERVERS)
     pool = Pool(FdAnswers(client), log, first, make_core=make_core,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from bridge.core.codec import encode
+from bridge.core.codec import Message, encode
 from bridge.core.events import (
     CLIENT,
     Action,
@@ -30,6 +30,7 @@ from bridge.core.events import (
     Remember,
     RestartChild,
     Send,
+    ShareChange,
     Side,
     Spliced,
     Status,
@@ -108,6 +109,9 @@ class Driver:
         """When a peer's lines last came in (trio's clock): how long the session has been idle."""
         self.settled: Callable[[], None] | None = None
         """Told after each event the core handled (a pool places waiting calls on it)."""
+        self.share: Callable[[Message], None] | None = None
+        """Where a change the server raised goes beyond this core (`ShareChange`): the pool
+        that holds the client's other cores; None: nowhere."""
         if transcript is not None:  # bound once: without a transcript, no cost per message
             self.lines = self._recorded_lines  # type: ignore[method-assign]
             self._flush = self._recorded_flush  # type: ignore[method-assign]
@@ -216,6 +220,9 @@ class Driver:
                 self._notify(f"STATUS={text}")
             case Remember():
                 self.remember(action)
+            case ShareChange():
+                if self.share is not None:
+                    self.share(action.message)
             case Stop(code=code):
                 if self.stop_code is None:
                     self.stop_code = code

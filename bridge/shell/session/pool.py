@@ -10,7 +10,9 @@ order, for one to be free. Every process past `min_servers` that held no call fo
 `server_idle` seconds is stopped.
 
 The first session is the client's own (its end is the pool's); it takes every request that
-is not a call, so listen streams and the server's notifications stay on one process. A new
+is not a call, so the client's listen streams are all at its core. A change another process's
+server raises (a list_changed after a call it ran) is handed to that core (`share`), which
+tells the streams that asked; with `on_change` set (a fleet), every change goes there too. A new
 process gets its own handshake from its first call's envelope and is pinned to the legacy
 era (the first process found it), so it starts without a probe.
 
@@ -24,11 +26,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 import trio
 
-from bridge.core.events import CLIENT, MessageDecoded, Send, ShutdownRequested
+from bridge.core.codec import Message
+from bridge.core.events import CLIENT, ChangeRelayed, MessageDecoded, Send, ShutdownRequested
 from bridge.core.modern_server_legacy_client.placement import (
     PENDING,
     Load,
@@ -146,6 +150,7 @@ class Member:
     def open(self, driver: Driver, nursery: trio.Nursery) -> None:
         self.driver = driver
         driver.settled = self.pool.settled
+        driver.share = partial(self.pool.share, self)
         if self.first:
             self.pool.opened(nursery)
 
@@ -206,6 +211,8 @@ class Pool:
         self._gone = trio.Event()
         self.on_open: Callable[[trio.Nursery], None] | None = None
         """Told the first session's nursery (the tenant's own tasks run there too)."""
+        self.on_change: Callable[[Message], None] | None = None
+        """Told each change the pool's servers raise (the fleet's other nodes hear it)."""
 
     def opened(self, nursery: trio.Nursery) -> None:
         """The first session's nursery: the pool's task, and every other member, run in it."""
@@ -213,6 +220,15 @@ class Pool:
         nursery.start_soon(self._run, name="pool")
         if self.on_open is not None:
             self.on_open(nursery)
+
+    def share(self, member: Member, message: Message) -> None:
+        """A change `member`'s server raised (`ShareChange`): to the first core, which holds
+        the listen streams (unless it is that core: it told them), and to `on_change`."""
+        first = self.first.driver
+        if not member.first and first is not None:
+            first.post(ChangeRelayed(message))
+        if self.on_change is not None:
+            self.on_change(message)
 
     # Placing requests ----------------------------------------------------------------------
 
