@@ -409,6 +409,7 @@ DAEMON_KEYS: dict[str, Check] = {
     "max_connections": count,
     "connection_idle": seconds,
     "stream_backlog": size,
+    "drain_grace": seconds,
     "node": members.node_name,
     "node_url": node_address,
     "fleet_nodes": _list_of(node_address, '["http://10.0.0.2:8808", "http://10.0.0.3:8808"]'),

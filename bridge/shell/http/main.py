@@ -6,7 +6,8 @@ bridge/shell/services/service.py's). The listening socket is systemd's when it
 passes one (a .socket unit with a TCP `ListenStream=`), else bound here. A socket bound to
 anything but loopback needs bearer tokens (streamable-http.mdx §Security & Endpoint: bind
 localhost when running locally, authenticate otherwise). SIGTERM, SIGINT and SIGQUIT stop
-the front (a second one skips the grace periods); SIGHUP reads the configuration again for
+the front, after its drain (`drain_grace`; a second one skips the drain and the grace
+periods); SIGHUP reads the configuration again for
 what a running front can change (the allowlist, the tokens, `max_connections`); SIGCHLD
 reaps adopted orphans.
 """
@@ -103,7 +104,8 @@ def run_http(settings: Settings, reload: Reload) -> int:
                       max_connections=daemon.max_connections,
                       stream_backlog=daemon.stream_backlog,
                       access=_access(settings, _tokens(None, tokens, fleet), gate),
-                      view=bridge, fleet=fleet, scrape=watch.exposition.render)
+                      view=bridge, fleet=fleet, scrape=watch.exposition.render,
+                      drain_grace=daemon.drain_grace)
         watch.series.tenants = front.tenants.__len__
         watch.series.pool_processes = lambda: front.processes.count
         reloading = Reloading(front, settings, bound, log)

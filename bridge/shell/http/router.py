@@ -37,6 +37,7 @@ from bridge.shell.http.tenants import ModernClients
 from bridge.shell.logs import Logger
 from bridge.shell.metrics.exposition import CONTENT_TYPE
 from bridge.streamable import replies, sse
+from bridge.streamable.drain import Ask, refusal
 from bridge.streamable.elsewhere import elsewhere
 from bridge.streamable.era import SESSION_HEADER, Era, era_of
 from bridge.streamable.headers import (
@@ -106,14 +107,21 @@ class RequestRouter:
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
                                       open_session or _no_session,
                                       self._through_core, keep_alive=endpoint.keep_alive,
-                                      grace=grace, fleet=fleet, forward=forward)
+                                      grace=grace, fleet=fleet, forward=forward,
+                                      refuse_new=self._refuse_new)
+        self.in_flight = 0
+        """Requests under way but GETs (a GET stream only listens): a draining node waits
+        for them (`bridge.streamable.drain`)."""
 
     async def serve(self, conn: Connection, request: Request) -> None:
         start = trio.current_time()
         outcome = Outcome()
+        counted = request.method != "GET"
+        self.in_flight += counted
         try:
             await self._serve(conn, request, outcome)
         finally:
+            self.in_flight -= counted
             fields: dict[str, object] = {}
             if outcome.rpc is not None:
                 fields["rpc_method"] = outcome.rpc
@@ -140,6 +148,8 @@ class RequestRouter:
             refused = await self._signed_in(request, outcome)  # a forwarded one was, at its node
         if refused is None:
             refused = self._at_endpoint(request)
+        if refused is None:  # a stopping node hands nothing new to its servers
+            refused = refusal(self._health.stage, Ask.HELD, _id_of(request))
         if refused is None:
             refused = await (self._post(conn, request, outcome) if request.method == "POST"
                              else self._legacy.stream(conn, request, outcome))
@@ -170,6 +180,10 @@ class RequestRouter:
         if refused is None:
             await self._modern(conn, request, message, outcome, tenant)
         return refused
+
+    def _refuse_new(self, request_id: object) -> Reply | None:
+        """The refusal of a new legacy session by a draining node; None while it serves."""
+        return refusal(self._health.stage, Ask.NEW, request_id)
 
     def _retry_holder(self, message: Message, outcome: Outcome) -> str | None:
         """The other node holding the call `message` retries, to forward it to; None to

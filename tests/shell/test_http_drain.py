@@ -1,0 +1,174 @@
+"""A front told to stop drains first (`drain_grace`): /readyz says "draining" at once, a new
+legacy session or a new tenant is refused with 503 and Retry-After, what it holds is still
+served; it stops once nothing is in flight, or when the grace has passed (what is owed then is
+ended), and a second stop ends it at once. Scripted cores, fake server children, trio's
+virtual clock."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import trio
+import trio.testing
+
+import tests.shell.test_http_front as modern
+from bridge.core.events import Send, TimerFired
+from bridge.shell.http.front import Access
+from bridge.streamable.drain import NodeStage
+from tests.shell.fakes import WAIT
+from tests.shell.test_http_front import Client, Cores, request, rpc_headers
+from tests.shell.test_http_legacy import (
+    answer,
+    headers,
+    initialized,
+    last,
+    post,
+    rpc,
+    running,
+)
+from tests.shell.test_http_tenants import ALICE, BOB, TOKENS, bearer
+
+GRACE = 30.0
+
+
+async def ready(client: Client) -> tuple[int, Any]:
+    await client.send("GET", target="/readyz")
+    got = await client.whole()
+    return got.status, got.json
+
+
+async def until_stage(front: Any, stage: NodeStage) -> None:
+    with trio.fail_after(WAIT):
+        while front.stage is not stage:
+            await trio.sleep(0.01)
+
+
+async def message(client: Client, head: Any) -> Any:
+    """The next message of an event stream (its priming event, empty, and comments passed)."""
+    while True:
+        try:
+            got = await client.sse_event(head)
+        except json.JSONDecodeError:
+            continue
+        if got != ":":
+            return got
+
+
+async def slow_legacy_call(client: Client, session: str) -> Any:
+    """A legacy slow call sent on `client`: its answer's head, its progress read."""
+    call = rpc(5, "tools/call", name="slow")
+    await client.send("POST", json.dumps(call).encode(), headers(session))
+    head = await client.head()
+    assert head.status == 200
+    assert (await message(client, head))["method"] == "notifications/progress"
+    return head
+
+
+async def test_a_draining_front_serves_what_it_holds_refuses_new_sessions_then_stops(
+        autojump_clock: Any) -> None:
+    async with running(drain_grace=GRACE) as r:
+        session = await initialized(await r.client())
+        caller = await r.client()
+        head = await slow_legacy_call(caller, session)
+        start = trio.current_time()
+        r.front.stop()
+        assert r.front.stage is NodeStage.DRAINING
+        probe = await r.client()
+        assert await ready(probe) == (503, {"status": "draining"})
+        refused = await post(await r.client(), rpc(0, "initialize", protocolVersion="2025-11-25",
+                                                   capabilities={}, clientInfo={"name": "t",
+                                                                                "version": "1"}))
+        assert (refused.status, refused.headers["retry-after"]) == (503, "1")
+        assert "this node is draining" in refused.json["error"]["message"]
+        assert len(r.cores) == 1  # no session was opened for it
+        held = await post(await r.client(), rpc(2, "tools/list"), session)
+        assert (held.status, last(held)) == (200, answer(2, {"tools": []}).message)
+        # The shared tenant (no tokens: every modern client's) is held too.
+        assert (await (await r.client()).post(request(3, "tools/list"))).status == 200
+        await trio.sleep(1.0)
+        assert r.front.stage is NodeStage.DRAINING  # the slow call is still in flight
+        r.cores[0].later = [answer(5, {"content": [{"type": "text", "text": "done"}]})]
+        live = r.front.sessions.get(session)
+        assert live is not None and live.driver is not None
+        live.driver.post(TimerFired())
+        assert (await message(caller, head))["result"]["content"][0]["text"] == "done"
+        await until_stage(r.front, NodeStage.STOPPING)
+        assert trio.current_time() - start < 2.0  # nothing in flight: no need for the grace
+        drained = r.events("http.drained")
+        assert [(e["grace_passed"], e["requests"], e["calls"]) for e in drained] == [
+            (False, 0, 0)]
+        assert r.events("http.draining")[0]["grace_s"] == GRACE
+
+
+async def test_what_is_still_in_flight_when_the_grace_ends_is_ended(
+        autojump_clock: Any) -> None:
+    async with running(drain_grace=GRACE) as r:
+        session = await initialized(await r.client())
+        caller = await r.client()
+        head = await slow_legacy_call(caller, session)
+        r.front.stop()
+        await trio.sleep(GRACE - 0.5)
+        assert r.front.stage is NodeStage.DRAINING
+        await trio.sleep(1.0)
+        assert r.front.stage is NodeStage.STOPPING
+        ended = await caller.rest(head)  # the session ends: its stream closes
+        assert ended.status == 200
+        assert [(e["grace_passed"], e["requests"]) for e in r.events("http.drained")] == [
+            (True, 1)]
+        assert r.cores[0].stopped
+        assert r.front.stage is NodeStage.STOPPING
+
+
+async def test_a_second_stop_while_draining_stops_at_once(autojump_clock: Any) -> None:
+    async with running(drain_grace=GRACE) as r:
+        session = await initialized(await r.client())
+        caller = await r.client()
+        head = await slow_legacy_call(caller, session)
+        start = trio.current_time()
+        r.front.stop()
+        await trio.sleep(0.5)
+        r.front.stop()
+        assert r.front.stage is NodeStage.STOPPING
+        await caller.rest(head)
+        assert trio.current_time() - start < 2.0
+        assert r.cores[0].stopped
+        assert r.events("http.drained") == []  # the drain did not run its course
+
+
+async def test_without_a_drain_grace_a_stop_ends_at_once(autojump_clock: Any) -> None:
+    async with running() as r:
+        await initialized(await r.client())
+        r.front.stop()
+        assert r.front.stage is NodeStage.STOPPING
+        assert r.events("http.draining") == []
+
+
+async def test_a_draining_front_refuses_a_new_tenant_and_serves_one_it_holds(
+        autojump_clock: Any) -> None:
+    cores = Cores()
+    async with modern.running(access=Access(tokens=TOKENS), make_core=cores,
+                              drain_grace=GRACE) as r:
+        client = await r.client()
+        assert (await client.post(request(1, "tools/list"), **bearer(ALICE))).status == 200
+        call = request(2, "tools/call", name="slow")
+        caller = await r.client()
+        await caller.send("POST", json.dumps(call).encode(), {**rpc_headers(call),
+                                                              **bearer(ALICE)})
+        head = await caller.head()
+        assert (await caller.sse_event(head))["method"] == "notifications/progress"
+        r.front.stop()
+        new = await (await r.client()).post(request(3, "tools/list"), **bearer(BOB))
+        assert (new.status, new.headers["retry-after"], new.json["id"]) == (503, "1", 3)
+        assert "this node is draining" in new.json["error"]["message"]
+        assert len(cores) == 1  # Bob's tenant was not started
+        again = await (await r.client()).post(request(4, "tools/list"), **bearer(ALICE))
+        assert again.status == 200
+        wire = cores[0].ids_of("tools/call")[0]
+        cores[0].later = [Send("client", {"jsonrpc": "2.0", "id": wire, "result": {"n": 1}},
+                               request=wire)]
+        tenant = r.front.tenants.get(TOKENS.check(f"Bearer {ALICE}"))
+        assert tenant is not None and tenant.first.driver is not None
+        tenant.first.driver.post(TimerFired())
+        assert (await caller.sse_event(head)) == {"jsonrpc": "2.0", "id": 2, "result": {"n": 1}}
+        await until_stage(r.front, NodeStage.STOPPING)
