@@ -429,7 +429,8 @@ SECRET_KEYS = frozenset({"env", "headers"})
 """Keys whose values are never echoed in an error (they may hold secrets)."""
 MERGED_KEYS = ("env", "pass_env", "headers", "allowed_hosts", "allowed_origins")
 """Keys whose flags add to the file's entries (a flag's KEY wins) instead of replacing them."""
-DERIVED_CORE_FIELDS = frozenset({"debug_logs", "state_route", "remembered"})
+DERIVED_CORE_FIELDS = frozenset({"debug_logs", "state_route", "remembered",
+                                 "shutdown_message"})
 """CoreConfig fields no key sets: debug_logs follows log_level; state_route is a pool's (or a
 fleet's) name for the core; remembered is read from the era memory as the server starts."""
 

@@ -22,6 +22,11 @@ from bridge.core.states import IllegalMove
 from bridge.streamable import replies
 from bridge.streamable.replies import Reply
 
+NODE_STOPPED = ("mcp-rosetta is shutting down: this node stopped; send the request again "
+                "(a legacy session: initialize again) and another node takes it")
+"""The error of a request the front's cores still owe when they stop (their
+`shutdown_message`), or that reaches one as it winds down."""
+
 
 class NodeStage(Enum):
     SERVING = "serving"

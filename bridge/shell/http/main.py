@@ -40,6 +40,7 @@ from bridge.shell.session.pool import FRONT_MAX_SERVERS, PoolSettings
 from bridge.shell.session.server_side import check_reload, servers_for
 from bridge.shell.session.session import SessionSettings
 from bridge.shell.settings import Settings
+from bridge.streamable.drain import NODE_STOPPED
 
 if TYPE_CHECKING:
     from bridge.core.config import CoreConfig
@@ -67,6 +68,8 @@ def run_http(settings: Settings, reload: Reload) -> int:
     assert settings.daemon.listen is not None
     address = parse_address(settings.daemon.listen)
     tokens = read_tokens(settings.daemon.token_file)
+    # The front's cores say the node stopped, and what to do, for what they still owe then.
+    cores = dataclasses.replace(settings.core, shutdown_message=NODE_STOPPED)
     oauth = settings.daemon.oauth
     secret = read_secret(oauth)
     listener = tcp_listener(settings.daemon.listen, address.host, address.port)
@@ -88,12 +91,12 @@ def run_http(settings: Settings, reload: Reload) -> int:
         def own_core(route: str, legacy: bool) -> Bridge:
             """A legacy session's or a tenant's core, as a daemon session's; `route`: its
             name in a tenant's pool; `legacy`: the front's own core found the server so."""
-            core = core_settings(settings.core, fleet, route)
+            core = core_settings(cores, fleet, route)
             if route or legacy:
                 core = dataclasses.replace(core, server_era="legacy")
             return watch.core(core)
 
-        bridge = watch.core(core_settings(settings.core, fleet, ""))
+        bridge = watch.core(core_settings(cores, fleet, ""))
         notify = Notifier(log)
         front = Front(bridge, servers, address, log,
                       settings=sessions, notify=notify,
