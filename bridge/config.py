@@ -18,14 +18,7 @@ from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, ConfigError
 from bridge.fleet import members
 from bridge.oauth_options import checked_table, oauth_resource
-from bridge.shell.settings import (
-    LEVELS,
-    LOG_FORMATS,
-    DaemonConfig,
-    Settings,
-    ShellConfig,
-    Timing,
-)
+from bridge.shell.settings import LEVELS, LOG_FORMATS, DaemonConfig, Settings, ShellConfig, Timing
 
 Check = Callable[[Any], Any]
 """Returns the value to use, or raises ValueError with what was expected."""
@@ -429,10 +422,9 @@ SECRET_KEYS = frozenset({"env", "headers"})
 """Keys whose values are never echoed in an error (they may hold secrets)."""
 MERGED_KEYS = ("env", "pass_env", "headers", "allowed_hosts", "allowed_origins")
 """Keys whose flags add to the file's entries (a flag's KEY wins) instead of replacing them."""
-DERIVED_CORE_FIELDS = frozenset({"debug_logs", "state_route", "remembered",
-                                 "shutdown_message"})
-"""CoreConfig fields no key sets: debug_logs follows log_level; state_route is a pool's (or a
-fleet's) name for the core; remembered is read from the era memory as the server starts."""
+DERIVED_CORE_FIELDS = frozenset({"debug_logs", "state_route", "remembered", "shutdown_message"})
+"""CoreConfig fields no key sets: debug_logs follows log_level; the others are set by the shell
+(a pool's or fleet's state_route, the era memory's remembered, the front's shutdown_message)."""
 
 
 def accepted_keys() -> dict[str, Check]:
