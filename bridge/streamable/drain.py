@@ -20,6 +20,7 @@ from enum import Enum
 
 from bridge.core.states import IllegalMove
 from bridge.streamable import replies
+from bridge.streamable.headers import LISTEN
 from bridge.streamable.replies import Reply
 
 NODE_STOPPED = ("mcp-rosetta is shutting down: this node stopped; send the request again "
@@ -66,9 +67,15 @@ def refusal(stage: NodeStage, ask: Ask, request_id: object) -> Reply | None:
     return replies.node_draining(request_id) if ask is Ask.NEW else None
 
 
+def only_listens(http_method: str, rpc: object) -> bool:
+    """Whether a request is one a drain does not wait for: a legacy session's GET stream or
+    a modern `subscriptions/listen` only listen, for as long as the client likes (it opens
+    them again elsewhere once they end); `rpc`: its JSON-RPC method, None before it is read."""
+    return http_method == "GET" or rpc == LISTEN
+
+
 def drained(requests: int, calls: int) -> bool:
     """Whether a draining node may stop before its grace ends: no request under way
-    (`requests`: legacy and modern POSTs, DELETEs; a GET stream only listens) and no call
-    held by a tenant's core (`calls`: mode B's parked calls among them, which their
-    client's retry resumes here)."""
+    (`requests`: those `only_listens` does not name) and no call held by a tenant's core
+    (`calls`: mode B's parked calls among them, which their client's retry resumes here)."""
     return requests == 0 and calls == 0

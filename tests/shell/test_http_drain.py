@@ -120,6 +120,27 @@ async def test_what_is_still_in_flight_when_the_grace_ends_is_ended(
         assert r.front.stage is NodeStage.STOPPING
 
 
+async def test_a_drain_does_not_wait_for_streams_that_only_listen(autojump_clock: Any) -> None:
+    async with running(drain_grace=GRACE) as r:
+        session = await initialized(await r.client())
+        legacy_stream = await r.client()
+        await legacy_stream.send("GET", headers={**headers(session),
+                                                 "accept": "text/event-stream"})
+        assert (await legacy_stream.head()).status == 200
+        listen = request(4, "subscriptions/listen", notifications={"toolsListChanged": True})
+        listener = await r.client()
+        await listener.send("POST", json.dumps(listen).encode(), rpc_headers(listen))
+        head = await listener.head()
+        assert (await message(listener, head))["method"] == \
+            "notifications/subscriptions/acknowledged"
+        start = trio.current_time()
+        r.front.stop()
+        await until_stage(r.front, NodeStage.STOPPING)
+        assert trio.current_time() - start < 1.0
+        assert [(e["grace_passed"], e["requests"]) for e in r.events("http.drained")] == [
+            (False, 0)]
+
+
 async def test_a_second_stop_while_draining_stops_at_once(autojump_clock: Any) -> None:
     async with running(drain_grace=GRACE) as r:
         session = await initialized(await r.client())

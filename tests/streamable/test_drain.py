@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from bridge.core.states import IllegalMove
-from bridge.streamable.drain import Ask, NodeStage, drained, moved, refusal
+from bridge.streamable.drain import Ask, NodeStage, drained, moved, only_listens, refusal
 
 SERVING, DRAINING, STOPPING = NodeStage.SERVING, NodeStage.DRAINING, NodeStage.STOPPING
 
@@ -39,6 +39,14 @@ def test_a_draining_node_names_its_drain_and_a_stopping_one_its_stop() -> None:
     held = refusal(STOPPING, Ask.HELD, 1)
     assert held is not None
     assert "initialize again" in orjson.loads(held.body)["error"]["message"]
+
+
+def test_a_drain_waits_for_no_stream_that_only_listens() -> None:
+    assert only_listens("GET", None)  # a legacy session's GET stream
+    assert only_listens("POST", "subscriptions/listen")
+    assert not only_listens("POST", None)  # not read yet: waited for
+    assert not only_listens("POST", "tools/call")
+    assert not only_listens("DELETE", None)
 
 
 def test_the_drain_is_over_once_no_request_is_under_way_and_no_call_is_held() -> None:

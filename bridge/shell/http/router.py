@@ -37,7 +37,7 @@ from bridge.shell.http.tenants import ModernClients
 from bridge.shell.logs import Logger
 from bridge.shell.metrics.exposition import CONTENT_TYPE
 from bridge.streamable import replies, sse
-from bridge.streamable.drain import Ask, refusal
+from bridge.streamable.drain import Ask, only_listens, refusal
 from bridge.streamable.elsewhere import elsewhere
 from bridge.streamable.era import SESSION_HEADER, Era, era_of
 from bridge.streamable.headers import (
@@ -110,18 +110,16 @@ class RequestRouter:
                                       grace=grace, fleet=fleet, forward=forward,
                                       refuse_new=self._refuse_new)
         self.in_flight = 0
-        """Requests under way but GETs (a GET stream only listens): a draining node waits
-        for them (`bridge.streamable.drain`)."""
+        """Requests under way that a draining node waits for (`drain.only_listens`)."""
 
     async def serve(self, conn: Connection, request: Request) -> None:
         start = trio.current_time()
         outcome = Outcome()
-        counted = request.method != "GET"
-        self.in_flight += counted
+        self._wait_for(outcome, not only_listens(request.method, None))
         try:
             await self._serve(conn, request, outcome)
         finally:
-            self.in_flight -= counted
+            self._wait_for(outcome, False)
             fields: dict[str, object] = {}
             if outcome.rpc is not None:
                 fields["rpc_method"] = outcome.rpc
@@ -169,6 +167,8 @@ class RequestRouter:
             return refused
         assert isinstance(message, dict)
         outcome.rpc = message.get("method")
+        if only_listens(request.method, outcome.rpc):
+            self._wait_for(outcome, False)
         holder = self._retry_holder(message, outcome)
         if holder is not None and self._forward is not None:
             return await self._forward(conn, request, holder, outcome,
@@ -180,6 +180,12 @@ class RequestRouter:
         if refused is None:
             await self._modern(conn, request, message, outcome, tenant)
         return refused
+
+    def _wait_for(self, outcome: Outcome, waited: bool) -> None:
+        """Count the request of `outcome` in `in_flight`, or no more."""
+        if waited != outcome.waited_for:
+            self.in_flight += 1 if waited else -1
+            outcome.waited_for = waited
 
     def _refuse_new(self, request_id: object) -> Reply | None:
         """The refusal of a new legacy session by a draining node; None while it serves."""
