@@ -10,8 +10,9 @@ without `Mcp-Session-Id`) or a new tenant's first request is answered 503 with R
 naming the drain, so the client (or a balancer that retries a 503) goes to another node;
 the requests of the sessions and tenants it holds are served as before, forwarded ones too.
 Once nothing is in flight and no call is parked, or `drain_grace` has passed, it stops:
-from then on every MCP request is 503 (nothing new reaches a server being stopped), and
-what is still owed is ended with an error saying the node stopped.
+from then on every JSON-RPC request and stream is 503 (nothing new reaches a server being
+stopped; the client's answers still reach the calls owed), and what is still owed is ended
+with an error saying the node stopped.
 """
 
 from __future__ import annotations
@@ -55,12 +56,27 @@ class Ask(Enum):
     """What a request asks of the node, as the drain tells them apart."""
 
     NEW = "a new legacy session, or a new tenant"
-    HELD = "a session or tenant the node holds (or any other request)"
+    HELD = "a request or a stream of a session or tenant the node holds"
+    ANSWER = ("the client's answer, notification or cancellation, or a session's DELETE: "
+              "what lets the calls still owed end, taken until the node is gone")
+
+
+def ask_of(http_method: str, message: object) -> Ask:
+    """What a request of a session or tenant the node holds asks (`message`: a POST's body,
+    decoded; None otherwise): a JSON-RPC request or a stream is HELD, the rest ANSWER."""
+    if http_method == "DELETE":
+        return Ask.ANSWER
+    if http_method == "POST" and not (isinstance(message, dict) and "method" in message
+                                      and "id" in message):
+        return Ask.ANSWER
+    return Ask.HELD
 
 
 def refusal(stage: NodeStage, ask: Ask, request_id: object) -> Reply | None:
     """The answer that refuses a request at `stage`; None to serve it."""
     if stage is NodeStage.SERVING:
+        return None
+    if ask is Ask.ANSWER:
         return None
     if stage is NodeStage.STOPPING:
         return replies.node_stopping(request_id)

@@ -7,18 +7,29 @@ virtual clock."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import structlog
 import trio
 import trio.testing
+from structlog.testing import capture_logs
 
 import tests.shell.test_http_front as modern
-from bridge.core.events import Send, TimerFired
-from bridge.shell.http.front import Access
+from bridge.core.events import Action, Event, Send, ShutdownRequested, Stop, TimerFired
+from bridge.shell import logs
+from bridge.shell.http.address import Address
+from bridge.shell.http.front import Access, Front
+from bridge.shell.services.listeners import bind_tcp
+from bridge.shell.session.server_side import Servers
+from bridge.shell.session.session import SessionSettings
 from bridge.streamable.drain import NodeStage
-from tests.shell.fakes import WAIT
+from tests.shell.fakes import WAIT, FakeChild, Spawner
 from tests.shell.test_http_front import Client, Cores, request, rpc_headers
 from tests.shell.test_http_legacy import (
+    LegacyCore,
+    Running,
     answer,
     headers,
     initialized,
@@ -193,3 +204,68 @@ async def test_a_draining_front_refuses_a_new_tenant_and_serves_one_it_holds(
         tenant.first.driver.post(TimerFired())
         assert (await caller.sse_event(head)) == {"jsonrpc": "2.0", "id": 2, "result": {"n": 1}}
         await until_stage(r.front, NodeStage.STOPPING)
+
+
+class WindingDown(LegacyCore):
+    """A legacy session's core that, asked to stop with a grace, still owes its slow call
+    until a TimerFired ends it (as a core answering within shutdown_grace does)."""
+
+    def handle(self, event: Event, now: float) -> list[Action]:
+        if isinstance(event, ShutdownRequested) and event.grace > 0:
+            self.stopped = True
+            return []
+        if isinstance(event, TimerFired) and self.stopped:
+            return [Stop(0)]
+        return super().handle(event, now)
+
+
+@asynccontextmanager
+async def winding_down() -> AsyncIterator[Running]:
+    """A front without a drain whose legacy sessions' cores are `WindingDown`."""
+    cores: list[LegacyCore] = []
+
+    def make_core(route: str = "", legacy: bool = False) -> LegacyCore:
+        cores.append(WindingDown())
+        return cores[-1]
+
+    spawner = Spawner(lambda nursery: FakeChild(nursery, serving=True))
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(0))
+    with capture_logs() as captured, bind_tcp("127.0.0.1", 0) as listener:
+        front = Front(modern.ScriptedCore(), Servers(SessionSettings(), spawn=spawner),
+                      Address("127.0.0.1", 0, "/mcp"), logs.logger(),
+                      settings=SessionSettings(), make_core=make_core)
+        async with trio.open_nursery() as nursery:
+            spawner.nursery = nursery
+            nursery.start_soon(front.run, listener)
+            with trio.fail_after(WAIT):
+                await front.listening.wait()
+            modern.HOST = f"127.0.0.1:{front.port}"
+            yield Running(front, cores, spawner, front.port, captured)
+            front.stop()
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_stopping_front_refuses_requests_and_takes_the_client_s_answers(
+        autojump_clock: Any) -> None:
+    async with winding_down() as r:
+        session = await initialized(await r.client())
+        asker = await r.client()
+        call = rpc(6, "tools/call", name="ask")
+        await asker.send("POST", json.dumps(call).encode(), headers(session))
+        head = await asker.head()
+        question = await message(asker, head)
+        assert question["method"] == "elicitation/create"
+        r.front.stop()
+        assert r.front.stage is NodeStage.STOPPING
+        refused = await post(await r.client(), rpc(7, "tools/list"), session)
+        assert (refused.status, refused.headers["retry-after"]) == (503, "1")
+        assert "this node stopped" in refused.json["error"]["message"]
+        assert "initialize again" in refused.json["error"]["message"]
+        assert await ready(await r.client()) == (503, {"status": "stopping"})
+        # The client's answer is no new work: not refused as such (its session, ended, is
+        # unknown at HTTP now: 404, as before any drain).
+        late = await post(await r.client(), {"jsonrpc": "2.0", "id": question["id"],
+                                             "result": {"action": "accept"}}, session)
+        assert late.status == 404 and "this node stopped" not in late.body.decode()
+        live = r.front.sessions.get(session)
+        assert live is None and r.cores[0].stopped

@@ -6,7 +6,15 @@ import orjson
 import pytest
 
 from bridge.core.states import IllegalMove
-from bridge.streamable.drain import Ask, NodeStage, drained, moved, only_listens, refusal
+from bridge.streamable.drain import (
+    Ask,
+    NodeStage,
+    ask_of,
+    drained,
+    moved,
+    only_listens,
+    refusal,
+)
 
 SERVING, DRAINING, STOPPING = NodeStage.SERVING, NodeStage.DRAINING, NodeStage.STOPPING
 
@@ -24,7 +32,8 @@ def test_a_node_drains_then_stops_and_never_serves_again() -> None:
 @pytest.mark.parametrize(("stage", "ask", "status"), [
     (SERVING, Ask.NEW, None), (SERVING, Ask.HELD, None),
     (DRAINING, Ask.NEW, 503), (DRAINING, Ask.HELD, None),
-    (STOPPING, Ask.NEW, 503), (STOPPING, Ask.HELD, 503)])
+    (STOPPING, Ask.NEW, 503), (STOPPING, Ask.HELD, 503),
+    (SERVING, Ask.ANSWER, None), (DRAINING, Ask.ANSWER, None), (STOPPING, Ask.ANSWER, None)])
 def test_what_each_stage_serves(stage: NodeStage, ask: Ask, status: int | None) -> None:
     reply = refusal(stage, ask, 9)
     assert (None if reply is None else reply.status) == status
@@ -39,6 +48,16 @@ def test_a_draining_node_names_its_drain_and_a_stopping_one_its_stop() -> None:
     held = refusal(STOPPING, Ask.HELD, 1)
     assert held is not None
     assert "initialize again" in orjson.loads(held.body)["error"]["message"]
+
+
+def test_a_client_s_answer_and_a_delete_are_taken_to_the_end() -> None:
+    assert ask_of("POST", {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}) is Ask.HELD
+    assert ask_of("GET", None) is Ask.HELD
+    assert ask_of("POST", {"jsonrpc": "2.0", "id": "q", "result": {}}) is Ask.ANSWER
+    assert ask_of("POST", {"jsonrpc": "2.0", "method": "notifications/cancelled"}) \
+        is Ask.ANSWER
+    assert ask_of("POST", [{"jsonrpc": "2.0", "id": "q", "result": {}}]) is Ask.ANSWER
+    assert ask_of("DELETE", None) is Ask.ANSWER
 
 
 def test_a_drain_waits_for_no_stream_that_only_listens() -> None:

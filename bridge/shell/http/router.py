@@ -37,7 +37,7 @@ from bridge.shell.http.tenants import ModernClients
 from bridge.shell.logs import Logger
 from bridge.shell.metrics.exposition import CONTENT_TYPE
 from bridge.streamable import replies, sse
-from bridge.streamable.drain import Ask, only_listens, refusal
+from bridge.streamable.drain import Ask, NodeStage, ask_of, only_listens, refusal
 from bridge.streamable.elsewhere import elsewhere
 from bridge.streamable.era import SESSION_HEADER, Era, era_of
 from bridge.streamable.headers import (
@@ -146,8 +146,8 @@ class RequestRouter:
             refused = await self._signed_in(request, outcome)  # a forwarded one was, at its node
         if refused is None:
             refused = self._at_endpoint(request)
-        if refused is None:  # a stopping node hands nothing new to its servers
-            refused = refusal(self._health.stage, Ask.HELD, _id_of(request))
+        if refused is None and self._health.stage is not NodeStage.SERVING:
+            refused = self._stopping(request)
         if refused is None:
             refused = await (self._post(conn, request, outcome) if request.method == "POST"
                              else self._legacy.stream(conn, request, outcome))
@@ -180,6 +180,11 @@ class RequestRouter:
         if refused is None:
             await self._modern(conn, request, message, outcome, tenant)
         return refused
+
+    def _stopping(self, request: Request) -> Reply | None:
+        """A stopping node's refusal: it hands nothing new to its servers."""
+        message = body_value(request.body) if request.method == "POST" else None
+        return refusal(self._health.stage, ask_of(request.method, message), _id_of(request))
 
     def _wait_for(self, outcome: Outcome, waited: bool) -> None:
         """Count the request of `outcome` in `in_flight`, or no more."""
