@@ -164,9 +164,9 @@ class Front:
     def stage(self) -> NodeStage:
         return self._health.stage
 
-    def stop(self, grace: float | None = None) -> None:
+    def stop(self) -> None:
         """Drain for up to `drain_grace` (the `drain` task), then ask the cores to stop,
-        answering what they owe within `grace` (default: shutdown_grace); again: at once."""
+        answering what they owe within shutdown_grace; again: at once."""
         self._asked += 1
         if self._asked == 1:
             self._notify("STOPPING=1")
@@ -175,18 +175,15 @@ class Front:
             self._log.info("http.draining", grace_s=self._drain_grace)
             self._drain_asked.set()
             return
-        self._end(grace, hurry=self._asked > 1)
+        self._end(hurry=self._asked > 1)
 
-    def _end(self, grace: float | None, hurry: bool) -> None:
+    def _end(self, hurry: bool) -> None:
         """The drain is over, or there is none: the cores stop (`hurry`: at once, their
-        servers' grace periods skipped), and every new request is refused."""
+        servers' grace periods skipped), and the router refuses what would reach them."""
         first = self.stage is not NodeStage.STOPPING
         if first:
             self._health.stage = moved(self.stage, NodeStage.STOPPING)
-        if grace is None:
-            grace = self._settings.timing.shutdown_grace
-        if hurry:
-            grace = 0.0
+        grace = 0.0 if hurry else self._settings.timing.shutdown_grace
         if first:
             self.session.shut_down(grace)
         if hurry:  # its second ask: the session hurries its server too
@@ -208,7 +205,7 @@ class Front:
             self._log.info("http.drained", grace_passed=waited.cancelled_caught,
                            requests=router.in_flight, calls=self._held_calls(),
                            sessions=len(self.sessions))
-            self._end(None, hurry=False)
+            self._end(hurry=False)
 
     def _held_calls(self) -> int:
         """Calls the tenants' cores hold (mode B's, parked ones among them)."""
