@@ -9,7 +9,9 @@ a request another node forwarded is taken on that node's pass (`bridge.fleet.pas
 place of the Host, Origin and token checks that node made, and a modern client's retry of a
 call parked at another node (mode B's `placement.node_elsewhere`) is forwarded there before
 any tenant here is looked at (the pass carries its credential: the holder finds the same
-tenant).
+tenant). A node told to stop counts the requests its drain waits for (`in_flight`) and, once
+the drain is over, refuses what would reach a server being stopped (`bridge.streamable.drain`
+says which).
 """
 
 from __future__ import annotations
