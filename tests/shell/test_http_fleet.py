@@ -44,6 +44,7 @@ from bridge.shell.services.listeners import bind_tcp
 from bridge.shell.session.server_side import Servers
 from bridge.shell.session.session import SessionSettings
 from bridge.shell.settings import DaemonConfig
+from bridge.streamable.drain import NodeStage
 from tests.shell.fakes import WAIT, FakeChild, Spawner
 from tests.shell.test_http_front import Client, ScriptedCore, client_message
 from tests.shell.test_http_legacy import (
@@ -86,7 +87,8 @@ class Fleet2:
 
 @asynccontextmanager
 async def fleet(tokens: Tokens | None = None, absent: str | None = None,
-                core: Callable[[str], Any] | None = None) -> AsyncIterator[Fleet2]:
+                core: Callable[[str], Any] | None = None,
+                drain_grace: float = 0.0) -> AsyncIterator[Fleet2]:
     """Nodes "a" and "b" (and, listed, `absent`: an address where nothing listens). Given
     `core`, every core of a node (its own, each session's and tenant's) is `core(its
     address)`; else the front's own is scripted and each legacy session's a LegacyCore."""
@@ -113,7 +115,8 @@ async def fleet(tokens: Tokens | None = None, absent: str | None = None,
                 front = Front(shared, Servers(SessionSettings(), spawn=spawner),
                               Address("127.0.0.1", 0, "/mcp"), logs.logger().bind(node=name),
                               settings=SessionSettings(), make_core=make_core, fleet=member,
-                              access=Access(allowed_hosts=("127.0.0.1",), tokens=tokens))
+                              access=Access(allowed_hosts=("127.0.0.1",), tokens=tokens),
+                              drain_grace=drain_grace)
                 nursery.start_soon(front.run, listener)
                 with trio.fail_after(WAIT):
                     await front.listening.wait()
@@ -154,6 +157,27 @@ async def test_a_session_opened_at_one_node_is_served_at_the_other() -> None:
             (200, f.a.fleet.address)]
         held = [e for e in f.events("http.request", "a") if e.get("forwarded_by")]
         assert [(e["rpc_method"], e["forwarded_by"]) for e in held] == [("tools/list", "b")]
+
+
+async def test_a_draining_node_still_serves_its_sessions_forwarded_to_it() -> None:
+    async with fleet(drain_grace=60.0) as f:
+        session = await initialized(await f.a.client())
+        caller = await f.a.client()
+        await caller.send("POST", json.dumps(rpc(5, "tools/call", name="slow")).encode(),
+                          headers(session))
+        assert (await caller.head()).status == 200  # its answer waits: in flight
+        f.a.front.stop()
+        assert f.a.front.stage is NodeStage.DRAINING
+        listed = await post(await f.b.client(), rpc(1, "tools/list"), session)
+        assert (listed.status, last(listed)["result"]) == (200, {"tools": []})
+        refused = await post(await f.a.client(), rpc(0, "initialize"))
+        assert (refused.status, refused.headers["retry-after"]) == (503, "1")
+        assert initialized_elsewhere(await initialized(await f.b.client()), f.b)
+        assert f.a.front.stage is NodeStage.DRAINING
+
+
+def initialized_elsewhere(session: str, node: Node) -> bool:
+    return ids.holder(KEYS.ids, session) == node.fleet.address
 
 
 async def test_a_question_asked_through_one_node_is_answered_through_the_other() -> None:
