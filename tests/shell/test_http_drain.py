@@ -38,6 +38,7 @@ from tests.shell.test_http_legacy import (
     rpc,
     running,
 )
+from tests.shell.test_http_pool import FREE, HOLDING, PooledCores, pooled
 from tests.shell.test_http_tenants import ALICE, BOB, TOKENS, bearer
 
 GRACE = 30.0
@@ -149,6 +150,24 @@ async def test_a_drain_does_not_wait_for_streams_that_only_listen(autojump_clock
         await until_stage(r.front, NodeStage.STOPPING)
         assert trio.current_time() - start < 1.0
         assert [(e["grace_passed"], e["requests"]) for e in r.events("http.drained")] == [
+            (False, 0)]
+
+
+async def test_a_drain_waits_for_the_retry_of_a_parked_call(autojump_clock: Any) -> None:
+    """No request is under way, but a tenant's core holds a call parked for its client's
+    retry: the drain waits for it (and ends once it has been resumed and answered)."""
+    cores = PooledCores()
+    async with modern.running(make_core=cores, drain_grace=GRACE, **pooled()) as r:
+        listed = await (await r.client()).post(request(1, "tools/list"),
+                                               authorization="Bearer alice-token")
+        assert listed.status == 200
+        cores[0].handler.now = HOLDING  # type: ignore[attr-defined]  # a call parked
+        r.front.stop()
+        await trio.sleep(5.0)
+        assert r.front.stage is NodeStage.DRAINING
+        cores[0].handler.now = FREE  # type: ignore[attr-defined]  # resumed, answered
+        await until_stage(r.front, NodeStage.STOPPING)
+        assert [(e["grace_passed"], e["calls"]) for e in r.events("http.drained")] == [
             (False, 0)]
 
 
