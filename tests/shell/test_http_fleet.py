@@ -19,6 +19,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
@@ -274,6 +275,46 @@ async def test_a_holder_that_cannot_be_reached_ends_its_sessions_said_once() -> 
         stranger = ids.mint(KEYS.ids, "http://127.0.0.1:10", b"s" * 32)
         assert (await post(await f.b.client(), rpc(3, "tools/list"), stranger)).status == 404
         assert len(f.events("fleet.not_member", "b")) == 1
+
+
+async def answer_404(stream: trio.SocketStream) -> None:
+    """A node's stand-in: reads one request, answers 404, closes."""
+    async with stream:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += await stream.receive_some(65536)
+        head, body = data.split(b"\r\n\r\n", 1)
+        length = re.search(rb"(?i)content-length: *(\d+)", head)
+        while length is not None and len(body) < int(length.group(1)):
+            body += await stream.receive_some(65536)
+        await stream.send_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n"
+                              b"connection: close\r\n\r\n")
+
+
+async def test_a_lost_node_is_said_once_per_loss_and_once_when_it_is_back() -> None:
+    with bind_tcp("127.0.0.1", 0) as probe:
+        port = probe.getsockname()[1]
+    lost = f"http://127.0.0.1:{port}"  # nothing listens there, for now
+    async with fleet(absent=lost) as f:
+        session = ids.mint(KEYS.ids, lost, b"s" * 32)
+
+        async def asked(times: int) -> None:
+            for rid in range(times):
+                await post(await f.b.client(), rpc(rid, "tools/list"), session)
+
+        await asked(3)
+        assert len(f.events("fleet.node_unreachable", "b")) == 1
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(partial(  # the node is back
+                trio.serve_tcp, answer_404, port, host="127.0.0.1"))
+            await asked(3)
+            for listener in listeners:
+                await listener.aclose()
+            nursery.cancel_scope.cancel()
+        assert len(f.events("fleet.node_reachable", "b")) == 1
+        await asked(3)  # lost again: said again, once
+        assert [e["event"] for e in f.logs if e["event"].startswith("fleet.node_")] == [
+            "fleet.node_unreachable", "fleet.node_reachable", "fleet.node_unreachable"]
 
 
 async def test_closing_a_forwarded_request_closes_it_at_its_node() -> None:
