@@ -186,6 +186,10 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
                                "the front cannot tell users apart")
         http.add_argument("--tenant-idle", type=_seconds_flag, metavar="DURATION",
                           help="a tenant with no request for this long ends (30m)")
+        http.add_argument("--drain-grace", type=_seconds_flag, metavar="DURATION",
+                          help="at SIGTERM, how long the front drains: /readyz says 503, "
+                               "new sessions get 503 (Retry-After), what it holds is served; "
+                               "then it stops (30s; 0: at once). A second signal: at once")
         http.add_argument("--max-servers-total", type=_count_flag, metavar="N",
                           help="server processes the front runs beyond each tenant's "
                                "first (64)")
@@ -326,7 +330,7 @@ def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
     keys = ("server_era", "probe_timeout", "request_timeout", "default_log_level",
             "max_message_bytes", "log_level", "log_format", "listen", "max_sessions",
             "token_file", "max_connections", "max_tenants", "tenant_idle", "max_servers",
-            "max_servers_total", "url",
+            "max_servers_total", "url", "drain_grace",
             "connect_timeout", "read_timeout", "max_upstream_connections", "oauth_client_id",
             "oauth_client_secret_file", "oauth_client_metadata_url",
             "oauth_client_credentials", "node_url", "fleet_key_file")

@@ -18,14 +18,7 @@ from bridge.core.eras import LOG_LEVELS
 from bridge.errors import BridgeError, ConfigError
 from bridge.fleet import members
 from bridge.oauth_options import checked_table, oauth_resource
-from bridge.shell.settings import (
-    LEVELS,
-    LOG_FORMATS,
-    DaemonConfig,
-    Settings,
-    ShellConfig,
-    Timing,
-)
+from bridge.shell.settings import LEVELS, LOG_FORMATS, DaemonConfig, Settings, ShellConfig, Timing
 
 Check = Callable[[Any], Any]
 """Returns the value to use, or raises ValueError with what was expected."""
@@ -409,6 +402,7 @@ DAEMON_KEYS: dict[str, Check] = {
     "max_connections": count,
     "connection_idle": seconds,
     "stream_backlog": size,
+    "drain_grace": seconds,
     "node": members.node_name,
     "node_url": node_address,
     "fleet_nodes": _list_of(node_address, '["http://10.0.0.2:8808", "http://10.0.0.3:8808"]'),
@@ -428,9 +422,11 @@ SECRET_KEYS = frozenset({"env", "headers"})
 """Keys whose values are never echoed in an error (they may hold secrets)."""
 MERGED_KEYS = ("env", "pass_env", "headers", "allowed_hosts", "allowed_origins")
 """Keys whose flags add to the file's entries (a flag's KEY wins) instead of replacing them."""
-DERIVED_CORE_FIELDS = frozenset({"debug_logs", "state_route", "remembered", "share_changes"})
-"""CoreConfig fields no key sets: debug_logs follows log_level; state_route and share_changes
-follow a pool or a fleet; remembered is read from the era memory as the server starts."""
+DERIVED_CORE_FIELDS = frozenset({"debug_logs", "state_route", "remembered", "share_changes",
+                                 "shutdown_message"})
+"""CoreConfig fields no key sets: debug_logs follows log_level; the others are set by the shell
+(a pool's or fleet's state_route and share_changes, the era memory's remembered, the front's
+shutdown_message)."""
 
 
 def accepted_keys() -> dict[str, Check]:

@@ -263,7 +263,8 @@ class Bridge:
         if self.phase.closing and inbound.kind == "request":
             # Winding down, a request gets an error, not the server; what the client answers
             # or cancels still reaches the calls that are owed.
-            self.ctx.fail(CLIENT, inbound.message["id"], errors.shutting_down())
+            self.ctx.fail(CLIENT, inbound.message["id"], errors.shutting_down(
+                self.ctx.config.shutdown_message))
         elif self._waiting.intake is INTAKE_HANDLER:
             assert self.handler is not None
             verdict = self.supervision.verdict
@@ -463,7 +464,7 @@ class Bridge:
 
     def _on_shutdown_requested(self, grace: float) -> None:
         if grace <= 0:
-            self.stop(EX_OK, "mcp-rosetta is shutting down")
+            self.stop(EX_OK, self.ctx.config.shutdown_message)
         elif not self.phase.closing:
             self.ctx.log("info", "bridge.closing", grace_s=grace)
             self.phase.close(grace)

@@ -89,5 +89,9 @@ class CoreConfig:
     url_elicitation_wait: float = 30.0
     """Mode B: after the client accepts the URL elicitations a legacy -32042 asked for, seconds
     to wait for the server's notifications/elicitation/complete before re-sending the call."""
+    shutdown_message: str = "mcp-rosetta is shutting down"
+    """The error a request is answered with when the bridge stops before answering it, or
+    that arrives while it winds down; it begins with errors.SHUTTING_DOWN (the HTTP front's
+    names the node's stop, and what to do)."""
     debug_logs: bool = False
     """Emit per-message debug log events (costly; off unless the log level is debug)."""

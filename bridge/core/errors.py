@@ -80,9 +80,14 @@ def session_ended(reason: str, data: Message | None) -> OwnError:
     return OwnError(INTERNAL_ERROR, reason, data or SOURCE)
 
 
-def shutting_down() -> OwnError:
-    """A request that arrives while the bridge winds down."""
-    return OwnError(INTERNAL_ERROR, "mcp-rosetta is shutting down", SOURCE)
+SHUTTING_DOWN = "mcp-rosetta is shutting down"
+"""How every `shutdown_message` begins (what a count of refusals knows it by)."""
+
+
+def shutting_down(message: str) -> OwnError:
+    """A request that arrives while the bridge winds down (`message`: the config's
+    `shutdown_message`)."""
+    return OwnError(INTERNAL_ERROR, message, SOURCE)
 
 
 def no_era_named() -> OwnError:

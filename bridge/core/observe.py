@@ -21,7 +21,7 @@ from bridge.core.eras import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from bridge.core.errors import NO_ANSWER_WITHIN, SERVER_ERROR
+from bridge.core.errors import NO_ANSWER_WITHIN, SERVER_ERROR, SHUTTING_DOWN
 from bridge.core.events import CLIENT, Action, Answered, Send
 from bridge.core.handler import Handler
 from bridge.core.jsonrpc import Inbound
@@ -69,7 +69,7 @@ def error_type(error: object) -> str:
         return "timeout"
     if type(data) is dict and "exitStatus" in data:
         return "transport"
-    if code == SERVER_ERROR or text == "mcp-rosetta is shutting down":
+    if code == SERVER_ERROR or (type(text) is str and text.startswith(SHUTTING_DOWN)):
         return "refused"
     return "bridge"
 

@@ -107,4 +107,4 @@ class Phase:
     def end_reason(self) -> str:
         """Why a drained session ends."""
         return "the client closed its input" if self.state is SessionPhase.DRAINING \
-            else "mcp-rosetta is shutting down"
+            else self.config.shutdown_message

@@ -135,6 +135,9 @@ class DaemonConfig:
     stream_backlog: int = 4 * 1024 * 1024
     """HTTP front: bytes held for one answer whose client does not read them; past it the
     request is cancelled and its connection closed."""
+    drain_grace: float = 30.0
+    """HTTP front: at the first SIGTERM, seconds it drains (not ready, no new session, what
+    it holds still served) before it stops; 0: it stops at once (within shutdown_grace)."""
     node: str | None = None
     """HTTP front in a fleet: this node's name in the logs and on the requests it forwards;
     None: the host's name."""

@@ -190,6 +190,31 @@ def front_stopping() -> Reply:
     return Reply(503, b"", (("connection", "close"),), "the front is stopping")
 
 
+def node_draining(request_id: object) -> Reply:
+    """A new session or tenant at a node told to stop: 503 with Retry-After, so the client
+    (or a balancer that retries a 503) sends it again and another node takes it."""
+    return _retry_after(_error(503, request_id, INTERNAL_ERROR,
+                               "Service Unavailable: this node is draining (it is being "
+                               "stopped) and takes no new session; send the request again: "
+                               "another node takes it", {"node": "draining"},
+                               reason="the node is draining: no new session"))
+
+
+def node_stopping(request_id: object) -> Reply:
+    """A request at a node whose drain is over: its sessions are being ended, and nothing new
+    reaches its servers."""
+    return _retry_after(_error(503, request_id, INTERNAL_ERROR,
+                               "Service Unavailable: this node stopped; send the request "
+                               "again (a legacy session: initialize again): another node "
+                               "takes it", {"node": "stopped"},
+                               reason="the node is stopping"))
+
+
+def _retry_after(reply: Reply) -> Reply:
+    return Reply(reply.status, reply.body, (*reply.headers, ("retry-after", "1")),
+                 reply.reason)
+
+
 def health_method_not_allowed(method: str, path: str) -> Reply:
     return Reply(405, b"", (("allow", "GET"),), f"{method}: {path} takes GET")
 
@@ -285,6 +310,14 @@ def session_unknown(reason: str = "unknown or ended session") -> Reply:
     return _error(404, None, INVALID_REQUEST,
                   "Session not found: it ended or never existed; send initialize without "
                   "Mcp-Session-Id to start a new one", reason=reason)
+
+
+def session_node_gone(reason: str) -> Reply:
+    """A legacy session whose node of the fleet is gone (stopped, or lost): it ended with it,
+    404 as §Session Management 4 says, the message naming why (`reason`: which node)."""
+    return _error(404, None, INVALID_REQUEST,
+                  f"Session not found: the node that held it is gone ({reason}); send "
+                  "initialize without Mcp-Session-Id to start a new one", reason=reason)
 
 
 def parked_call_lost(request_id: object, reason: str) -> Reply:

@@ -401,6 +401,19 @@ def test_a_graceful_shutdown_ends_when_its_grace_does() -> None:
     assert [a.code for a in actions if isinstance(a, Stop)] == [0]
 
 
+def test_a_core_that_stops_says_its_shutdown_message() -> None:
+    """The HTTP front's cores name the node's stop, and what to do, in what they still owe
+    and in what reaches them while they wind down."""
+    said = "mcp-rosetta is shutting down: this node stopped; send the request again"
+    h, _ = mode_a(config=CoreConfig(shutdown_message=said))
+    h.client(request(1, "tools/call", {"name": "stuck"}))
+    h.shutdown(grace=10)
+    refused = one(h.client(request(2, "tools/list")), "client")
+    assert refused["error"]["message"] == said
+    reply = one(h.advance(10), "client")
+    assert reply["id"] == 1 and reply["error"]["message"] == said
+
+
 def test_request_timeout_answers_and_cancels() -> None:
     h, _ = mode_a(config=CoreConfig(request_timeout=10))
     forwarded = one(h.client(request(1, "tools/call", {"name": "slow"})), "server")

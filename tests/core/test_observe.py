@@ -149,6 +149,9 @@ def test_error_classes() -> None:
     assert error_type({"code": -32000, "message": "mcp-rosetta: full", "data": None}) == "refused"
     assert error_type({"code": -32603, "message": "mcp-rosetta is shutting down",
                        "data": own}) == "refused"
+    assert error_type({"code": -32603, "message": "mcp-rosetta is shutting down: this node "
+                                                 "stopped; send the request again",
+                       "data": own}) == "refused"
     assert error_type({"code": -32603, "message": "x", "data": {**own, "exitStatus": 1}}) \
         == "transport"
     assert error_type({"code": -32603, "message": "mcp-rosetta: odd", "data": own}) == "bridge"

@@ -27,10 +27,17 @@ What each balancer shows:
   the legacy server (mode B), round-robin taking calls to nodes other than the one holding
   its stream: the stream hears one change per call, sent there by the node that ran it (a
   signed POST, `fleet.changes`), and the other tenant's stream hears none;
-- the node holding a session is stopped mid-run: the client's next call is answered 404
-  (the SDK's "Session terminated"), said by a node that could not reach the holder
-  (`fleet.node_unreachable`, logged once), and a new `initialize` lands on a live node and
-  goes on.
+- the node holding a session is told to stop (SIGTERM) while a slow call of it is under
+  way: it drains (/readyz 503 "draining"), a new session lands on another node (or is told
+  503 with Retry-After, naming the drain), the session is still served, the call completes,
+  and the node stops by itself well within `drain_grace`;
+- the node holding a session is killed mid-run (SIGKILL): the client's next call is
+  answered 404 (the SDK's "Session terminated"), said by a node that could not reach the
+  holder (`fleet.node_unreachable`, logged once per node), and a new `initialize` lands on a
+  live node and goes on;
+- the node where a modern client's call is parked is killed: the retry is told the node that
+  held it is gone, and the client's next calls go on at once (the balancer takes a refused
+  connection to the next node).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -61,6 +69,7 @@ from test_http_clients import (
     run_peer,
     wait_listening,
 )
+from test_http_tenants import post as modern_post
 
 NODES = 3
 TOKEN = "fleet-client-token-1"
@@ -93,6 +102,12 @@ class Node:
     def events(self, event: str) -> list[dict[str, Any]]:
         return [line for line in self.lines() if line.get("event") == event]
 
+    def kill(self) -> None:
+        """SIGKILL, as a node is lost (its machine gone, the OOM killer): nothing is drained
+        (its server children see their stdin close, and end)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
     def stop(self) -> None:
         """SIGTERM, as an orchestrator stops a node, and wait for it to go."""
         if self.proc.poll() is None:
@@ -104,8 +119,9 @@ class Node:
                 self.proc.wait()
 
     def restart(self) -> None:
-        """Stopped, and started again at the same address: a new process, a new life."""
-        self.stop()
+        """Killed, and started again at the same address: a new process, a new life (not
+        stopped: a drain would wait for the call the test holds there)."""
+        self.kill()
         self.proc = _launch(self.command, self.log, "ab")
         wait_listening(self.proc, self.port, self.log)
 
@@ -276,7 +292,7 @@ def test_a_legacy_client_tours_a_fleet_through_a_balancer(
 
 
 @pytest.mark.parametrize("kind", sorted(BALANCERS))
-def test_a_stopped_node_ends_its_sessions_and_the_client_starts_anew(
+def test_a_killed_node_ends_its_sessions_and_the_client_starts_anew(
         kind: str, server_cmd: list[str], legacy_python: venvs.SdkPython,
         tmp_path: Path) -> None:
     shared = tmp_path / "peer"
@@ -292,7 +308,7 @@ def test_a_stopped_node_ends_its_sessions_and_the_client_starts_anew(
                       RUN_TIMEOUT)
             assert (shared / "session").exists(), client.communicate()
             holder = holder_of((shared / "session").read_text(), nodes)
-            holder.stop()
+            holder.kill()
             (shared / "stopped").touch()
             out, err = client.communicate(timeout=RUN_TIMEOUT)
         finally:
@@ -307,8 +323,7 @@ def test_a_stopped_node_ends_its_sessions_and_the_client_starts_anew(
         gone = [line for node in live for line in node.events("http.request")
                 if line.get("status") == 404 and line.get("forwarded_to") == holder.address]
         assert gone and all("cannot be reached" in line["reason"] for line in gone), context
-        unreachable = [line for node in live for line in node.events("fleet.node_unreachable")]
-        assert 1 <= len(unreachable) <= len(live), unreachable  # once per node that tried
+        assert_lost_once(live, holder)
         # A new session on a live node goes on.
         assert report["call:again"]["content"][0]["text"] == "again", context
         assert holder_of(report["session:again"], nodes) in live
@@ -453,6 +468,161 @@ def _rpc_lines(nodes: list[Node], method: str) -> list[tuple[Node, dict[str, Any
     """Each node's `http.request` lines of `method`, with the node."""
     return [(node, line) for node in nodes for line in node.events("http.request")
             if line.get("rpc_method") == method]
+
+
+def assert_lost_once(live: list[Node], lost: Node) -> None:
+    """Each live node that tried to reach `lost` logged it once, however many requests it
+    forwarded there."""
+    unreachable = [line for node in live for line in node.events("fleet.node_unreachable")]
+    assert unreachable, "no node logged the loss"
+    assert {line["holder"] for line in unreachable} == {lost.address}
+    for node in live:
+        assert len(node.events("fleet.node_unreachable")) <= 1, node.name
+
+
+# --- a node told to stop drains; a node killed is lost ----------------------------------------
+
+DRAIN_GRACE = 40
+LEGACY_HEADERS = {"content-type": "application/json",
+                  "accept": "application/json, text/event-stream"}
+INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "e2e-fleet", "version": "1"}}}
+
+
+def _port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].split("/", 1)[0])
+
+
+def legacy_post(url: str, body: dict[str, Any], session: str | None = None,
+                seen: Callable[[dict[str, Any]], None] = lambda _: None,
+                ) -> tuple[int, dict[str, str], list[dict[str, Any]]]:
+    """One legacy POST through the balancer: its status, headers (lower case) and the
+    messages of its answer (an event stream's, each given to `seen` as it comes, or a JSON
+    body's)."""
+    conn = http.client.HTTPConnection("127.0.0.1", _port_of(url), timeout=RUN_TIMEOUT)
+    heads = {**LEGACY_HEADERS, **({"mcp-session-id": session} if session else {})}
+    try:
+        conn.request("POST", PATH, json.dumps(body), heads)
+        response = conn.getresponse()
+        got = {name.lower(): value for name, value in response.getheaders()}
+        messages: list[dict[str, Any]] = []
+        if got.get("content-type") != "text/event-stream":
+            data = response.read()
+            return response.status, got, [json.loads(data)] if data.strip() else []
+        for raw in response:
+            line = raw.decode().rstrip("\r\n")
+            if line.startswith("data: ") and line[6:].strip():
+                messages.append(json.loads(line[6:]))
+                seen(messages[-1])
+        return response.status, got, messages
+    finally:
+        conn.close()
+
+
+def legacy_session(url: str) -> str:
+    status, heads, _ = legacy_post(url, INITIALIZE)
+    assert status == 200, (status, heads)
+    legacy_post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                heads["mcp-session-id"])
+    return heads["mcp-session-id"]
+
+
+def readyz(node: Node) -> tuple[int, Any]:
+    conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=5)
+    try:
+        conn.request("GET", "/readyz")
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("kind", sorted(BALANCERS))
+def test_a_node_told_to_stop_finishes_its_slow_call_while_new_sessions_go_elsewhere(
+        kind: str, legacy_python: venvs.SdkPython, tmp_path: Path) -> None:
+    """SIGTERM on the node holding a legacy session with a slow call under way: it drains
+    (/readyz 503 "draining"), a new session lands on another node (or, at the draining
+    node, is told 503 with Retry-After, naming the drain), the session's other requests are
+    still served, the call completes, and the node then stops by itself, well within
+    drain_grace."""
+    with fleet_nodes(tmp_path, legacy_python.peer("legacy_server"),
+                     f"drain_grace = {DRAIN_GRACE}\n") as nodes, \
+            balancer(kind, tmp_path, nodes) as url:
+        session = legacy_session(url)
+        holder = holder_of(session, nodes)
+        progressed = threading.Event()
+        call: dict[str, Any] = {}
+
+        def slow_call() -> None:
+            body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": "slow", "arguments": {"steps": 120, "delay": 0.1},
+                "_meta": {"progressToken": "p"}}}
+            call["answer"] = legacy_post(url, body, session, lambda _: progressed.set())
+
+        caller = threading.Thread(target=slow_call, daemon=True)
+        caller.start()
+        assert progressed.wait(RUN_TIMEOUT), call
+        holder.proc.send_signal(signal.SIGTERM)
+        told = time.monotonic()
+        _wait_for(lambda: readyz(holder)[0] == 503)
+        assert readyz(holder) == (503, {"status": "draining"})
+        status, _, listed = legacy_post(url, {"jsonrpc": "2.0", "id": 8,
+                                              "method": "tools/list"}, session)
+        assert status == 200 and "tools" in listed[-1]["result"], listed
+        opened = [legacy_post(url, INITIALIZE) for _ in range(NODES + 1)]
+        landed = [holder_of(heads["mcp-session-id"], nodes) for status, heads, _ in opened
+                  if status == 200]
+        assert landed and holder not in landed, opened
+        for status, heads, messages in opened:
+            if status != 200:
+                assert (status, heads.get("retry-after")) == (503, "1"), (status, heads)
+                assert "this node is draining" in messages[0]["error"]["message"], messages
+        if kind == "nginx":  # no health checks: round-robin gives the node its share of them
+            assert any(status == 503 for status, _, _ in opened), opened
+        assert caller.is_alive(), "the slow call ended before the checks of the drain"
+        caller.join(RUN_TIMEOUT)
+        status, _, messages = call["answer"]
+        assert status == 200
+        assert messages[-1]["result"]["content"][0]["text"] == "done 120", messages[-1]
+        assert holder.proc.wait(timeout=DRAIN_GRACE) == 0
+        assert time.monotonic() - told < DRAIN_GRACE  # drained, not timed out
+        assert [line["grace_s"] for line in holder.events("http.draining")] == [DRAIN_GRACE]
+        assert [line["grace_passed"] for line in holder.events("http.drained")] == [False]
+        errors = [line for node in nodes for line in node.lines()
+                  if line.get("level") in ("error", "critical")]
+        assert errors == []
+
+
+@pytest.mark.parametrize("kind", sorted(BALANCERS))
+def test_a_killed_node_s_parked_call_ends_at_its_retry_saying_so_and_clients_go_on(
+        kind: str, legacy_python: venvs.SdkPython, tmp_path: Path) -> None:
+    """A modern client's call parked at a node (mode B) that is then killed: its retry,
+    wherever it lands, is told the node that held it is gone; the client's new calls go on
+    at once (the balancer takes a refused connection to the next node: nothing was sent);
+    each node that tried to reach the lost one logged it once."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN}\n")
+    with fleet_nodes(tmp_path, legacy_python.peer("legacy_server"),
+                     f'token_file = "{tokens}"\n') as nodes, \
+            balancer(kind, tmp_path, nodes) as url:
+        status, asked = modern_post(url, TOKEN, 1, "ask_name")
+        result = asked["result"]
+        assert (status, result["resultType"]) == (200, "input_required"), asked
+        holder = state_holder(result["requestState"], nodes)
+        holder.kill()
+        [key] = result["inputRequests"]
+        retry = {"inputResponses": {key: {"action": "accept", "content": {"name": "x"}}},
+                 "requestState": result["requestState"]}
+        status, ended = modern_post(url, TOKEN, 2, "ask_name", **retry)
+        assert (ended["error"]["code"], ended["error"]["data"]) == (-32602, {"reason": "ended"})
+        assert "the node that held it is gone" in ended["error"]["message"], ended
+        assert f"its node {holder.address} cannot be reached" in ended["error"]["message"]
+        for rid in range(3, 3 + 2 * NODES):  # round-robin names the dead node too
+            status, echoed = modern_post(url, TOKEN, rid, "echo", arguments={"text": "on"})
+            assert status == 200 and "result" in echoed, echoed
+        live = [node for node in nodes if node is not holder]
+        assert_lost_once(live, holder)
 
 
 def _ready(port: int) -> bool:

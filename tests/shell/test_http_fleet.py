@@ -19,6 +19,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
@@ -45,6 +46,7 @@ from bridge.shell.services.listeners import bind_tcp
 from bridge.shell.session.server_side import Servers
 from bridge.shell.session.session import SessionSettings
 from bridge.shell.settings import DaemonConfig
+from bridge.streamable.drain import NodeStage
 from tests.shell.fakes import WAIT, FakeChild, Spawner
 from tests.shell.test_http_front import Client, ScriptedCore, client_message
 from tests.shell.test_http_legacy import (
@@ -87,7 +89,8 @@ class Fleet2:
 
 @asynccontextmanager
 async def fleet(tokens: Tokens | None = None, absent: str | None = None,
-                core: Callable[[str], Any] | None = None) -> AsyncIterator[Fleet2]:
+                core: Callable[[str], Any] | None = None,
+                drain_grace: float = 0.0) -> AsyncIterator[Fleet2]:
     """Nodes "a" and "b" (and, listed, `absent`: an address where nothing listens). Given
     `core`, every core of a node (its own, each session's and tenant's) is `core(its
     address)`; else the front's own is scripted and each legacy session's a LegacyCore."""
@@ -114,7 +117,8 @@ async def fleet(tokens: Tokens | None = None, absent: str | None = None,
                 front = Front(shared, Servers(SessionSettings(), spawn=spawner),
                               Address("127.0.0.1", 0, "/mcp"), logs.logger().bind(node=name),
                               settings=SessionSettings(), make_core=make_core, fleet=member,
-                              access=Access(allowed_hosts=("127.0.0.1",), tokens=tokens))
+                              access=Access(allowed_hosts=("127.0.0.1",), tokens=tokens),
+                              drain_grace=drain_grace)
                 nursery.start_soon(front.run, listener)
                 with trio.fail_after(WAIT):
                     await front.listening.wait()
@@ -155,6 +159,27 @@ async def test_a_session_opened_at_one_node_is_served_at_the_other() -> None:
             (200, f.a.fleet.address)]
         held = [e for e in f.events("http.request", "a") if e.get("forwarded_by")]
         assert [(e["rpc_method"], e["forwarded_by"]) for e in held] == [("tools/list", "b")]
+
+
+async def test_a_draining_node_still_serves_its_sessions_forwarded_to_it() -> None:
+    async with fleet(drain_grace=60.0) as f:
+        session = await initialized(await f.a.client())
+        caller = await f.a.client()
+        await caller.send("POST", json.dumps(rpc(5, "tools/call", name="slow")).encode(),
+                          headers(session))
+        assert (await caller.head()).status == 200  # its answer waits: in flight
+        f.a.front.stop()
+        assert f.a.front.stage is NodeStage.DRAINING
+        listed = await post(await f.b.client(), rpc(1, "tools/list"), session)
+        assert (listed.status, last(listed)["result"]) == (200, {"tools": []})
+        refused = await post(await f.a.client(), rpc(0, "initialize"))
+        assert (refused.status, refused.headers["retry-after"]) == (503, "1")
+        assert initialized_elsewhere(await initialized(await f.b.client()), f.b)
+        assert f.a.front.stage is NodeStage.DRAINING
+
+
+def initialized_elsewhere(session: str, node: Node) -> bool:
+    return ids.holder(KEYS.ids, session) == node.fleet.address
 
 
 async def test_a_question_asked_through_one_node_is_answered_through_the_other() -> None:
@@ -251,6 +276,46 @@ async def test_a_holder_that_cannot_be_reached_ends_its_sessions_said_once() -> 
         stranger = ids.mint(KEYS.ids, "http://127.0.0.1:10", b"s" * 32)
         assert (await post(await f.b.client(), rpc(3, "tools/list"), stranger)).status == 404
         assert len(f.events("fleet.not_member", "b")) == 1
+
+
+async def answer_404(stream: trio.SocketStream) -> None:
+    """A node's stand-in: reads one request, answers 404, closes."""
+    async with stream:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += await stream.receive_some(65536)
+        head, body = data.split(b"\r\n\r\n", 1)
+        length = re.search(rb"(?i)content-length: *(\d+)", head)
+        while length is not None and len(body) < int(length.group(1)):
+            body += await stream.receive_some(65536)
+        await stream.send_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n"
+                              b"connection: close\r\n\r\n")
+
+
+async def test_a_lost_node_is_said_once_per_loss_and_once_when_it_is_back() -> None:
+    with bind_tcp("127.0.0.1", 0) as probe:
+        port = probe.getsockname()[1]
+    lost = f"http://127.0.0.1:{port}"  # nothing listens there, for now
+    async with fleet(absent=lost) as f:
+        session = ids.mint(KEYS.ids, lost, b"s" * 32)
+
+        async def asked(times: int) -> None:
+            for rid in range(times):
+                await post(await f.b.client(), rpc(rid, "tools/list"), session)
+
+        await asked(3)
+        assert len(f.events("fleet.node_unreachable", "b")) == 1
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(partial(  # the node is back
+                trio.serve_tcp, answer_404, port, host="127.0.0.1"))
+            await asked(3)
+            for listener in listeners:
+                await listener.aclose()
+            nursery.cancel_scope.cancel()
+        assert len(f.events("fleet.node_reachable", "b")) == 1
+        await asked(3)  # lost again: said again, once
+        assert [e["event"] for e in f.logs if e["event"].startswith("fleet.node_")] == [
+            "fleet.node_unreachable", "fleet.node_reachable", "fleet.node_unreachable"]
 
 
 async def test_closing_a_forwarded_request_closes_it_at_its_node() -> None:

@@ -27,6 +27,7 @@ from bridge.shell.http.front import Access
 from bridge.shell.http.health import Readiness, readiness
 from bridge.shell.servers.environment import server_environment
 from bridge.shell.services.service import Service
+from bridge.streamable.drain import NodeStage
 from tests.shell import test_http_front as front_tests
 from tests.shell.test_http_front import Client, Cores, request, running
 
@@ -298,7 +299,7 @@ async def test_readyz_follows_the_server_and_the_stop(autojump_clock: Any) -> No
             view.server_state, view.has_served = state, served
             answer = await get(client, "/readyz")
             assert (answer.status, answer.json) == (status, {"status": word}), state
-        r.front._health.stopping = True  # what Front.stop sets, without stopping the test's
+        r.front._health.stage = NodeStage.STOPPING  # what Front.stop sets, not stopping it
         assert (await get(client, "/readyz")).json == {"status": "stopping"}
         assert (await get(client, "/healthz")).status == 200
 

@@ -70,3 +70,23 @@ def test_a_retry_whose_node_is_gone_is_answered_as_its_core_answers_a_call_that_
                                    "reached); make the call again",
         "data": {"reason": "ended"}}}
     assert ("content-type", "application/json") in reply.headers
+
+
+def test_a_session_whose_node_is_gone_is_404_naming_the_node() -> None:
+    reply = replies.session_node_gone("its node http://10.0.0.2:8808 cannot be reached")
+    assert reply.status == 404
+    assert orjson.loads(reply.body)["error"] == {
+        "code": -32600, "message": "Session not found: the node that held it is gone (its "
+                                   "node http://10.0.0.2:8808 cannot be reached); send "
+                                   "initialize without Mcp-Session-Id to start a new one"}
+
+
+def test_a_draining_node_refuses_a_new_session_with_retry_after_naming_the_drain() -> None:
+    reply = replies.node_draining(3)
+    assert (reply.status, ("retry-after", "1") in reply.headers) == (503, True)
+    error = orjson.loads(reply.body)
+    assert error["id"] == 3 and error["error"]["data"] == {"node": "draining"}
+    assert "this node is draining" in error["error"]["message"]
+    stopped = replies.node_stopping(None)
+    assert (stopped.status, ("retry-after", "1") in stopped.headers) == (503, True)
+    assert "this node stopped" in orjson.loads(stopped.body)["error"]["message"]

@@ -57,7 +57,7 @@ class Forwarder:
         await self._client.aclose()
 
     async def forward(self, conn: Connection, request: Request, holder: str,
-                      outcome: Outcome, gone: Gone = replies.session_unknown) -> Reply | None:
+                      outcome: Outcome, gone: Gone = replies.session_node_gone) -> Reply | None:
         """`request` to the node at `holder` and its answer back; or, when it cannot be,
         `gone`'s answer (what it held has ended with its node)."""
         outcome.forwarded_to = holder

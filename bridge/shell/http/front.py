@@ -14,6 +14,7 @@ server, as a daemon session is. A server is a child or a session with a remote e
 
     front ─┬─ shared ─── read-server-N / wait-server-N / read-stderr-N, clock   (session.py)
            ├─ changes ── in a fleet, a task per change sent to a node          (changes.py)
+           ├─ drain ──── once told to stop: waits out what is in flight, then ends the rest
            ├─ sessions ─┬─ session-1 ─┬─ read-server-N ... clock   its own server and core
            │            │             └─ idle-1    ends it after session_idle
            │            ├─ tenant-D ──┬─ read-server-N ... clock   D: its credential's digest
@@ -53,6 +54,7 @@ from bridge.shell.session.pool import MakeCore, Pool, PooledCore, PoolSettings, 
 from bridge.shell.session.server_side import Servers
 from bridge.shell.session.session import Session, SessionSettings
 from bridge.streamable import replies
+from bridge.streamable.drain import Ask, NodeStage, drained, moved, refusal
 from bridge.streamable.replies import Reply
 
 if TYPE_CHECKING:
@@ -70,6 +72,8 @@ MAX_CONNECTIONS = 1024
 BODIES_HELD = 4
 """Request bodies of max_message_bytes the front holds at once, over all connections; past
 that a request is 503 (a burst of large bodies cannot take the front's memory)."""
+DRAIN_POLL = 0.05
+"""Seconds between two looks, while draining, at what is still in flight."""
 FD_FIX = ("raise the open-file limit (LimitNOFILE= in the unit, ulimit -n) or lower "
           "max_connections")
 
@@ -104,7 +108,7 @@ class Front:
                  session_idle: float = 1800.0, max_tenants: int = 16,
                  tenant_idle: float = 1800.0, pool: PoolSettings = PoolSettings(),
                  fleet: Fleet | None = None,
-                 scrape: Callable[[], bytes] | None = None) -> None:
+                 scrape: Callable[[], bytes] | None = None, drain_grace: float = 0.0) -> None:
         """`servers`: where each session's server side comes from (a child per session, or
         a session with the remote endpoint per session); `make_core`: a legacy session's
         or a tenant's own core (None: both are refused, as over `max_sessions` and
@@ -112,7 +116,8 @@ class Front:
         ends; `stream_backlog`: the bound of every stream's route (`route.py`); `fleet`:
         the fleet this front is a node of (`fleet.py`): its legacy session ids name it, and
         a request for a session another node holds is forwarded there; `scrape`: the text
-        of GET /metrics (None: 404 there)."""
+        of GET /metrics (None: 404 there); `drain_grace`: seconds the first `stop` drains
+        before the cores are asked to stop (`bridge.streamable.drain`; 0: no drain)."""
         self._core = core
         self._servers = servers
         self._address = address
@@ -124,6 +129,9 @@ class Front:
         self._max_connections = max_connections
         self._access = access
         self._health = Health(view)
+        """Its `stage` is the node's: serving, draining, stopping."""
+        self._drain_grace = drain_grace
+        self._drain_asked = trio.Event()
         self._scrape = scrape
         self._router: RequestRouter | None = None
         self.connections = 0
@@ -157,16 +165,56 @@ class Front:
         """The shared session's driver."""
         return self.session.driver
 
-    def stop(self, grace: float | None = None) -> None:
-        """Ask the cores to stop (answering what they owe within `grace`); again: at once."""
-        self._notify("STOPPING=1")
+    @property
+    def stage(self) -> NodeStage:
+        return self._health.stage
+
+    def stop(self) -> None:
+        """Drain for up to `drain_grace` (the `drain` task), then ask the cores to stop,
+        answering what they owe within shutdown_grace; again: at once."""
         self._asked += 1
-        self._health.stopping = True
-        if grace is None:
-            grace = self._settings.timing.shutdown_grace
-        self.session.shut_down(grace)
-        self.sessions.end_all(grace if self._asked == 1 else 0.0)
-        self.tenants.end_all(grace if self._asked == 1 else 0.0)
+        if self._asked == 1:
+            self._notify("STOPPING=1")
+        if self._asked == 1 and self._drain_grace > 0:
+            self._health.stage = moved(self.stage, NodeStage.DRAINING)
+            self._log.info("http.draining", grace_s=self._drain_grace)
+            self._drain_asked.set()
+            return
+        self._end(hurry=self._asked > 1)
+
+    def _end(self, hurry: bool) -> None:
+        """The drain is over, or there is none: the cores stop (`hurry`: at once, their
+        servers' grace periods skipped), and the router refuses what would reach them."""
+        first = self.stage is not NodeStage.STOPPING
+        if first:
+            self._health.stage = moved(self.stage, NodeStage.STOPPING)
+        grace = 0.0 if hurry else self._settings.timing.shutdown_grace
+        if first:
+            self.session.shut_down(grace)
+        if hurry:  # its second ask: the session hurries its server too
+            self.session.shut_down(0.0)
+        self.sessions.end_all(grace)
+        self.tenants.end_all(grace)
+
+    async def _drain(self, *, task_status: trio.TaskStatus[None]) -> None:
+        """Once told to stop: wait until nothing is in flight, or `drain_grace` has passed;
+        then what is left is ended (unless a second signal ended it already)."""
+        task_status.started()
+        await self._drain_asked.wait()
+        assert self._router is not None
+        router = self._router
+        with trio.move_on_after(self._drain_grace) as waited:
+            while not drained(router.in_flight, self._held_calls()):
+                await trio.sleep(DRAIN_POLL)
+        if self.stage is NodeStage.DRAINING:
+            self._log.info("http.drained", grace_passed=waited.cancelled_caught,
+                           requests=router.in_flight, calls=self._held_calls(),
+                           sessions=len(self.sessions))
+            self._end(hurry=False)
+
+    def _held_calls(self) -> int:
+        """Calls the tenants' cores hold (mode B's, parked ones among them)."""
+        return sum(tenant.pool.calls() for tenant in (self.tenants.shared, *self.tenants))
 
     async def run(self, listener: socket.socket) -> int:
         """Serve until the shared core says Stop; its exit code."""
@@ -202,6 +250,7 @@ class Front:
             if self._relay is not None:
                 await nursery.start(self._relay.run, name="changes")
             await nursery.start(self._hold_sessions, name="sessions")
+            await nursery.start(self._drain, name="drain")
             await nursery.start(self._serve_shared, nursery, name="shared")
             nursery.start_soon(self._accept, trio.socket.from_stdlib_socket(listener),
                                name="accept")
@@ -270,6 +319,9 @@ class Front:
         tenant = self.tenants.get(credential)
         if tenant is None:
             assert credential is not None  # the shared tenant is always there
+            refused = refusal(self.stage, Ask.NEW, request_id)
+            if refused is not None:
+                return refused
             if self.tenants.closing:
                 return replies.session_not_started(request_id)
             if self.tenants.full and self.tenants.make_room() is None:

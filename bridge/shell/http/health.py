@@ -7,7 +7,8 @@ address) and without a token:
 - `/healthz` is 200 `{"status":"ok"}` while the process serves HTTP at all: it says nothing
   a client could use.
 - `/readyz` is 200 `{"status":"ready"}` once the server child answers, else 503 naming the
-  state (`starting`, `restarting`, `down`, `stopping`). It needs no token either: it gives
+  state (`starting`, `restarting`, `down`, `draining`: told to stop, still serving what it
+  holds (`bridge.streamable.drain`), `stopping`). It needs no token either: it gives
   one word, no reason or detail (those are in the log and systemd's STATUS=), and the
   callers that need it (load balancers, orchestrators' probes) usually hold no credential.
 """
@@ -22,6 +23,7 @@ from bridge.core.bridge import ServerState
 from bridge.core.codec import encode
 from bridge.shell.http.connection import Request
 from bridge.streamable import replies
+from bridge.streamable.drain import NodeStage
 from bridge.streamable.media import JSON
 from bridge.streamable.replies import Reply
 
@@ -49,14 +51,18 @@ class Readiness(Enum):
     """A server served, exited, and its successor is starting or being probed."""
     DOWN = "down"
     """No server runs: a restart's back-off, or the session has failed."""
+    DRAINING = "draining"
+    """Told to stop: it serves the sessions it holds, and takes no new one."""
     STOPPING = "stopping"
     UNKNOWN = "unknown"
     """The front was given no view of the server (tests with a scripted core)."""
 
 
-def readiness(view: ServerView | None, stopping: bool) -> Readiness:
+def readiness(view: ServerView | None, stopping: bool, draining: bool = False) -> Readiness:
     if stopping:
         return Readiness.STOPPING
+    if draining:
+        return Readiness.DRAINING
     if view is None:
         return Readiness.UNKNOWN
     state = view.server_state
@@ -70,8 +76,8 @@ def readiness(view: ServerView | None, stopping: bool) -> Readiness:
 @dataclass(slots=True)
 class Health:
     view: ServerView | None = None
-    stopping: bool = False
-    """Set by the front once asked to stop: ready no more, though still answering."""
+    stage: NodeStage = NodeStage.SERVING
+    """Moved by the front once asked to stop: ready no more, though still answering."""
 
     def answer(self, request: Request) -> Reply | None:
         """The answer to a health request, or None for any other request."""
@@ -82,6 +88,7 @@ class Health:
             return replies.health_method_not_allowed(request.method, path)
         if path == HEALTHZ:
             return Reply(200, b'{"status":"ok"}', _JSON, "health")
-        state = readiness(self.view, self.stopping)
+        stage = self.stage
+        state = readiness(self.view, stage is NodeStage.STOPPING, stage is NodeStage.DRAINING)
         status = 200 if state is Readiness.READY else 503
         return Reply(status, encode({"status": state.value}), _JSON, f"readiness {state.value}")

@@ -70,9 +70,11 @@ class Carry(Protocol):
 class LegacyRequests:
     def __init__(self, sessions: Sessions, open_session: OpenSession, carry: Carry, *,
                  keep_alive: float, grace: float, fleet: Fleet | None = None,
-                 forward: Forward | None = None) -> None:
+                 forward: Forward | None = None,
+                 refuse_new: Callable[[object], Reply | None] = lambda _: None) -> None:
         """`fleet` and `forward`: in a fleet, which node holds a session, and how a request
-        for one this node does not hold reaches it."""
+        for one this node does not hold reaches it; `refuse_new`: a draining node's refusal
+        of a new session (its `initialize`'s id given), None to open it."""
         self._sessions = sessions
         self._open = open_session
         self._carry = carry
@@ -80,6 +82,7 @@ class LegacyRequests:
         self._grace = grace
         self._fleet = fleet
         self._forward = forward
+        self._refuse_new = refuse_new
 
     def _holder(self, request: Request, outcome: Outcome) -> str | None:
         """The other node holding the session `request` names, to forward it to; None to
@@ -140,6 +143,9 @@ class LegacyRequests:
         method = message.get("method")
         if method != OPENS_SESSION or "id" not in message:
             return replies.session_missing(method)
+        refused = self._refuse_new(message.get("id"))
+        if refused is not None:
+            return refused
         if self._sessions.full and self._sessions.make_room() is None:
             # logged once, as the request's `http.request` line
             return replies.too_many_sessions(message.get("id"), self._sessions.limit)

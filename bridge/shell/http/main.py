@@ -6,7 +6,8 @@ bridge/shell/services/service.py's). The listening socket is systemd's when it
 passes one (a .socket unit with a TCP `ListenStream=`), else bound here. A socket bound to
 anything but loopback needs bearer tokens (streamable-http.mdx §Security & Endpoint: bind
 localhost when running locally, authenticate otherwise). SIGTERM, SIGINT and SIGQUIT stop
-the front (a second one skips the grace periods); SIGHUP reads the configuration again for
+the front, after its drain (`drain_grace`; a second one skips the drain and the grace
+periods); SIGHUP reads the configuration again for
 what a running front can change (the allowlist, the tokens, `max_connections`); SIGCHLD
 reaps adopted orphans.
 """
@@ -39,6 +40,7 @@ from bridge.shell.session.pool import FRONT_MAX_SERVERS, PoolSettings
 from bridge.shell.session.server_side import check_reload, servers_for
 from bridge.shell.session.session import SessionSettings
 from bridge.shell.settings import Settings
+from bridge.streamable.drain import NODE_STOPPED
 
 if TYPE_CHECKING:
     from bridge.core.config import CoreConfig
@@ -66,6 +68,8 @@ def run_http(settings: Settings, reload: Reload) -> int:
     assert settings.daemon.listen is not None
     address = parse_address(settings.daemon.listen)
     tokens = read_tokens(settings.daemon.token_file)
+    # The front's cores say the node stopped, and what to do, for what they still owe then.
+    cores = dataclasses.replace(settings.core, shutdown_message=NODE_STOPPED)
     oauth = settings.daemon.oauth
     secret = read_secret(oauth)
     listener = tcp_listener(settings.daemon.listen, address.host, address.port)
@@ -87,12 +91,12 @@ def run_http(settings: Settings, reload: Reload) -> int:
         def own_core(route: str, legacy: bool) -> Bridge:
             """A legacy session's or a tenant's core, as a daemon session's; `route`: its
             name in a tenant's pool; `legacy`: the front's own core found the server so."""
-            core = core_settings(settings.core, fleet, route)
+            core = core_settings(cores, fleet, route)
             if route or legacy:
                 core = dataclasses.replace(core, server_era="legacy")
             return watch.core(core)
 
-        bridge = watch.core(core_settings(settings.core, fleet, ""))
+        bridge = watch.core(core_settings(cores, fleet, ""))
         notify = Notifier(log)
         front = Front(bridge, servers, address, log,
                       settings=sessions, notify=notify,
@@ -103,7 +107,8 @@ def run_http(settings: Settings, reload: Reload) -> int:
                       max_connections=daemon.max_connections,
                       stream_backlog=daemon.stream_backlog,
                       access=_access(settings, _tokens(None, tokens, fleet), gate),
-                      view=bridge, fleet=fleet, scrape=watch.exposition.render)
+                      view=bridge, fleet=fleet, scrape=watch.exposition.render,
+                      drain_grace=daemon.drain_grace)
         watch.series.tenants = front.tenants.__len__
         watch.series.pool_processes = lambda: front.processes.count
         reloading = Reloading(front, settings, bound, log)

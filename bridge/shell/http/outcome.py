@@ -27,3 +27,5 @@ class Outcome:
     """In a fleet: the address of the node that holds the session, which answered."""
     forwarded_by: str | None = None
     """In a fleet: the node that forwarded this request here (its pass checked)."""
+    waited_for: bool = False
+    """Counted among the requests a drain waits for (`drain.only_listens` says which)."""

@@ -11,6 +11,9 @@ call held at another node (its requestState's envelope says which: `bridge.fleet
 or mode B's `placement.node_elsewhere`) is forwarded there before any tenant here is looked
 at (the pass carries its credential: the holder finds the same tenant), which opens the
 envelope before its server sees the state.
+A node told to stop counts the requests its drain waits for (`in_flight`) and, once the
+drain is over, refuses what would reach a server being stopped (`bridge.streamable.drain`
+says which).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from bridge.shell.http.tenants import ModernClients
 from bridge.shell.logs import Logger
 from bridge.shell.metrics.exposition import CONTENT_TYPE
 from bridge.streamable import replies, sse
+from bridge.streamable.drain import Ask, NodeStage, ask_of, only_listens, refusal
 from bridge.streamable.elsewhere import elsewhere
 from bridge.streamable.era import SESSION_HEADER, Era, era_of
 from bridge.streamable.headers import (
@@ -111,14 +115,19 @@ class RequestRouter:
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
                                       open_session or _no_session,
                                       self._through_core, keep_alive=endpoint.keep_alive,
-                                      grace=grace, fleet=fleet, forward=forward)
+                                      grace=grace, fleet=fleet, forward=forward,
+                                      refuse_new=self._refuse_new)
+        self.in_flight = 0
+        """Requests under way that a draining node waits for (`drain.only_listens`)."""
 
     async def serve(self, conn: Connection, request: Request) -> None:
         start = trio.current_time()
         outcome = Outcome()
+        self._wait_for(outcome, not only_listens(request.method, None))
         try:
             await self._serve(conn, request, outcome)
         finally:
+            self._wait_for(outcome, False)
             fields: dict[str, object] = {}
             if outcome.rpc is not None:
                 fields["rpc_method"] = outcome.rpc
@@ -148,6 +157,8 @@ class RequestRouter:
             refused = await self._signed_in(request, outcome)  # a forwarded one was, at its node
         if refused is None:
             refused = self._at_endpoint(request)
+        if refused is None and self._health.stage is not NodeStage.SERVING:
+            refused = self._stopping(request)
         if refused is None:
             refused = await (self._post(conn, request, outcome) if request.method == "POST"
                              else self._legacy.stream(conn, request, outcome))
@@ -167,6 +178,8 @@ class RequestRouter:
             return refused
         assert isinstance(message, dict)
         outcome.rpc = message.get("method")
+        if only_listens(request.method, outcome.rpc):
+            self._wait_for(outcome, False)
         if self._fleet is not None:
             held = self._held_at(message, outcome)
             if isinstance(held, Reply):
@@ -181,6 +194,21 @@ class RequestRouter:
         if refused is None:
             await self._modern(conn, request, message, outcome, tenant)
         return refused
+
+    def _stopping(self, request: Request) -> Reply | None:
+        """A stopping node's refusal: it hands nothing new to its servers."""
+        message = body_value(request.body) if request.method == "POST" else None
+        return refusal(self._health.stage, ask_of(request.method, message), _id_of(request))
+
+    def _wait_for(self, outcome: Outcome, waited: bool) -> None:
+        """Count the request of `outcome` in `in_flight`, or no more."""
+        if waited != outcome.waited_for:
+            self.in_flight += 1 if waited else -1
+            outcome.waited_for = waited
+
+    def _refuse_new(self, request_id: object) -> Reply | None:
+        """The refusal of a new legacy session by a draining node; None while it serves."""
+        return refusal(self._health.stage, Ask.NEW, request_id)
 
     def _retry_holder(self, message: Message, outcome: Outcome) -> str | None:
         """The other node holding the call `message` retries, to forward it to; None to

@@ -275,6 +275,10 @@ class Pool:
         if self.waiting:
             self._wake.set()
 
+    def calls(self) -> int:
+        """Calls its processes hold, in mode B (waiting, at the server, or parked)."""
+        return sum(load.calls for load in self._loads() if load is not None)
+
     def _loads(self) -> list[Load | None]:
         return [None if member.ending or member.driver is None else load_of(member.core.handler)
                 for member in self.members]
