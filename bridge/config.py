@@ -457,7 +457,6 @@ def validate(raw: Mapping[str, Any], where: str, error: type[BridgeError]) -> di
         check = checks.get(key)
         if check is None:
             import difflib  # only for a key that is not known
-
             near = difflib.get_close_matches(key, list(checks), n=1)
             hint = f"; did you mean {near[0]}?" if near else ""
             raise error(f"{where}: unknown key {key!r}{hint}")
