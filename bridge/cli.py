@@ -6,9 +6,7 @@ Must not hold bridge logic; its only output is --help/--version and one-line err
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
-import shlex
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -125,6 +123,8 @@ class _Parser(argparse.ArgumentParser):
     def _unknown(self, words: list[str]) -> str:
         """Only options are left over (the first other word starts the server command):
         name the first, and the option it is likely a typo of."""
+        import difflib  # only for a mistyped option
+
         option = words[0].split("=", 1)[0]
         near = difflib.get_close_matches(option, list(self._option_string_actions), n=1)
         return f"unknown option {option}" + (f"; did you mean {near[0]}?" if near else "")
@@ -227,6 +227,8 @@ def _command_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _one_string_command(text: str) -> list[str]:
+    import shlex  # only --stdio's
+
     words = shlex.split(text)
     if not words:
         raise ValueError("no command in it")

@@ -6,7 +6,6 @@ the key, a bad flag value a UsageError (exit 64); nothing else happens here.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
@@ -453,6 +452,7 @@ def validate(raw: Mapping[str, Any], where: str, error: type[BridgeError]) -> di
     for key, value in raw.items():
         check = checks.get(key)
         if check is None:
+            import difflib  # only for a key that is not known
             near = difflib.get_close_matches(key, list(checks), n=1)
             hint = f"; did you mean {near[0]}?" if near else ""
             raise error(f"{where}: unknown key {key!r}{hint}")

@@ -9,7 +9,6 @@ there, or serve's parser is built.
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -89,6 +88,8 @@ def checked_table(value: Any) -> dict[str, Any]:
     for key, item in value.items():
         check = TABLE_KEYS.get(key)
         if check is None:
+            import difflib  # only for a key that is not known
+
             near = difflib.get_close_matches(key, list(TABLE_KEYS), n=1)
             raise ValueError(f"unknown key {key!r}" + (f"; did you mean {near[0]}?"
                                                         if near else ""))

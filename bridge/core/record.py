@@ -78,6 +78,15 @@ def _made(cls: type[T], frozen: bool) -> type[T]:
     return made
 
 
+def replaced(instance: T, **changes: Any) -> T:
+    """A copy of the record `instance` with `changes`, as `dataclasses.replace` makes it, but
+    without making the record's `__dataclass_fields__` (a dataclass of its own, about 2 ms for
+    the config types): the stdio bridge puts the era memory into its CoreConfig before its
+    first answer. An unknown name is a TypeError, as `__init__` gives it."""
+    names: tuple[str, ...] = type(instance).__dict__["__slots__"]
+    return type(instance)(**{**{name: getattr(instance, name) for name in names}, **changes})
+
+
 class _DataclassFields:
     """A record's `__dataclass_fields__`, made at its first lookup: the fields of a dataclass
     of the same annotations and defaults (made by dataclasses, then kept on the record), so

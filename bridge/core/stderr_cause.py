@@ -14,13 +14,14 @@ from collections.abc import Sequence
 
 TRACEBACK = "Traceback (most recent call last):"
 # What a line that says why tends to hold: an HTTP or errno code, "not found", an error's
-# own label ("Error:", "error:", "ERR!"), or a shell's "command not found".
-_NAMES_AN_ERROR = re.compile(
-    r"\b40[0-9]\b|not found|no such file|cannot find|permission denied|[A-Za-z]*error:|"
-    r"\bERR!|\bpanic\b|\bfatal\b", re.IGNORECASE)
-_ERRNO = re.compile(r"\bE(NOENT|ACCES|PERM|ADDRINUSE|CONNREFUSED|NOTFOUND)\b")
+# own label ("Error:", "error:", "ERR!"), or a shell's "command not found". The patterns are
+# compiled (and cached) by `re` at their first use, not at import: every stdio bridge imports
+# this module before its first answer, and only a server that failed to start reads them.
+_NAMES_AN_ERROR = (r"\b40[0-9]\b|not found|no such file|cannot find|permission denied|"
+                   r"[A-Za-z]*error:|\bERR!|\bpanic\b|\bfatal\b")
+_ERRNO = r"\bE(NOENT|ACCES|PERM|ADDRINUSE|CONNREFUSED|NOTFOUND)\b"
 # npm's and other tools' closing lines, which name no cause.
-_BOILERPLATE = re.compile(r"a complete log of this run|^npm (notice|warn)", re.IGNORECASE)
+_BOILERPLATE = r"a complete log of this run|^npm (notice|warn)"
 
 
 def telling_line(lines: Sequence[str]) -> str | None:
@@ -33,8 +34,8 @@ def telling_line(lines: Sequence[str]) -> str | None:
     if after is not None:
         return after
     for line in kept:
-        if (_NAMES_AN_ERROR.search(line) or _ERRNO.search(line)) \
-                and not _BOILERPLATE.search(line):
+        if (re.search(_NAMES_AN_ERROR, line, re.IGNORECASE) or re.search(_ERRNO, line)) \
+                and not re.search(_BOILERPLATE, line, re.IGNORECASE):
             return line
     return kept[-1]
 

@@ -13,7 +13,7 @@ import pytest
 
 from bridge.core import events
 from bridge.core.config import CoreConfig
-from bridge.core.record import record
+from bridge.core.record import record, replaced
 from bridge.shell.settings import ShellConfig, Timing
 
 
@@ -125,3 +125,21 @@ def test_the_config_types_are_records_that_replace_and_fields_still_take() -> No
     shell = ShellConfig(command=("server",))
     assert dataclasses.replace(shell, url="http://x/").command == ("server",)
     assert shell.timing == Timing() and hash(shell) == hash(ShellConfig(command=("server",)))
+
+
+def test_replaced_copies_a_record_with_changes_and_makes_no_dataclass() -> None:
+    @record(frozen=True)
+    class Config:
+        era: str = "auto"
+        remembered: dict[str, object] | None = None
+        backoff: tuple[float, float] = (0.5, 30.0)
+
+    given = Config(backoff=(1.0, 2.0))
+    changed = replaced(given, remembered={"era": "legacy"})
+    assert changed == Config("auto", {"era": "legacy"}, (1.0, 2.0)) and given.remembered is None
+    # the fields dataclasses would make are still not made (the lazy descriptor holds)
+    assert not isinstance(Config.__dict__["__dataclass_fields__"], dict)
+    with pytest.raises(TypeError):
+        replaced(given, eras="legacy")
+    core = replaced(CoreConfig(), remembered={"era": "legacy"})
+    assert core == dataclasses.replace(CoreConfig(), remembered={"era": "legacy"})

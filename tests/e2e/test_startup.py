@@ -1,5 +1,6 @@
 """The stdio bridge starts with what its first answer needs: up to that answer it imports no
-structlog (so no structlog.stdlib and no asyncio) and no module of another mode or command, and
+structlog (so no structlog.stdlib and no asyncio), no module of another mode or command, no
+HTTP, metrics or OAuth module, and nothing only a mistyped flag or key would use, and
 starts no process but its server's (and the `ldconfig` ctypes runs for trio); its log lines
 still all come.
 
@@ -126,6 +127,13 @@ def test_nothing_but_the_first_answer_is_imported_before_it(mode: str) -> None:
     assert not {*others, "bridge.shell.services.daemon", "bridge.shell.http",
                 "bridge.shell.servers.remote",
                 "bridge.check_report"} & set(early)
+    # nor what only --url, the front, metrics or OAuth use, nor what only a bad flag or
+    # config key (difflib's suggestion) or --stdio's one string (shlex) needs
+    assert not [name for name in early if name.split(".")[0] in (
+        "httpx", "httpx2", "h11", "prometheus_client", "opentelemetry", "difflib", "shlex")]
+    assert not [name for name in early if name.startswith(
+        ("bridge.oauth.", "bridge.streamable", "bridge.shell.metrics."))] and \
+        "bridge.oauth" not in early
     everything = early + imports(after)
     assert "structlog" in everything  # loaded after the answer, for the log lines
     assert "structlog.stdlib" in everything  # (so the check above would have seen it)

@@ -8,8 +8,6 @@ bridge answers, as a legacy client with nobody to ask would, what it cannot rout
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from bridge.core import errors
 from bridge.core.capabilities import declares, input_capability
 from bridge.core.codec import Message
@@ -17,12 +15,13 @@ from bridge.core.context import Context
 from bridge.core.events import SERVER
 from bridge.core.jsonrpc import WireId
 from bridge.core.modern_server_legacy_client.roots import Roots
+from bridge.core.record import record
 
 # Legacy-only fields of an input request's params; a modern one has none of them (§5.5).
 _LEGACY_ONLY_PARAMS = frozenset({"task", "_meta", "elicitationId"})
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Question:
     """One input request of the legacy server (or of the bridge's own making), waiting for
     the modern client's answer."""

@@ -6,8 +6,6 @@ Must not decide what to do with a valid request: it only reads the envelope (bas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from bridge.core import errors
 from bridge.core.codec import Message
 from bridge.core.eras import (
@@ -21,11 +19,12 @@ from bridge.core.eras import (
     is_progress_token,
 )
 from bridge.core.errors import OwnError
+from bridge.core.record import record
 
 
-# A value, but not frozen: one is made for every modern request, and a frozen dataclass's
-# __init__ costs three times as much (object.__setattr__ per field). Nothing mutates it.
-@dataclass(slots=True)
+# A value, but not frozen: one is made for every modern request, and a frozen record's
+# __init__ costs more (a store through each slot's descriptor). Nothing mutates it.
+@record()
 class RequestMeta:
     """What one modern request declared about itself: capabilities, identity, opt-ins (its
     version is checked, so it need not be kept)."""

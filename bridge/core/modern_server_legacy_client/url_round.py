@@ -8,13 +8,14 @@ Must not park or send: inputs.py ships the round and re-sends the call; this rea
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from bridge.core.codec import Message
 from bridge.core.modern_server_legacy_client.questions import Question
+from bridge.core.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class UrlRound:
     """The URL elicitations a legacy -32042 asked for: the call goes again once all are done."""
 

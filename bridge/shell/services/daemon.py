@@ -18,7 +18,6 @@ import itertools
 import os
 import socket
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,7 @@ import trio
 
 from bridge.core.codec import encode
 from bridge.core.config import CoreConfig
+from bridge.core.record import replaced
 from bridge.core.refusal import refusal
 from bridge.errors import ConfigError, ServerUnavailable
 from bridge.shell.clients.fd_client import FdClient
@@ -175,7 +175,7 @@ class Daemon:
             return
         core, memory = settings.core, remembering(settings.shell, settings.core)
         if memory is not None:
-            core = replace(core, remembered=memory.load())
+            core = replaced(core, remembered=memory.load())
         session = Session(self._make_core(core), log, settings=sessions,
                           transcript=self._transcript(settings.shell.transcript, number, log))
         if memory is not None:

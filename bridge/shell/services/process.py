@@ -8,9 +8,8 @@ an SDK) then overlaps ours (trio, the core) on the other CPU instead of followin
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from bridge.core.config import CoreConfig
+from bridge.core.record import replaced
 from bridge.errors import ServerUnavailable
 from bridge.shell.fdio.stdio import take_stdio
 from bridge.shell.servers.child import ProcessChild, check_command, spawner
@@ -36,7 +35,7 @@ def run_stdio(core_config: CoreConfig, shell: ShellConfig) -> int:
 
     memory = remembering(shell, core_config)
     if memory is not None:
-        core_config = replace(core_config, remembered=memory.load())
+        core_config = replaced(core_config, remembered=memory.load())
     from bridge.shell.services.stdio_main import serve_stdio
 
     return serve_stdio(core_config, shell, fds, first, spawn, memory)

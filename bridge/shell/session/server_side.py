@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import trio
 
+from bridge.core.record import record
 from bridge.errors import ConfigError
 from bridge.shell.logs import Logger
 from bridge.shell.servers.child import check_command, spawner
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from bridge.shell.session.driver import Driver
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Servers:
     """Every session's server: a child `spawn` starts (a supervisor of its own per session),
     or a session of its own with the endpoint `where` (its own HTTP client and connections,
