@@ -133,8 +133,13 @@ def test_a_stream_the_server_ends_is_opened_again_after_a_back_off() -> None:
     again = one(h.advance(0.1), "server")
     assert again["method"] == "subscriptions/listen" and again["id"] == h.minted("again")
     assert again["params"] == own["params"]
-    # What the old request still carries is the bridge's: never the client's.
+    # What the old request still carries is the bridge's: never the client's; and its
+    # acknowledgement does not stand for the new one's.
     late = h.server(notify(TOOLS["method"], {"_meta": {SUB: own["id"]}}))
+    assert (sent(late, "client"), shared(late)) == ([], [])
+    h.server(notify("notifications/subscriptions/acknowledged",
+                    {"_meta": {SUB: own["id"]}, "notifications": ASKED}))
+    late = h.server(notify(TOOLS["method"], {"_meta": {SUB: again["id"]}}))
     assert (sent(late, "client"), shared(late)) == ([], [])
     # Its end by notifications/cancelled (cancellation.mdx) is the bridge's too.
     cancelled = h.server(notify("notifications/cancelled", {"requestId": again["id"]}))

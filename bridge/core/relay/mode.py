@@ -255,7 +255,7 @@ class ModeP:
         exchange = self.router.pending[SERVER].get(tag) if isinstance(tag, str) else None
         if not isinstance(exchange, RelayedListen):
             if self.changes is not None and self.changes.owns(tag):
-                self.changes.heard(message, params)  # the bridge's own: never the client's
+                self.changes.heard(tag, message, params)  # the bridge's: never the client's
             else:
                 self.ctx.send(CLIENT, message)  # names no stream of this client's
             return

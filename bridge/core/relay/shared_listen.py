@@ -87,10 +87,14 @@ class ChangeStream:
         """Whether a subscription id (or a cancelled request id) names this stream."""
         return tag in self.ids
 
-    def heard(self, message: Message, params: Message) -> None:
-        """A notification the server sent on this stream (its tag is `owns`'s)."""
+    def heard(self, tag: str, message: Message, params: Message) -> None:
+        """A notification the server sent on the stream under `tag`, one of its ids
+        (`owns`): until the open request is acknowledged, nothing is shared."""
         method = message["method"]
-        if method == ACKNOWLEDGED:
+        if method == ACKNOWLEDGED and tag != self.id:
+            self.ctx.debug("notification.dropped", side=SERVER, method=method,
+                           reason="the acknowledgement of an ended listen of the bridge's")
+        elif method == ACKNOWLEDGED:
             honored = params.get("notifications")
             honored = honored if isinstance(honored, dict) else {}
             self.honored = frozenset(change for change, (flag, _) in LIST_CHANGES.items()
