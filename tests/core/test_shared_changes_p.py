@@ -77,6 +77,15 @@ def test_nothing_is_shared_before_the_acknowledgement() -> None:
     assert (sent(actions, "client"), shared(actions)) == ([], [])
 
 
+def test_a_stream_that_would_carry_nothing_is_ended_at_its_acknowledgement() -> None:
+    h, own = fleet_pair()
+    actions = on_own(h, "notifications/subscriptions/acknowledged", {"notifications": {}})
+    assert sent(actions, "server") == [notify("notifications/cancelled", {
+        "requestId": own["id"], "reason": "the server tells no list change"})]
+    assert sent(actions, "client") == [] and sent(h.advance(60.0), "server") == []
+    assert shared(on_own(h, TOOLS["method"])) == []
+
+
 def test_without_share_changes_no_stream_of_its_own_is_opened() -> None:
     h = Harness()
     probe = one(h.start(), "server")

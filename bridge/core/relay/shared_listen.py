@@ -12,7 +12,8 @@ Why a stream of its own: a modern server sends a change only on a stream opened 
 (§Receiving Notifications), and a client's listen is relayed to one node's server, so a change
 another node's server makes would reach no stream at all. It asks for the three list changes
 only (§Notification Filter): a resource update is asked for by URI, and which URIs the other
-nodes' clients listen to is not known here.
+nodes' clients listen to is not known here. What it shares is what the acknowledgement
+honoured (§Acknowledgment); one that honours nothing ends it (a server that changes no list).
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ class ChangeStream:
                                      if honored.get(flag) is True)
             self.attempts = 0
             self.ctx.log("info", "listen.shared", changes=sorted(self.honored))
+            if not self.honored:  # the server changes no list: the stream would carry nothing
+                self.close("the server tells no list change")
         elif method in self.honored:
             self.ctx.actions.append(ShareChange(notification(method, untagged(params))))
         else:
@@ -132,12 +135,13 @@ class ChangeStream:
         self.router.pending[SERVER].pop(request_id, None)
         self.ended(request_id, None)
 
-    def close(self) -> None:
-        """The core stops: the stream ends at the server (§Cancellation, on stdio a
-        `notifications/cancelled` naming the listen request)."""
+    def close(self, reason: str = "mcp-rosetta is stopping") -> None:
+        """The stream ends at the server for good (§Cancellation, on stdio a
+        `notifications/cancelled` naming the listen request): the core stops, or the stream
+        would carry nothing."""
         self.ctx.cancel_timer(Deadline(None, SharedDue.REOPEN))
         if self.id is not None and self.id in self.router.pending[SERVER]:
-            self.router.cancel(SERVER, self.id, "mcp-rosetta is stopping")
+            self.router.cancel(SERVER, self.id, reason)
         self.id = None
 
 
