@@ -104,6 +104,12 @@ _SERVER = st.one_of(
     st.builds(lambda tag: _notification("notifications/message", {
         "level": "info", "data": "x", "_meta": {META_SUBSCRIPTION_ID: tag}}), _MINTED),
     st.just(_notification("notifications/message", {"level": "info", "data": "x"})),
+    # On a listen stream: the bridge's own, in a fleet (rosetta-2), or a client's.
+    st.builds(lambda tag: _notification("notifications/subscriptions/acknowledged", {
+        "notifications": {"toolsListChanged": True}, "_meta": {META_SUBSCRIPTION_ID: tag}}),
+        _MINTED),
+    st.builds(lambda tag: _notification("notifications/tools/list_changed", {
+        "_meta": {META_SUBSCRIPTION_ID: tag}}), _MINTED),
 )
 _RAW = st.sampled_from([b"not json", b"[]", b"17", b'{"jsonrpc":"2.0","id":2.50,"result":{}}',
                         b'{"id":"rosetta-2","result":{}}'])
@@ -211,10 +217,14 @@ def _opened(mode: str, config: CoreConfig, make: type[_Pair] = _Pair) -> _Pair:
 
 @settings(max_examples=1000, deadline=None)
 @given(mode=st.sampled_from(["P-legacy", "P-modern", "A", "B"]),
-       timeout=st.sampled_from([0.0, 2.0]), debug=st.booleans(), steps=_STEPS)
-def test_the_lane_acts_as_the_full_path(mode: str, timeout: float, debug: bool,
+       timeout=st.sampled_from([0.0, 2.0]), debug=st.booleans(), share=st.booleans(),
+       steps=_STEPS)
+def test_the_lane_acts_as_the_full_path(mode: str, timeout: float, debug: bool, share: bool,
                                         steps: list[Step]) -> None:
-    pair = _opened(mode, CoreConfig(request_timeout=timeout, debug_logs=debug))
+    """`share`: in a fleet (mode B shares its changes; mode P between modern peers keeps a
+    listen stream of its own at its server)."""
+    pair = _opened(mode, CoreConfig(request_timeout=timeout, debug_logs=debug,
+                                    share_changes=share))
     for step in steps:
         pair.step(step)
     assert pair.in_flight(pair.lane) == pair.in_flight(pair.full)

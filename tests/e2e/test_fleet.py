@@ -24,9 +24,11 @@ What each balancer shows:
   is answered, on its retry, as a call that ended with that node's earlier life;
 - two modern clients (mcp 2.3 `Client`, each its own token: two tenants) each open a
   `subscriptions/listen` stream for tool list changes, then each in turn adds tools through
-  the legacy server (mode B), round-robin taking calls to nodes other than the one holding
-  its stream: the stream hears one change per call, sent there by the node that ran it (a
-  signed POST, `fleet.changes`), and the other tenant's stream hears none;
+  either server (mode B before the legacy one; mode P before the modern one, whose changes
+  each node hears on a listen stream of its own at its server), round-robin taking calls to
+  nodes other than the one holding its stream: the stream hears one change per call, sent
+  there by the node that ran it (a signed POST, `fleet.changes`), and the other tenant's
+  stream hears none;
 - the node holding a session is told to stop (SIGTERM) while a slow call of it is under
   way: it drains (/readyz 503 "draining"), a new session lands on another node (or is told
   503 with Retry-After, naming the drain), the session is still served, the call completes,
@@ -431,12 +433,11 @@ def test_input_rounds_span_the_fleet_and_a_restart_ends_a_held_call(
 
 @pytest.mark.parametrize("kind", sorted(BALANCERS))
 def test_a_listen_stream_hears_its_tenant_s_changes_made_at_other_nodes_and_no_other_s(
-        kind: str, legacy_python: venvs.SdkPython, modern_python: venvs.SdkPython,
+        kind: str, server_cmd: list[str], modern_python: venvs.SdkPython,
         tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text(f"{TOKEN}\n{OTHER_TOKEN}\n")
-    with fleet_nodes(tmp_path, legacy_python.peer("legacy_server"),
-                     f'token_file = "{tokens}"\n') as nodes, \
+    with fleet_nodes(tmp_path, server_cmd, f'token_file = "{tokens}"\n') as nodes, \
             balancer(kind, tmp_path, nodes) as url:
         cmd = [modern_python.path, str(venvs.PEERS_DIR / "tenant_client.py"), url, TOKEN,
                OTHER_TOKEN, "fleet"]

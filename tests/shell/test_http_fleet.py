@@ -90,10 +90,12 @@ class Fleet2:
 @asynccontextmanager
 async def fleet(tokens: Tokens | None = None, absent: str | None = None,
                 core: Callable[[str], Any] | None = None,
-                drain_grace: float = 0.0) -> AsyncIterator[Fleet2]:
+                drain_grace: float = 0.0,
+                child: Callable[[trio.Nursery], Any] | None = None) -> AsyncIterator[Fleet2]:
     """Nodes "a" and "b" (and, listed, `absent`: an address where nothing listens). Given
     `core`, every core of a node (its own, each session's and tenant's) is `core(its
-    address)`; else the front's own is scripted and each legacy session's a LegacyCore."""
+    address)`; else the front's own is scripted and each legacy session's a LegacyCore.
+    Each server a node starts is `child(nursery)` (default: a FakeChild that echoes)."""
     listeners = [bind_tcp("127.0.0.1", 0), bind_tcp("127.0.0.1", 0)]
     addresses = [f"http://127.0.0.1:{sock.getsockname()[1]}" for sock in listeners]
     nodes_listed = (*addresses, *([absent] if absent else []))
@@ -110,7 +112,7 @@ async def fleet(tokens: Tokens | None = None, absent: str | None = None,
                     cores.append(LegacyCore() if core is None else core(address))
                     return cores[-1]
 
-                spawner = Spawner(lambda n: FakeChild(n, serving=True))
+                spawner = Spawner(child or (lambda n: FakeChild(n, serving=True)))
                 spawner.nursery = nursery
                 member = Fleet(name, address, KEYS, nodes_listed)
                 shared = ScriptedCore() if core is None else core(address)

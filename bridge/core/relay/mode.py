@@ -5,7 +5,9 @@ own) and the ids named by `notifications/cancelled`, learns a 2025-03-26 handsha
 batching from the `initialize` answer it relays, and keeps, as they pass, what a restarted
 server needs to give the client the same session: a legacy client's handshake, level and
 subscriptions; a modern client's open listen streams (handover.py). Each request in flight is
-one of the exchanges of `relay/exchanges.py`, which owns its answer.
+one of the exchanges of `relay/exchanges.py`, which owns its answer. In a fleet, between
+modern peers, it keeps a listen stream of its own at the server, whose changes reach the
+client's streams on other nodes, and tells its client's streams theirs (shared_listen.py).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from bridge.core.relay.exchanges import (
 )
 from bridge.core.relay.lane import RelayLane
 from bridge.core.relay.revision_gap import RevisionGap, needs_shaping
+from bridge.core.relay.shared_listen import ChangeStream, SharedDue, deliver
 from bridge.core.restarts import Outage
 from bridge.core.router import Due, Router, other
 from bridge.core.timers import Deadline
@@ -102,6 +105,13 @@ class ModeP:
         # The steady state's one-step route, which the Bridge takes while nothing else may
         # see a message first.
         self.lane = RelayLane(self)
+        # In a fleet, between modern peers: the bridge's own listen stream at the server,
+        # whose changes the other nodes' streams hear (shared_listen.py); else None.
+        self.changes: ChangeStream | None = None
+        if era == "modern" and ctx.config.share_changes:
+            changes = self.changes = ChangeStream(ctx, self.router)
+            self._on_due[SharedDue.REOPEN] = lambda _: changes.open()
+            changes.open()
 
     @property
     def resuming(self) -> bool:
@@ -244,7 +254,10 @@ class ModeP:
         tag = meta[META_SUBSCRIPTION_ID]
         exchange = self.router.pending[SERVER].get(tag) if isinstance(tag, str) else None
         if not isinstance(exchange, RelayedListen):
-            self.ctx.send(CLIENT, message)  # names no stream of this client's
+            if self.changes is not None and self.changes.owns(tag):
+                self.changes.heard(tag, message, params)  # the bridge's: never the client's
+            else:
+                self.ctx.send(CLIENT, message)  # names no stream of this client's
             return
         if message["method"] == ACKNOWLEDGED and not exchange.first_acknowledgement(params):
             return
@@ -264,6 +277,9 @@ class ModeP:
             self._ended(ended)
             self.ctx.send(CLIENT, {**message, "params": {**params, "requestId": ended.origin}},
                           None, served_request(ended))
+            return
+        if side == SERVER and self.changes is not None and self.changes.owns(target):
+            self.changes.cancelled(target)  # the server ended the bridge's own stream
             return
         to = other(side)
         bid = self.router.find(to, target)
@@ -396,15 +412,20 @@ class ModeP:
         self._on_due[key.kind](key.owner)
 
     def on_change(self, message: Message) -> None:
-        """A change another core heard: a modern client's listen streams are its server's,
-        which tells them itself; a legacy client's session hears its own server."""
+        """A change another node's server made: to a modern client's listen streams that
+        asked (their own server never heard it); a legacy client's session hears its own
+        server only."""
+        if self.era == "modern" and deliver(self.ctx, self.router.pending[SERVER], message):
+            return
         self.ctx.debug("notification.dropped", side=SERVER, method=message.get("method"),
-                       reason="relayed changes are mode B's")
+                       reason="no listen stream here asked for it")
 
     def busy(self) -> bool:
         return self.router.busy()
 
     def fail_pending(self, reason: str, data: Message | None = None) -> None:
         """The bridge stops: every client request the server took, listen streams too, gets
-        `reason`."""
+        `reason`; the bridge's own listen stream ends at the server."""
+        if self.changes is not None:
+            self.changes.close()
         self.router.fail_all(reason, data)
