@@ -642,3 +642,16 @@ def _wait_for(done: Callable[[], bool], within: float = START_TIMEOUT) -> None:
     while not done():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
+
+
+@pytest.mark.parametrize("kind", sorted(BALANCERS))
+def test_a_modern_client_tours_a_fleet_through_a_balancer(
+        kind: str, server_cmd: list[str], modern_python: venvs.SdkPython,
+        tmp_path: Path) -> None:
+    with fleet_nodes(tmp_path, server_cmd) as nodes, balancer(kind, tmp_path, nodes) as url:
+        report = run_peer(modern_python.peer("modern_client", "tour", "--", url), "py_fleet")
+        assert report.get("protocol_version") == "2026-07-28", report
+        assert_whole_tour(python_tour(report), "py_fleet", report)
+        errors = [line for node in nodes for line in node.lines()
+                  if line.get("level") in ("error", "critical")]
+        assert errors == []
