@@ -4,8 +4,8 @@ Must not touch the shell or pipes: it drives bridge.core.bridge.Bridge with the 
 messages (a tools/call echo round trip, encoded as the shell's writer would encode it), prints
 µs per round trip, and with `--profile` a pyinstrument tree of where that time goes. With
 `--metrics` the core is given an observer (bridge.core.observe) counting into the shell's
-series, and each message read is counted as the driver counts it: the cost of metrics per
-call (without spans).
+series, each message read is counted as the driver counts it, and the series are read once
+at the end as a scrape reads them: the cost of metrics per call (without spans).
 """
 
 from __future__ import annotations
@@ -133,6 +133,8 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     for i in range(1, count + 1):
         rig.round_trip(i)
+    if rig.series is not None:  # as a scrape reads them: the answers' buckets are found then
+        rig.series.operations()
     elapsed = time.perf_counter() - started
     if profiler is not None:
         profiler.stop()
