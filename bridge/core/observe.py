@@ -148,7 +148,7 @@ class Tally:
     def fold(self) -> None:
         """Fold every pending duration into its kind's counts."""
         bounds = self.bounds
-        for key, durations in list(self.pending.items()):
+        for key, durations in self.pending.items():  # folding adds no kind
             if not durations:
                 continue
             counts = self.folded.get(key)
