@@ -98,9 +98,9 @@ def _tool(request: Message) -> str:
 BINS_AT_MOST = 2048
 """Kinds of request a Tally counts apart; past it, new ones count as method and tool
 "other" (a peer that invents methods or names cannot grow it)."""
-FOLD_AT = 512
+FOLD_AT = 128
 """Durations a kind holds unfolded: past it they are folded into its counts at once (a
-process nobody scrapes holds no more than this per kind)."""
+process nobody scrapes holds no more than this per kind: 4 KiB, 8 MiB at BINS_AT_MOST)."""
 Bin = tuple[str, str, "str | None", tuple[str, str, str]]
 """A kind of request and how it ended: its method, its tool ("" but for `tools/call`), its
 error class (None for a result), and the mode, client era and server era that served it."""
