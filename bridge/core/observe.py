@@ -10,6 +10,8 @@ the client gets, and counts or reports after them; what the counts and facts bec
 from __future__ import annotations
 
 from bisect import bisect_right
+from functools import reduce
+from operator import add
 
 from bridge.core.codec import Message
 from bridge.core.context import Context
@@ -154,10 +156,8 @@ class Tally:
             counts = self.folded.get(key)
             if counts is None:
                 counts = self.folded[key] = [0] * (len(bounds) + 2)
-            total = counts[-1]
-            for seconds in durations:  # in the order they came: the sum an adder would make
-                total += seconds
-            counts[-1] = total
+            # Added in the order they came, as a running total would have them.
+            counts[-1] = reduce(add, durations, counts[-1])
             durations.sort()
             below = 0
             for bucket, bound in enumerate(bounds):
