@@ -9,7 +9,9 @@ the client gets, and counts or reports after them; what the counts and facts bec
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_right
+from functools import reduce
+from operator import add
 
 from bridge.core.codec import Message
 from bridge.core.context import Context
@@ -98,6 +100,9 @@ def _tool(request: Message) -> str:
 BINS_AT_MOST = 2048
 """Kinds of request a Tally counts apart; past it, new ones count as method and tool
 "other" (a peer that invents methods or names cannot grow it)."""
+FOLD_AT = 128
+"""Durations a kind holds unfolded: past it they are folded into its counts at once (a
+process nobody scrapes holds no more than this per kind: 4 KiB, 8 MiB at BINS_AT_MOST)."""
 Bin = tuple[str, str, "str | None", tuple[str, str, str]]
 """A kind of request and how it ended: its method, its tool ("" but for `tools/call`), its
 error class (None for a result), and the mode, client era and server era that served it."""
@@ -107,29 +112,60 @@ class Tally:
     """Answered requests counted, per `Bin`: a histogram of their durations, as counts per
     bucket of `bounds` (the last: past them all), then the durations' sum.
 
-    Shared by the sessions of a process (the shell reads it when scraped, and bounds the
-    labels then); an answer costs one lookup and two increments, and nothing is made for it.
+    Shared by the sessions of a process. An answer costs one append of its duration to its
+    kind's list (`durations`); finding the buckets is left to `counts`, when scraped, which
+    sorts a kind's durations once and finds each bound in them (or to the append that fills
+    a list). Nothing is made for an answer but its duration.
     """
 
-    __slots__ = ("bins", "bounds")
+    __slots__ = ("bounds", "folded", "pending")
 
     def __init__(self, bounds: tuple[float, ...]) -> None:
         self.bounds = bounds
-        self.bins: dict[Bin, list[float]] = {}
+        self.pending: dict[Bin, list[float]] = {}
+        """Each kind's durations not yet folded; a list, once made, is kept (emptied in
+        place), so an observer may hold on to it."""
+        self.folded: dict[Bin, list[float]] = {}
 
     def count(self, key: Bin, seconds: float) -> None:
-        counts = self.bin(key)
-        counts[bisect_left(self.bounds, seconds)] += 1
-        counts[-1] += seconds
+        durations = self.durations(key)
+        durations.append(seconds)
+        if len(durations) >= FOLD_AT:
+            self.fold()
 
-    def bin(self, key: Bin) -> list[float]:
-        """The counts of `key` (made when first needed)."""
-        counts = self.bins.get(key)
-        if counts is None:
-            if len(self.bins) >= BINS_AT_MOST:
+    def durations(self, key: Bin) -> list[float]:
+        """The list `key`'s durations are appended to (made when first needed)."""
+        durations = self.pending.get(key)
+        if durations is None:
+            if len(self.pending) >= BINS_AT_MOST:
                 key = (OTHER, OTHER if key[1] else "", key[2], key[3])
-            counts = self.bins.setdefault(key, [0] * (len(self.bounds) + 2))
-        return counts
+            durations = self.pending.setdefault(key, [])
+        return durations
+
+    def counts(self) -> dict[Bin, list[float]]:
+        """Every kind's counts per bucket, then the sum of its durations, as of now."""
+        self.fold()
+        return self.folded
+
+    def fold(self) -> None:
+        """Fold every pending duration into its kind's counts."""
+        bounds = self.bounds
+        for key, durations in self.pending.items():  # folding adds no kind
+            if not durations:
+                continue
+            counts = self.folded.get(key)
+            if counts is None:
+                counts = self.folded[key] = [0] * (len(bounds) + 2)
+            # Added in the order they came, as a running total would have them.
+            counts[-1] = reduce(add, durations, counts[-1])
+            durations.sort()
+            below = 0
+            for bucket, bound in enumerate(bounds):
+                at_most = bisect_right(durations, bound)
+                counts[bucket] += at_most - below
+                below = at_most
+            counts[-2] += len(durations) - below
+            durations.clear()
 
 
 class Observer:
@@ -138,10 +174,12 @@ class Observer:
     `tally`; when `traced`, each answer is also an `Answered` action for a span.
 
     Must not change what the bridge sends, and costs a plain Bridge nothing but a test of
-    `Bridge.observer` per event and of `Lane.asked` per request.
+    `Bridge.observer` per event and of `Lane.asked` per request. A result costs one append to
+    its kind's list, found by its method alone (or a call's tool name alone): the mode and
+    eras are the observer's own, so no key is built for it.
     """
 
-    __slots__ = ("asked", "face", "handler", "tally", "traced")
+    __slots__ = ("asked", "by_method", "by_tool", "face", "handler", "tally", "traced")
 
     def __init__(self, tally: Tally, traced: bool = False) -> None:
         self.tally = tally
@@ -150,6 +188,9 @@ class Observer:
         self.face = ("", "", "")
         """The handler's mode, the client's era and the server's."""
         self.handler: Handler | None = None
+        # The tally's lists of results, by method (but tools/call) and by tool name.
+        self.by_method: dict[str, list[float]] = {}
+        self.by_tool: dict[str, list[float]] = {}
 
     @property
     def parked(self) -> int:
@@ -161,7 +202,10 @@ class Observer:
         """A new handler: its lane files each request it routes, and a request taking the
         full path (`on_client`, where the lane does not route it) is filed by a tap."""
         self.handler = handler
-        self.face = (handler.mode, client_era, server_era)
+        face = (handler.mode, client_era, server_era)
+        if face != self.face:  # another mode: results count under other labels
+            self.face = face
+            self.by_method, self.by_tool = {}, {}
         handler.lane.asked = asked = self.asked
         take = handler.on_client
 
@@ -190,22 +234,21 @@ class Observer:
                             continue
                         if "error" in message or self.traced:
                             self._count(entry, message, now, actions)
-                        else:  # nearly every answer: _count, _tool and Tally.count inlined
-                            request, started = entry
-                            method = request["method"]
-                            tool = ""
-                            if method == "tools/call":
-                                params = request.get("params")
-                                name = params.get("name") if type(params) is dict else None
-                                tool = name if type(name) is str else ""
-                            tally = self.tally
-                            key = (method, tool, None, self.face)
-                            counts = tally.bins.get(key)
-                            if counts is None:
-                                counts = tally.bin(key)
-                            seconds = now - started
-                            counts[bisect_left(tally.bounds, seconds)] += 1
-                            counts[-1] += seconds
+                            continue
+                        # Nearly every answer: a result, its list found by a name alone.
+                        request, started = entry
+                        method = request["method"]
+                        if method == "tools/call":
+                            params = request.get("params")
+                            name = params.get("name") if type(params) is dict else None
+                            durations = self.by_tool.get(name) if type(name) is str else None
+                        else:
+                            durations = self.by_method.get(method)
+                        if durations is None:
+                            durations = self._results(request)
+                        durations.append(now - started)
+                        if len(durations) >= FOLD_AT:
+                            self.tally.fold()
                 else:
                     for item in message:
                         if type(item) is dict and "method" not in item:
@@ -215,6 +258,16 @@ class Observer:
                                 continue
                             if entry is not None:
                                 self._count(entry, item, now, actions)
+
+    def _results(self, request: Message) -> list[float]:
+        """The tally's list of the results of requests like `request`, kept by name for the
+        next (while the observer holds fewer than BINS_AT_MOST)."""
+        method, tool = request["method"], _tool(request)
+        durations = self.tally.durations((method, tool, None, self.face))
+        names, name = (self.by_tool, tool) if method == "tools/call" else (self.by_method, method)
+        if name and len(names) < BINS_AT_MOST:
+            names[name] = durations
+        return durations
 
     def _count(self, entry: Asking, answer: Message, now: float,
                actions: list[Action]) -> None:
@@ -227,4 +280,3 @@ class Observer:
             known = method if method in CLIENT_METHODS else OTHER
             actions.append(Answered((known, tool, *self.face), started, now, ended,
                                     _trace(request)))
-

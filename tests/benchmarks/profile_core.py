@@ -4,8 +4,8 @@ Must not touch the shell or pipes: it drives bridge.core.bridge.Bridge with the 
 messages (a tools/call echo round trip, encoded as the shell's writer would encode it), prints
 µs per round trip, and with `--profile` a pyinstrument tree of where that time goes. With
 `--metrics` the core is given an observer (bridge.core.observe) counting into the shell's
-series, and each message read is counted as the driver counts it: the cost of metrics per
-call (without spans).
+series, each message read is counted as the driver counts it, and the series are read once
+at the end as a scrape reads them: the cost of metrics per call (without spans).
 """
 
 from __future__ import annotations
@@ -139,6 +139,8 @@ def main(argv: list[str]) -> int:
         print(profiler.output_text(unicode=True, color=False, show_all=False))
     print(f"{mode} (bridge mode {rig.bridge.mode}): {elapsed / count * 1e6:.1f} µs per "
           f"tools/call round trip in the core, codec included")
+    if rig.series is not None:  # read once, as a scrape reads them (the buckets are found then)
+        rig.series.operations()
     return 0
 
 

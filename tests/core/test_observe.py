@@ -6,7 +6,7 @@ from typing import Any
 
 from bridge.core.config import CoreConfig
 from bridge.core.events import Action, Answered
-from bridge.core.observe import error_type
+from bridge.core.observe import FOLD_AT, Bin, Tally, error_type
 from tests.core.harness import (
     DISCOVER_RESULT,
     Harness,
@@ -66,7 +66,7 @@ def test_untraced_it_reports_nothing_and_counts_each_answer_in_its_tally() -> No
     forwarded = one(h.client(request(9, "tools/call", params)), "server")
     h.server(fail(forwarded, -32603, "boom"))
     face = ("P", "legacy", "legacy")
-    assert tally.bins == {
+    assert tally.counts() == {
         ("initialize", "", None, face): [0, 1, 0, 0.25],
         ("tools/call", "t", None, face): [1, 1, 1, 5.55],
         ("tools/call", "t", "server", face): [1, 0, 0, 0.0]}
@@ -206,3 +206,51 @@ def test_mode_p_modern_passes_the_trace_context() -> None:
     forwarded = one(h.client(call), "server")
     assert forwarded["params"]["_meta"]["traceparent"] == TRACE
 
+
+
+# The tally: durations appended, their buckets found when read --------------------------------
+
+
+def test_a_tally_read_counts_each_duration_in_the_bucket_of_the_first_bound_it_is_not_above(
+) -> None:
+    tally = Tally((0.1, 1.0))
+    key: Bin = ("tools/call", "t", None, ("P", "legacy", "legacy"))
+    for seconds in (0.1, 0.05, 1.0, 1.5, 0.5, 0.1000001):
+        tally.count(key, seconds)
+    expected_sum = 0.0
+    for seconds in (0.1, 0.05, 1.0, 1.5, 0.5, 0.1000001):
+        expected_sum += seconds
+    assert tally.counts() == {key: [2, 3, 1, expected_sum]}
+    tally.count(key, 2.0)
+    tally.count(("ping", "", None, ("P", "legacy", "legacy")), 0.0)
+    assert tally.counts() == {key: [2, 3, 2, expected_sum + 2.0],
+                              ("ping", "", None, ("P", "legacy", "legacy")): [1, 0, 0, 0.0]}
+
+
+def test_a_tally_nobody_reads_holds_at_most_fold_at_durations_a_kind() -> None:
+    tally = Tally((0.1, 1.0))
+    key: Bin = ("ping", "", None, ("A", "legacy", "modern"))
+    durations = tally.durations(key)
+    for _ in range(FOLD_AT * 3 + 1):
+        tally.count(key, 0.5)
+        assert len(durations) < FOLD_AT
+    assert tally.durations(key) is durations  # the list an observer holds stays the tally's
+    assert tally.counts()[key][:3] == [0, FOLD_AT * 3 + 1, 0]
+
+
+def test_an_observer_given_a_handler_of_other_eras_counts_under_their_labels() -> None:
+    h = Harness(observed=True)
+    observer = h.bridge.observer
+    assert observer is not None and h.bridge.handler is None
+    observer.traced = False
+    legacy_pair(h)
+    for n in range(2):
+        if n:  # as a restarted server of the other era would be watched
+            observer.watch(h.bridge.handler, h.bridge.ctx, "legacy",  # type: ignore[arg-type]
+                           "modern")
+        forwarded = one(h.client(request(n, "tools/call", {"name": "t"})), "server")
+        h.now += 0.5
+        h.server(answer(forwarded, {"content": []}))
+    assert {key[3]: counts for key, counts in observer.tally.counts().items()
+            if key[1] == "t"} == {("P", "legacy", "legacy"): [0, 1, 0, 0.5],
+                                  ("P", "legacy", "modern"): [0, 1, 0, 0.5]}

@@ -73,7 +73,13 @@ def test_the_wheel_alone_in_an_empty_venv_runs_demo_check_and_help(
     assert help_lines[-1].strip() == f"{share}{os.sep}"
     assert {p.name for p in share.iterdir()} == {
         "mcp-rosetta.toml", "mcp-rosetta@.service", "mcp-rosetta@.socket",
-        "mcp-rosetta-http@.service", "mcp-rosetta-http@.socket"}
+        "mcp-rosetta-http@.service", "mcp-rosetta-http@.socket", "prometheus", "grafana"}
+    assert {p.name for p in (share / "prometheus").iterdir()} == {
+        "mcp-rosetta-alerts.yml", "mcp-rosetta-alerts.test.yml"}
+    assert {p.name for p in (share / "grafana").iterdir()} == {"mcp-rosetta-dashboard.json"}
+    shipped = share / "prometheus" / "mcp-rosetta-alerts.yml"
+    assert shipped.read_bytes() == (venvs.REPO_ROOT / "config" / "prometheus"
+                                    / "mcp-rosetta-alerts.yml").read_bytes()
     version = run(["mcp-rosetta", "--version"], cwd=tmp_path, env=clean).stdout
     assert version == f"mcp-rosetta {__version__}\n"
     assert_the_command_imports_only_the_relay(bin_dir, tmp_path, clean)

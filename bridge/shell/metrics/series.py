@@ -93,7 +93,7 @@ class Series:
         """The tally by bounded labels: counts per bucket of OPERATION_BUCKETS, then the
         sum of the durations."""
         merged: dict[OperationKey, list[float]] = {}
-        for (method, tool, error_type, face), counts in list(self.tally.bins.items()):
+        for (method, tool, error_type, face), counts in self.tally.counts().items():
             known = method if method in CLIENT_METHODS else OTHER
             key = (known, self.tool(tool) if tool else "", error_type or "", *face)
             into = merged.get(key)
@@ -106,7 +106,7 @@ class Series:
     def errors(self) -> dict[str, int]:
         """Error answers by class: the tally's, and the refusals before any core."""
         errors = dict(self.refused)
-        for (_, _, error_type, _), counts in list(self.tally.bins.items()):
+        for (_, _, error_type, _), counts in self.tally.counts().items():
             if error_type is not None:
                 errors[error_type] = errors.get(error_type, 0) + int(sum(counts[:-1]))
         return errors
