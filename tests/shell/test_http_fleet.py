@@ -512,6 +512,10 @@ def test_a_node_finds_its_own_address_in_the_list_by_its_port() -> None:
     made = fleet_of(DaemonConfig(fleet_nodes=LISTED, node="n1"), 8002, {KEY_ENV: "k" * 20})
     assert made is not None
     assert (made.node, made.address, made.nodes) == ("n1", "http://127.0.0.1:8002", LISTED)
+    assert made.affinity == "tenant"
+    spread = fleet_of(DaemonConfig(fleet_nodes=LISTED, fleet_affinity="none"), 8002,
+                      {KEY_ENV: "k" * 20})
+    assert spread is not None and spread.affinity == "none"
     assert fleet_of(DaemonConfig(), 8002, {}) is None
 
 
@@ -548,7 +552,7 @@ def test_the_key_is_read_from_its_file_first_and_never_shown(tmp_path: Any) -> N
     shown = repr(made) + repr(_fleet_fields(made))
     assert "from-the-file" not in shown and repr(KEYS.ids) not in shown
     assert _fleet_fields(made) == {"node": made.node, "node_url": "http://127.0.0.1:8001",
-                                   "fleet": 2}
+                                   "fleet": 2, "fleet_affinity": "tenant"}
 
 
 async def test_with_fleet_dns_a_member_is_an_address_the_name_resolves_to() -> None:
@@ -568,6 +572,7 @@ async def test_with_fleet_dns_a_member_is_an_address_the_name_resolves_to() -> N
     ("node_url", "http://10.0.0.2:8808/mcp", "node_url: expected a node's address"),
     ("fleet_dns", "not a name", "fleet_dns: expected a host name"),
     ("node", "node a", "node: expected a name of visible ASCII"),
+    ("fleet_affinity", "session", "fleet_affinity: expected one of tenant, none"),
 ])
 def test_a_fleet_setting_that_is_no_such_thing_is_refused_with_an_example(
         key: str, value: object, says: str) -> None:
