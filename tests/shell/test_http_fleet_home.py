@@ -168,3 +168,17 @@ async def test_with_no_affinity_each_request_is_served_where_it_lands() -> None:
         assert tools_lists(f.a.shared) == tools_lists(f.b.shared) == 1
         await until(lambda: f.events("http.request", "a") and f.events("http.request", "b"))
         assert not [e for e in f.logs if e.get("forwarded_to") or e.get("forwarded_by")]
+
+
+def test_the_affinity_is_tenant_unless_the_file_or_the_flag_says_none(tmp_path: Any) -> None:
+    from bridge.cli import _settings
+    from bridge.config import load_settings
+
+    assert load_settings(None, {"command": ("srv",)}).daemon.fleet_affinity == "tenant"
+    config = tmp_path / "c.toml"
+    config.write_text('fleet_affinity = "none"\n')
+    assert load_settings(str(config), {"command": ("srv",)}).daemon.fleet_affinity == "none"
+    config.write_text('fleet_affinity = "tenant"\n')
+    settings, _ = _settings(["--config", str(config), "--fleet-affinity", "none", "--", "srv"],
+                            serve=True)
+    assert settings.daemon.fleet_affinity == "none"
