@@ -196,6 +196,11 @@ def parser(serve: bool = False) -> argparse.ArgumentParser:
         http.add_argument("--node-url", type=_checked(node_address), metavar="URL",
                           help="in a fleet (fleet_nodes, fleet_dns): this node's address "
                                "as the others reach it, http://HOST:PORT")
+        http.add_argument("--fleet-affinity", choices=("tenant", "none"),
+                          help="in a fleet: tenant, each tenant's 2026-07-28 requests are "
+                               "served at one node, its home, the others forwarding them "
+                               "(one server process a tenant, its state seen by every "
+                               "request); none, each where the balancer sends it (tenant)")
         http.add_argument("--fleet-key-file", type=_checked(file_path), metavar="FILE",
                           help="the key every node of the fleet shares (or set "
                                "MCP_ROSETTA_FLEET_KEY; never on the command line)")
@@ -335,7 +340,7 @@ def _overrides(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
             "max_servers_total", "url", "drain_grace",
             "connect_timeout", "read_timeout", "max_upstream_connections", "oauth_client_id",
             "oauth_client_secret_file", "oauth_client_metadata_url",
-            "oauth_client_credentials", "node_url", "fleet_key_file")
+            "oauth_client_credentials", "node_url", "fleet_key_file", "fleet_affinity")
     values: dict[str, Any] = {k: getattr(args, k) for k in keys
                               if getattr(args, k, None) is not None}
     for repeated in ("roots", "allowed_hosts", "allowed_origins", "headers"):

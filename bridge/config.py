@@ -406,6 +406,7 @@ DAEMON_KEYS: dict[str, Check] = {
     "node_url": node_address,
     "fleet_nodes": _list_of(node_address, '["http://10.0.0.2:8808", "http://10.0.0.3:8808"]'),
     "fleet_dns": members.dns_name,
+    "fleet_affinity": choice("tenant", "none"),
     "fleet_key_file": file_path,
     "oauth": checked_table,  # [oauth]: the HTTP front as an OAuth resource server
 }

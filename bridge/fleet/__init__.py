@@ -9,6 +9,7 @@ The modules: `keys` (the keys a fleet's shared secret gives: one per use), `ids`
 session's `Mcp-Session-Id`: its node's address, a random part, a tag), `passes` (the header a
 node puts on a request it forwards to the node that holds its session), `states` (the
 envelope of a requestState: the node holding the call, its life), `members` (a node's
-address, and which addresses belong to the fleet) and `changes` (a change a tenant's server
-raised, carried to that tenant's listen streams on the other nodes).
+address, and which addresses belong to the fleet), `changes` (a change a tenant's server
+raised, carried to that tenant's listen streams on the other nodes) and `home` (the node
+that serves a tenant's modern requests, and the next ones while it cannot be reached).
 """

@@ -7,9 +7,13 @@ cheap to import: the command line reads it before the server is started.
 from __future__ import annotations
 
 from dataclasses import field
+from typing import TYPE_CHECKING
 
 from bridge.core.config import CoreConfig
 from bridge.core.record import record
+
+if TYPE_CHECKING:
+    from bridge.fleet.home import Affinity
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 """The bridge's own log levels, by their structlog/stdlib numbers."""
@@ -151,6 +155,10 @@ class DaemonConfig:
     fleet_dns: str | None = None
     """HTTP front: instead of `fleet_nodes`, a name that resolves to every node's IP address
     (a Kubernetes headless Service's)."""
+    fleet_affinity: Affinity = "tenant"
+    """HTTP front in a fleet: "tenant", each tenant's 2026-07-28 requests are served at one
+    node, its home (`bridge.fleet.home`), the others forwarding them; "none", each at the
+    node the balancer hands it to."""
     fleet_key_file: str | None = None
     """HTTP front in a fleet: a file holding the key every node shares (or the environment
     variable MCP_ROSETTA_FLEET_KEY; never the command line)."""

@@ -331,6 +331,15 @@ def parked_call_lost(request_id: object, reason: str) -> Reply:
                   "call again", error.data, reason=reason)
 
 
+def home_lost(request_id: object, reason: str) -> Reply:
+    """A modern request its node sent to the tenant's home, which was lost after it was
+    sent (the connection cut before an answer began): it may have run there, so it is not
+    sent anywhere else; 502, and the client decides whether to send it again."""
+    return _error(502, request_id, INTERNAL_ERROR,
+                  f"Bad Gateway: the node that serves this client's requests was lost before "
+                  f"it answered ({reason}); the request may have run there", reason=reason)
+
+
 def fleet_pass_refused(problem: str) -> Reply:
     """A request that says another node of the fleet forwarded it, with a pass this node
     cannot accept: 403, naming why (a key that differs, clocks apart)."""

@@ -8,7 +8,11 @@ it is held and forwarded there by the other node:
 - legacy: a `tools/call` of `echo` in a legacy session node A holds, sent to A (local) or to
   B (B forwards it to A and streams A's answer back);
 - retry: a 2026-07-28 client's retry of a call parked at A (mode B: the legacy server asked
-  for input), sent to A or to B. Each sample parks a new call at A first (not timed).
+  for input), sent to A or to B. Each sample parks a new call at A first (not timed). These
+  two run with `fleet_affinity = "none"`: a call is parked where it is sent;
+- home: with the default `fleet_affinity = "tenant"`, a 2026-07-28 client's `tools/call` of
+  `echo` (the token-less tenant) sent to its home node (local) or to the other node (which
+  forwards it to the home).
 
 Local and forwarded requests alternate, so a noisy machine weighs on both alike. It prints
 the p50 and p90 of each, the p50 a hop adds, its ratio to the local p50, and one `BENCH ...`
@@ -50,8 +54,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def fleet(directory: str) -> Iterator[tuple[int, int]]:
-    """Two nodes sharing a key, each listing both; their ports."""
+def fleet(directory: str, affinity: str = "none") -> Iterator[tuple[int, int]]:
+    """Two nodes sharing a key, each listing both, of `fleet_affinity` `affinity`; their
+    ports."""
     key = os.path.join(directory, "fleet.key")
     with open(key, "w") as file:
         file.write(base64.b64encode(os.urandom(32)).decode())
@@ -65,7 +70,8 @@ def fleet(directory: str) -> Iterator[tuple[int, int]]:
             with open(config, "w") as file:
                 file.write(f'listen = "http://127.0.0.1:{port}/mcp"\nnode = "n{number}"\n'
                            f'fleet_nodes = [{listed}]\nfleet_key_file = "{key}"\n'
-                           'log_level = "warning"\n')
+                           'log_level = "warning"\n'
+                           f'fleet_affinity = "{affinity}"\n')
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "bridge", "serve", "--config", config, "--",
                  sys.executable, SERVER, "legacy"], cwd=ROOT, stdin=subprocess.DEVNULL,
@@ -165,6 +171,25 @@ def retries(a: int, b: int, samples: int) -> tuple[list[float], list[float]]:
     return local, forwarded
 
 
+def homes(a: int, b: int, samples: int) -> tuple[list[float], list[float]]:
+    """Milliseconds of each modern call sent to its tenant's home, and to the other node."""
+    sys.path.insert(0, ROOT)
+    from bridge.fleet.home import ranked
+
+    ports = {f"http://127.0.0.1:{port}": port for port in (a, b)}
+    home, other = (ports[node] for node in ranked(None, ports))
+    at_home, elsewhere = (http.client.HTTPConnection("127.0.0.1", port)
+                          for port in (home, other))
+    local: list[float] = []
+    forwarded: list[float] = []
+    for rid in range(1, 2 * samples + 1):
+        into, conn = (local, at_home) if rid % 2 else (forwarded, elsewhere)
+        ms, answer = timed(conn, call(rid, "echo"), modern_headers("echo"))
+        assert "result" in answer, answer
+        into.append(ms)
+    return local, forwarded
+
+
 def p(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[int(q) - 1]
 
@@ -188,6 +213,9 @@ def main(argv: list[str]) -> int:
         retries(a, b, 20)
         figures = {"legacy": row("legacy", *legacy(a, b, args.samples)),
                    "retry": row("retry", *retries(a, b, args.samples))}
+    with tempfile.TemporaryDirectory() as directory, fleet(directory, "tenant") as (a, b):
+        homes(a, b, 20)
+        figures["home"] = row("home", *homes(a, b, args.samples))
     load = os.getloadavg()[0]
     print(f"load average {load:.2f} on {os.cpu_count()} cores while measuring")
     print("BENCH " + json.dumps({"fleet_hop": figures, "samples": args.samples,

@@ -39,7 +39,13 @@ What each balancer shows:
   live node and goes on;
 - the node where a modern client's call is parked is killed: the retry is told the node that
   held it is gone, and the client's next calls go on at once (the balancer takes a refused
-  connection to the next node).
+  connection to the next node);
+- the mcp 2.3 client's whole tour (the same checks as the legacy client's) with the default
+  `fleet_affinity = "tenant"`: round-robin spreads its requests, and the nodes that are not
+  its tenant's home forward them there, so the tool it adds is listed and called.
+
+The tests of a modern client's retries and changes run with `fleet_affinity = "none"`
+(`SPREAD`): its requests are served where they land, which is what they are about.
 """
 
 from __future__ import annotations
@@ -79,6 +85,9 @@ OTHER_TOKEN = "fleet-client-token-2"
 CHANGES_PATH = "/.mcp-rosetta/fleet/changes"
 PATH = "/mcp"
 SERVERS = ("legacy", "modern")
+SPREAD = 'fleet_affinity = "none"\n'
+"""A modern client's requests served where the balancer sends them (no tenant home): what
+the tests of forwarded retries and relayed changes are about."""
 
 
 @dataclass
@@ -342,7 +351,7 @@ def test_a_modern_client_s_elicitation_retries_reach_the_node_that_parked_each_c
     tokens = tmp_path / "tokens"
     tokens.write_text(f"{TOKEN}\n")
     with fleet_nodes(tmp_path, legacy_python.peer("legacy_server"),
-                     f'token_file = "{tokens}"\n') as nodes, \
+                     f'token_file = "{tokens}"\n' + SPREAD) as nodes, \
             balancer(kind, tmp_path, nodes) as url:
         cmd = [modern_python.path, str(venvs.PEERS_DIR / "pool_client.py"), url, TOKEN, "4",
                "0.2", "2"]
@@ -390,7 +399,7 @@ def test_input_rounds_span_the_fleet_and_a_restart_ends_a_held_call(
     tokens.write_text(f"{TOKEN}\n")
     shared = tmp_path / "peer"
     shared.mkdir()
-    with fleet_nodes(tmp_path, server_cmd, f'token_file = "{tokens}"\n') as nodes, \
+    with fleet_nodes(tmp_path, server_cmd, f'token_file = "{tokens}"\n' + SPREAD) as nodes, \
             balancer(kind, tmp_path, nodes) as url:
         client = subprocess.Popen(
             [modern_python.path, str(venvs.PEERS_DIR / "fleet_modern_client.py"), url, TOKEN,
@@ -437,7 +446,7 @@ def test_a_listen_stream_hears_its_tenant_s_changes_made_at_other_nodes_and_no_o
         tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text(f"{TOKEN}\n{OTHER_TOKEN}\n")
-    with fleet_nodes(tmp_path, server_cmd, f'token_file = "{tokens}"\n') as nodes, \
+    with fleet_nodes(tmp_path, server_cmd, f'token_file = "{tokens}"\n' + SPREAD) as nodes, \
             balancer(kind, tmp_path, nodes) as url:
         cmd = [modern_python.path, str(venvs.PEERS_DIR / "tenant_client.py"), url, TOKEN,
                OTHER_TOKEN, "fleet"]
@@ -605,7 +614,7 @@ def test_a_killed_node_s_parked_call_ends_at_its_retry_saying_so_and_clients_go_
     tokens = tmp_path / "tokens"
     tokens.write_text(f"{TOKEN}\n")
     with fleet_nodes(tmp_path, legacy_python.peer("legacy_server"),
-                     f'token_file = "{tokens}"\n') as nodes, \
+                     f'token_file = "{tokens}"\n' + SPREAD) as nodes, \
             balancer(kind, tmp_path, nodes) as url:
         status, asked = modern_post(url, TOKEN, 1, "ask_name")
         result = asked["result"]

@@ -34,6 +34,7 @@ from bridge.core.modern_server_legacy_client import request_state
 from bridge.core.modern_server_legacy_client.placement import node_named, node_of, process_of
 from bridge.errors import ConfigError
 from bridge.fleet import ids, passes, states
+from bridge.fleet.home import Affinity
 from bridge.fleet.keys import derive
 from bridge.fleet.states import Elsewhere
 from bridge.shell import logs
@@ -91,8 +92,11 @@ class Fleet2:
 async def fleet(tokens: Tokens | None = None, absent: str | None = None,
                 core: Callable[[str], Any] | None = None,
                 drain_grace: float = 0.0,
-                child: Callable[[trio.Nursery], Any] | None = None) -> AsyncIterator[Fleet2]:
-    """Nodes "a" and "b" (and, listed, `absent`: an address where nothing listens). Given
+                child: Callable[[trio.Nursery], Any] | None = None,
+                affinity: Affinity = "tenant") -> AsyncIterator[Fleet2]:
+    """Nodes "a" and "b" (and, listed, `absent`: an address where nothing listens), each
+    of `fleet_affinity` `affinity` (a test of a modern client's requests spread over the
+    nodes says "none"). Given
     `core`, every core of a node (its own, each session's and tenant's) is `core(its
     address)`; else the front's own is scripted and each legacy session's a LegacyCore.
     Each server a node starts is `child(nursery)` (default: a FakeChild that echoes)."""
@@ -114,7 +118,7 @@ async def fleet(tokens: Tokens | None = None, absent: str | None = None,
 
                 spawner = Spawner(child or (lambda n: FakeChild(n, serving=True)))
                 spawner.nursery = nursery
-                member = Fleet(name, address, KEYS, nodes_listed)
+                member = Fleet(name, address, KEYS, nodes_listed, affinity=affinity)
                 shared = ScriptedCore() if core is None else core(address)
                 front = Front(shared, Servers(SessionSettings(), spawn=spawner),
                               Address("127.0.0.1", 0, "/mcp"), logs.logger().bind(node=name),
@@ -419,7 +423,7 @@ def retry_of(parked: Any, rid: int, name: str = "octocat") -> dict[str, Any]:
 
 
 async def test_a_retry_landing_at_another_node_is_resumed_at_the_node_that_parked_it() -> None:
-    async with fleet(core=ParkingCore) as f:
+    async with fleet(affinity="none", core=ParkingCore) as f:
         parked = await (await f.a.client()).post(ask(1))
         assert parked.json["result"]["resultType"] == "input_required"
         envelope = parked.json["result"]["requestState"]
@@ -442,7 +446,7 @@ async def test_a_retry_landing_at_another_node_is_resumed_at_the_node_that_parke
 
 async def test_a_forwarded_retry_reaches_its_credential_s_tenant_at_the_holder() -> None:
     tokens = Tokens((b"token-one", b"token-two"), KEYS.credentials)
-    async with fleet(tokens, core=ParkingCore) as f:
+    async with fleet(tokens, affinity="none", core=ParkingCore) as f:
         one = {"authorization": "Bearer token-one"}
         parked = await (await f.b.client()).post(ask(1), **one)
         resumed = await (await f.a.client()).post(retry_of(parked, 2), **one)
@@ -459,7 +463,7 @@ async def test_a_forwarded_retry_reaches_its_credential_s_tenant_at_the_holder()
 
 async def test_a_retry_whose_node_cannot_be_reached_is_answered_as_a_call_that_ended() -> None:
     absent = "http://127.0.0.1:9"  # discard: nothing listens there
-    async with fleet(absent=absent, core=ParkingCore) as f:
+    async with fleet(absent=absent, affinity="none", core=ParkingCore) as f:
         lost = ask(1, requestState=request_state.seal(
             b"k" * 32, key="c1", nonce="n1", digest="d", expires=9e9,
             route=Fleet("x", absent, KEYS).state_route("2")),
@@ -483,7 +487,7 @@ async def test_a_retry_whose_node_cannot_be_reached_is_answered_as_a_call_that_e
 
 
 async def test_a_forwarded_retry_is_never_forwarded_again() -> None:
-    async with fleet(core=ParkingCore) as f:
+    async with fleet(affinity="none", core=ParkingCore) as f:
         parked = await (await f.a.client()).post(ask(1))
         [inner] = [m["result"]["requestState"] for m in sent_by(f.a.shared)]
         for state, answer in ((parked.json["result"]["requestState"], "ended"),
@@ -508,6 +512,10 @@ def test_a_node_finds_its_own_address_in_the_list_by_its_port() -> None:
     made = fleet_of(DaemonConfig(fleet_nodes=LISTED, node="n1"), 8002, {KEY_ENV: "k" * 20})
     assert made is not None
     assert (made.node, made.address, made.nodes) == ("n1", "http://127.0.0.1:8002", LISTED)
+    assert made.affinity == "tenant"
+    spread = fleet_of(DaemonConfig(fleet_nodes=LISTED, fleet_affinity="none"), 8002,
+                      {KEY_ENV: "k" * 20})
+    assert spread is not None and spread.affinity == "none"
     assert fleet_of(DaemonConfig(), 8002, {}) is None
 
 
@@ -544,7 +552,7 @@ def test_the_key_is_read_from_its_file_first_and_never_shown(tmp_path: Any) -> N
     shown = repr(made) + repr(_fleet_fields(made))
     assert "from-the-file" not in shown and repr(KEYS.ids) not in shown
     assert _fleet_fields(made) == {"node": made.node, "node_url": "http://127.0.0.1:8001",
-                                   "fleet": 2}
+                                   "fleet": 2, "fleet_affinity": "tenant"}
 
 
 async def test_with_fleet_dns_a_member_is_an_address_the_name_resolves_to() -> None:
@@ -564,6 +572,7 @@ async def test_with_fleet_dns_a_member_is_an_address_the_name_resolves_to() -> N
     ("node_url", "http://10.0.0.2:8808/mcp", "node_url: expected a node's address"),
     ("fleet_dns", "not a name", "fleet_dns: expected a host name"),
     ("node", "node a", "node: expected a name of visible ASCII"),
+    ("fleet_affinity", "session", "fleet_affinity: expected one of tenant, none"),
 ])
 def test_a_fleet_setting_that_is_no_such_thing_is_refused_with_an_example(
         key: str, value: object, says: str) -> None:

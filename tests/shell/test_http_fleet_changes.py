@@ -80,7 +80,7 @@ def _host() -> None:
 
 
 async def test_a_change_raised_at_one_node_reaches_the_listen_stream_at_the_other() -> None:
-    async with fleet(core=ChangingCore) as f:
+    async with fleet(affinity="none", core=ChangingCore) as f:
         listener = await f.a.client()
         stream = await listening(listener)
         called = await (await f.b.client()).post(tool_call(1))
@@ -96,7 +96,7 @@ async def test_a_change_raised_at_one_node_reaches_the_listen_stream_at_the_othe
 
 async def test_a_change_reaches_only_its_own_tenant_at_the_other_node() -> None:
     tokens = Tokens((ONE.encode(), TWO.encode()), KEYS.credentials)
-    async with fleet(tokens, core=ChangingCore) as f:
+    async with fleet(tokens, affinity="none", core=ChangingCore) as f:
         ones, twos = await f.a.client(), await f.a.client()
         one_stream = await listening(ones, authorization=f"Bearer {ONE}")
         two_stream = await listening(twos, authorization=f"Bearer {TWO}")
@@ -112,7 +112,7 @@ async def test_a_change_reaches_only_its_own_tenant_at_the_other_node() -> None:
 
 async def test_a_change_for_a_tenant_a_node_does_not_have_is_dropped_there() -> None:
     tokens = Tokens((ONE.encode(),), KEYS.credentials)
-    async with fleet(tokens, core=ChangingCore) as f:
+    async with fleet(tokens, affinity="none", core=ChangingCore) as f:
         await (await f.b.client()).post(tool_call(1), authorization=f"Bearer {ONE}")
         await until(lambda: hears_at(f, "a"))
         assert hears_at(f, "a") == [(202, "b")]
@@ -127,7 +127,7 @@ async def post_change(f: Fleet2, body: bytes, **headers: str) -> Answer:
 
 
 async def test_a_change_without_a_good_pass_or_that_is_no_change_is_refused() -> None:
-    async with fleet(core=ChangingCore) as f:
+    async with fleet(affinity="none", core=ChangingCore) as f:
         body = changes.envelope(TOOLS_CHANGED)
         assert body is not None
         assert (await post_change(f, body)).status == 403
@@ -148,7 +148,7 @@ async def test_a_change_without_a_good_pass_or_that_is_no_change_is_refused() ->
 
 async def test_a_node_that_cannot_be_reached_misses_the_changes_said_once() -> None:
     absent = "http://127.0.0.1:9"  # discard: nothing listens there
-    async with fleet(absent=absent, core=ChangingCore) as f:
+    async with fleet(absent=absent, affinity="none", core=ChangingCore) as f:
         listener = await f.a.client()
         stream = await listening(listener)
         for rid in (1, 2):
@@ -162,7 +162,7 @@ async def test_a_node_that_cannot_be_reached_misses_the_changes_said_once() -> N
 async def test_a_change_signed_with_the_node_s_own_name_is_not_told_twice() -> None:
     """A node that finds itself among its peers (a name given twice, a node_url that is no
     address fleet_dns resolves to) would tell its streams twice: it says so, once."""
-    async with fleet(core=ChangingCore) as f:
+    async with fleet(affinity="none", core=ChangingCore) as f:
         listener = await f.a.client()
         await listening(listener)
         body = changes.envelope(TOOLS_CHANGED)

@@ -108,7 +108,7 @@ async def test_a_modern_server_s_change_at_one_node_reaches_the_stream_at_the_ot
         servers.append(ModernServer(nursery))
         return servers[-1]
 
-    async with fleet(core=fleet_core, child=spawn) as f:
+    async with fleet(affinity="none", core=fleet_core, child=spawn) as f:
         listener = await f.a.client()
         stream = await listening(listener)
         called = await (await f.b.client()).post(tool_call(1))

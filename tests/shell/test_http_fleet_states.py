@@ -76,7 +76,7 @@ def states_seen(core: ModernServerCore) -> list[str | None]:
 
 
 async def test_a_server_s_state_reaches_the_client_wrapped_and_the_server_unwrapped() -> None:
-    async with fleet(core=ModernServerCore) as f:
+    async with fleet(affinity="none", core=ModernServerCore) as f:
         parked = await (await f.a.client()).post(ask(1))
         [inner] = f.a.shared.issued
         envelope = parked.json["result"]["requestState"]
@@ -96,7 +96,7 @@ async def test_a_server_s_state_reaches_the_client_wrapped_and_the_server_unwrap
 
 
 async def test_a_retry_landing_at_the_node_that_holds_the_call_is_opened_there() -> None:
-    async with fleet(core=ModernServerCore) as f:
+    async with fleet(affinity="none", core=ModernServerCore) as f:
         parked = await (await f.b.client()).post(ask(1))
         resumed = await (await f.b.client()).post(retry_of(parked, 2, "alice"))
         assert resumed.json["result"]["content"][0]["text"] == "hello alice"
@@ -106,7 +106,7 @@ async def test_a_retry_landing_at_the_node_that_holds_the_call_is_opened_there()
 
 
 async def test_a_retry_for_a_node_that_restarted_since_is_answered_as_a_call_that_ended() -> None:
-    async with fleet(core=ModernServerCore) as f:
+    async with fleet(affinity="none", core=ModernServerCore) as f:
         parked = await (await f.a.client()).post(ask(1))
         f.a.fleet.life = "a-later-life"  # a new process at the same address
         for rid, node in ((2, f.b), (3, f.a)):
@@ -123,7 +123,7 @@ async def test_a_retry_for_a_node_that_restarted_since_is_answered_as_a_call_tha
 
 async def test_a_retry_whose_node_is_gone_is_answered_as_ended_and_reaches_no_server() -> None:
     absent = "http://127.0.0.1:9"
-    async with fleet(absent=absent, core=ModernServerCore) as f:
+    async with fleet(absent=absent, affinity="none", core=ModernServerCore) as f:
         lost = ask(1, requestState=states.wrap(KEYS.states, absent, "its-life", None, "s.1"),
                    inputResponses={"q": {"action": "accept", "content": {"name": "x"}}})
         ended = await (await f.b.client()).post(lost)
@@ -137,7 +137,7 @@ async def test_a_retry_whose_node_is_gone_is_answered_as_ended_and_reaches_no_se
 
 
 async def test_an_altered_envelope_is_refused_where_it_lands_and_forwarded_nowhere() -> None:
-    async with fleet(core=ModernServerCore) as f:
+    async with fleet(affinity="none", core=ModernServerCore) as f:
         parked = await (await f.a.client()).post(ask(1))
         retry = retry_of(parked, 2)
         altered = retry["params"]["requestState"].replace(".0", ".1")
@@ -154,7 +154,7 @@ async def test_an_altered_envelope_is_refused_where_it_lands_and_forwarded_nowhe
 
 async def test_an_envelope_opens_for_the_credential_it_was_issued_to_alone() -> None:
     tokens = Tokens((b"token-one", b"token-two"), KEYS.credentials)
-    async with fleet(tokens, core=ModernServerCore) as f:
+    async with fleet(tokens, affinity="none", core=ModernServerCore) as f:
         one = {"authorization": "Bearer token-one"}
         parked = await (await f.a.client()).post(ask(1), **one)
         other = await (await f.b.client()).post(retry_of(parked, 2, "mallory"),
@@ -168,7 +168,7 @@ async def test_an_envelope_opens_for_the_credential_it_was_issued_to_alone() -> 
 
 
 async def test_mode_b_s_retry_for_a_node_that_restarted_since_reads_ended() -> None:
-    async with fleet(core=ParkingCore) as f:
+    async with fleet(affinity="none", core=ParkingCore) as f:
         parked = await (await f.a.client()).post(ask(1))
         f.a.fleet.life = "a-later-life"
         ended = await (await f.b.client()).post(retry_of(parked, 2))

@@ -24,7 +24,8 @@ import trio
 from bridge.core.codec import Message
 from bridge.core.modern_server_legacy_client.placement import node_elsewhere, route_for
 from bridge.errors import ConfigError
-from bridge.fleet import changes, ids, members, passes, states
+from bridge.fleet import changes, home, ids, members, passes, states
+from bridge.fleet.home import Affinity
 from bridge.fleet.keys import FleetKeys, derive
 from bridge.fleet.passes import Bound, Forwarded
 from bridge.fleet.states import Place
@@ -49,6 +50,8 @@ class Fleet:
     keys: FleetKeys = field(repr=False)
     nodes: tuple[str, ...] = ()
     dns: str | None = None
+    affinity: Affinity = "tenant"
+    """`fleet_affinity`: "tenant", each tenant's modern requests go to its home (`homes`)."""
     life: str = field(default_factory=lambda: secrets.token_urlsafe(LIFE_BYTES))
     """This process's life at its address: what the requestState envelopes it issues name,
     so that once it restarts it tells a retry of a call it held before that the call ended."""
@@ -118,6 +121,11 @@ class Fleet:
         resolved = None if self.dns is None else await self._resolved_now()
         return members.peers(self.address, self.nodes, resolved)
 
+    async def homes(self, credential: str | None) -> tuple[str, ...]:
+        """The fleet's nodes now, this one among them, in the tenant `credential`'s order:
+        its home first (`bridge.fleet.home`)."""
+        return home.ranked(credential, (self.address, *await self.peers()))
+
     async def _resolved_now(self) -> frozenset[str]:
         """What `dns` resolves to, resolved again at most every RESOLVED_FOR seconds."""
         assert self.dns is not None
@@ -182,7 +190,7 @@ def fleet_of(daemon: DaemonConfig, port: int,
         raise ConfigError(f"node_url {address} is not in fleet_nodes: list every node's "
                           "address there, this one's too")
     return Fleet(daemon.node or socket.gethostname(), address, derive(secret),
-                 daemon.fleet_nodes, daemon.fleet_dns)
+                 daemon.fleet_nodes, daemon.fleet_dns, daemon.fleet_affinity)
 
 
 def _own_address(daemon: DaemonConfig, port: int) -> str:

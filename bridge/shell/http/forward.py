@@ -9,14 +9,19 @@ client closing its connection closes the forwarded request (the holder then trea
 its own client's close); a holder that cannot be reached answers nothing, so what it held
 has ended with it: the request gets the answer its caller gives for that (by default a
 session's, 404: §Session Management 4, the client starts a new one), and the node is said
-once in the log until it is reached again.
+once in the log until it is reached again. A request sent to its tenant's home (`offer`) is
+not lost with a home that refuses the connection (nothing was sent): the caller is told so,
+and offers it to the next node; `reachable` tells a caller not to wait for a node lost less
+than RETRY_S ago.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import Enum
 
 import httpx2
+import trio
 
 from bridge.fleet.passes import HEADER, Bound
 from bridge.shell.http.connection import Connection, Request
@@ -37,8 +42,19 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "t
 """RFC 9110 §7.6.1: a hop's own headers, never passed on (each hop frames its own)."""
 NOT_FORWARDED = HOP_BY_HOP | {"authorization", HEADER}
 """The bearer token stays at the node that checked it: the pass names its credential."""
+RETRY_S = 5.0
+"""Seconds a node that could not be reached is passed over (`reachable`) before a request
+tries it again: a node back from a restart gets its tenants again within that."""
+UNSENT_ERRORS = (httpx2.ConnectError, httpx2.ConnectTimeout)
+"""No connection was made: the request was not sent, so another node may take it."""
 Gone = Callable[[str], Reply]
 """The answer to a request whose holder is gone, given why (for the log)."""
+
+
+class Unsent(Enum):
+    """`offer`'s answer when the node could not be reached and nothing was sent."""
+
+    REFUSED = "the node could not be reached: nothing was sent"
 
 
 class Forwarder:
@@ -51,7 +67,8 @@ class Forwarder:
             limits=httpx2.Limits(max_connections=None, max_keepalive_connections=64,
                                  keepalive_expiry=KEEPALIVE_S),
             trust_env=False, transport=transport)  # the fleet's own network: no proxy
-        self._unreachable: set[str] = set()
+        self._unreachable: dict[str, float] = {}
+        """Each node lost (not reached) since it was last reached, and when (trio's clock)."""
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -67,18 +84,42 @@ class Forwarder:
                                   "in fleet_nodes (or fleet_dns): list every node on every "
                                   "node")
             return gone(f"its node {holder} is not in the fleet")
-        refused: Reply | None = None
+        refused = await self._carry(conn, request, holder, outcome, gone, passable=False)
+        assert not isinstance(refused, Unsent)
+        return refused
+
+    async def offer(self, conn: Connection, request: Request, node: str, outcome: Outcome,
+                    gone: Gone) -> Reply | Unsent | None:
+        """`request` to the node at `node` (a fleet member: its tenant's home) and its answer
+        back; `Unsent.REFUSED` when no connection could be made (nothing was sent: another
+        node may take it); `gone`'s answer when it was lost after it was sent (it may have
+        run there: it is never sent twice)."""
+        outcome.forwarded_to = node
+        answer = await self._carry(conn, request, node, outcome, gone, passable=True)
+        if answer is Unsent.REFUSED:
+            outcome.forwarded_to = None
+        return answer
+
+    def reachable(self, node: str) -> bool:
+        """Whether to try `node`: reached, or lost at least RETRY_S ago."""
+        lost_at = self._unreachable.get(node)
+        return lost_at is None or trio.current_time() - lost_at >= RETRY_S
+
+    async def _carry(self, conn: Connection, request: Request, holder: str,
+                     outcome: Outcome, gone: Gone, *, passable: bool) -> Reply | Unsent | None:
+        refused: Reply | Unsent | None = None
 
         async def carry() -> None:
             nonlocal refused
-            refused = await self._exchange(conn, request, holder, outcome, gone)
+            refused = await self._exchange(conn, request, holder, outcome, gone, passable)
 
         # The client's close cancels this (the reader sees it): the forwarded request closes.
         await conn.until_closed(carry)
         return refused
 
     async def _exchange(self, conn: Connection, request: Request, holder: str,
-                        outcome: Outcome, gone: Gone) -> Reply | None:
+                        outcome: Outcome, gone: Gone,
+                        passable: bool) -> Reply | Unsent | None:
         bound = Bound(request.method, request.target, request.headers.get(SESSION_HEADER, ""),
                       request.body)
         credential = outcome.credential.digest if outcome.credential is not None else None
@@ -95,6 +136,8 @@ class Forwarder:
                 self._log.warning("fleet.answer_cut", holder=holder, error=repr(exc))
                 return None
             self._lost(holder, exc)
+            if passable and isinstance(exc, UNSENT_ERRORS):
+                return Unsent.REFUSED
             return gone(f"its node {holder} cannot be reached")
         return None
 
@@ -116,11 +159,12 @@ class Forwarder:
 
     def _lost(self, holder: str, exc: Exception) -> None:
         if holder not in self._unreachable:
-            self._unreachable.add(holder)
             self._log.warning("fleet.node_unreachable", holder=holder, error=repr(exc),
-                              effect="its sessions and parked calls are answered as ended")
+                              effect="its sessions and parked calls are answered as ended; "
+                                     "the tenants it is home to are served at another node")
+        self._unreachable[holder] = trio.current_time()
 
     def _reached(self, holder: str) -> None:
         if holder in self._unreachable:
-            self._unreachable.discard(holder)
+            del self._unreachable[holder]
             self._log.info("fleet.node_reachable", holder=holder)

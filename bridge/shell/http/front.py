@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from bridge.shell.http.changes import ChangeRelay
     from bridge.shell.http.fleet import Fleet
     from bridge.shell.http.forward import Forwarder
+    from bridge.shell.http.home import TenantHomes
     from bridge.shell.http.oauth_gate import Gate
 
 MAX_HEADER = 16 * 1024
@@ -220,11 +221,16 @@ class Front:
         """Serve until the shared core says Stop; its exit code."""
         host, self.port = listener.getsockname()[:2]
         forwarder: Forwarder | None = None
+        homes: TenantHomes | None = None
         if self._fleet is not None:
             from bridge.shell.http.changes import ChangeRelay  # httpx2: only in a fleet
             from bridge.shell.http.forward import Forwarder
 
             forwarder = Forwarder(self._fleet, self._log)
+            if self._fleet.affinity == "tenant":
+                from bridge.shell.http.home import TenantHomes
+
+                homes = TenantHomes(self._fleet, forwarder)
             self._relay = ChangeRelay(self._fleet, self._log, self._listeners_of)
             self._clients.pool.on_change = partial(self._relay.share, None)
         series = self._settings.series
@@ -233,7 +239,7 @@ class Front:
             self._open_session, self._settings.timing.shutdown_grace, fleet=self._fleet,
             forward=forwarder.forward if forwarder is not None else None,
             scrape=self._scrape, refused=None if series is None else series.failed,
-            hear=self._relay.hear if self._relay is not None else None)
+            hear=self._relay.hear if self._relay is not None else None, home=homes)
         try:
             await self._serve(listener, host)
         finally:

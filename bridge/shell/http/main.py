@@ -187,11 +187,12 @@ def core_settings(core: CoreConfig, fleet: Fleet | None, route: str) -> CoreConf
 
 def _fleet_fields(fleet: Fleet | None) -> dict[str, object]:
     """The first line's word on the fleet: this node's name and address, how many nodes (or
-    the name that lists them); never its key."""
+    the name that lists them), its affinity; never its key."""
     if fleet is None:
         return {}
     return {"node": fleet.node, "node_url": fleet.address,
-            "fleet": fleet.dns if fleet.dns is not None else len(fleet.nodes)}
+            "fleet": fleet.dns if fleet.dns is not None else len(fleet.nodes),
+            "fleet_affinity": fleet.affinity}
 
 
 def _changed(old: Settings, new: Settings) -> list[str]:

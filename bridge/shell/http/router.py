@@ -10,7 +10,8 @@ place of the Host, Origin and token checks that node made, and a modern client's
 call held at another node (its requestState's envelope says which: `bridge.fleet.states`;
 or mode B's `placement.node_elsewhere`) is forwarded there before any tenant here is looked
 at (the pass carries its credential: the holder finds the same tenant), which opens the
-envelope before its server sees the state.
+envelope before its server sees the state. With `fleet_affinity = "tenant"` every other
+modern request goes to its tenant's home (`home.py`) unless another node forwarded it here.
 A node told to stop counts the requests its drain waits for (`in_flight`) and, once the
 drain is over, refuses what would reach a server being stopped (`bridge.streamable.drain`
 says which).
@@ -28,7 +29,7 @@ import trio
 from bridge.core.codec import Message
 from bridge.core.events import CLIENT, MessageDecoded
 from bridge.fleet import changes, passes
-from bridge.fleet.states import Here, Lost, unwrapped
+from bridge.fleet.states import Here, Lost, echoed, unwrapped
 from bridge.shell.http.address import Names
 from bridge.shell.http.auth import Credential, Denied, Tokens
 from bridge.shell.http.connection import Connection, Request
@@ -58,6 +59,7 @@ from bridge.streamable.target import logged, path_of
 
 if TYPE_CHECKING:
     from bridge.shell.http.fleet import Fleet
+    from bridge.shell.http.home import TenantHomes
     from bridge.shell.http.oauth_gate import Gate
 
 KEEP_ALIVE_S = 15.0
@@ -95,8 +97,10 @@ class RequestRouter:
                  *, fleet: Fleet | None = None, forward: Forward | None = None,
                  scrape: Callable[[], bytes] | None = None,
                  refused: Callable[[str], None] | None = None,
-                 hear: Callable[[Request, Outcome], Reply] | None = None) -> None:
+                 hear: Callable[[Request, Outcome], Reply] | None = None,
+                 home: TenantHomes | None = None) -> None:
         """`fleet`, `forward`: this node's fleet, and how a request reaches another node;
+        `home`: sends a modern request to its tenant's home (`fleet_affinity = "tenant"`);
         `scrape`: the text GET /metrics answers; `refused`: counts a refusal of the front's;
         `hear`: takes the changes the fleet's other nodes send (`changes.PATH`)."""
         self.endpoint = endpoint
@@ -112,6 +116,7 @@ class RequestRouter:
         self._refused = refused
         """Counts a request the front refused itself (an error of class "refused")."""
         self._hear = hear
+        self._home = home
         self._legacy = LegacyRequests(Sessions(0) if sessions is None else sessions,
                                       open_session or _no_session,
                                       self._through_core, keep_alive=endpoint.keep_alive,
@@ -187,6 +192,12 @@ class RequestRouter:
             if held is not None and self._forward is not None:
                 return await self._forward(conn, request, held, outcome,
                                            partial(replies.parked_call_lost, message.get("id")))
+        if self._home is not None and outcome.forwarded_by is None and echoed(message) is None:
+            from bridge.shell.http.home import Local  # imported already: a fleet's
+
+            sent = await self._home.send(conn, request, message.get("id"), outcome)
+            if sent is not Local.HOME:
+                return sent
         tenant = await self._tenant_of(outcome.credential, message.get("id"))
         if isinstance(tenant, Reply):
             return tenant
