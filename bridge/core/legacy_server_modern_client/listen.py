@@ -23,6 +23,7 @@ from bridge.core.jsonrpc import WireId, notification
 from bridge.core.methods import ACKNOWLEDGED, UPDATED
 from bridge.core.router import Router
 from bridge.core.states import IllegalMove
+from bridge.core.stream_tags import untagged
 from bridge.core.timers import Deadline
 
 # The stream for list changes in timer keys, as opposed to one per resource URI.
@@ -292,7 +293,7 @@ class UpstreamListener:
     def _tell(self, method: str, params: Message) -> None:
         """Pass a stream's notification on, untagged. A legacy client has no stream to put it
         on: it is unsolicited, of the session, and belongs to no request (request None)."""
-        self.ctx.send(CLIENT, notification(method, _untagged(params)), request=None)
+        self.ctx.send(CLIENT, notification(method, untagged(params)), request=None)
 
     def on_closed(self, stream: UpstreamStream, message: Message) -> None:
         """The listen request got its answer: the server ended the stream, or refused it."""
@@ -397,14 +398,3 @@ class UpstreamListener:
             stream = self.by_uri[uri] = UpstreamStream(uri, {"resourceSubscriptions": [uri]})
             stream.granted = True
             self._open(stream)
-
-
-def _untagged(params: Message) -> Message | None:
-    """The notification params without the stream tag (and without `_meta` if emptied)."""
-    meta = params.get("_meta")
-    out = {k: v for k, v in params.items() if k != "_meta"}
-    if isinstance(meta, dict):
-        kept = {k: v for k, v in meta.items() if k != META_SUBSCRIPTION_ID}
-        if kept:
-            out["_meta"] = kept
-    return out or None

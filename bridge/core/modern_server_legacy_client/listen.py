@@ -23,6 +23,7 @@ from bridge.core.methods import ACKNOWLEDGED, UPDATED
 from bridge.core.modern_server_legacy_client.exchanges import Housekeeping
 from bridge.core.modern_server_legacy_client.request_meta import RequestMeta
 from bridge.core.router import Router
+from bridge.core.stream_tags import tagged
 
 
 class StreamsHost(Protocol):
@@ -191,7 +192,7 @@ class ClientStreams:
         else:
             return False
         for stream in targets:
-            self.ctx.send(CLIENT, notification(method, _tagged(params, stream.id)),
+            self.ctx.send(CLIENT, notification(method, tagged(params, stream.id)),
                           request=stream.id)
         if not targets:
             self.ctx.debug("notification.dropped", side=SERVER, method=method, reason="no stream")
@@ -275,11 +276,3 @@ def _covers(subscribed: str, uri: str) -> bool:
     if not uri.startswith(subscribed):
         return False
     return subscribed.endswith("/") or uri[len(subscribed)] in "/?#"
-
-
-def _tagged(params: Message, subscription_id: WireId) -> Message:
-    """`params` with the stream's subscriptionId in `_meta` (basic/index.mdx: MUST on streams)."""
-    meta = params.get("_meta")
-    tagged = {**params, "_meta": {**(meta if isinstance(meta, dict) else {}),
-                                  META_SUBSCRIPTION_ID: subscription_id}}
-    return tagged

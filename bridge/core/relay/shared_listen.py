@@ -25,13 +25,13 @@ from bridge.core.capabilities import LIST_CHANGES
 from bridge.core.codec import Message
 from bridge.core.context import Context
 from bridge.core.envelope import stamp_envelope
-from bridge.core.eras import META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT, SERVER, ShareChange
 from bridge.core.exchange import NO_REQUEST, Exchange, served_request
 from bridge.core.jsonrpc import WireId, notification
 from bridge.core.methods import ACKNOWLEDGED, UPDATED
 from bridge.core.relay.exchanges import RelayedListen
 from bridge.core.router import Router
+from bridge.core.stream_tags import tagged, untagged
 from bridge.core.timers import Deadline
 
 ASKED: Final = {flag: True for flag, _ in LIST_CHANGES.values()}
@@ -173,22 +173,3 @@ def _asks(honored: Message | None, method: str, params: Message | None) -> bool:
     uris = honored.get("resourceSubscriptions")
     return method == UPDATED and isinstance(uris, list) and params is not None \
         and params.get("uri") in uris
-
-
-def untagged(params: Message) -> Message | None:
-    """Notification params without the stream tag (and without a `_meta` it emptied)."""
-    meta = params.get("_meta")
-    out = {key: value for key, value in params.items() if key != "_meta"}
-    if isinstance(meta, dict):
-        kept = {key: value for key, value in meta.items() if key != META_SUBSCRIPTION_ID}
-        if kept:
-            out["_meta"] = kept
-    return out or None
-
-
-def tagged(params: Message | None, subscription_id: WireId) -> Message:
-    """`params` tagged with the stream they go on (§Receiving Notifications)."""
-    params = params or {}
-    meta = params.get("_meta")
-    meta = meta if isinstance(meta, dict) else {}
-    return {**params, "_meta": {**meta, META_SUBSCRIPTION_ID: subscription_id}}
