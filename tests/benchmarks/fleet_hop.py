@@ -27,7 +27,6 @@ import contextlib
 import http.client
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,8 @@ import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
+
+from bench_http import free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -44,13 +45,6 @@ LEGACY = "2025-11-25"
 START_TIMEOUT = 60.0
 META = {"io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextlib.contextmanager
