@@ -17,12 +17,21 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from enum import Enum
 from typing import Final, Literal
 
 Affinity = Literal["tenant", "none"]
 """`fleet_affinity`: "tenant", each tenant's modern requests served at its home; "none",
 each served at the node the balancer hands it to."""
 AFFINITIES: Final = ("tenant", "none")
+
+
+class Local(Enum):
+    """What the shell answers for a request this node is to serve itself."""
+
+    HOME = "this node is the tenant's home, or the first of its order that can be reached"
+
+
 TOKENLESS: Final = "mcp-rosetta: the tenant of a front without tokens"
 """The name of the one tenant every client is when the front asks no token."""
 

@@ -11,21 +11,15 @@ lost after it was sent is answered with an error, never sent twice.
 
 from __future__ import annotations
 
-from enum import Enum
 from functools import partial
 
+from bridge.fleet.home import Local
 from bridge.shell.http.connection import Connection, Request
 from bridge.shell.http.fleet import Fleet
 from bridge.shell.http.forward import Forwarder, Unsent
 from bridge.shell.http.outcome import Outcome
 from bridge.streamable import replies
 from bridge.streamable.replies import Reply
-
-
-class Local(Enum):
-    """`TenantHomes.send`'s answer when this node is the one to serve the request."""
-
-    HOME = "this node is the tenant's home, or the first of its order that can be reached"
 
 
 class TenantHomes:

@@ -29,6 +29,7 @@ import trio
 from bridge.core.codec import Message
 from bridge.core.events import CLIENT, MessageDecoded
 from bridge.fleet import changes, passes
+from bridge.fleet.home import Local
 from bridge.fleet.states import Here, Lost, echoed, unwrapped
 from bridge.shell.http.address import Names
 from bridge.shell.http.auth import Credential, Denied, Tokens
@@ -162,20 +163,32 @@ class RequestRouter:
             refused = await self._signed_in(request, outcome)  # a forwarded one was, at its node
         if refused is None:
             refused = self._at_endpoint(request)
-        if refused is None and self._health.stage is not NodeStage.SERVING:
-            refused = self._stopping(request)
         if refused is None:
-            refused = await (self._post(conn, request, outcome) if request.method == "POST"
-                             else self._legacy.stream(conn, request, outcome))
+            refused = await self._admitted(conn, request, outcome)
         if refused is not None:
             outcome.status, outcome.reason = refused.status, refused.reason
             if refused.status >= 400 and self._refused is not None:
                 self._refused("refused")
             await conn.respond(refused.status, refused.body, refused.headers)
 
-    async def _post(self, conn: Connection, request: Request, outcome: Outcome) -> Reply | None:
-        """A POST of either era (`era.era_of` decides), or its refusal."""
-        message = body_value(request.body)
+    async def _admitted(self, conn: Connection, request: Request,
+                        outcome: Outcome) -> Reply | None:
+        """A request the front admitted: refused if its node is stopping (it hands nothing
+        new to its servers), else on its era's path; its body decoded once."""
+        message = body_value(request.body) if request.method == "POST" else None
+        if self._health.stage is not NodeStage.SERVING:
+            refused = refusal(self._health.stage, ask_of(request.method, message),
+                              _id_in(message))
+            if refused is not None:
+                return refused
+        if request.method == "POST":
+            return await self._post(conn, request, message, outcome)
+        return await self._legacy.stream(conn, request, outcome)
+
+    async def _post(self, conn: Connection, request: Request, message: object,
+                    outcome: Outcome) -> Reply | None:
+        """A POST of either era (`era.era_of` decides), its body's value given, or its
+        refusal."""
         if message is not None and era_of(request.headers, message) is Era.LEGACY:
             return await self._legacy.post(conn, request, message, outcome)
         refused = refuse_body(message)
@@ -193,8 +206,6 @@ class RequestRouter:
                 return await self._forward(conn, request, held, outcome,
                                            partial(replies.parked_call_lost, message.get("id")))
         if self._home is not None and outcome.forwarded_by is None and echoed(message) is None:
-            from bridge.shell.http.home import Local  # imported already: a fleet's
-
             sent = await self._home.send(conn, request, message.get("id"), outcome)
             if sent is not Local.HOME:
                 return sent
@@ -205,11 +216,6 @@ class RequestRouter:
         if refused is None:
             await self._modern(conn, request, message, outcome, tenant)
         return refused
-
-    def _stopping(self, request: Request) -> Reply | None:
-        """A stopping node's refusal: it hands nothing new to its servers."""
-        message = body_value(request.body) if request.method == "POST" else None
-        return refusal(self._health.stage, ask_of(request.method, message), _id_of(request))
 
     def _wait_for(self, outcome: Outcome, waited: bool) -> None:
         """Count the request of `outcome` in `in_flight`, or no more."""
@@ -439,7 +445,11 @@ class RequestRouter:
 
 def _id_of(request: Request) -> object:
     """The id of the JSON-RPC request a refused POST carried, if it carried one."""
-    message = body_value(request.body) if request.method == "POST" else None
+    return _id_in(body_value(request.body) if request.method == "POST" else None)
+
+
+def _id_in(message: object) -> object:
+    """The id of a request's decoded body, if it is a JSON-RPC request's."""
     rid = message.get("id") if isinstance(message, dict) else None
     return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
 
