@@ -28,7 +28,7 @@ import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from peer_common import dump, error_info, fill_form
+from peer_common import dump, error_info, fill_form, publish
 
 MODERN = "2026-07-28"
 TIMEOUT = 60.0
@@ -57,7 +57,7 @@ async def main(url: str, token: str, shared: Path, count: int) -> None:
         assert isinstance(first, types.InputRequiredResult), dump(first)
         state = first.request_state
         report["state"] = state
-        (shared / "state").write_text(state or "")
+        publish(shared / "state", state or "")
         deadline = time.monotonic() + TIMEOUT
         while not (shared / "restarted").exists():
             assert time.monotonic() < deadline, "the test never restarted the node"

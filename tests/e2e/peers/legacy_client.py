@@ -52,6 +52,7 @@ from peer_common import (
     kill,
     new_tool_name,
     parse_argv,
+    publish,
     tapped,
 )
 
@@ -364,7 +365,7 @@ async def fleet(url: str, rec: Recorder) -> int:
             return 1
         await tour(session, rec)
         rec.out["session"] = session_id()
-        (where / "session").write_text(session_id() or "")
+        publish(where / "session", session_id() or "")
         with anyio.fail_after(SCENARIO_TIMEOUT):
             while not (where / "stopped").exists():
                 await anyio.sleep(0.05)

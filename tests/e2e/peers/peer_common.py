@@ -86,6 +86,15 @@ def error_info(exc: BaseException) -> dict[str, Any]:
     return {"type": type(exc).__name__, "message": str(exc)}
 
 
+def publish(path: Any, text: str) -> None:
+    """Write `text` to `path` whole or not at all: a test that waits for the file to exist
+    must never read it half written (a plain write creates it empty first)."""
+    draft = f"{path}.draft"
+    with open(draft, "w") as out:
+        out.write(text)
+    os.replace(draft, path)
+
+
 def dump(value: Any) -> Any:
     """Wire-shaped JSON of an SDK model (aliases, no None fields); plain data as is."""
     if hasattr(value, "model_dump"):
