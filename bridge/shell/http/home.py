@@ -7,9 +7,10 @@ Must not rank the nodes (`bridge.fleet.home` does, alike at every node), move th
 whether it takes a tenant now). The request is offered to each node in the tenant's order
 until one takes it. One passed over: a node that cannot be reached (no connection: nothing
 was sent), or was lost less than `forward.RETRY_S` ago; a node being stopped that declines
-it (a new tenant there: it took nothing); and this node itself while it is being stopped,
-unless it holds the tenant. The tenant of a node being stopped thus goes on at the next
-node of its order, as every node ranks it, from its first request. When no node takes it,
+it (a new tenant there: it took nothing); and this node itself when it does not take the
+tenant now (draining, it takes only the tenants it holds). A new tenant whose home is being
+stopped thus goes on at the next node of its order, as every node ranks it, from its first
+request. When no node takes it,
 this node answers it (its own refusal, if it takes no new tenant). A request lost after it
 was sent is answered with an error, never sent twice.
 """
@@ -29,8 +30,8 @@ from bridge.streamable import replies
 from bridge.streamable.replies import Reply
 
 Takes = Callable[[Credential | None], bool]
-"""Whether this node serves the tenant of a credential now: it serves every tenant, or it
-is being stopped and holds this one (a new one it would refuse)."""
+"""Whether this node serves the tenant of a credential now (`drain.takes`): while it serves,
+every tenant; while it drains, only one it holds (a new one it would refuse)."""
 
 
 class TenantHomes:
