@@ -1,14 +1,18 @@
 """A front's stop as a load balancer sees it: serving, then draining (not ready, taking no
 new session, still serving what it holds), then stopping (what it holds is ended).
 
-Must not wait, read a clock nor count what is in flight (the front does, and asks `drained`
-and `refusal`): this module holds the rules only, so each is tested without a front.
+Must not wait, read a clock nor count what is in flight (the front does, and asks `drained`,
+`refusal` and `takes`): this module holds the rules only, so each is tested without a front.
 
 A node told to stop (SIGTERM, as systemd and Kubernetes send) drains first: /readyz says
 so at once, so the balancer sends new clients elsewhere; a new legacy session (`initialize`
 without `Mcp-Session-Id`) or a new tenant's first request is answered 503 with Retry-After,
 naming the drain, so the client (or a balancer that retries a 503) goes to another node;
 the requests of the sessions and tenants it holds are served as before, forwarded ones too.
+In a fleet, a new tenant whose home is being stopped is served at the next node of its
+order, not refused until the drain ends: the node passes itself over as the home of a
+tenant it does not hold (`takes`), and its refusals say it took nothing of the request
+(`replies.NOTHING_TAKEN`), so a peer that offered it one offers it to the next node.
 Once nothing is in flight and no call is parked, or `drain_grace` has passed, it stops:
 from then on every JSON-RPC request and stream is 503 (nothing new reaches a server being
 stopped; the client's answers still reach the calls owed), and what is still owed is ended
@@ -81,6 +85,13 @@ def refusal(stage: NodeStage, ask: Ask, request_id: object) -> Reply | None:
     if stage is NodeStage.STOPPING:
         return replies.node_stopping(request_id)
     return replies.node_draining(request_id) if ask is Ask.NEW else None
+
+
+def takes(stage: NodeStage, *, held: bool) -> bool:
+    """Whether a node at `stage` serves a tenant's requests (`held`: the tenant is the node's
+    already): a new one only while it serves, one it holds until it stops. One it does not
+    is passed over as the tenant's home, for the next node of the tenant's order."""
+    return refusal(stage, Ask.HELD if held else Ask.NEW, None) is None
 
 
 def only_listens(http_method: str, rpc: object) -> bool:

@@ -190,29 +190,37 @@ def front_stopping() -> Reply:
     return Reply(503, b"", (("connection", "close"),), "the front is stopping")
 
 
+NOTHING_TAKEN = "mcp-rosetta-nothing-taken"
+"""The header of a node's drain refusals (`node_draining`, `node_stopping`), its value the
+node's stage: this node took nothing of the request, so none of its servers saw it. A fleet
+peer that offered the node a tenant's request (`forward.Forwarder.offer`) offers it to the
+next node of the tenant's order instead of passing this answer on."""
+
+
 def node_draining(request_id: object) -> Reply:
     """A new session or tenant at a node told to stop: 503 with Retry-After, so the client
     (or a balancer that retries a 503) sends it again and another node takes it."""
-    return _retry_after(_error(503, request_id, INTERNAL_ERROR,
-                               "Service Unavailable: this node is draining (it is being "
-                               "stopped) and takes no new session; send the request again: "
-                               "another node takes it", {"node": "draining"},
-                               reason="the node is draining: no new session"))
+    refused = _error(503, request_id, INTERNAL_ERROR,
+                     "Service Unavailable: this node is draining (it is being stopped) and "
+                     "takes no new session; send the request again: another node takes it",
+                     {"node": "draining"}, reason="the node is draining: no new session")
+    return _nothing_taken("draining", refused)
 
 
 def node_stopping(request_id: object) -> Reply:
     """A request at a node whose drain is over: its sessions are being ended, and nothing new
     reaches its servers."""
-    return _retry_after(_error(503, request_id, INTERNAL_ERROR,
-                               "Service Unavailable: this node stopped; send the request "
-                               "again (a legacy session: initialize again): another node "
-                               "takes it", {"node": "stopped"},
-                               reason="the node is stopping"))
+    refused = _error(503, request_id, INTERNAL_ERROR,
+                     "Service Unavailable: this node stopped; send the request again (a "
+                     "legacy session: initialize again): another node takes it",
+                     {"node": "stopped"}, reason="the node is stopping")
+    return _nothing_taken("stopped", refused)
 
 
-def _retry_after(reply: Reply) -> Reply:
-    return Reply(reply.status, reply.body, (*reply.headers, ("retry-after", "1")),
-                 reply.reason)
+def _nothing_taken(stage: str, reply: Reply) -> Reply:
+    """`reply` with Retry-After and NOTHING_TAKEN: a drain's refusal."""
+    return Reply(reply.status, reply.body,
+                 (*reply.headers, ("retry-after", "1"), (NOTHING_TAKEN, stage)), reply.reason)
 
 
 def health_method_not_allowed(method: str, path: str) -> Reply:

@@ -31,8 +31,10 @@ What each balancer shows:
   stream hears none;
 - the node holding a session is told to stop (SIGTERM) while a slow call of it is under
   way: it drains (/readyz 503 "draining"), a new session lands on another node (or is told
-  503 with Retry-After, naming the drain), the session is still served, the call completes,
-  and the node stops by itself well within `drain_grace`;
+  503 with Retry-After, naming the drain), a new modern tenant whose home it is gets every
+  call served at the next node of its order (the draining node declines the ones offered it,
+  and is not taken as lost), the session is still served, the call completes, and the node
+  stops by itself well within `drain_grace`;
 - the node holding a session is killed mid-run (SIGKILL): the client's next call is
   answered 404 (the SDK's "Session terminated"), said by a node that could not reach the
   holder (`fleet.node_unreachable`, logged once per node), and a new `initialize` lands on a
@@ -78,6 +80,10 @@ from test_http_clients import (
     wait_listening,
 )
 from test_http_tenants import post as modern_post
+
+from bridge.fleet.home import ranked
+from bridge.fleet.keys import derive
+from bridge.shell.http.auth import Tokens
 
 NODES = 3
 TOKEN = "fleet-client-token-1"
@@ -494,7 +500,11 @@ def assert_lost_once(live: list[Node], lost: Node) -> None:
 
 DRAIN_GRACE = 40
 LEGACY_HEADERS = {"content-type": "application/json",
-                  "accept": "application/json, text/event-stream"}
+                  "accept": "application/json, text/event-stream",
+                  "authorization": f"Bearer {TOKEN}"}
+NEW_TENANTS = tuple(f"fleet-new-tenant-{n}" for n in range(32))
+"""Tokens the drain test's nodes accept, none used before: the node it stops is the home of
+one of them but for a chance of (2/3)**32."""
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {},
     "clientInfo": {"name": "e2e-fleet", "version": "1"}}}
@@ -538,6 +548,19 @@ def legacy_session(url: str) -> str:
     return heads["mcp-session-id"]
 
 
+def credential_of(tmp: Path, token: str) -> str:
+    """`token`'s credential as the nodes name it (the `credential` of their log lines and
+    their tenant's name): its digest keyed by the fleet key `fleet_nodes` wrote."""
+    tokens = Tokens((token.encode(),), derive((tmp / "fleet.key").read_bytes()).credentials)
+    return tokens.check(f"Bearer {token}").digest
+
+
+def tenant_ranking(tmp: Path, token: str, nodes: list[Node]) -> list[Node]:
+    """`nodes` in the order of `token`'s tenant, as each node ranks them."""
+    order = ranked(credential_of(tmp, token), [node.address for node in nodes])
+    return [next(node for node in nodes if node.address == address) for address in order]
+
+
 def readyz(node: Node) -> tuple[int, Any]:
     conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=5)
     try:
@@ -555,9 +578,13 @@ def test_a_node_told_to_stop_finishes_its_slow_call_while_new_sessions_go_elsewh
     (/readyz 503 "draining"), a new session lands on another node (or, at the draining
     node, is told 503 with Retry-After, naming the drain), the session's other requests are
     still served, the call completes, and the node then stops by itself, well within
-    drain_grace."""
+    drain_grace. A new modern tenant whose home is the draining node is served, from its
+    first call, at the next node of its order: the draining node declines the calls the
+    others offer it, passes itself over for the ones it gets, and no node takes it as lost."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text("\n".join((TOKEN, *NEW_TENANTS)) + "\n")
     with fleet_nodes(tmp_path, legacy_python.peer("legacy_server"),
-                     f"drain_grace = {DRAIN_GRACE}\n") as nodes, \
+                     f'drain_grace = {DRAIN_GRACE}\ntoken_file = "{tokens}"\n') as nodes, \
             balancer(kind, tmp_path, nodes) as url:
         session = legacy_session(url)
         holder = holder_of(session, nodes)
@@ -580,6 +607,7 @@ def test_a_node_told_to_stop_finishes_its_slow_call_while_new_sessions_go_elsewh
         status, _, listed = legacy_post(url, {"jsonrpc": "2.0", "id": 8,
                                               "method": "tools/list"}, session)
         assert status == 200 and "tools" in listed[-1]["result"], listed
+        assert_a_new_tenant_goes_on_past(holder, tmp_path, nodes, url, kind)
         opened = [legacy_post(url, INITIALIZE) for _ in range(NODES + 1)]
         landed = [holder_of(heads["mcp-session-id"], nodes) for status, heads, _ in opened
                   if status == 200]
@@ -602,6 +630,50 @@ def test_a_node_told_to_stop_finishes_its_slow_call_while_new_sessions_go_elsewh
         errors = [line for node in nodes for line in node.lines()
                   if line.get("level") in ("error", "critical")]
         assert errors == []
+
+
+def assert_a_new_tenant_goes_on_past(draining: Node, tmp: Path, nodes: list[Node], url: str,
+                                     kind: str) -> None:
+    """A tenant never seen before, whose home is `draining`, calls through the balancer
+    `kind`: each call is served, all at the next node of its order."""
+    fresh = next(token for token in NEW_TENANTS
+                 if tenant_ranking(tmp, token, nodes)[0] is draining)
+    then = tenant_ranking(tmp, fresh, nodes)[1]
+    for rid in range(20, 21 + NODES):
+        status, echoed = modern_post(url, fresh, rid, "echo", arguments={"text": f"on {rid}"})
+        assert status == 200, echoed
+        assert echoed["result"]["content"][0]["text"] == f"on {rid}", echoed
+    credential = credential_of(tmp, fresh)
+
+    def calls() -> list[tuple[Node, dict[str, Any]]]:
+        return [(node, line) for node, line in _rpc_lines(nodes, "tools/call")
+                if line.get("credential") == credential]
+
+    def offered() -> list[dict[str, Any]]:
+        return [line for node in nodes for line in node.events("fleet.home_declined")]
+
+    def served() -> list[Node]:
+        return [node for node, line in calls() if "forwarded_to" not in line
+                and line["status"] == 200]
+
+    def refused() -> list[tuple[Node, dict[str, Any]]]:
+        return [(node, line) for node, line in calls() if line["status"] != 200]
+
+    # Each line is written once its answer is out: the client may have read it first.
+    _wait_for(lambda: len(served()) == NODES + 1 and len(offered()) == len(refused()))
+    assert served() == [then] * (NODES + 1), [(node.name, line) for node, line in calls()]
+    declined = refused()
+    assert declined, "no node offered the draining node the new tenant's call"
+    assert {(node.name, line["status"], line["reason"]) for node, line in declined} == {
+        (draining.name, 503, "the node is draining: no new session")}
+    assert {line["forwarded_by"] for _, line in declined} <= {n.name for n in nodes} - {
+        draining.name}
+    assert len(offered()) == len(declined)
+    if kind == "nginx":  # round-robin gives the draining node its share: it passes itself over
+        assert any(node is draining and line.get("forwarded_to") == then.address
+                   for node, line in calls()), calls()
+    assert {line["holder"] for line in offered()} == {draining.address}
+    assert [line for node in nodes for line in node.events("fleet.node_unreachable")] == []
 
 
 @pytest.mark.parametrize("kind", sorted(BALANCERS))

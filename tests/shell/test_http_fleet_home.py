@@ -3,7 +3,9 @@ client's request landing at a node that is not its tenant's home is forwarded th
 served there; one another node forwarded is served where it arrives; a home that refuses
 connections is passed over for the next node of the tenant's order (this node itself when
 it is next), and one lost after the request was sent is an error, the request sent nowhere
-else; with "none", each request is served where it lands."""
+else; a home being stopped serves the tenants it holds, and a new tenant of it is served at
+the next node, wherever its requests land; with "none", each request is served where it
+lands."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import trio
 import tests.shell.test_http_front as modern
 from bridge.fleet import home, passes
 from bridge.shell.http.auth import Tokens
+from bridge.streamable.drain import NodeStage
 from tests.shell.test_http_fleet import KEYS, Fleet2, Node, fleet, until
 from tests.shell.test_http_front import ScriptedCore, request, rpc_headers
 
@@ -127,6 +130,39 @@ async def test_a_home_that_refuses_connections_is_passed_over_for_the_next_node(
         near = "b" if far == "a" else "a"
         assert [e["holder"] for e in f.events("fleet.node_unreachable")] == [absent] * 2
         assert {e["node"] for e in f.events("fleet.node_unreachable")} == {near, far}
+
+
+async def test_a_new_tenant_of_a_home_being_stopped_is_served_at_the_next_node() -> None:
+    async with fleet(TOKENS, core=scripted, drain_grace=60.0) as f:
+        nodes = (f.a.fleet.address, f.b.fleet.address)
+        kept = homed_at(f.a.fleet.address, nodes)
+        new = next(token for token in CANDIDATES if token != kept
+                   and home.ranked(digest(token), nodes)[0] == f.a.fleet.address)
+        call = request(5, "tools/call", name="slow")
+        caller = await f.a.client()  # in flight at its home: the drain waits for it
+        await caller.send("POST", json.dumps(call).encode(),
+                          {**rpc_headers(call), "authorization": f"Bearer {kept}"})
+        assert (await caller.head()).status == 200
+        f.a.front.stop()
+        for rid, node in enumerate((f.b, f.a, f.b), 1):
+            answer = await (await node.client()).post(listed(rid), authorization=f"Bearer {new}")
+            assert (answer.status, answer.json["result"]) == (200, {"tools": []})
+        again = await (await f.b.client()).post(listed(4), authorization=f"Bearer {kept}")
+        assert again.status == 200
+        assert f.a.front.stage is NodeStage.DRAINING
+        [held], [took] = f.a.cores, f.b.cores
+        assert (tools_lists(held), tools_lists(took)) == (1, 3)
+        # Offered the new tenant from b, a declined twice; it passed itself over once, and
+        # served the tenant it holds.
+        await until(lambda: len(f.events("http.request", "a")) == 4)
+        assert [(e["status"], e["forwarded_by"], e["reason"]) for e in f.events(
+            "http.request", "a") if e["status"] == 503] == [
+            (503, "b", "the node is draining: no new session")] * 2
+        assert [e.get("forwarded_to") for e in f.events("http.request", "a")
+                if "forwarded_by" not in e] == [f.b.fleet.address]
+        assert [e["holder"] for e in f.events("fleet.home_declined")] == [f.a.fleet.address] * 2
+        assert {e["node"] for e in f.events("fleet.home_declined")} == {"b"}
+        assert f.events("fleet.node_unreachable") == []
 
 
 @asynccontextmanager

@@ -14,6 +14,7 @@ from bridge.streamable.drain import (
     moved,
     only_listens,
     refusal,
+    takes,
 )
 
 SERVING, DRAINING, STOPPING = NodeStage.SERVING, NodeStage.DRAINING, NodeStage.STOPPING
@@ -48,6 +49,11 @@ def test_a_draining_node_names_its_drain_and_a_stopping_one_its_stop() -> None:
     held = refusal(STOPPING, Ask.HELD, 1)
     assert held is not None
     assert "initialize again" in orjson.loads(held.body)["error"]["message"]
+
+
+def test_a_node_being_stopped_takes_only_the_tenants_it_holds_until_it_stops() -> None:
+    assert [takes(stage, held=held) for stage in (SERVING, DRAINING, STOPPING)
+            for held in (False, True)] == [True, True, False, True, False, False]
 
 
 def test_a_client_s_answer_and_a_delete_are_taken_to_the_end() -> None:

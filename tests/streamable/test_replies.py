@@ -90,3 +90,16 @@ def test_a_draining_node_refuses_a_new_session_with_retry_after_naming_the_drain
     stopped = replies.node_stopping(None)
     assert (stopped.status, ("retry-after", "1") in stopped.headers) == (503, True)
     assert "this node stopped" in orjson.loads(stopped.body)["error"]["message"]
+
+
+def test_both_drain_refusals_say_the_node_took_nothing_of_the_request() -> None:
+    assert replies.NOTHING_TAKEN == "mcp-rosetta-nothing-taken"
+    assert replies.node_draining(3).headers == (
+        ("content-type", "application/json"), ("retry-after", "1"),
+        ("mcp-rosetta-nothing-taken", "draining"))
+    assert replies.node_stopping(None).headers == (
+        ("content-type", "application/json"), ("retry-after", "1"),
+        ("mcp-rosetta-nothing-taken", "stopped"))
+    # Every other 503 a node gives itself took something, or is not a node's drain.
+    for other in (replies.front_stopping(), replies.over_capacity(4)):
+        assert replies.NOTHING_TAKEN not in dict(other.headers)

@@ -10,9 +10,12 @@ its own client's close); a holder that cannot be reached answers nothing, so wha
 has ended with it: the request gets the answer its caller gives for that (by default a
 session's, 404: §Session Management 4, the client starts a new one), and the node is said
 once in the log until it is reached again. A request sent to its tenant's home (`offer`) is
-not lost with a home that refuses the connection (nothing was sent): the caller is told so,
-and offers it to the next node; `reachable` tells a caller not to wait for a node lost less
-than RETRY_S ago.
+not lost with a home that refuses the connection (nothing was sent), nor with one that is
+being stopped and answers that it took nothing (a drain's 503, `replies.NOTHING_TAKEN`: no
+server there saw it): the caller is told which, and offers it to the next node. Such a home
+is reached, not lost: the tenants it holds still go to it. `forward` passes that 503 on as
+any answer (what the request names is held there, nowhere else). `reachable` tells a
+caller not to wait for a node lost less than RETRY_S ago.
 """
 
 from __future__ import annotations
@@ -52,9 +55,15 @@ Gone = Callable[[str], Reply]
 
 
 class Unsent(Enum):
-    """`offer`'s answer when the node could not be reached and nothing was sent."""
+    """`offer`'s answer when the node took nothing of the request: another node may."""
 
     REFUSED = "the node could not be reached: nothing was sent"
+    DECLINED = "the node is being stopped and took nothing: no server there saw it"
+
+
+def took_nothing(answer: httpx2.Response) -> bool:
+    """Whether `answer` is a drain's refusal: its node took nothing of the request."""
+    return answer.status_code == 503 and replies.NOTHING_TAKEN in answer.headers
 
 
 class Forwarder:
@@ -91,13 +100,17 @@ class Forwarder:
     async def offer(self, conn: Connection, request: Request, node: str, outcome: Outcome,
                     gone: Gone) -> Reply | Unsent | None:
         """`request` to the node at `node` (a fleet member: its tenant's home) and its answer
-        back; `Unsent.REFUSED` when no connection could be made (nothing was sent: another
-        node may take it); `gone`'s answer when it was lost after it was sent (it may have
-        run there: it is never sent twice)."""
+        back; an `Unsent` (nothing was sent, or the node took nothing: another node may take
+        it); `gone`'s answer when it was lost after it was sent (it may have run there: it is
+        never sent twice)."""
         outcome.forwarded_to = node
         answer = await self._carry(conn, request, node, outcome, gone, passable=True)
-        if answer is Unsent.REFUSED:
+        if isinstance(answer, Unsent):
             outcome.forwarded_to = None
+        if answer is Unsent.DECLINED:
+            self._log.info("fleet.home_declined", holder=node,
+                           effect="the node is being stopped and takes no new tenant: the "
+                                  "next node of the tenant's order is offered the request")
         return answer
 
     def reachable(self, node: str) -> bool:
@@ -130,6 +143,9 @@ class Forwarder:
             async with self._client.stream(request.method, holder + request.target,
                                            content=request.body, headers=headers) as answer:
                 self._reached(holder)
+                if passable and took_nothing(answer):
+                    await answer.aread()  # the connection goes back to the pool
+                    return Unsent.DECLINED
                 await self._relay(conn, answer, outcome)
         except httpx2.TransportError as exc:
             if outcome.status:  # the answer had begun: the client sees it cut, and resumes

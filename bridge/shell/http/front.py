@@ -54,7 +54,7 @@ from bridge.shell.session.pool import MakeCore, Pool, PooledCore, PoolSettings, 
 from bridge.shell.session.server_side import Servers
 from bridge.shell.session.session import Session, SessionSettings
 from bridge.streamable import replies
-from bridge.streamable.drain import Ask, NodeStage, drained, moved, refusal
+from bridge.streamable.drain import Ask, NodeStage, drained, moved, refusal, takes
 from bridge.streamable.replies import Reply
 
 if TYPE_CHECKING:
@@ -230,7 +230,7 @@ class Front:
             if self._fleet.affinity == "tenant":
                 from bridge.shell.http.home import TenantHomes
 
-                homes = TenantHomes(self._fleet, forwarder)
+                homes = TenantHomes(self._fleet, forwarder, self._takes)
             self._relay = ChangeRelay(self._fleet, self._log, self._listeners_of)
             self._clients.pool.on_change = partial(self._relay.share, None)
         series = self._settings.series
@@ -339,6 +339,10 @@ class Front:
             return replies.session_not_started(request_id)
         tenant.touch()
         return tenant
+
+    def _takes(self, credential: Credential | None) -> bool:
+        """Whether this node serves the tenant of `credential` now (`drain.takes`)."""
+        return takes(self.stage, held=self.tenants.get(credential) is not None)
 
     def _open_tenant(self, credential: Credential) -> ModernClients:
         """A new tenant, in the table at once (a second request of its credential waits for
