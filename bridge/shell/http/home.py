@@ -10,9 +10,8 @@ was sent), or was lost less than `forward.RETRY_S` ago; a node being stopped tha
 it (a new tenant there: it took nothing); and this node itself when it does not take the
 tenant now (draining, it takes only the tenants it holds). A new tenant whose home is being
 stopped thus goes on at the next node of its order, as every node ranks it, from its first
-request. When no node takes it,
-this node answers it (its own refusal, if it takes no new tenant). A request lost after it
-was sent is answered with an error, never sent twice.
+request. When no node takes it, this node answers it (its own refusal, if it takes no new
+tenant). A request lost after it was sent is answered with an error, never sent twice.
 """
 
 from __future__ import annotations
