@@ -20,7 +20,9 @@ from bridge.core.events import Send, TimerFired
 from bridge.errors import ConfigError
 from bridge.shell.http.auth import Tokens
 from bridge.shell.http.front import Access
+from bridge.shell.session.pool import PoolSettings
 from tests.shell.test_http_front import Cores, Running, request, rpc_headers, running
+from tests.shell.test_http_pool import FREE, HOLDING, PooledCores
 
 ALICE, BOB = "alice-token", "bob-token"
 TOKENS = Tokens((ALICE.encode(), BOB.encode()))
@@ -127,6 +129,27 @@ async def test_max_tenants_ends_the_tenant_idle_longest_to_make_room(
         [ending] = r.events("http.tenant_ending")
         assert ending["tenant"] == TOKENS.check(f"Bearer {ALICE}").digest
         assert "max_tenants (1)" in ending["reason"]
+        assert len(cores) == 2
+
+
+async def test_max_tenants_keeps_a_tenant_whose_core_holds_a_parked_call(
+        autojump_clock: Any) -> None:
+    """A call parked for its client's retry (mode B's input round: a person may be filling in
+    a form) keeps its tenant: a new credential is refused while it is held, and makes room
+    once the call has ended."""
+    cores = PooledCores()
+    async with running(make_core=cores, max_tenants=1, access=Access(tokens=TOKENS),
+                       pool=PoolSettings()) as r:
+        assert await listed(r, ALICE) == 200
+        cores[0].handler.now = HOLDING  # type: ignore[attr-defined]  # a call parked
+        await trio.sleep(60.0)  # idle long past EVICTABLE_AFTER
+        refused = await (await r.client()).post(LIST, **bearer(BOB))
+        assert refused.status == 503 and refused.json["error"]["data"] == {"max_tenants": 1}
+        assert r.events("http.tenant_ending") == [] and len(cores) == 1
+        cores[0].handler.now = FREE  # type: ignore[attr-defined]  # resumed and answered
+        assert await listed(r, BOB) == 200
+        [ending] = r.events("http.tenant_ending")
+        assert ending["tenant"] == TOKENS.check(f"Bearer {ALICE}").digest
         assert len(cores) == 2
 
 

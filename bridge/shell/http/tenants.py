@@ -10,7 +10,8 @@ front's own, never ended for idleness (its end is the front's).
 
 A tenant with a request open (a listen stream included) is in use. One with none for
 `tenant_idle` seconds ends, and its server is stopped; at `max_tenants` a new credential ends
-the tenant idle longest (no open request, none for `EVICTABLE_AFTER` s), else is refused.
+the tenant idle longest (no open request, none for `EVICTABLE_AFTER` s, no call parked),
+else is refused.
 """
 
 from __future__ import annotations
@@ -152,11 +153,14 @@ class Tenants:
             self._emptied.set()
 
     def make_room(self) -> ModernClients | None:
-        """Full: end the live tenant idle longest among those with no open request and none
-        for `EVICTABLE_AFTER` s, and return it; None if every tenant is in use."""
+        """Full: end the live tenant idle longest among those with no open request, none for
+        `EVICTABLE_AFTER` s and no call held (a call parked for its client's retry, which
+        may be a person filling in a form: ending the tenant would end the call), and return
+        it; None if every tenant is in use."""
         now = trio.current_time()
         idle = [t for t in self._by_credential.values() if not t.ended and not t.posts
-                and t.started.is_set() and t.last_active + EVICTABLE_AFTER <= now]
+                and t.started.is_set() and t.last_active + EVICTABLE_AFTER <= now
+                and not t.pool.calls()]
         if not idle:
             return None
         oldest = min(idle, key=lambda tenant: tenant.last_active)
