@@ -153,6 +153,20 @@ async def test_max_tenants_keeps_a_tenant_whose_core_holds_a_parked_call(
         assert len(cores) == 2
 
 
+async def test_a_parked_call_keeps_its_tenant_past_tenant_idle(autojump_clock: Any) -> None:
+    cores = PooledCores()
+    async with running(make_core=cores, tenant_idle=60.0, access=Access(tokens=TOKENS),
+                       pool=PoolSettings()) as r:
+        assert await listed(r, ALICE) == 200
+        cores[0].handler.now = HOLDING  # type: ignore[attr-defined]  # a call parked
+        await trio.sleep(300.0)
+        assert r.events("http.tenant_ending") == []
+        cores[0].handler.now = FREE  # type: ignore[attr-defined]  # resumed and answered
+        await trio.sleep(130.0)
+        [ending] = r.events("http.tenant_ending")
+        assert "tenant_idle" in ending["reason"]
+
+
 async def test_max_tenants_every_one_in_use_refuses_naming_the_setting(
         autojump_clock: Any) -> None:
     cores = Cores()

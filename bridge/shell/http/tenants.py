@@ -8,10 +8,10 @@ as tampered with), their servers, its listen streams, log level and progress. Wi
 the front cannot tell clients apart: they are all one tenant, whose first session is the
 front's own, never ended for idleness (its end is the front's).
 
-A tenant with a request open (a listen stream included) is in use. One with none for
-`tenant_idle` seconds ends, and its server is stopped; at `max_tenants` a new credential ends
-the tenant idle longest (no open request, none for `EVICTABLE_AFTER` s, no call parked),
-else is refused.
+A tenant with a request open (a listen stream included) or a call parked is in use. One
+with neither for `tenant_idle` seconds ends, and its server is stopped; at `max_tenants` a
+new credential ends the tenant idle longest (no open request, none for `EVICTABLE_AFTER` s,
+no call parked), else is refused.
 """
 
 from __future__ import annotations
@@ -94,13 +94,14 @@ class ModernClients:
         self.pool.end_all(grace)
 
     async def _watch_idle(self) -> None:
-        """Ends the tenant once it has had no open request for `idle` seconds: its clients'
-        next request starts a new one (with a new core: what it held is gone with it)."""
+        """Ends the tenant once it has had no open request and held no call for `idle`
+        seconds: its clients' next request starts a new one (with a new core: what it held
+        is gone with it)."""
         assert self._idle is not None
         while not self.ended:
             await trio.sleep_until(self.last_active + self._idle)
-            if self.posts:
-                self.touch()  # an open request is activity; its end touches again
+            if self.posts or self.pool.calls():
+                self.touch()  # an open request or a parked call is activity
             elif trio.current_time() >= self.last_active + self._idle:
                 self.end(f"idle for {self._idle:g} s (tenant_idle)")
 
