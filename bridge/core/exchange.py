@@ -18,7 +18,7 @@ from bridge.core.events import CLIENT
 from bridge.core.jsonrpc import WireId
 
 if TYPE_CHECKING:
-    from bridge.core.context import Context
+    from bridge.core.context import Asking, Context
 
 
 class _NoRequest(Enum):
@@ -81,17 +81,31 @@ def served_request(exchange: Exchange) -> WireId | None:
 
 class ClientRequest(Exchange):
     """A client's request the server was sent (as it came, or translated): the client waits
-    for its answer, request_timeout ends it, and a lost server owes the client an error."""
+    for its answer, request_timeout ends it, and a lost server owes the client an error.
 
-    __slots__ = ()
+    `asking`: the request as an observer filed it, while this exchange has claimed it to
+    count its result itself (observe.py); None otherwise. A subclass sets it in its
+    constructor and, on any end but a result relayed, gives it back (`give_back`)."""
+
+    __slots__ = ("asking",)
 
     origin: WireId  # always a client request's id
+    asking: Asking | None
 
     timed = True
     awaited = True
 
+    def give_back(self, ctx: Context) -> None:
+        """The answer is not the server's result: the observer counts it among the actions."""
+        asking = self.asking
+        if asking is not None and ctx.observer is not None:
+            self.asking = None
+            ctx.observer.give_back(self.origin, asking)
+
     def expired(self, ctx: Context) -> None:
+        self.give_back(ctx)
         ctx.fail(CLIENT, self.origin, timed_out(ctx.config.request_timeout, self.method))
 
     def lost(self, ctx: Context, reason: str, data: Message | None) -> None:
+        self.give_back(ctx)
         ctx.fail(CLIENT, self.origin, server_lost(reason, data, self.method))

@@ -21,7 +21,7 @@ from bridge.core.modern_server_legacy_client.url_round import UrlRound
 from bridge.core.states import IllegalMove
 
 if TYPE_CHECKING:
-    from bridge.core.context import Context
+    from bridge.core.context import Asking, Context
 
 _INPUT_CAPABILITIES = INPUT_CAPABILITIES  # one C-level test a call
 _NOTHING_SHIPPED: frozenset[str] = frozenset()
@@ -77,6 +77,8 @@ class CallDue(Enum):
 class CallOwner(Protocol):
     """Who a call's legacy answer goes to: the parking."""
 
+    ctx: Context
+
     def call_answered(self, call: ParkedCall, message: Message) -> None: ...
     def call_expired(self, call: ParkedCall) -> None: ...
 
@@ -86,9 +88,9 @@ class ParkedCall(Exchange):
     exchange the legacy server answers. Its origin is NO_REQUEST, since its rounds change
     owner (`owner`)."""
 
-    __slots__ = ("asked", "digest", "exclusive", "gave_roots", "key", "legacy_id", "meta",
-                 "nonce", "outcome", "owner", "params", "parking", "questions", "retried",
-                 "round_ids", "scheduled", "shipped", "stage", "token", "url")
+    __slots__ = ("asked", "asking", "digest", "exclusive", "gave_roots", "key", "legacy_id",
+                 "meta", "nonce", "outcome", "owner", "params", "parking", "questions",
+                 "retried", "round_ids", "scheduled", "shipped", "stage", "token", "url")
 
     # request_timeout covers each round the legacy server works on: the router starts it
     # when the request goes out, the parking stops it while the call is parked (the client
@@ -122,11 +124,31 @@ class ParkedCall(Exchange):
         self.url: UrlRound | None = None  # the URL elicitations of a -32042, until re-sent
         self.scheduled = False  # whether a deadline of its own was ever set (most: never)
         self.gave_roots = False  # the client gave its roots in the bridge's round for it
+        # Its first round as an observer filed it, while the call counts that round's
+        # result itself (observe.py): given back on any move but to RUNNING.
+        self.asking: Asking | None = None
 
     def move(self, to: CallStage) -> None:
         if to not in _CALL_MOVES[self.stage]:
             raise IllegalMove(f"call {self.key}", self.stage, to)
         self.stage = to
+        if self.asking is not None and to is not CALL_RUNNING:
+            self.give_back()
+
+    def counted(self) -> None:
+        """Its first round's result relayed: counted, once, if it was claimed."""
+        ctx = self.parking.ctx
+        if ctx.observer is not None and self.asking is not None:
+            ctx.observer.result(self.asking, ctx.now)
+        self.asking = None
+
+    def give_back(self) -> None:
+        """Its first round ends otherwise than with its result: the observer counts the
+        answer among the actions."""
+        asking, self.asking = self.asking, None
+        observer = self.parking.ctx.observer
+        if asking is not None and observer is not None:
+            observer.give_back(self.round_ids[0][1], asking)
 
     @property
     def serving(self) -> WireId | None:

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from bridge.core.codec import DecodeError, Message, decode
 from bridge.core.events import SERVER, Send
-from bridge.core.exchange import Exchange
+from bridge.core.exchange import ClientRequest, Exchange
 from bridge.core.jsonrpc import ABSENT, Inbound, classified, parse_inbound
 from bridge.core.lane import ASKED_AT_MOST, Lane, LaneHost
 from bridge.core.relay.exchanges import RelayedCall, RelayHost
@@ -60,9 +60,6 @@ class RelayLane(Lane):
                 if params is ABSENT or type(params) is dict:
                     id_kind = type(id_)
                     if id_kind is str or id_kind is int:
-                        asked = self.asked  # an observer's (observe.py)
-                        if asked is not None and len(asked) < ASKED_AT_MOST:
-                            asked[id_] = (message, self.ctx.now)
                         # ModeP.on_client_request, Router.forward inlined if it may be.
                         relay = self.relay
                         track = relay.tracked.get(method)
@@ -72,6 +69,14 @@ class RelayLane(Lane):
                             exchange = RelayedCall(id_, method, relay)  # as relay.call makes it
                         else:
                             exchange = relay.call(message)
+                        asked = self.asked  # an observer's (observe.py)
+                        if asked is not None:
+                            if self.ctx.observer is not None and (
+                                    type(exchange) is RelayedCall
+                                    or isinstance(exchange, ClientRequest)):
+                                exchange.asking = (message, self.ctx.now)  # claimed
+                            elif len(asked) < ASKED_AT_MOST:
+                                asked[id_] = (message, self.ctx.now)
                         if not self.inline:
                             self.router.forward(SERVER, message, exchange)
                             return None
@@ -91,3 +96,4 @@ class RelayLane(Lane):
                 self.relay.on_client_response(message, line)
                 return None
         return classified(line, message, self.relay.client_batching)
+

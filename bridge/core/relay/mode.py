@@ -27,7 +27,7 @@ from bridge.core.eras import (
     Era,
 )
 from bridge.core.events import CLIENT, SERVER, Side
-from bridge.core.exchange import Exchange, served_request
+from bridge.core.exchange import ClientRequest, Exchange, served_request
 from bridge.core.handover import (
     ClientSession,
     Handover,
@@ -133,6 +133,9 @@ class ModeP:
     def on_client_request(self, message: Message) -> None:
         track = self.tracked.get(message["method"])
         exchange = self.call(message) if track is None else track(message)
+        observer = self.ctx.observer
+        if observer is not None and isinstance(exchange, ClientRequest):  # it claims (observe.py)
+            exchange.asking = observer.claim(message["id"])
         self.router.forward(SERVER, message, exchange)
 
     def on_client_response(self, message: Message, line: bytes | None) -> None:
