@@ -44,19 +44,23 @@ class Exchange(ABC):
 
     Class flags: `timed`, request_timeout ends it (forwarded calls, not streams or the
     bridge's own requests); `awaited`, the client waits on it, so the drain at the client's
-    end of input waits for it too.
+    end of input waits for it too; `claims`, it may count its client's answer itself for an
+    observer (observe.py), holding the request as the observer filed it in `asking` meanwhile
+    (None while it does not).
     """
 
-    __slots__ = ("id", "method", "origin", "sent")
+    __slots__ = ("asking", "id", "method", "origin", "sent")
 
     timed: bool = False
     awaited: bool = False
+    claims: bool = False
 
     def __init__(self, origin: Origin, method: str) -> None:
         self.origin = origin
         self.method = method
         self.id = ""
         self.sent = 0.0
+        self.asking: Asking | None = None
 
     @abstractmethod
     def answered(self, message: Message, line: bytes | None) -> None:
@@ -83,17 +87,16 @@ class ClientRequest(Exchange):
     """A client's request the server was sent (as it came, or translated): the client waits
     for its answer, request_timeout ends it, and a lost server owes the client an error.
 
-    `asking`: the request as an observer filed it, while this exchange has claimed it to
-    count its result itself (observe.py); None otherwise. A subclass sets it in its
-    constructor and, on any end but a result relayed, gives it back (`give_back`)."""
+    It claims its request for an observer: a subclass counts the server's result it relays,
+    and on any other end gives the request back (`give_back`)."""
 
-    __slots__ = ("asking",)
+    __slots__ = ()
 
     origin: WireId  # always a client request's id
-    asking: Asking | None
 
     timed = True
     awaited = True
+    claims = True
 
     def give_back(self, ctx: Context) -> None:
         """The answer is not the server's result: the observer counts it among the actions."""

@@ -21,7 +21,7 @@ from bridge.core.modern_server_legacy_client.url_round import UrlRound
 from bridge.core.states import IllegalMove
 
 if TYPE_CHECKING:
-    from bridge.core.context import Asking, Context
+    from bridge.core.context import Context
 
 _INPUT_CAPABILITIES = INPUT_CAPABILITIES  # one C-level test a call
 _NOTHING_SHIPPED: frozenset[str] = frozenset()
@@ -88,14 +88,15 @@ class ParkedCall(Exchange):
     exchange the legacy server answers. Its origin is NO_REQUEST, since its rounds change
     owner (`owner`)."""
 
-    __slots__ = ("asked", "asking", "digest", "exclusive", "gave_roots", "key", "legacy_id",
-                 "meta", "nonce", "outcome", "owner", "params", "parking", "questions",
-                 "retried", "round_ids", "scheduled", "shipped", "stage", "token", "url")
+    __slots__ = ("asked", "digest", "exclusive", "gave_roots", "key", "legacy_id", "meta",
+                 "nonce", "outcome", "owner", "params", "parking", "questions", "retried",
+                 "round_ids", "scheduled", "shipped", "stage", "token", "url")
 
     # request_timeout covers each round the legacy server works on: the router starts it
     # when the request goes out, the parking stops it while the call is parked (the client
     # is answering, not the server) and starts it again when a retry resumes the call.
     timed = True
+    claims = True
 
     def __init__(self, parking: CallOwner, key: str, message: Message, meta: RequestMeta) -> None:
         # Exchange's members set directly, not through Exchange.__init__: one call less per call.
@@ -126,7 +127,7 @@ class ParkedCall(Exchange):
         self.gave_roots = False  # the client gave its roots in the bridge's round for it
         # Its first round as an observer filed it, while the call counts that round's
         # result itself (observe.py): given back on any move but to RUNNING.
-        self.asking: Asking | None = None
+        self.asking = None
 
     def move(self, to: CallStage) -> None:
         if to not in _CALL_MOVES[self.stage]:

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from bridge.core.codec import DecodeError, Message, decode
 from bridge.core.events import SERVER, Send
-from bridge.core.exchange import ClientRequest, Exchange
+from bridge.core.exchange import Exchange
 from bridge.core.jsonrpc import ABSENT, Inbound, classified, parse_inbound
 from bridge.core.lane import ASKED_AT_MOST, Lane, LaneHost
 from bridge.core.relay.exchanges import RelayedCall, RelayHost
@@ -71,9 +71,7 @@ class RelayLane(Lane):
                             exchange = relay.call(message)
                         asked = self.asked  # an observer's (observe.py)
                         if asked is not None:
-                            if self.ctx.observer is not None and (
-                                    type(exchange) is RelayedCall
-                                    or isinstance(exchange, ClientRequest)):
+                            if exchange.claims and self.ctx.observer is not None:
                                 exchange.asking = (message, self.ctx.now)  # claimed
                             elif len(asked) < ASKED_AT_MOST:
                                 asked[id_] = (message, self.ctx.now)

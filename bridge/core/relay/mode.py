@@ -27,7 +27,7 @@ from bridge.core.eras import (
     Era,
 )
 from bridge.core.events import CLIENT, SERVER, Side
-from bridge.core.exchange import ClientRequest, Exchange, served_request
+from bridge.core.exchange import Exchange, served_request
 from bridge.core.handover import (
     ClientSession,
     Handover,
@@ -134,7 +134,7 @@ class ModeP:
         track = self.tracked.get(message["method"])
         exchange = self.call(message) if track is None else track(message)
         observer = self.ctx.observer
-        if observer is not None and isinstance(exchange, ClientRequest):  # it claims (observe.py)
+        if observer is not None and exchange.claims:  # it counts its result (observe.py)
             exchange.asking = observer.claim(message["id"])
         self.router.forward(SERVER, message, exchange)
 
