@@ -68,9 +68,10 @@ class EnvelopedRequest(ClientRequest):
             return
         kind = result.get("resultType", "complete")
         if kind == "complete":
-            observer = host.ctx.observer
-            if observer is not None and self.asking is not None:  # claimed (observe.py)
-                observer.result(self.asking, host.ctx.now)
+            if self.asking is not None:  # claimed (observe.py)
+                observer = host.ctx.observer
+                if observer is not None:
+                    observer.result(self.asking, host.ctx.now)
             if self.token is not None:  # most requests want no progress: no call for them
                 host.forget_progress_token(self.token)
             host.relay_result(self, message, result, line)

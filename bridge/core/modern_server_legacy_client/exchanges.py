@@ -60,9 +60,10 @@ class LegacyForward(ClientRequest):
             self.give_back(face.ctx)
             face.relay_error(self.origin, message["error"])
         else:
-            observer = face.ctx.observer
-            if observer is not None and self.asking is not None:  # claimed (observe.py)
-                observer.result(self.asking, face.ctx.now)
+            if self.asking is not None:  # claimed (observe.py)
+                observer = face.ctx.observer
+                if observer is not None:
+                    observer.result(self.asking, face.ctx.now)
             face.ctx.reply(CLIENT, self.origin, face.modern_result(self.method, message["result"]))
 
     def expired(self, ctx: Context) -> None:

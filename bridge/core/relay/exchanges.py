@@ -74,9 +74,9 @@ class RelayedCall(ClientRequest):
 
     def answered(self, message: Message, line: bytes | None) -> None:
         relay = self.relay
-        observer = relay.ctx.observer
-        if observer is not None and self.asking is not None:  # claimed (observe.py)
-            if "error" in message:
+        if self.asking is not None:  # claimed (observe.py)
+            observer = relay.ctx.observer
+            if observer is None or "error" in message:
                 self.give_back(relay.ctx)
             else:
                 observer.result(self.asking, relay.ctx.now)
