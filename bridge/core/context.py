@@ -6,6 +6,7 @@ Must not know any protocol method: it only collects actions and hands out ids an
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from bridge.core.codec import Message
 from bridge.core.config import CoreConfig
@@ -13,6 +14,9 @@ from bridge.core.errors import OwnError, invalid_message
 from bridge.core.events import Action, Log, Send, Side, Spliced
 from bridge.core.jsonrpc import Inbound, WireId, error_response, result_response
 from bridge.core.timers import Deadline, Timers
+
+Asking = tuple[Message, float]
+"""A client request as an observer files it: the request, and when it came."""
 
 # Bridge-minted ids live in their own namespace so a peer's ids can never collide with them
 # (TRANSLATION.md §11.1).
@@ -31,10 +35,19 @@ def counter_ids(prefix: str = ID_PREFIX) -> Callable[[], str]:
     return mint
 
 
+class Counting(Protocol):
+    """An observer as the exchanges see it (observe.Observer): an exchange that relays the
+    server's answer claims the request it serves and counts its result itself."""
+
+    def claim(self, request_id: object) -> Asking | None: ...
+    def give_back(self, request_id: object, asking: Asking) -> None: ...
+    def result(self, asking: Asking, now: float) -> None: ...
+
+
 class Context:
     """The outbox and services of one `Bridge`; mode handlers act only through it."""
 
-    __slots__ = ("actions", "config", "log_enabled", "mint_id", "now", "timers")
+    __slots__ = ("actions", "config", "log_enabled", "mint_id", "now", "observer", "timers")
 
     def __init__(self, config: CoreConfig, mint_id: Callable[[], str]) -> None:
         self.config = config
@@ -43,6 +56,8 @@ class Context:
         self.actions: list[Action] = []
         self.now = 0.0
         self.log_enabled = config.debug_logs
+        # The observer whose requests the exchanges claim and count (observe.py), if any.
+        self.observer: Counting | None = None
 
     def send(self, side: Side, message: Message | list[Message],
              line: bytes | Spliced | None = None, request: WireId | None = None) -> None:

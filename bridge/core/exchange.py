@@ -18,7 +18,7 @@ from bridge.core.events import CLIENT
 from bridge.core.jsonrpc import WireId
 
 if TYPE_CHECKING:
-    from bridge.core.context import Context
+    from bridge.core.context import Asking, Context
 
 
 class _NoRequest(Enum):
@@ -44,19 +44,23 @@ class Exchange(ABC):
 
     Class flags: `timed`, request_timeout ends it (forwarded calls, not streams or the
     bridge's own requests); `awaited`, the client waits on it, so the drain at the client's
-    end of input waits for it too.
+    end of input waits for it too; `claims`, it may count its client's answer itself for an
+    observer (observe.py), holding the request as the observer filed it in `asking` meanwhile
+    (None while it does not).
     """
 
-    __slots__ = ("id", "method", "origin", "sent")
+    __slots__ = ("asking", "id", "method", "origin", "sent")
 
     timed: bool = False
     awaited: bool = False
+    claims: bool = False
 
     def __init__(self, origin: Origin, method: str) -> None:
         self.origin = origin
         self.method = method
         self.id = ""
         self.sent = 0.0
+        self.asking: Asking | None = None
 
     @abstractmethod
     def answered(self, message: Message, line: bytes | None) -> None:
@@ -81,7 +85,10 @@ def served_request(exchange: Exchange) -> WireId | None:
 
 class ClientRequest(Exchange):
     """A client's request the server was sent (as it came, or translated): the client waits
-    for its answer, request_timeout ends it, and a lost server owes the client an error."""
+    for its answer, request_timeout ends it, and a lost server owes the client an error.
+
+    It claims its request for an observer: a subclass counts the server's result it relays,
+    and on any other end gives the request back (`give_back`)."""
 
     __slots__ = ()
 
@@ -89,9 +96,19 @@ class ClientRequest(Exchange):
 
     timed = True
     awaited = True
+    claims = True
+
+    def give_back(self, ctx: Context) -> None:
+        """The answer is not the server's result: the observer counts it among the actions."""
+        asking = self.asking
+        if asking is not None and ctx.observer is not None:
+            self.asking = None
+            ctx.observer.give_back(self.origin, asking)
 
     def expired(self, ctx: Context) -> None:
+        self.give_back(ctx)
         ctx.fail(CLIENT, self.origin, timed_out(ctx.config.request_timeout, self.method))
 
     def lost(self, ctx: Context, reason: str, data: Message | None) -> None:
+        self.give_back(ctx)
         ctx.fail(CLIENT, self.origin, server_lost(reason, data, self.method))

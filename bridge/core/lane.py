@@ -54,7 +54,8 @@ class Lane:
         # Whether the router's take may be inlined: with no request timeout to cancel and no
         # debug line to log (both fixed by the configuration).
         self.inline = not (host.router.timed or host.ctx.log_enabled)
-        # Where an observing Bridge (observe.py) has each request filed, else None.
+        # Where an observing Bridge (observe.py) has each request filed, else None; the
+        # mode's exchange may take the filing back (claim it) and count its answer itself.
         self.asked: dict[object, tuple[Message, float]] | None = None
 
     def from_client(self, line: bytes) -> Inbound | None:

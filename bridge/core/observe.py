@@ -4,7 +4,8 @@ spans each as an `Answered` action with the trace context its `_meta` carried.
 
 Must not change what the bridge sends: it watches the requests a mode takes and the answers
 the client gets, and counts or reports after them; what the counts and facts become
-(metrics, spans) is the shell's. A Bridge with no observer pays a test per event for this.
+(metrics, spans) is the shell's. A Bridge with no observer pays a few tests for this (see
+`Observer`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from functools import reduce
 from operator import add
+from typing import TYPE_CHECKING
 
 from bridge.core.codec import Message
-from bridge.core.context import Context
+from bridge.core.context import Asking
 from bridge.core.eras import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -25,9 +27,12 @@ from bridge.core.eras import (
 )
 from bridge.core.errors import NO_ANSWER_WITHIN, SERVER_ERROR, SHUTTING_DOWN
 from bridge.core.events import CLIENT, Action, Answered, Send
-from bridge.core.handler import Handler
 from bridge.core.jsonrpc import Inbound
 from bridge.core.lane import ASKED_AT_MOST
+
+if TYPE_CHECKING:
+    from bridge.core.context import Context
+    from bridge.core.handler import Handler
 
 # The classes of an error answer (OpenTelemetry's `error.type`, in the bridge's words):
 # "timeout" (request_timeout ran out), "transport" (the server went while it held the
@@ -51,9 +56,6 @@ OTHER = "other"
 # W3C Trace Context in `_meta` (where OpenTelemetry's conventions for MCP carry it).
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
-
-Asking = tuple[Message, float]
-"""A request awaiting its answer, as a lane files it: the request itself, and when it came."""
 
 
 def error_type(error: object) -> str:
@@ -103,9 +105,11 @@ BINS_AT_MOST = 2048
 FOLD_AT = 128
 """Durations a kind holds unfolded: past it they are folded into its counts at once (a
 process nobody scrapes holds no more than this per kind: 4 KiB, 8 MiB at BINS_AT_MOST)."""
-Bin = tuple[str, str, "str | None", tuple[str, str, str]]
+Face = tuple[str, str, str]
+"""The mode, client era and server era that served a request."""
+Bin = tuple[str, str, "str | None", Face]
 """A kind of request and how it ended: its method, its tool ("" but for `tools/call`), its
-error class (None for a result), and the mode, client era and server era that served it."""
+error class (None for a result), and the face that served it."""
 
 
 class Tally:
@@ -169,14 +173,26 @@ class Tally:
 
 
 class Observer:
-    """What a Bridge given one counts: each client request its handler takes (filed in
-    `asked` by the lanes, or by the full path's tap), and each answer the client gets, into
-    `tally`; when `traced`, each answer is also an `Answered` action for a span.
+    """What a Bridge given one counts: each client request its handler takes, and each
+    answer the client gets, into `tally`; when `traced`, each answer is also an `Answered`
+    action for a span.
 
-    Must not change what the bridge sends, and costs a plain Bridge nothing but a test of
-    `Bridge.observer` per event and of `Lane.asked` per request. A result costs one append to
-    its kind's list, found by its method alone (or a call's tool name alone): the mode and
-    eras are the observer's own, so no key is built for it.
+    Must not change what the bridge sends. Two paths count:
+
+    - An exchange counts its own result. Unless traced, the observer is the context's
+      (`Context.observer`), and an exchange that sends the client the server's answer
+      (ClientRequest, mode B's ParkedCall) *claims* its request when made: it takes the
+      request's filing (`claim`) and, when it relays a result, counts it (`result`): one
+      append to its kind's list, found by its method alone (or a call's tool name alone;
+      the mode and eras are the observer's own, so no key is built for it).
+    - Every other answer is met among the actions: a request is filed in `asked` by the
+      lane (or, on the full path, by a tap) unless claimed, and a claiming exchange that
+      ends otherwise than with a result (an error, request_timeout, a lost server, an
+      input round) files it again (`give_back`) in the event it answers. `Bridge.handle`
+      scans an event's actions only while a filed request waits.
+
+    A plain Bridge pays a test of `Bridge.observer` per event, of `Lane.asked` per request,
+    and of `Context.observer` per answer relayed.
     """
 
     __slots__ = ("asked", "by_method", "by_tool", "face", "handler", "tally", "traced")
@@ -185,7 +201,7 @@ class Observer:
         self.tally = tally
         self.traced = traced
         self.asked: dict[object, Asking] = {}
-        self.face = ("", "", "")
+        self.face: Face = ("", "", "")
         """The handler's mode, the client's era and the server's."""
         self.handler: Handler | None = None
         # The tally's lists of results, by method (but tools/call) and by tool name.
@@ -199,13 +215,15 @@ class Observer:
         return 0 if parking is None else len(parking.rounds)
 
     def watch(self, handler: Handler, ctx: Context, client_era: str, server_era: str) -> None:
-        """A new handler: its lane files each request it routes, and a request taking the
-        full path (`on_client`, where the lane does not route it) is filed by a tap."""
+        """A new handler: its lane files each request it routes, a request taking the full
+        path (`on_client`, where the lane does not route it) is filed by a tap, and, unless
+        traced, its exchanges claim the requests they serve."""
         self.handler = handler
         face = (handler.mode, client_era, server_era)
         if face != self.face:  # another mode: results count under other labels
             self.face = face
             self.by_method, self.by_tool = {}, {}
+        ctx.observer = None if self.traced else self
         handler.lane.asked = asked = self.asked
         take = handler.on_client
 
@@ -216,6 +234,28 @@ class Observer:
 
         setattr(handler, "on_client", on_client)  # noqa: B010 (the instance's own)
 
+    def claim(self, request_id: object) -> Asking | None:
+        """The filing of a request an exchange will count itself (None if it was not filed)."""
+        return self.asked.pop(request_id, None)
+
+    def give_back(self, request_id: object, asking: Asking) -> None:
+        """A claimed request ends otherwise than with a result: counted when answered."""
+        self.asked[request_id] = asking
+
+    def result(self, asking: Asking, now: float) -> None:
+        """A result relayed for a claimed request: its duration appended to its kind's list,
+        found by its method alone (a call's by its tool name alone)."""
+        request, started = asking
+        method = request["method"]
+        try:
+            durations = self.by_tool[request["params"]["name"]] if method == "tools/call" \
+                else self.by_method[method]
+        except (KeyError, TypeError):  # the first of its kind, or a name that is none
+            durations = self._results(request)
+        durations.append(now - started)
+        if len(durations) >= FOLD_AT:
+            self.tally.fold()
+
     def answered(self, actions: list[Action], now: float) -> None:
         """Count each answer to a filed request among `actions` (the answers of a batch
         too); when traced, add an `Answered` after them."""
@@ -224,40 +264,14 @@ class Observer:
         for action in actions:
             if type(action) is Send and action.side == CLIENT:
                 message = action.message
-                if type(message) is dict:
-                    if "method" not in message:
+                for item in (message,) if type(message) is dict else message:
+                    if type(item) is dict and "method" not in item:
                         try:
-                            entry = asked.pop(message.get("id"), None)
+                            entry = asked.pop(item.get("id"), None)
                         except TypeError:  # an unhashable id, which no request filed can have
                             continue
-                        if entry is None:
-                            continue
-                        if "error" in message or self.traced:
-                            self._count(entry, message, now, actions)
-                            continue
-                        # Nearly every answer: a result, its list found by a name alone.
-                        request, started = entry
-                        method = request["method"]
-                        if method == "tools/call":
-                            params = request.get("params")
-                            name = params.get("name") if type(params) is dict else None
-                            durations = self.by_tool.get(name) if type(name) is str else None
-                        else:
-                            durations = self.by_method.get(method)
-                        if durations is None:
-                            durations = self._results(request)
-                        durations.append(now - started)
-                        if len(durations) >= FOLD_AT:
-                            self.tally.fold()
-                else:
-                    for item in message:
-                        if type(item) is dict and "method" not in item:
-                            try:
-                                entry = asked.pop(item.get("id"), None)
-                            except TypeError:
-                                continue
-                            if entry is not None:
-                                self._count(entry, item, now, actions)
+                        if entry is not None:
+                            self._count(entry, item, now, actions)
 
     def _results(self, request: Message) -> list[float]:
         """The tally's list of the results of requests like `request`, kept by name for the

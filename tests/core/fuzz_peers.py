@@ -148,8 +148,12 @@ class Session:
     unless the test mutates what they send; and the bookkeeping of every client request."""
 
     def __init__(self, client_era: str, server_era: str, version: str, seed: int) -> None:
-        # Every other session counts what it answers too (an observer changes nothing sent).
+        # Every other session counts what it answers too (an observer changes nothing sent),
+        # half of those for spans as well (a traced observer meets every answer in the
+        # actions; an untraced one lets the exchanges count their results).
         self.h = Harness(CoreConfig(request_timeout=30.0), observed=seed % 2 == 0)
+        if self.h.bridge.observer is not None:
+            self.h.bridge.observer.traced = seed % 4 == 0
         self.h.bridge.secret = SECRET
         self.client_era, self.server_era, self.version = client_era, server_era, version
         self.rng = random.Random(seed)
@@ -163,6 +167,8 @@ class Session:
         self.answered: dict[tuple[type, Any], int] = {}
         self.cancelled: set[tuple[type, Any]] = set()
         self.batches: list[dict[tuple[type, Any], int]] = []
+        self.responses = 0  # responses to the client naming a request id (batch items too)
+        self.lost = False  # a server was lost mid-session
         self.stopped = False
         self.client_closed = False  # the client sends nothing more
         self.restarting = False  # the bridge asked for a new server, not started yet
@@ -238,6 +244,7 @@ class Session:
                 self._answer(message["params"]["requestId"])
             return
         self._answer(message["id"])
+        self.responses += is_request_id(message["id"])
         result = message.get("result")
         if isinstance(result, dict) and result.get("resultType") == "input_required":
             original = next((r for r in self.sent_requests
@@ -273,6 +280,23 @@ class Session:
         keys = (set(self.asked) | set(self.answered)) - self.cancelled
         return {k: (self.asked.get(k, 0), self.answered.get(k, 0)) for k in keys
                 if self.asked.get(k, 0) and self.asked.get(k, 0) != self.answered.get(k, 0)}
+
+    def miscounted(self, every: bool) -> tuple[int, int] | None:
+        """With an observer: the responses to client requests and the requests its tally
+        counted, when they differ (`every`: each request answered is counted once) or
+        when more were counted than answered.
+
+        An observer counts the requests a mode handler took: not those the bridge's
+        lifecycle answers itself (a request before the mode is known, held while a server
+        restarts, refused while closing) nor an invalid message with a usable id. So each
+        answer is counted only in a session whose client sent valid messages to one server.
+        """
+        observer = self.h.bridge.observer
+        if observer is None:
+            return None
+        counted = sum(sum(counts[:-1]) for counts in observer.tally.counts().values())
+        wrong = counted != self.responses if every else counted > self.responses
+        return (self.responses, counted) if wrong else None
 
     # Valid moves --------------------------------------------------------------------------
 
@@ -423,6 +447,7 @@ class Session:
     def lose_server(self, how: str, other_era: bool) -> None:
         """The server exits or closes its output, or both in either order ("exit+close"),
         mid-session; the one started next speaks the other era if `other_era`."""
+        self.lost = True
         self.to_server.clear()  # what the lost server was asked, it will never answer
         self.listens.clear()
         if other_era:

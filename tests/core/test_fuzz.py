@@ -172,8 +172,9 @@ def _opened(mode: str, face: str, data: st.DataObject) -> Session:
     return session
 
 
-def _finish(session: Session, data: st.DataObject) -> None:
-    """End the session as it may end: shutdown, the client closing, or the server exiting."""
+def _finish(session: Session, data: st.DataObject, valid: bool) -> None:
+    """End the session as it may end: shutdown, the client closing, or the server exiting;
+    `valid`: its client sent only valid messages, all in one mode."""
     ending = data.draw(st.sampled_from(["shutdown", "client closes", "server exits"]))
     if ending == "client closes":
         session.client_closed = True
@@ -184,6 +185,8 @@ def _finish(session: Session, data: st.DataObject) -> None:
     session.observe(session.h.advance(10_000))  # every timeout fires
     session.observe(session.h.shutdown())  # every request still waiting is answered
     assert session.unanswered() == {}, session.h.logs[-12:]
+    every = valid and not session.lost  # see Session.miscounted
+    assert session.miscounted(every) is None, session.h.logs[-12:]
 
 
 def report(reporter: Any) -> None:
@@ -206,4 +209,4 @@ def test_mutated_messages_never_break_the_bridge(mode: str, face: str,
     session = _opened(mode, face, data)
     for _ in range(data.draw(st.integers(1, 12))):
         _step(session, face, data)
-    _finish(session, data)
+    _finish(session, data, valid=face == "server" and mode in MODES)

@@ -56,20 +56,28 @@ class EnvelopedRequest(ClientRequest):
         self.params = params
         self.token = token
         self.retried = retried
+        self.asking = None
 
     def answered(self, message: Message, line: bytes | None) -> None:
         host = self.host
         result = message.get("result")
         if result is None:
+            self.give_back(host.ctx)
             self._end_progress()
             host.relay_error(self.origin, self.method, message, self)
             return
         kind = result.get("resultType", "complete")
         if kind == "complete":
+            if self.asking is not None:  # claimed (observe.py)
+                observer = host.ctx.observer
+                if observer is not None:
+                    observer.result(self.asking, host.ctx.now)
             if self.token is not None:  # most requests want no progress: no call for them
                 host.forget_progress_token(self.token)
             host.relay_result(self, message, result, line)
-        elif kind == "input_required" and self.method in ELIGIBLE:
+            return
+        self.give_back(host.ctx)
+        if kind == "input_required" and self.method in ELIGIBLE:
             # From now on an input loop: progress keeps its high-water mark over its rounds.
             host.inputs.begin(self.origin, self.method, self.params, self.token, result)
         else:

@@ -200,10 +200,13 @@ class ModeA:
             # ends or is cancelled, nothing more for it reaches the client (stdio.mdx).
             self.progress_seen.setdefault((type(token), token), ProgressWatermark(origin))
         method = message["method"]
+        call = EnvelopedRequest(self, origin, method, params, token, False)
+        observer = self.ctx.observer
+        if observer is not None:  # the call counts its result itself (observe.py)
+            call.asking = observer.claim(origin)
         # _send_call, inline: one frame less for every request forwarded.
         self.router.forward(SERVER, {"jsonrpc": "2.0", "id": origin, "method": method,
-                                     "params": self.stamp.stamp(params)},
-                            EnvelopedRequest(self, origin, method, params, token, False))
+                                     "params": self.stamp.stamp(params)}, call)
 
     def _send_call(self, origin: WireId, method: str, params: Message | None,
                    token: ProgressToken | None, retried: bool) -> None:

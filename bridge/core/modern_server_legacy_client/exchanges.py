@@ -47,6 +47,7 @@ class LegacyForward(ClientRequest):
         self.face = face
         self.meta = meta
         self.token: str | None = None  # the bridge's progress token, if the client asked
+        self.asking = None
 
     @property
     def serving(self) -> WireId | None:
@@ -56,8 +57,13 @@ class LegacyForward(ClientRequest):
         face = self.face
         face.progress.untrack(self.token)
         if "error" in message:
+            self.give_back(face.ctx)
             face.relay_error(self.origin, message["error"])
         else:
+            if self.asking is not None:  # claimed (observe.py)
+                observer = face.ctx.observer
+                if observer is not None:
+                    observer.result(self.asking, face.ctx.now)
             face.ctx.reply(CLIENT, self.origin, face.modern_result(self.method, message["result"]))
 
     def expired(self, ctx: Context) -> None:

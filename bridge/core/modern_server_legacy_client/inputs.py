@@ -107,6 +107,9 @@ class Parking:
             self._retry(message, meta)
             return
         call = ParkedCall(self, self.ctx.mint_id(), message, meta)
+        observer = self.ctx.observer
+        if observer is not None:  # it counts its first round's result itself (observe.py)
+            call.asking = observer.claim(message["id"])
         self.calls[call.key] = call
         self.rounds[call.round_ids[0]] = call
         if call.exclusive and self.roots.wanted(meta.capabilities, self.ctx.now,
@@ -214,6 +217,8 @@ class Parking:
             # caching.mdx: results of MRTR retries must not be cached (ttlMs 0). The legacy
             # answer, ours since it was decoded, carries it under the round's id, as ctx.reply
             # would send it (the answer belongs to the request it answers).
+            if call.asking is not None:
+                call.counted()
             message["result"] = self.mode.modern_result(call.method, message["result"],
                                                         retried=call.retried)
             message["id"] = owner

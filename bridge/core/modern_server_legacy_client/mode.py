@@ -207,6 +207,9 @@ class ModeB:
 
     def _forward(self, message: Message, meta: RequestMeta) -> None:
         forward = LegacyForward(self, message["id"], message["method"], meta)
+        observer = self.ctx.observer
+        if observer is not None:  # it counts its result itself (observe.py)
+            forward.asking = observer.claim(message["id"])
         if meta.progress_token is not None:
             forward.token = self.progress.track(forward)
         self.prepare_logs(meta)

@@ -77,6 +77,8 @@ class CallDue(Enum):
 class CallOwner(Protocol):
     """Who a call's legacy answer goes to: the parking."""
 
+    ctx: Context
+
     def call_answered(self, call: ParkedCall, message: Message) -> None: ...
     def call_expired(self, call: ParkedCall) -> None: ...
 
@@ -94,6 +96,7 @@ class ParkedCall(Exchange):
     # when the request goes out, the parking stops it while the call is parked (the client
     # is answering, not the server) and starts it again when a retry resumes the call.
     timed = True
+    claims = True
 
     def __init__(self, parking: CallOwner, key: str, message: Message, meta: RequestMeta) -> None:
         # Exchange's members set directly, not through Exchange.__init__: one call less per call.
@@ -122,11 +125,31 @@ class ParkedCall(Exchange):
         self.url: UrlRound | None = None  # the URL elicitations of a -32042, until re-sent
         self.scheduled = False  # whether a deadline of its own was ever set (most: never)
         self.gave_roots = False  # the client gave its roots in the bridge's round for it
+        # Its first round as an observer filed it, while the call counts that round's
+        # result itself (observe.py): given back on any move but to RUNNING.
+        self.asking = None
 
     def move(self, to: CallStage) -> None:
         if to not in _CALL_MOVES[self.stage]:
             raise IllegalMove(f"call {self.key}", self.stage, to)
         self.stage = to
+        if self.asking is not None and to is not CALL_RUNNING:
+            self.give_back()
+
+    def counted(self) -> None:
+        """Its first round's result relayed: counted, once, if it was claimed."""
+        ctx = self.parking.ctx
+        if ctx.observer is not None and self.asking is not None:
+            ctx.observer.result(self.asking, ctx.now)
+        self.asking = None
+
+    def give_back(self) -> None:
+        """Its first round ends otherwise than with its result: the observer counts the
+        answer among the actions."""
+        asking, self.asking = self.asking, None
+        observer = self.parking.ctx.observer
+        if asking is not None and observer is not None:
+            observer.give_back(self.round_ids[0][1], asking)
 
     @property
     def serving(self) -> WireId | None:

@@ -70,9 +70,16 @@ class RelayedCall(ClientRequest):
         self.id = ""
         self.sent = 0.0
         self.relay = relay
+        self.asking = None
 
     def answered(self, message: Message, line: bytes | None) -> None:
         relay = self.relay
+        if self.asking is not None:  # claimed (observe.py)
+            observer = relay.ctx.observer
+            if observer is None or "error" in message:
+                self.give_back(relay.ctx)
+            else:
+                observer.result(self.asking, relay.ctx.now)
         bid = message["id"]
         origin = message["id"] = self.origin
         if relay.gap is not None and "result" in message:

@@ -60,9 +60,6 @@ class RelayLane(Lane):
                 if params is ABSENT or type(params) is dict:
                     id_kind = type(id_)
                     if id_kind is str or id_kind is int:
-                        asked = self.asked  # an observer's (observe.py)
-                        if asked is not None and len(asked) < ASKED_AT_MOST:
-                            asked[id_] = (message, self.ctx.now)
                         # ModeP.on_client_request, Router.forward inlined if it may be.
                         relay = self.relay
                         track = relay.tracked.get(method)
@@ -72,6 +69,12 @@ class RelayLane(Lane):
                             exchange = RelayedCall(id_, method, relay)  # as relay.call makes it
                         else:
                             exchange = relay.call(message)
+                        asked = self.asked  # an observer's (observe.py)
+                        if asked is not None:
+                            if exchange.claims and self.ctx.observer is not None:
+                                exchange.asking = (message, self.ctx.now)  # claimed
+                            elif len(asked) < ASKED_AT_MOST:
+                                asked[id_] = (message, self.ctx.now)
                         if not self.inline:
                             self.router.forward(SERVER, message, exchange)
                             return None
@@ -91,3 +94,4 @@ class RelayLane(Lane):
                 self.relay.on_client_response(message, line)
                 return None
         return classified(line, message, self.relay.client_batching)
+

@@ -133,6 +133,9 @@ class ModeP:
     def on_client_request(self, message: Message) -> None:
         track = self.tracked.get(message["method"])
         exchange = self.call(message) if track is None else track(message)
+        observer = self.ctx.observer
+        if observer is not None and exchange.claims:  # it counts its result (observe.py)
+            exchange.asking = observer.claim(message["id"])
         self.router.forward(SERVER, message, exchange)
 
     def on_client_response(self, message: Message, line: bytes | None) -> None:
