@@ -94,4 +94,3 @@ class RelayLane(Lane):
                 self.relay.on_client_response(message, line)
                 return None
         return classified(line, message, self.relay.client_batching)
-
