@@ -385,10 +385,12 @@ class Session:
                 "result": _input_answer(asked["method"], asked.get("params"))}
 
     def _retry(self, original: Message, round_: Message) -> Message:
-        requests = round_.get("inputRequests") or {}
+        requests = round_.get("inputRequests")
+        if not isinstance(requests, dict):  # a mutated server's round, relayed as it came
+            requests = {}
         params = {**original["params"],
                   "inputResponses": {k: _input_answer(r.get("method"), r.get("params"))
-                                     for k, r in requests.items()},
+                                     for k, r in requests.items() if isinstance(r, dict)},
                   "requestState": round_.get("requestState")}
         retry = {**original, "id": self.new_id(), "params": params}
         self.sent_requests.append(retry)
