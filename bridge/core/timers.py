@@ -2,13 +2,15 @@
 is given.
 
 Must not read a clock: callers pass `now`; cancelled keys are dropped lazily when due. Ties
-between equal deadlines go to the one scheduled first, so every run fires them in one order.
+between equal deadlines go to the one scheduled first, so every run fires them in one order;
+deadlines due together fire one by one, so one cancelled by the handling of another never fires
+(it would act on whatever replaced its owner).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from enum import Enum
 from typing import NamedTuple
 
@@ -57,14 +59,15 @@ class Timers:
             heapq.heappop(heap)  # cancelled or rescheduled
         return None
 
-    def pop_due(self, now: float) -> list[Deadline]:
+    def pop_due(self, now: float) -> Iterator[Deadline]:
         """The keys whose deadline is at or before `now`, earliest first (ties: first
-        scheduled first), now forgotten."""
-        fired: list[Deadline] = []
+        scheduled first), each forgotten as it is given. One at a time, so that what the
+        caller does for one counts for the next: a key cancelled or moved meanwhile is not
+        given; one scheduled meanwhile waits for the next call, even if already due."""
         heap = self._heap
-        while heap and heap[0][0] <= now:
+        last = self._sequence
+        while heap and heap[0][0] <= now and heap[0][1] <= last:
             when, _, key = heapq.heappop(heap)
             if self._due.get(key) == when:
                 del self._due[key]
-                fired.append(key)
-        return fired
+                yield key

@@ -21,7 +21,7 @@ def test_asked_to_close_it_drains_for_the_grace_once() -> None:
     assert phase.closing and phase.state is SessionPhase.CLOSING
     phase.drain(10.0)
     phase.drain(11.0)  # the drain already runs
-    assert phase.timers.pop_due(12.0) == [Deadline(None, PhaseDue.DRAIN)]
+    assert list(phase.timers.pop_due(12.0)) == [Deadline(None, PhaseDue.DRAIN)]
     assert phase.end_reason() == "mcp-rosetta is shutting down"
 
 
@@ -40,7 +40,7 @@ def test_a_failure_waits_probe_timeout_for_a_request_or_ends_once_told() -> None
     assert (phase.state, phase.closing) == (SessionPhase.FAILED, False)
     assert phase.timers.next_deadline() == 4.0
     phase.failure_told(2.0)
-    assert phase.timers.pop_due(2.0) == [Deadline(None, PhaseDue.FAILED)]
+    assert list(phase.timers.pop_due(2.0)) == [Deadline(None, PhaseDue.FAILED)]
 
 
 def test_nothing_moves_a_stopped_session() -> None:

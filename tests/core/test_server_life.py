@@ -111,7 +111,7 @@ def test_a_served_server_is_restarted_after_a_doubling_back_off() -> None:
         assert life.down(Outage(1), attempt) is False  # after the back-off
         assert life.echoed(Outage(None)) is True  # the second word: not counted
         delays.append(life.timers.next_deadline())
-        assert life.timers.pop_due(life.ctx.now + 60) == [Deadline(None, ServerDue.RESTART)]
+        assert list(life.timers.pop_due(life.ctx.now + 60)) == [Deadline(None, ServerDue.RESTART)]
         life.restart("P")
         assert life.state is ServerState.STARTING and life.outage is None
         life.started()
