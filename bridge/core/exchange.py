@@ -68,6 +68,12 @@ class Exchange(ABC):
         still the minted one; `line`, the bytes it was decoded from when the shell kept them,
         for a result passed on with only its id spliced)."""
 
+    def count_result(self, ctx: Context) -> None:
+        """The server's result relayed to the client: counted by the observer, if claimed
+        (callers test `asking` first, so that a plain bridge makes no call for it)."""
+        if self.asking is not None and ctx.observer is not None:
+            ctx.observer.result(self.asking, ctx.now)
+
     def expired(self, ctx: Context) -> None:  # noqa: B027 (a default, not abstract)
         """request_timeout passed (only for `timed` exchanges); the router has already told
         the peer to stop."""

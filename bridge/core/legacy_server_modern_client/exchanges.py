@@ -69,9 +69,7 @@ class EnvelopedRequest(ClientRequest):
         kind = result.get("resultType", "complete")
         if kind == "complete":
             if self.asking is not None:  # claimed (observe.py)
-                observer = host.ctx.observer
-                if observer is not None:
-                    observer.result(self.asking, host.ctx.now)
+                self.count_result(host.ctx)
             if self.token is not None:  # most requests want no progress: no call for them
                 host.forget_progress_token(self.token)
             host.relay_result(self, message, result, line)

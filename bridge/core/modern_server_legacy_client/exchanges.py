@@ -61,9 +61,7 @@ class LegacyForward(ClientRequest):
             face.relay_error(self.origin, message["error"])
         else:
             if self.asking is not None:  # claimed (observe.py)
-                observer = face.ctx.observer
-                if observer is not None:
-                    observer.result(self.asking, face.ctx.now)
+                self.count_result(face.ctx)
             face.ctx.reply(CLIENT, self.origin, face.modern_result(self.method, message["result"]))
 
     def expired(self, ctx: Context) -> None:

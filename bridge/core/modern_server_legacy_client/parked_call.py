@@ -138,9 +138,7 @@ class ParkedCall(Exchange):
 
     def counted(self) -> None:
         """Its first round's result relayed: counted, once, if it was claimed."""
-        ctx = self.parking.ctx
-        if ctx.observer is not None and self.asking is not None:
-            ctx.observer.result(self.asking, ctx.now)
+        self.count_result(self.parking.ctx)
         self.asking = None
 
     def give_back(self) -> None:
