@@ -256,6 +256,19 @@ def test_a_subscribe_still_waiting_for_its_stream_is_answered_when_the_bridge_st
         "code": -32603, "message": reason, "data": {"source": "mcp-rosetta"}}}]
 
 
+def test_a_subscribe_the_client_cancels_before_the_ack_is_never_answered() -> None:
+    """cancellation.mdx: a cancelled request gets no response; the subscription itself may
+    still take effect, as at a server that had begun on it."""
+    h, _, _ = session()
+    listen = one(h.client(request(10, "resources/subscribe", {"uri": URI})), "server")
+    h.client({"jsonrpc": "2.0", "method": "notifications/cancelled",
+              "params": {"requestId": 10, "reason": "changed mind"}})
+    assert sent(h.server(ack(listen, {"resourceSubscriptions": [URI]})), "client") == []
+    assert sent(h.server(on_stream(listen, "notifications/resources/updated", uri=URI)),
+                "client") == [updated(URI)]
+    assert [m for m in sent(h.shutdown(), "client") if m.get("id") == 10] == []
+
+
 def test_updates_are_forwarded_only_for_subscribed_uris() -> None:
     h, session_listen, _ = session()
     listen = subscribed(h, URI)

@@ -19,7 +19,7 @@ from bridge.core.envelope import stamp_envelope
 from bridge.core.eras import META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT, SERVER
 from bridge.core.exchange import NO_REQUEST, Exchange
-from bridge.core.jsonrpc import WireId, notification
+from bridge.core.jsonrpc import WireId, is_request_id, notification, typed_id
 from bridge.core.methods import ACKNOWLEDGED, UPDATED
 from bridge.core.router import Router
 from bridge.core.states import IllegalMove
@@ -246,6 +246,20 @@ class UpstreamListener:
             self._cancel(stream)
             self._drop(stream)
         self.ctx.reply(CLIENT, message["id"], self.mode.local_result("resources/unsubscribe"))
+
+    def cancel(self, request_id: object) -> bool:
+        """The client cancelled a resources/subscribe still waiting for its stream's
+        acknowledgement: it is owed no answer (cancellation.mdx). The stream stays: the
+        subscription may take effect, as at a server that had begun on it. False if none."""
+        if not is_request_id(request_id):
+            return False
+        key = typed_id(request_id)
+        for stream in self.by_uri.values():
+            for waiter in stream.waiters:
+                if typed_id(waiter) == key:
+                    stream.waiters.remove(waiter)
+                    return True
+        return False
 
     def _drop(self, stream: UpstreamStream) -> None:
         if stream.uri is not None:

@@ -227,7 +227,7 @@ class ModeA:
 
     def _cancel(self, params: Message) -> None:
         request_id = params.get("requestId")
-        if self.inputs.cancel(request_id):
+        if self.inputs.cancel(request_id) or self.listener.cancel(request_id):
             return
         bid = self.router.find(SERVER, request_id)
         if bid is not None:
