@@ -74,6 +74,15 @@ class Exchange(ABC):
         if self.asking is not None and ctx.observer is not None:
             ctx.observer.result(self.asking, ctx.now)
 
+    def give_back(self, ctx: Context) -> None:
+        """It ends otherwise than with the server's result relayed (an error, a stream handed
+        over): its request is filed again, for the observer to count the answer among the
+        actions."""
+        asking = self.asking
+        if asking is not None and ctx.observer is not None:
+            self.asking = None
+            ctx.observer.give_back(self.origin, asking)
+
     def expired(self, ctx: Context) -> None:  # noqa: B027 (a default, not abstract)
         """request_timeout passed (only for `timed` exchanges); the router has already told
         the peer to stop."""
@@ -94,7 +103,7 @@ class ClientRequest(Exchange):
     for its answer, request_timeout ends it, and a lost server owes the client an error.
 
     It claims its request for an observer: a subclass counts the server's result it relays,
-    and on any other end gives the request back (`give_back`)."""
+    and on any other end gives the request back."""
 
     __slots__ = ()
 
@@ -103,13 +112,6 @@ class ClientRequest(Exchange):
     timed = True
     awaited = True
     claims = True
-
-    def give_back(self, ctx: Context) -> None:
-        """The answer is not the server's result: the observer counts it among the actions."""
-        asking = self.asking
-        if asking is not None and ctx.observer is not None:
-            self.asking = None
-            ctx.observer.give_back(self.origin, asking)
 
     def expired(self, ctx: Context) -> None:
         self.give_back(ctx)

@@ -27,7 +27,7 @@ from bridge.core.eras import (
 )
 from bridge.core.errors import NO_ANSWER_WITHIN, SERVER_ERROR, SHUTTING_DOWN
 from bridge.core.events import CLIENT, Action, Answered, Send
-from bridge.core.jsonrpc import Inbound
+from bridge.core.jsonrpc import Inbound, is_request_id
 from bridge.core.lane import ASKED_AT_MOST
 
 if TYPE_CHECKING:
@@ -181,15 +181,19 @@ class Observer:
 
     - An exchange counts its own result. Unless traced, the observer is the context's
       (`Context.observer`), and an exchange that sends the client the server's answer
-      (ClientRequest, mode B's ParkedCall) *claims* its request when made: it takes the
+      (ClientRequest, mode B's ParkedCall) or holds a listen stream open (mode P's
+      RelayedListen, mode B's ClientStream) *claims* its request when made: it takes the
       request's filing (`claim`) and, when it relays a result, counts it (`result`): one
       append to its kind's list, found by its method alone (or a call's tool name alone;
       the mode and eras are the observer's own, so no key is built for it).
     - Every other answer is met among the actions: a request is filed in `asked` by the
-      lane (or, on the full path, by a tap) unless claimed, and a claiming exchange that
-      ends otherwise than with a result (an error, request_timeout, a lost server, an
-      input round) files it again (`give_back`) in the event it answers. `Bridge.handle`
-      scans an event's actions only while a filed request waits.
+      lane (or, on the full path, by a tap) unless claimed, and a claim that ends
+      otherwise than with a result (an error, request_timeout, a lost server, an input
+      round, a stream's end) is filed again (`give_back`) in the event it answers; a
+      stream handed over at a restart is filed again too, until the next handler claims
+      it. `Bridge.handle` scans an event's actions only while a filed request waits, so
+      nothing may stay filed that will not be answered: a request the client cancels is
+      forgotten (`withdrawn`).
 
     A plain Bridge pays a test of `Bridge.observer` per event, of `Lane.asked` per request,
     and of `Context.observer` per answer relayed.
@@ -228,11 +232,23 @@ class Observer:
         take = handler.on_client
 
         def on_client(inbound: Inbound) -> None:
-            if inbound.kind == "request" and len(asked) < ASKED_AT_MOST:
+            kind = inbound.kind
+            if kind == "request" and len(asked) < ASKED_AT_MOST:
                 asked.setdefault(inbound.message["id"], (inbound.message, ctx.now))
             take(inbound)
+            if kind == "notification" and inbound.message["method"] == "notifications/cancelled":
+                self.withdrawn(inbound.message.get("params"), ctx)
 
         setattr(handler, "on_client", on_client)  # noqa: B010 (the instance's own)
+
+    def withdrawn(self, params: object, ctx: Context) -> None:
+        """The client cancelled a request: it is owed no answer (cancellation, both eras), so
+        its filing goes, once the answers this event has made so far are counted (a request
+        the mode answered anyway is counted as answered)."""
+        request_id = params.get("requestId") if type(params) is dict else None
+        if self.asked and is_request_id(request_id):
+            self.answered(ctx.actions, ctx.now)
+            self.asked.pop(request_id, None)
 
     def claim(self, request_id: object) -> Asking | None:
         """The filing of a request an exchange will count itself (None if it was not filed)."""

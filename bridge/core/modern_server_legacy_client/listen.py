@@ -12,7 +12,7 @@ from typing import Protocol
 from bridge.core import errors
 from bridge.core.capabilities import LIST_CHANGES, has_flag
 from bridge.core.codec import Message
-from bridge.core.context import Context
+from bridge.core.context import Asking, Context
 from bridge.core.eras import META_SERVER_INFO, META_SUBSCRIPTION_ID
 from bridge.core.events import CLIENT, SERVER, ShareChange
 from bridge.core.exchange import NO_REQUEST, Exchange
@@ -38,10 +38,13 @@ class StreamsHost(Protocol):
 class ClientStream:
     """One open listen request: the flags it was granted and the URIs it is subscribed to."""
 
-    __slots__ = ("asked", "flags", "id", "request", "told", "uris", "waiting")
+    __slots__ = ("asked", "asking", "flags", "id", "request", "told", "uris", "waiting")
 
     def __init__(self, request: Message, flags: list[str], asked: list[str]) -> None:
         self.request = request  # the client's listen request, as it came
+        # Its request as an observer filed it, claimed while the stream is open (observe.py):
+        # a stream held for a whole session leaves nothing filed to look for in every event.
+        self.asking: Asking | None = None
         self.id = request["id"]  # exact JSON type: it is the subscriptionId
         self.flags = flags
         self.asked = asked  # URIs asked for, in order, without repeats
@@ -108,6 +111,8 @@ class ClientStreams:
                  if wanted.get(flag) is True and has_flag(caps, area, "listChanged")]
         stream = ClientStream(message, flags, list(dict.fromkeys(uris)))
         self.streams[typed(stream.id)] = stream
+        if self.ctx.observer is not None:
+            stream.asking = self.ctx.observer.claim(stream.id)
         if has_flag(caps, "resources", "subscribe"):
             for uri in stream.asked:
                 self._hold(stream, uri)
@@ -230,6 +235,7 @@ class ClientStreams:
     def close_all(self) -> None:
         """Shutdown: end every stream gracefully with its listen result (subscriptions.mdx)."""
         for stream in self.streams.values():
+            self._give_back(stream)
             self.end(stream.id)
         self.streams.clear()
 
@@ -243,8 +249,19 @@ class ClientStreams:
     # A restarted server -------------------------------------------------------------------
 
     def handed_over(self) -> list[ListenStream]:
-        """Every open stream, for the handler of the next server."""
-        return [ListenStream(s.request, s.told) for s in self.streams.values()]
+        """Every open stream, for the handler of the next server (which claims it again)."""
+        records = []
+        for stream in self.streams.values():
+            self._give_back(stream)
+            records.append(ListenStream(stream.request, stream.told))
+        return records
+
+    def _give_back(self, stream: ClientStream) -> None:
+        """The stream is answered or handed over: its request is filed again, for the
+        observer to count the answer among the actions."""
+        if stream.asking is not None and self.ctx.observer is not None:
+            self.ctx.observer.give_back(stream.id, stream.asking)
+            stream.asking = None
 
     def restore(self, record: ListenStream) -> None:
         """A stream the client opened before the server restarted: subscribed again at this

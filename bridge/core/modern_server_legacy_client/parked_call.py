@@ -134,20 +134,19 @@ class ParkedCall(Exchange):
             raise IllegalMove(f"call {self.key}", self.stage, to)
         self.stage = to
         if self.asking is not None and to is not CALL_RUNNING:
-            self.give_back()
+            self.give_back(self.parking.ctx)
 
     def counted(self) -> None:
         """Its first round's result relayed: counted, once, if it was claimed."""
         self.count_result(self.parking.ctx)
         self.asking = None
 
-    def give_back(self) -> None:
-        """Its first round ends otherwise than with its result: the observer counts the
-        answer among the actions."""
+    def give_back(self, ctx: Context) -> None:
+        """Its first round ends otherwise than with its result: filed again under that
+        round's id (the call's origin is none), for the observer to count the answer."""
         asking, self.asking = self.asking, None
-        observer = self.parking.ctx.observer
-        if asking is not None and observer is not None:
-            observer.give_back(self.round_ids[0][1], asking)
+        if asking is not None and ctx.observer is not None:
+            ctx.observer.give_back(self.round_ids[0][1], asking)
 
     @property
     def serving(self) -> WireId | None:

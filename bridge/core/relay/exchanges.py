@@ -203,11 +203,17 @@ class RelayedListen(Exchange):
     """A modern client's subscriptions/listen: a stream, not a call. No request_timeout, the
     drain does not wait for it, and a restart hands it over (`stream`) instead of failing
     it; a bridge that stops answers it. Its notifications and its end name the client's id
-    for it (subscriptions.mdx: the subscriptionId is the listen request's id, with its type)."""
+    for it (subscriptions.mdx: the subscriptionId is the listen request's id, with its type).
+
+    It claims its request for an observer, so that a stream held open for a whole session
+    leaves nothing filed to look for among every event's actions; it gives the request back
+    when the stream ends with an answer or is handed over (the next handler claims it again)."""
 
     __slots__ = ("relay", "stream")
 
     origin: WireId  # the listen request's id
+
+    claims = True
 
     def __init__(self, relay: RelayHost, stream: ListenStream) -> None:
         super().__init__(stream.request["id"], "subscriptions/listen")
@@ -216,11 +222,14 @@ class RelayedListen(Exchange):
 
     def answered(self, message: Message, line: bytes | None) -> None:
         # The stream's end: its result names the stream by the bridge's id.
+        ctx = self.relay.ctx
+        self.give_back(ctx)
         retag(message.get("result"), self.origin)
         message["id"] = self.origin
-        self.relay.ctx.send(CLIENT, message, None, self.origin)
+        ctx.send(CLIENT, message, None, self.origin)
 
     def lost(self, ctx: Context, reason: str, data: Message | None) -> None:
+        self.give_back(ctx)
         ctx.fail(CLIENT, self.origin, server_lost(reason, data, self.method))
 
     def first_acknowledgement(self, params: Message) -> bool:

@@ -86,7 +86,8 @@ class RelayLane(Lane):
                         message["id"] = bid
                         ctx.actions.append(Send(SERVER, message, None, None))
                         return None
-                    if id_ is ABSENT:
+                    if id_ is ABSENT and method != "notifications/cancelled":
+                        # A cancellation takes the full path, where an observer sees it.
                         self.relay.on_client_notification(message)
                         return None
             elif method is ABSENT and id_ is not ABSENT and type(id_) is not float \

@@ -337,9 +337,9 @@ class ModeP:
         reason, data = outage.error()
         session = self.client_session()
         pending = self.router.pending[SERVER]
-        for stream in [bid for bid, exchange in pending.items()
-                       if isinstance(exchange, RelayedListen)]:
-            del pending[stream]  # handed over in the session, not lost
+        for bid in [bid for bid, exchange in pending.items()
+                    if isinstance(exchange, RelayedListen)]:
+            pending.pop(bid).give_back(self.ctx)  # handed over in the session, not lost
         self.router.fail_all(reason, data)
         for bid in list(self.router.pending[CLIENT]):
             self.router.cancel(CLIENT, bid, "the server restarted")
@@ -353,8 +353,12 @@ class ModeP:
 
     def _resume_modern(self, session: ModernClientSession) -> None:
         """Re-open the client's listen streams under new ids, mapped to the client's own."""
+        observer = self.ctx.observer
         for stream in session.streams:
-            self.router.forward(SERVER, dict(stream.request), RelayedListen(self, stream))
+            listen = RelayedListen(self, stream)
+            if observer is not None:  # filed again when the last handler handed it over
+                listen.asking = observer.claim(stream.request["id"])
+            self.router.forward(SERVER, dict(stream.request), listen)
         for stream in session.streams:
             if stream.acknowledged is not None:
                 announce(self.ctx, acknowledged_list_changes(stream), stream.request["id"])
