@@ -1,10 +1,12 @@
-"""Instructions per round trip in the core: `python instructions.py [--metrics] [MODE ...]`.
+"""Instructions per round trip in the core: `python instructions.py [--metrics] [--listen]
+[MODE ...]`.
 
 Must not be read as time: it counts the CPU instructions `profile_core.py` executes for one
 `tools/call` round trip (valgrind's cachegrind, no cache simulation: the difference between
 1001 round trips and one, divided by 1000), the one figure of the core's cost a loaded or
 noisy machine does not move. Compare two trees by running each's copy with its own PYTHONPATH.
-`--metrics` counts them with metrics kept (profile_core.py's flag).
+`--metrics` counts them with metrics kept, `--listen` with the client holding a listen stream
+open (B and P-modern): profile_core.py's flags.
 Needs `valgrind` on the PATH.
 """
 
@@ -20,6 +22,8 @@ import sys
 HERE = pathlib.Path(__file__).parent
 MODES = ("A", "B", "P-legacy", "P-modern")
 ROUND_TRIPS = 1000
+FLAGS = {"--metrics": "metrics kept", "--listen": "a listen stream open"}
+"""profile_core.py's flags, as the figures name them."""
 
 
 def instructions(mode: str, round_trips: int, flags: tuple[str, ...] = ()) -> int:
@@ -44,8 +48,9 @@ def main(argv: list[str]) -> int:
     for mode in modes or MODES:
         per_trip = (instructions(mode, ROUND_TRIPS + 1, flags)
                     - instructions(mode, 1, flags)) // ROUND_TRIPS
+        said = [FLAGS.get(flag, flag) for flag in flags]
         print(f"{mode}: {per_trip} instructions per tools/call round trip in the core"
-              + (" (metrics kept)" if flags else ""))
+              + (f" ({', '.join(said)})" if said else ""))
     return 0
 
 

@@ -5,7 +5,8 @@ messages (a tools/call echo round trip, encoded as the shell's writer would enco
 µs per round trip, and with `--profile` a pyinstrument tree of where that time goes. With
 `--metrics` the core is given an observer (bridge.core.observe) counting into the shell's
 series, each message read is counted as the driver counts it, and the series are read once
-at the end as a scrape reads them: the cost of metrics per call (without spans).
+at the end as a scrape reads them: the cost of metrics per call (without spans). With
+`--listen` (B, P-modern) the client holds a `subscriptions/listen` open through the calls.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def echo_result(era: str) -> Message:
 class Rig:
     """One Bridge wired to a scripted client and server of the given eras."""
 
-    def __init__(self, client_era: str, server_era: str, metrics: bool = False) -> None:
+    def __init__(self, client_era: str, server_era: str, metrics: bool = False,
+                 listen: bool = False) -> None:
         self.series = None
         if metrics:
             from bridge.core.observe import Observer
@@ -81,6 +83,23 @@ class Rig:
         else:
             self.feed("client", request(0, "modern", "tools/list", {}))
         self.answer_server_requests()
+        if listen:
+            self.open_listen()
+
+    def open_listen(self) -> None:
+        """A modern client's subscriptions/listen, held open for the session (as SDK clients
+        keep one for list changes), acknowledged by a modern server if it was sent one."""
+        import orjson
+
+        wanted = {"toolsListChanged": True}
+        out = self.feed("client", request("listen", "modern", "subscriptions/listen",
+                                          {"notifications": wanted}))
+        if self.server_era == "modern":
+            sid = orjson.loads(out[0])["id"]
+            self.feed("server", {"jsonrpc": "2.0",
+                                 "method": "notifications/subscriptions/acknowledged",
+                                 "params": {"notifications": wanted,
+                                            "_meta": {META + "subscriptionId": sid}}})
 
     def feed(self, side: str, message: Message | None, event: Any = None) -> list[bytes]:
         event = event or MessageReceived(side, line(message or {}))  # type: ignore[arg-type]
@@ -122,7 +141,12 @@ ERAS = {"A": ("legacy", "modern"), "B": ("modern", "legacy"),
 def main(argv: list[str]) -> int:
     mode = argv[0] if argv else "A"
     count = int(argv[1]) if len(argv) > 1 and argv[1].isdigit() else 20000
-    rig = Rig(*ERAS[mode], metrics="--metrics" in argv)
+    client_era, server_era = ERAS[mode]
+    if "--listen" in argv and client_era != "modern":
+        print("--listen: only a modern client (B, P-modern) opens a listen stream",
+              file=sys.stderr)
+        return 2
+    rig = Rig(client_era, server_era, metrics="--metrics" in argv, listen="--listen" in argv)
     assert rig.bridge.mode is not None, "the bridge did not choose a mode"
     profiler = None
     if "--profile" in argv:
