@@ -72,6 +72,9 @@ class Bridge:
         self.ctx = Context(config or CoreConfig(), mint_id or counter_ids())
         self.secret = secret
         self.observer = observer  # counts the requests answered (observe.py), if any
+        # Its filed requests (kept for its life), tested after every event: one test, the
+        # same with an observer or without.
+        self._filed = observer.asked if observer is not None else None
         self.client_era: Era | None = None
         self.handler: Handler | None = None
         # The lifecycle's own timers (the probe, the drain, restarts, held requests) outlive
@@ -187,7 +190,8 @@ class Bridge:
                 provisional.note_answers(actions)
         if self.batches.open:
             self.batches.collect(actions)
-        if self.observer is not None and self.observer.asked:  # answers to count (observe.py)
+        if self._filed:  # answers to count (observe.py)
+            assert self.observer is not None  # _filed is its table
             self.observer.answered(actions, now)
         return actions
 
