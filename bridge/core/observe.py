@@ -195,8 +195,8 @@ class Observer:
       nothing may stay filed that will not be answered: a request the client cancels is
       forgotten (`withdrawn`).
 
-    A plain Bridge pays a test of `Bridge.observer` per event, of `Lane.asked` per request,
-    and of `Context.observer` per answer relayed.
+    A plain Bridge pays a test per event (of the table of filed requests, which it has
+    none of), of `Lane.asked` per request, and of `Context.observer` per answer relayed.
     """
 
     __slots__ = ("asked", "by_method", "by_tool", "face", "handler", "tally", "traced")
