@@ -72,9 +72,10 @@ class Bridge:
         self.ctx = Context(config or CoreConfig(), mint_id or counter_ids())
         self.secret = secret
         self.observer = observer  # counts the requests answered (observe.py), if any
-        # Its filed requests (kept for its life), tested after every event: one test, the
-        # same with an observer or without.
-        self._filed = observer.asked if observer is not None else None
+        self._filed = None if observer is None else observer.asked  # tested after each event
+        if observer is not None:  # what the lifecycle answers itself is counted too
+            tapped = observer.tap(self._without_handler, self.ctx)
+            setattr(self, "_without_handler", tapped)  # noqa: B010 (the instance's own)
         self.client_era: Era | None = None
         self.handler: Handler | None = None
         # The lifecycle's own timers (the probe, the drain, restarts, held requests) outlive
@@ -163,7 +164,7 @@ class Bridge:
                     if event.side == CLIENT:
                         inbound = lane.from_client(event.message)
                         if inbound is not None:
-                            self._to_handler(inbound)
+                            self._take_client(inbound)
                     else:
                         supervision = self.supervision
                         probe = supervision.probe
@@ -235,19 +236,12 @@ class Bridge:
                                      handler is not None and handler.client_batching))
 
     def _take_client(self, inbound: Inbound) -> None:
-        """A client message off the lane: to the handler unless another must see it first."""
+        """A client message off the lane (or handed back by it): to the handler unless
+        another must see it first."""
         handler = self.handler
         if handler is not None and inbound.kind in _SINGLE and not self.batches.open \
                 and not self._detour:
             handler.on_client(inbound)
-        else:
-            self._on_client(inbound)
-
-    def _to_handler(self, inbound: Inbound) -> None:
-        """A client message the lane handed back (as `_take_client` routes it)."""
-        if inbound.kind in _SINGLE:
-            assert self.handler is not None
-            self.handler.on_client(inbound)
         else:
             self._on_client(inbound)
 
@@ -264,12 +258,8 @@ class Bridge:
             inbound = stand_in
         elif kind == "notification" and self.batches.open:
             self.batches.on_notification(inbound.message)
-        if self.phase.closing and inbound.kind == "request":
-            # Winding down, a request gets an error, not the server; what the client answers
-            # or cancels still reaches the calls that are owed.
-            self.ctx.fail(CLIENT, inbound.message["id"], errors.shutting_down(
-                self.ctx.config.shutdown_message))
-        elif self._waiting.intake is INTAKE_HANDLER:
+        if self._waiting.intake is INTAKE_HANDLER \
+                and not (self.phase.closing and inbound.kind == "request"):
             assert self.handler is not None
             verdict = self.supervision.verdict
             if verdict.provisional is not None:
@@ -277,7 +267,7 @@ class Bridge:
                 self.route()
             self.handler.on_client(inbound)
         else:
-            self._before_mode(inbound)
+            self._without_handler(inbound)
 
     def _on_client_batch(self, inbound: Inbound) -> None:
         assert inbound.items is not None
@@ -396,9 +386,14 @@ class Bridge:
 
     # The client's era, and the mode ---------------------------------------------------------
 
-    def _before_mode(self, inbound: Inbound) -> None:
-        """A client message no handler can take yet (the mode is unknown, or the server is
-        restarting): learn the client's era, or hold it; an invalid one is answered at once."""
+    def _without_handler(self, inbound: Inbound) -> None:
+        """A client message no handler takes now: a request while closing is refused (what
+        the client answers or cancels still reaches the calls owed); before the mode is known
+        or while the server restarts, learn the client's era, or hold it; answer an invalid one."""
+        if self.phase.closing and inbound.kind == "request":
+            self.ctx.fail(CLIENT, inbound.message["id"], errors.shutting_down(
+                self.ctx.config.shutdown_message))
+            return
         if inbound.kind == "invalid":
             self.ctx.reject(CLIENT, inbound)
             return

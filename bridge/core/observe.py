@@ -2,15 +2,16 @@
 tool, mode and eras, how long it took, the class of its error) into a `Tally`, and for
 spans each as an `Answered` action with the trace context its `_meta` carried.
 
-Must not change what the bridge sends: it watches the requests a mode takes and the answers
-the client gets, and counts or reports after them; what the counts and facts become
-(metrics, spans) is the shell's. A Bridge with no observer pays a few tests for this (see
-`Observer`).
+Must not change what the bridge sends: it watches the requests a mode (or the lifecycle)
+takes and the answers the client gets, and counts or reports after them; what the counts and
+facts become (metrics, spans) is the shell's. A Bridge with no observer pays a few tests for
+this (see `Observer`).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from functools import reduce
 from operator import add
 from typing import TYPE_CHECKING
@@ -187,7 +188,9 @@ class Observer:
       append to its kind's list, found by its method alone (or a call's tool name alone;
       the mode and eras are the observer's own, so no key is built for it).
     - Every other answer is met among the actions: a request is filed in `asked` by the
-      lane (or, on the full path, by a tap) unless claimed, and a claim that ends
+      lane, or by a tap on the handler's full path and on the lifecycle's intake (what the
+      bridge answers itself: a refusal while it stops, a ping before the mode is known, a
+      request held while the server restarts), unless claimed; and a claim that ends
       otherwise than with a result (an error, request_timeout, a lost server, an input
       round, a stream's end) is filed again (`give_back`) in the event it answers; a
       stream handed over at a restart is filed again too, until the next handler claims
@@ -228,18 +231,25 @@ class Observer:
             self.face = face
             self.by_method, self.by_tool = {}, {}
         ctx.observer = None if self.traced else self
-        handler.lane.asked = asked = self.asked
-        take = handler.on_client
+        handler.lane.asked = self.asked
+        setattr(handler, "on_client", self.tap(handler.on_client, ctx))  # noqa: B010 (its own)
 
-        def on_client(inbound: Inbound) -> None:
+    def tap(self, take: Callable[[Inbound], None], ctx: Context) -> Callable[[Inbound], None]:
+        """`take` (a handler's full path, or the lifecycle's while no handler takes the
+        client's messages), with each request filed before it and each request a
+        cancellation names forgotten after it."""
+        asked = self.asked
+
+        def tapped(inbound: Inbound) -> None:
             kind = inbound.kind
             if kind == "request" and len(asked) < ASKED_AT_MOST:
+                # setdefault: a request held before a handler took it keeps its first time.
                 asked.setdefault(inbound.message["id"], (inbound.message, ctx.now))
             take(inbound)
             if kind == "notification" and inbound.message["method"] == "notifications/cancelled":
                 self.withdrawn(inbound.message.get("params"), ctx)
 
-        setattr(handler, "on_client", on_client)  # noqa: B010 (the instance's own)
+        return tapped
 
     def withdrawn(self, params: object, ctx: Context) -> None:
         """The client cancelled a request: it is owed no answer (cancellation, both eras), so

@@ -168,7 +168,6 @@ class Session:
         self.cancelled: set[tuple[type, Any]] = set()
         self.batches: list[dict[tuple[type, Any], int]] = []
         self.responses = 0  # responses to the client naming a request id (batch items too)
-        self.lost = False  # a server was lost mid-session
         self.stopped = False
         self.client_closed = False  # the client sends nothing more
         self.restarting = False  # the bridge asked for a new server, not started yet
@@ -286,10 +285,11 @@ class Session:
         counted, when they differ (`every`: each request answered is counted once) or
         when more were counted than answered.
 
-        An observer counts the requests a mode handler took: not those the bridge's
-        lifecycle answers itself (a request before the mode is known, held while a server
-        restarts, refused while closing) nor an invalid message with a usable id. So each
-        answer is counted only in a session whose client sent valid messages to one server.
+        An observer counts the requests a mode handler or the bridge's lifecycle took (one
+        before the mode is known, held while a server restarts, refused while closing), but
+        not an invalid message with a usable id; and a request counted in one mode may be
+        answered by the next. So each answer is counted in a session whose client sent only
+        valid messages, in one mode.
         """
         observer = self.h.bridge.observer
         if observer is None:
@@ -449,7 +449,6 @@ class Session:
     def lose_server(self, how: str, other_era: bool) -> None:
         """The server exits or closes its output, or both in either order ("exit+close"),
         mid-session; the one started next speaks the other era if `other_era`."""
-        self.lost = True
         self.to_server.clear()  # what the lost server was asked, it will never answer
         self.listens.clear()
         if other_era:
