@@ -30,8 +30,8 @@ def add_server_options(p: argparse.ArgumentParser, checked: Callable[[Any], Any]
                        help="append every message, as it crossed each leg, to FILE "
                             "(JSON lines)")
         p.add_argument("--metrics", type=checked(metrics_address), metavar="URL",
-                       help="serve Prometheus metrics at http://HOST:PORT/PATH (loopback, "
-                            "or with a token)")
+                       help="serve Prometheus metrics at http://HOST:PORT/PATH (PATH "
+                            "/metrics if none; loopback, or with a token)")
 
 
 def server_overrides(args: argparse.Namespace) -> dict[str, Any]:

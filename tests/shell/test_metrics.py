@@ -114,6 +114,17 @@ async def test_the_endpoint_serves_its_path_to_those_with_a_token(stream: TextIO
         nursery.cancel_scope.cancel()
 
 
+async def test_an_address_with_no_path_serves_scrapes_at_metrics(stream: TextIO) -> None:
+    log = logs.configure("info", "json", stream)
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve_scrapes, "http://127.0.0.1:0",
+                                   Exposition(Series()), None, log)
+        status, body = await get(port, "/metrics")
+        assert status == 200 and b"mcp_rosetta_server_restarts_total 0.0" in body
+        assert (await get(port, "/mcp"))[0] == 404
+        nursery.cancel_scope.cancel()
+
+
 async def test_an_endpoint_that_may_not_be_served_is_logged_and_skipped(
         stream: TextIO) -> None:
     log = logs.configure("info", "json", stream)

@@ -25,8 +25,9 @@ class Address:
     path: str
 
 
-def parse_address(text: str) -> Address:
-    """`http://HOST:PORT/PATH` as an Address; ValueError naming what is wrong."""
+def parse_address(text: str, default_path: str = "/mcp") -> Address:
+    """`http://HOST:PORT/PATH` as an Address (`default_path` if it names none); ValueError
+    naming what is wrong."""
     parts = urlsplit(text)
     if parts.scheme != "http":
         raise ValueError("expected http://HOST:PORT/PATH (TLS is a reverse proxy's job)")
@@ -38,7 +39,7 @@ def parse_address(text: str) -> Address:
         raise ValueError("expected http://HOST:PORT/PATH, with a host and a port")
     if parts.query or parts.fragment or parts.username or parts.password:
         raise ValueError("the address takes no user, query or fragment")
-    path = parts.path or "/mcp"
+    path = parts.path or default_path
     return Address(parts.hostname, port, path)
 
 

@@ -25,6 +25,8 @@ READ_AT_MOST = 16 * 1024
 SCRAPE_TIMEOUT = 10.0
 """Seconds a scrape may take, from the connection to the last byte of the answer."""
 _TEXT = "text/plain; charset=utf-8"
+DEFAULT_PATH = "/metrics"
+"""Where scrapes are served when the address names no path (Prometheus' default too)."""
 
 
 class Exposed(Exception):
@@ -33,7 +35,7 @@ class Exposed(Exception):
 
 def check_reach(address: str, tokens: Tokens | None) -> None:
     """Exposed unless the address is loopback or tokens guard it."""
-    host = parse_address(address).host
+    host = parse_address(address, DEFAULT_PATH).host
     if tokens is None and not is_loopback(host):
         raise Exposed(f"metrics on {host} would be open to anyone who can reach it: "
                           "bind 127.0.0.1, or set token_file or MCP_ROSETTA_TOKEN")
@@ -43,7 +45,7 @@ async def serve_scrapes(address: str, exposition: Exposition, tokens: Tokens | N
                         log: Logger, *,
                         task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve scrapes until cancelled; `task_status` hears the bound port (0 if none)."""
-    where = parse_address(address)
+    where = parse_address(address, DEFAULT_PATH)
     try:
         check_reach(address, tokens)
         listeners = await trio.open_tcp_listeners(where.port, host=where.host)
