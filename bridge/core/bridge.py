@@ -189,11 +189,11 @@ class Bridge:
             provisional = self.supervision.verdict.provisional
             if provisional is not None:
                 provisional.note_answers(actions)
-        if self.batches.open:
-            self.batches.collect(actions)
-        if self._filed:  # answers to count (observe.py)
+        if self._filed:  # answers to count (observe.py), before a batch's are held back
             assert self.observer is not None  # _filed is its table
             self.observer.answered(actions, now)
+        if self.batches.open:
+            self.batches.collect(actions)
         return actions
 
     # Events ---------------------------------------------------------------------------------

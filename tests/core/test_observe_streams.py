@@ -195,3 +195,26 @@ def test_a_listen_the_client_cancels_in_mode_b_is_forgotten_and_not_counted() ->
     assert observer.asked == {}
     assert [m for m in sent(h.shutdown(), "client") if m.get("id") == 7] == []
     assert _counted(observer, LISTEN) == {}
+
+
+def test_a_batch_answer_held_back_before_its_cancellation_is_counted_once() -> None:
+    """2025-03-26 batching: an element's answer waits for the whole array; a cancellation that
+    comes meanwhile does not unsay it (the client gets it in the array)."""
+    h = Harness(CoreConfig(request_timeout=10.0), observed=True)  # traced: all filed
+    observer = h.bridge.observer
+    assert observer is not None
+    probe = one(h.start(), "server")
+    h.client(initialize("2025-03-26"))
+    forwarded = one(h.server(fail(probe, -32601, "Method not found")), "server")
+    h.server(answer(forwarded, {"protocolVersion": "2025-03-26", "capabilities": {},
+                                "serverInfo": {"name": "old", "version": "1"}}))
+    first, second = sent(h.client([request("c1", "tools/call", {"name": "t"}),
+                                   request("c2", "tools/call", {"name": "t"})]), "server")
+    assert sent(h.server(answer(second, {"content": []})), "client") == []  # held back
+    h.client({"jsonrpc": "2.0", "method": "notifications/cancelled",
+              "params": {"requestId": "c2"}})
+    array = one(h.server(answer(first, {"content": []})), "client")
+    assert [item["id"] for item in array] == ["c2", "c1"]
+    [(_, counts)] = _counted(observer, "tools/call").items()
+    assert counts[:3] == [2, 0, 0]
+    assert observer.asked == {}
