@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -153,7 +154,9 @@ class ClientRequests:
     a request the client has in flight, or none."""
 
     def __init__(self) -> None:
-        self.open: set[tuple[type, Any]] = set()
+        # How many requests under each id are in flight: a client may reuse an id it has in
+        # flight (JSON-RPC forbids it; the fuzz's mutations do it), each answered in turn.
+        self.open: Counter[tuple[type, Any]] = Counter()
 
     def received(self, raw: bytes) -> None:
         """Note the requests on a line the client wrote, read as the core reads them (a
@@ -161,7 +164,7 @@ class ClientRequests:
         inbound = parse_inbound(raw, batching=True)
         for item in (inbound.items or []) if inbound.kind == "batch" else [inbound]:
             if item.kind == "request":
-                self.open.add(_typed(item.id))
+                self.open[_typed(item.id)] += 1
 
     def check(self, send: Send) -> None:
         message = send.message
@@ -169,17 +172,25 @@ class ClientRequests:
             assert send.request is None, send
             for item in message:
                 if isinstance(item, dict) and _hashable(item.get("id")):
-                    self.open.discard(_typed(item.get("id")))
+                    self._answered(item.get("id"))
         elif "method" not in message:
             assert send.request is message.get("id") or _typed(send.request) == _typed(
                 message.get("id")), (
                 f"an answer to {message.get('id')!r} names request {send.request!r}")
             if _hashable(message.get("id")):
-                self.open.discard(_typed(message.get("id")))
+                self._answered(message.get("id"))
         elif send.request is not None:
-            assert _typed(send.request) in self.open, (
+            assert self.open[_typed(send.request)] > 0, (
                 f"{message['method']} names request {send.request!r}, which the client does "
                 f"not have in flight")
+
+
+    def _answered(self, request_id: Any) -> None:
+        key = _typed(request_id)
+        if self.open[key] > 1:
+            self.open[key] -= 1
+        else:
+            self.open.pop(key, None)
 
 
 def _typed(id: Any) -> tuple[type, Any]:
