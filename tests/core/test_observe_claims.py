@@ -9,70 +9,27 @@ from typing import Any
 
 import pytest
 
-from bridge.core.config import CoreConfig
 from bridge.core.observe import Bin, Observer
-from tests.core.harness import (
-    DISCOVER_RESULT,
-    Harness,
-    answer,
-    fail,
-    initialize,
-    modern,
-    one,
-    request,
-    sent,
-)
+from tests.core.harness import Harness, answer, fail, modern, one, request
+from tests.core.observed import counted, observed, open_a, open_b, open_p
 
 Message = dict[str, Any]
-
-
-def _observer(h: Harness) -> Observer:
-    observer = h.bridge.observer
-    assert observer is not None
-    return observer
-
-
-def _mode_p(h: Harness) -> None:
-    probe = one(h.start(), "server")
-    h.client(initialize("2025-06-18"))
-    forwarded = one(h.server(fail(probe, -32601, "Method not found")), "server")
-    h.server(answer(forwarded, {"protocolVersion": "2025-06-18", "capabilities": {},
-                                "serverInfo": {"name": "old", "version": "1"}}))
-
-
-def _mode_a(h: Harness) -> None:
-    probe = one(h.start(), "server")
-    h.client(initialize())
-    h.server(answer(probe, DISCOVER_RESULT))
-
-
-def _mode_b(h: Harness) -> None:
-    h.bridge.secret = b"s"
-    probe = one(h.start(), "server")
-    h.client(modern("d1", "server/discover"))
-    init = one(h.server(fail(probe, -32601, "Method not found")), "server")
-    _, ping = sent(h.server(answer(init, {"protocolVersion": "2025-11-25", "capabilities": {},
-                                          "serverInfo": {"name": "o", "version": "1"}})),
-                   "server")
-    h.server(answer(ping, {}))
 
 
 # Each mode: how it is opened, its face, how its client asks, and a result of its server.
 MODES: dict[str, tuple[Callable[[Harness], None], tuple[str, str, str],
                        Callable[[str, str, Message], Message], Message]] = {
-    "P": (_mode_p, ("P", "legacy", "legacy"), lambda i, m, p: request(i, m, p),
+    "P": (open_p, ("P", "legacy", "legacy"), lambda i, m, p: request(i, m, p),
           {"content": []}),
-    "A": (_mode_a, ("A", "legacy", "modern"), lambda i, m, p: request(i, m, p),
+    "A": (open_a, ("A", "legacy", "modern"), lambda i, m, p: request(i, m, p),
           {"resultType": "complete", "content": []}),
-    "B": (_mode_b, ("B", "modern", "legacy"), lambda i, m, p: modern(i, m, p),
+    "B": (open_b, ("B", "modern", "legacy"), lambda i, m, p: modern(i, m, p),
           {"content": []}),
 }
 
 
 def _opened(mode: str) -> tuple[Harness, Observer]:
-    h = Harness(CoreConfig(request_timeout=10.0), observed=True)
-    observer = _observer(h)
-    observer.traced = False  # counting only: the exchanges count their results
+    h, observer = observed()  # counting only: the exchanges count their results
     MODES[mode][0](h)
     return h, observer
 
@@ -83,12 +40,13 @@ def _asked(h: Harness, mode: str, method: str = "tools/call",
     h.now = 1.0
     ask = MODES[mode][2]
     forwarded = one(h.client(ask("c1", method, params or {"name": "t"})), "server")
-    assert _observer(h).asked == {}, "a request its exchange counts stays unfiled"
+    assert h.bridge.observer is not None and h.bridge.observer.asked == {}, (
+        "a request its exchange counts stays unfiled")
     return forwarded
 
 
-def _counted(observer: Observer, tool: str = "t") -> dict[Bin, list[float]]:
-    return {key: counts for key, counts in observer.tally.counts().items() if key[1] == tool}
+def _counted(observer: Observer) -> dict[Bin, list[float]]:
+    return counted(observer, "tools/call")
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -143,8 +101,7 @@ def test_mode_b_counts_a_forwarded_request_that_is_not_a_call() -> None:
     forwarded = _asked(h, "B", "resources/list", {})
     h.now = 1.05
     h.server(answer(forwarded, {"resources": []}))
-    [(key, counts)] = [(k, c) for k, c in observer.tally.counts().items()
-                       if k[0] == "resources/list"]
+    [(key, counts)] = counted(observer, "resources/list").items()
     assert key == ("resources/list", "", None, ("B", "modern", "legacy"))
     assert counts[:3] == [1, 0, 0] and counts[3] == pytest.approx(0.05)
 

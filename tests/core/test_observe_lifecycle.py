@@ -7,40 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.core.config import CoreConfig
-from bridge.core.observe import Bin, Observer
-from tests.core.harness import (
-    Harness,
-    answer,
-    fail,
-    initialize,
-    one,
-    request,
-    restarted,
-    sent,
-)
+from bridge.core.observe import Observer
+from tests.core.harness import Harness, answer, fail, one, request, restarted, sent
+from tests.core.observed import OLD_SERVER, counted, observed, open_p
 
 Message = dict[str, Any]
 FACE = ("P", "legacy", "legacy")
-INITIALIZED = {"protocolVersion": "2025-06-18", "capabilities": {},
-               "serverInfo": {"name": "old", "version": "1"}}
 
 
 def _opened() -> tuple[Harness, Observer]:
     """Mode P between a legacy client and a legacy server, counting."""
-    h = Harness(CoreConfig(request_timeout=10.0), observed=True)
-    observer = h.bridge.observer
-    assert observer is not None
-    observer.traced = False
-    probe = one(h.start(), "server")
-    h.client(initialize("2025-06-18"))
-    forwarded = one(h.server(fail(probe, -32601, "Method not found")), "server")
-    h.server(answer(forwarded, INITIALIZED))
+    h, observer = observed()
+    open_p(h)
     return h, observer
-
-
-def _counted(observer: Observer, method: str) -> dict[Bin, list[float]]:
-    return {key: counts for key, counts in observer.tally.counts().items() if key[0] == method}
 
 
 def test_a_request_refused_while_the_bridge_stops_is_counted_as_refused() -> None:
@@ -50,19 +29,17 @@ def test_a_request_refused_while_the_bridge_stops_is_counted_as_refused() -> Non
     h.now = 2.0
     refusal = one(h.client(request("c2", "tools/call", {"name": "u"})), "client")
     assert refusal["id"] == "c2" and "shutting down" in refusal["error"]["message"]
-    assert _counted(observer, "tools/call") == {
+    assert counted(observer, "tools/call") == {
         ("tools/call", "u", "refused", FACE): [1, 0, 0, 0.0]}
     assert observer.asked == {}  # c1 is its exchange's to count
 
 
 def test_a_ping_the_bridge_answers_before_the_mode_is_known_is_counted() -> None:
-    h = Harness(observed=True)
-    observer = h.bridge.observer
-    assert observer is not None
+    h, observer = observed(traced=True)
     h.start()
     assert one(h.client(request(1, "ping")), "client") == {"jsonrpc": "2.0", "id": 1,
                                                             "result": {}}
-    assert _counted(observer, "ping") == {("ping", "", None, ("", "", "")): [1, 0, 0, 0.0]}
+    assert counted(observer, "ping") == {("ping", "", None, ("", "", "")): [1, 0, 0, 0.0]}
     assert observer.asked == {}
 
 
@@ -83,13 +60,13 @@ def test_a_request_held_while_the_server_restarts_is_counted_once_from_when_it_c
     assert list(observer.asked) == ["c3"]
     replayed = one(h.server(fail(probe, -32601, "Method not found")), "server")
     assert replayed["method"] == "initialize"
-    forwarded = one(h.server(answer(replayed, INITIALIZED)), "server")
+    forwarded = one(h.server(answer(replayed, OLD_SERVER)), "server")
     assert forwarded["params"] == {"name": "t"}
     sent_at = h.now  # after the restart's back-off
     assert sent_at > 1.0
     h.now = sent_at + 1.0
     assert one(h.server(answer(forwarded, {"content": []})), "client")["id"] == "c3"
-    [(key, counts)] = _counted(observer, "tools/call").items()
+    [(key, counts)] = counted(observer, "tools/call").items()
     assert key == ("tools/call", "t", None, FACE)
     assert counts[:3] == [0, 0, 1] and counts[3] == sent_at + 1.0 - 1.0
     assert observer.asked == {}
@@ -102,5 +79,5 @@ def test_a_request_the_client_cancels_while_it_is_held_is_forgotten() -> None:
                           "params": {"requestId": "c3"}}), "client") == []
     assert observer.asked == {}
     replayed = one(h.server(fail(probe, -32601, "Method not found")), "server")
-    assert sent(h.server(answer(replayed, INITIALIZED)), "server") == []  # c3 is not sent
-    assert _counted(observer, "tools/call") == {}
+    assert sent(h.server(answer(replayed, OLD_SERVER)), "server") == []  # c3 is not sent
+    assert counted(observer, "tools/call") == {}

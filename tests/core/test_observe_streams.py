@@ -10,21 +10,18 @@ from typing import Any
 
 import pytest
 
-from bridge.core.config import CoreConfig
-from bridge.core.observe import Bin, Observer
+from bridge.core.observe import Observer
 from tests.core.harness import (
     DISCOVER_RESULT,
-    LEGACY_INIT_RESULT,
     Harness,
     answer,
-    fail,
-    initialize,
     modern,
     one,
     request,
     restarted,
     sent,
 )
+from tests.core.observed import counted, legacy_handshake, observed, open_a, open_b, open_p
 
 Message = dict[str, Any]
 SUB = "io.modelcontextprotocol/subscriptionId"
@@ -35,30 +32,19 @@ def _modern_server(h: Harness, probe: Message) -> None:
     h.server(answer(probe, DISCOVER_RESULT))
 
 
-def _legacy_server(h: Harness, probe: Message) -> None:
-    """Mode B's own legacy handshake with the server whose probe is `probe`."""
-    init = one(h.server(fail(probe, -32601, "Method not found")), "server")
-    _, ping = sent(h.server(answer(init, LEGACY_INIT_RESULT)), "server")
-    h.server(answer(ping, {}))
-
-
 # The modes whose client is modern (it may hold a listen open): how the server comes up, the
 # face its requests are counted under, and how a stream ends when the bridge stops (mode P
 # cannot give the server's result for it: the client gets the bridge's refusal).
 STREAMING: dict[str, tuple[Callable[[Harness, Message], None], tuple[str, str, str],
                            str | None]] = {
     "P-modern": (_modern_server, ("P", "modern", "modern"), "refused"),
-    "B": (_legacy_server, ("B", "modern", "legacy"), None),
+    "B": (legacy_handshake, ("B", "modern", "legacy"), None),
 }
 
 
 def _opened(mode: str, traced: bool = False) -> tuple[Harness, Observer]:
     """A bridge in `mode` before its server, counting (and, if `traced`, reporting spans)."""
-    h = Harness(CoreConfig(request_timeout=10.0), observed=True)
-    h.bridge.secret = b"s"
-    observer = h.bridge.observer
-    assert observer is not None
-    observer.traced = traced
+    h, observer = observed(traced=traced)
     probe = one(h.start(), "server")
     h.client(modern("d1", "server/discover"))
     STREAMING[mode][0](h, probe)
@@ -70,10 +56,6 @@ def _listen(h: Harness, mode: str, id_: object = "L") -> Message | None:
     """The client opens a listen stream at h.now; what the server got for it (P), or None."""
     actions = h.client(modern(id_, LISTEN, {"notifications": {"toolsListChanged": True}}))
     return one(actions, "server") if mode == "P-modern" else None
-
-
-def _counted(observer: Observer, method: str) -> dict[Bin, list[float]]:
-    return {key: counts for key, counts in observer.tally.counts().items() if key[0] == method}
 
 
 def _ended(h: Harness, id_: object) -> Message:
@@ -92,7 +74,7 @@ def test_a_listen_held_open_leaves_nothing_filed_and_its_end_counts_once(mode: s
     assert _ended(h, "L")["id"] == "L"
     assert observer.asked == {}
     _, face, ended = STREAMING[mode]
-    assert _counted(observer, LISTEN) == {(LISTEN, "", ended, face): [0, 0, 1, 3.0]}
+    assert counted(observer, LISTEN) == {(LISTEN, "", ended, face): [0, 0, 1, 3.0]}
 
 
 @pytest.mark.parametrize("mode", STREAMING)
@@ -110,7 +92,7 @@ def test_a_listen_handed_over_at_a_restart_is_claimed_again_and_counted_once(
     h.now = 9.0
     assert _ended(h, "L")["id"] == "L"
     _, face, ended = STREAMING[mode]
-    assert _counted(observer, LISTEN) == {(LISTEN, "", ended, face): [0, 0, 1, 8.0]}
+    assert counted(observer, LISTEN) == {(LISTEN, "", ended, face): [0, 0, 1, 8.0]}
 
 
 def test_a_listen_its_server_ends_with_a_result_is_counted_once_as_a_result() -> None:
@@ -122,7 +104,7 @@ def test_a_listen_its_server_ends_with_a_result_is_counted_once_as_a_result() ->
     end = one(h.server(answer(forwarded, {"resultType": "complete",
                                           "_meta": {SUB: forwarded["id"]}})), "client")
     assert end["id"] == "L" and end["result"]["_meta"] == {SUB: "L"}
-    assert _counted(observer, LISTEN) == {
+    assert counted(observer, LISTEN) == {
         (LISTEN, "", None, ("P", "modern", "modern")): [0, 1, 0, 0.5]}
     assert observer.asked == {}
 
@@ -135,35 +117,14 @@ def test_a_listen_its_server_cancels_gets_no_answer_and_is_not_counted() -> None
                          "params": {"requestId": forwarded["id"]}}), "client")
     assert told["params"] == {"requestId": "L"}
     assert observer.asked == {}
-    assert _counted(observer, LISTEN) == {}
-
-
-def _mode_p_legacy(h: Harness) -> None:
-    probe = one(h.start(), "server")
-    h.client(initialize("2025-06-18"))
-    forwarded = one(h.server(fail(probe, -32601, "Method not found")), "server")
-    h.server(answer(forwarded, {"protocolVersion": "2025-06-18", "capabilities": {},
-                                "serverInfo": {"name": "old", "version": "1"}}))
-
-
-def _mode_a(h: Harness) -> None:
-    probe = one(h.start(), "server")
-    h.client(initialize())
-    h.server(answer(probe, DISCOVER_RESULT))
-
-
-def _mode_b(h: Harness) -> None:
-    h.bridge.secret = b"s"
-    probe = one(h.start(), "server")
-    h.client(modern("d1", "server/discover"))
-    _legacy_server(h, probe)
+    assert counted(observer, LISTEN) == {}
 
 
 # Every mode: how it is opened, and how its client asks.
 ASKING: dict[str, tuple[Callable[[Harness], None], Callable[[str, str, Message], Message]]] = {
-    "P": (_mode_p_legacy, lambda i, m, p: request(i, m, p)),
-    "A": (_mode_a, lambda i, m, p: request(i, m, p)),
-    "B": (_mode_b, lambda i, m, p: modern(i, m, p)),
+    "P": (open_p, lambda i, m, p: request(i, m, p)),
+    "A": (open_a, lambda i, m, p: request(i, m, p)),
+    "B": (open_b, lambda i, m, p: modern(i, m, p)),
 }
 
 
@@ -171,10 +132,7 @@ ASKING: dict[str, tuple[Callable[[Harness], None], Callable[[str, str, Message],
 @pytest.mark.parametrize("mode", ASKING)
 def test_a_request_the_client_cancels_is_forgotten_and_not_counted(
         mode: str, traced: bool) -> None:
-    h = Harness(CoreConfig(request_timeout=10.0), observed=True)
-    observer = h.bridge.observer
-    assert observer is not None
-    observer.traced = traced  # traced: every request is filed, none claimed
+    h, observer = observed(traced=traced)  # traced: every request is filed, none claimed
     opened, ask = ASKING[mode]
     opened(h)
     forwarded = one(h.client(ask("c1", "tools/call", {"name": "t"})), "server")
@@ -184,7 +142,7 @@ def test_a_request_the_client_cancels_is_forgotten_and_not_counted(
     assert observer.asked == {}
     assert sent(h.server(answer(forwarded, {"content": []})), "client") == []
     h.advance(10.0)
-    assert _counted(observer, "tools/call") == {}
+    assert counted(observer, "tools/call") == {}
 
 
 def test_a_listen_the_client_cancels_in_mode_b_is_forgotten_and_not_counted() -> None:
@@ -194,20 +152,14 @@ def test_a_listen_the_client_cancels_in_mode_b_is_forgotten_and_not_counted() ->
                           "params": {"requestId": 7}}), "client") == []
     assert observer.asked == {}
     assert [m for m in sent(h.shutdown(), "client") if m.get("id") == 7] == []
-    assert _counted(observer, LISTEN) == {}
+    assert counted(observer, LISTEN) == {}
 
 
 def test_a_batch_answer_held_back_before_its_cancellation_is_counted_once() -> None:
     """2025-03-26 batching: an element's answer waits for the whole array; a cancellation that
     comes meanwhile does not unsay it (the client gets it in the array)."""
-    h = Harness(CoreConfig(request_timeout=10.0), observed=True)  # traced: all filed
-    observer = h.bridge.observer
-    assert observer is not None
-    probe = one(h.start(), "server")
-    h.client(initialize("2025-03-26"))
-    forwarded = one(h.server(fail(probe, -32601, "Method not found")), "server")
-    h.server(answer(forwarded, {"protocolVersion": "2025-03-26", "capabilities": {},
-                                "serverInfo": {"name": "old", "version": "1"}}))
+    h, observer = observed(traced=True)  # every request filed, so the batch hides answers
+    open_p(h, "2025-03-26")
     first, second = sent(h.client([request("c1", "tools/call", {"name": "t"}),
                                    request("c2", "tools/call", {"name": "t"})]), "server")
     assert sent(h.server(answer(second, {"content": []})), "client") == []  # held back
@@ -215,6 +167,6 @@ def test_a_batch_answer_held_back_before_its_cancellation_is_counted_once() -> N
               "params": {"requestId": "c2"}})
     array = one(h.server(answer(first, {"content": []})), "client")
     assert [item["id"] for item in array] == ["c2", "c1"]
-    [(_, counts)] = _counted(observer, "tools/call").items()
+    [(_, counts)] = counted(observer, "tools/call").items()
     assert counts[:3] == [2, 0, 0]
     assert observer.asked == {}
